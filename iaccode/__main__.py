@@ -1,0 +1,5 @@
+import sys
+
+from iaccode.cli import main
+
+sys.exit(main())

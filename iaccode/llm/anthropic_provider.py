@@ -1,0 +1,157 @@
+"""The Anthropic provider, on the official SDK (``AsyncAnthropic``, which runs under trio).
+
+``anthropic`` is imported lazily: it costs about two seconds, and editors wait for
+``initialize``. :meth:`AnthropicProvider.preload` imports it in a worker thread once the handshake is
+done.
+
+Retries: the SDK retries 408/409/429/5xx/529 before the stream starts, honouring
+``retry-after`` and backing off with jitter otherwise; its waits are trio sleeps, so
+``session/cancel`` interrupts them. We add no second retry loop. A stream that breaks midway is
+not retried (the user has already seen part of it): it becomes a ModelError.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from iaccode.llm.assemble import StreamAssembler
+from iaccode.llm.base import MissingCredentials, ModelError, ModelEvent, ModelRequest
+
+if TYPE_CHECKING:
+    import anthropic
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 1.0
+"""Bound on closing the HTTP stream after a cancel; the close itself is shielded."""
+
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def _import_sdk() -> Any:
+    import anthropic
+
+    return anthropic
+
+
+def _http_errors() -> tuple[type[BaseException], ...]:
+    """Transport errors raised while iterating a stream (the SDK does not wrap those)."""
+    anthropic = _import_sdk()
+    try:
+        import httpx2 as httpx  # the SDK's transport in 2.x
+    except ImportError:
+        import httpx
+    return (anthropic.APIError, httpx.HTTPError)
+
+
+def _describe(exc: BaseException) -> str:
+    anthropic = _import_sdk()
+    if isinstance(exc, anthropic.APIStatusError):
+        message = exc.message
+        body = exc.body
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            message = body["error"].get("message", message)
+        return f"The model API answered {exc.status_code}: {message}"
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "The model API did not answer in time."
+    if isinstance(exc, anthropic.APIConnectionError):
+        return f"Could not reach the model API: {exc.__cause__ or exc}"
+    return f"The model's answer broke off: {type(exc).__name__}: {exc}"
+
+
+class AnthropicProvider:
+    def __init__(self, *, max_retries: int, timeout: float) -> None:
+        self._max_retries = max_retries
+        self._timeout = timeout
+        self._client: anthropic.AsyncAnthropic | None = None
+
+    async def preload(self) -> None:
+        """Import the SDK in a worker thread so the first prompt does not pay for it."""
+        await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+
+    def check_credentials(self) -> None:
+        if not any(os.environ.get(name) for name in CREDENTIAL_VARIABLES):
+            raise MissingCredentials(
+                "No Anthropic credentials: set ANTHROPIC_API_KEY in the environment the editor "
+                "starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted model offline)."
+            )
+
+    async def _get_client(self) -> anthropic.AsyncAnthropic:
+        if self._client is None:
+            # In a thread: if the preload is still importing, we wait without blocking the loop.
+            anthropic = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+            # The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
+            self._client = anthropic.AsyncAnthropic(
+                max_retries=self._max_retries,
+                timeout=anthropic.Timeout(self._timeout, connect=10.0),
+            )
+        return self._client
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": request.messages,
+            "stream": True,
+        }
+        if request.system:
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = request.tools
+        if request.thinking_budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+        return body
+
+    @asynccontextmanager
+    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+        client = await self._get_client()
+        errors = _http_errors()
+        try:
+            # Raw SSE lines instead of the SDK's typed events: we need plain dicts for the
+            # assembler (shared with the offline provider) and skip building pydantic objects
+            # per delta.
+            response_cm = client.messages.with_streaming_response.create(**self._body(request))
+            response = await response_cm.__aenter__()
+        except errors as exc:
+            raise ModelError(_describe(exc)) from exc
+        events = self._events(response.http_response.aiter_lines(), errors)
+        try:
+            yield events
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
+                await events.aclose()
+                await response_cm.__aexit__(None, None, None)
+
+    async def _events(
+        self, lines: AsyncIterator[str], errors: tuple[type[BaseException], ...]
+    ) -> AsyncGenerator[ModelEvent, None]:
+        assembler = StreamAssembler()
+        data: list[str] = []
+        try:
+            async for line in lines:
+                if line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+                    continue
+                if line or not data:
+                    continue  # "event:" lines name the type the data repeats; comments; blanks
+                event = assembler.feed(json.loads("\n".join(data)))
+                data.clear()
+                if event is not None:
+                    yield event
+            if data:  # a last event without its terminating blank line
+                event = assembler.feed(json.loads("\n".join(data)))
+                if event is not None:
+                    yield event
+        except errors as exc:
+            raise ModelError(_describe(exc)) from exc
+        except ValueError as exc:
+            raise ModelError(f"The model API sent an unreadable event: {exc}") from exc
+        if not assembler.finished:
+            raise ModelError("The model's answer broke off before it was complete.")

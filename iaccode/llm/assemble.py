@@ -1,0 +1,127 @@
+"""Raw Anthropic stream events (dicts) -> provider events, assembling the assistant message.
+
+Both the Anthropic provider (events parsed from the SSE stream) and the offline provider
+(events read from a script) feed this, so they behave the same by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from iaccode.llm.base import Finished, ModelError, ModelEvent, TextDelta, ThinkingDelta, TokenUsage
+
+log = logging.getLogger(__name__)
+
+
+def _usage(raw: Any, previous: TokenUsage) -> TokenUsage:
+    """Merge a usage object; fields the event leaves out keep their earlier value."""
+    if not isinstance(raw, dict):
+        return previous
+
+    def pick(key: str, old: int) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) else old
+
+    return TokenUsage(
+        pick("input_tokens", previous.input_tokens),
+        pick("output_tokens", previous.output_tokens),
+        pick("cache_read_input_tokens", previous.cache_read_input_tokens),
+        pick("cache_creation_input_tokens", previous.cache_creation_input_tokens),
+    )
+
+
+class StreamAssembler:
+    """Feed raw events in order; get back the events the turn cares about."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._partial_json: dict[int, list[str]] = {}
+        self._stop_reason: str | None = None
+        self._usage = TokenUsage()
+        self.finished = False
+        self.invalid_tool_inputs: dict[str, str] = {}
+        """Tool-use id -> the input text that was not valid JSON."""
+
+    def feed(self, event: dict[str, Any]) -> ModelEvent | None:
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            return self._delta(event.get("index", 0), event.get("delta") or {})
+        if kind == "content_block_start":
+            block = dict(event.get("content_block") or {})
+            index = event.get("index", 0)
+            self._blocks[index] = block
+            if block.get("type") == "tool_use":
+                self._partial_json[index] = []
+            text = block.get("text") or block.get("thinking")
+            if text:  # the API starts blocks empty, but a start may carry text
+                return TextDelta(text) if block.get("type") == "text" else ThinkingDelta(text)
+        elif kind == "content_block_stop":
+            self._finish_block(event.get("index", 0))
+        elif kind == "message_start":
+            self._usage = _usage((event.get("message") or {}).get("usage"), self._usage)
+        elif kind == "message_delta":
+            stop = (event.get("delta") or {}).get("stop_reason")
+            if isinstance(stop, str):
+                self._stop_reason = stop
+            self._usage = _usage(event.get("usage"), self._usage)
+        elif kind == "message_stop":
+            self.finished = True
+            return Finished(self._stop_reason or "end_turn", self.content(), self._usage)
+        elif kind == "error":
+            error = event.get("error") or {}
+            raise ModelError(f"The model API reported an error: "
+                             f"{error.get('type', 'error')}: {error.get('message', '')}".rstrip())
+        return None
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> ModelEvent | None:
+        block = self._blocks.setdefault(index, {"type": "text", "text": ""})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text", "")
+            block["text"] = block.get("text", "") + text
+            return TextDelta(text)
+        if kind == "thinking_delta":
+            text = delta.get("thinking", "")
+            block["thinking"] = block.get("thinking", "") + text
+            return ThinkingDelta(text)
+        if kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta.get("signature", "")
+        elif kind == "input_json_delta":
+            self._partial_json.setdefault(index, []).append(delta.get("partial_json", ""))
+        return None
+
+    def _finish_block(self, index: int) -> None:
+        block = self._blocks.get(index)
+        if block is None or block.get("type") != "tool_use":
+            return
+        raw = "".join(self._partial_json.pop(index, []))
+        try:
+            block["input"] = json.loads(raw) if raw else {}
+        except ValueError:
+            # Kept as the model sent it; the tool loop answers it with an error, never runs it.
+            block["input"] = {}
+            self.invalid_tool_inputs[str(block.get("id"))] = raw
+
+    def content(self) -> list[dict[str, Any]]:
+        """The assistant content so far, fit to send back to the API.
+
+        Thinking without a signature (cut off mid-stream) cannot be sent back, and empty text
+        blocks are rejected by the API; both are left out.
+        """
+        blocks = []
+        for _, block in sorted(self._blocks.items()):
+            kind = block.get("type")
+            if kind == "thinking" and not block.get("signature"):
+                continue
+            if kind == "text" and not block.get("text"):
+                continue
+            if kind == "tool_use" and "input" not in block:
+                continue  # its input never finished streaming
+            blocks.append(block)
+        return blocks
+
+    @property
+    def usage(self) -> TokenUsage:
+        return self._usage

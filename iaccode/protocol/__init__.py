@@ -1,0 +1,1 @@
+"""ACP message types (attrs) and the one strict converter. No I/O, no trio."""

@@ -1,0 +1,167 @@
+"""The one cattrs converter: camelCase on the wire, snake_case in Python, and strict.
+
+Strict means no silent coercion: ``"5"`` where an integer belongs is an error, not 5, and
+``1`` is not a boolean. ``None`` fields are omitted on output; unknown input fields are ignored
+(the peer may be newer than us). Structuring errors become a dict that maps the wire path of
+each bad field (``params.sessionId``) to what is wrong with it, ready for a -32602 ``data``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from iaccode.protocol.content import CONTENT_TYPES, ContentBlock, ResourceContents
+from iaccode.protocol.content import BlobResourceContents, TextResourceContents
+
+T = TypeVar("T")
+
+
+@functools.cache
+def wire_name(name: str) -> str:
+    """``session_id`` -> ``sessionId``; ``meta`` -> ``_meta`` (ACP's extension field)."""
+    if name == "meta":
+        return "_meta"
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _strict(kind: type, expected: str) -> Any:
+    def check(value: Any, _: Any) -> Any:
+        # bool is an int subclass in Python, never on the wire.
+        if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+            return value
+        raise TypeError(f"expected {expected}, got {_json_type(value)}")
+
+    return check
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "an array", dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected a number, got {_json_type(value)}")
+
+
+def _structure_object(value: Any, _: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    raise TypeError(f"expected an object, got {_json_type(value)}")
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=False)
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook_func(lambda t: t == dict[str, Any], _structure_object)
+
+    def structure_factory(cls: type) -> Any:
+        renames = {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
+        inner = make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, dict):
+                raise TypeError(f"expected an object, got {_json_type(value)}")
+            return inner(value, cls)
+
+        return structure
+
+    def unstructure_factory(cls: type) -> Any:
+        renames = {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
+        inner = make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+
+        def unstructure(obj: Any) -> dict[str, Any]:
+            return {k: v for k, v in inner(obj).items() if v is not None}
+
+        return unstructure
+
+    conv.register_structure_hook_factory(attrs.has, structure_factory)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+
+    def structure_content(value: Any, _: Any) -> ContentBlock:
+        kind = value.get("type") if isinstance(value, dict) else None
+        cls = CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            if not isinstance(value, dict):
+                raise TypeError(f"expected a content block object, got {_json_type(value)}")
+            raise ValueError(f"unknown content block type {kind!r}")
+        result: ContentBlock = conv.structure(value, cls)
+        return result
+
+    def structure_resource(value: Any, _: Any) -> ResourceContents:
+        if isinstance(value, dict) and "text" in value:
+            return conv.structure(value, TextResourceContents)
+        if isinstance(value, dict) and "blob" in value:
+            return conv.structure(value, BlobResourceContents)
+        raise ValueError("expected resource contents with 'text' or 'blob'")
+
+    conv.register_structure_hook_func(lambda t: t == ContentBlock, structure_content)
+    conv.register_structure_hook_func(lambda t: t == ResourceContents, structure_resource)
+    return conv
+
+
+converter = _make_converter()
+
+
+def to_wire(obj: Any) -> Any:
+    """An attrs message (or list of them) as JSON-ready data with wire names."""
+    return converter.unstructure(obj)
+
+
+class ParamsError(Exception):
+    """Params did not fit the expected type; ``problems`` maps wire paths to reasons."""
+
+    def __init__(self, problems: dict[str, str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+def from_wire(value: Any, cls: type[T], path: str = "params") -> T:
+    """Structure wire data into ``cls``, or raise ParamsError naming every bad field."""
+    if value is None:
+        value = {}
+    try:
+        return converter.structure(value, cls)
+    except Exception as exc:  # cattrs raises plain and grouped errors of many kinds
+        problems: dict[str, str] = {}
+        _collect(exc, path, problems)
+        raise ParamsError(problems or {path: str(exc)}) from exc
+
+
+def _collect(exc: BaseException, path: str, out: dict[str, str]) -> None:
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        for sub in exc.exceptions:
+            _collect(sub, _child_path(sub, path), out)
+    elif isinstance(exc, ForbiddenExtraKeysError):
+        out[path] = f"unexpected fields {sorted(exc.extra_fields)}"
+    elif isinstance(exc, KeyError):
+        out[path] = "is required"
+    else:
+        out[path] = str(exc)
+
+
+def _child_path(exc: BaseException, path: str) -> str:
+    for note in getattr(exc, "__notes__", ()):
+        if isinstance(note, AttributeValidationNote):
+            return f"{path}.{wire_name(note.name)}"
+        if isinstance(note, IterableValidationNote):
+            return f"{path}[{note.index}]"
+    return path

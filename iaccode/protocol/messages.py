@@ -1,0 +1,253 @@
+"""ACP request, response and notification params that iac-code accepts or sends.
+
+Field names are snake_case here and camelCase on the wire (``meta`` is ``_meta``); the
+converter in ``convert.py`` does the renaming. Every class tolerates unknown input fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+from iaccode.protocol.content import ContentBlock
+
+Meta = dict[str, Any] | None
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+# -- initialize --------------------------------------------------------------------------------
+
+
+@frozen
+class Implementation:
+    name: str
+    version: str
+    title: str | None = None
+    meta: Meta = None
+
+
+@frozen
+class FileSystemCapabilities:
+    read_text_file: bool = False
+    write_text_file: bool = False
+    meta: Meta = None
+
+
+@frozen
+class ClientCapabilities:
+    fs: FileSystemCapabilities = field(factory=FileSystemCapabilities)
+    terminal: bool = False
+    meta: Meta = None
+
+
+@frozen
+class InitializeRequest:
+    protocol_version: int
+    client_capabilities: ClientCapabilities = field(factory=ClientCapabilities)
+    client_info: Implementation | None = None
+    meta: Meta = None
+
+
+@frozen
+class PromptCapabilities:
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+@frozen
+class SessionCapabilities:
+    """Each present capability is the empty object ``{}``; absent means unsupported."""
+
+    list: dict[str, Any] | None = None
+    close: dict[str, Any] | None = None
+    resume: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None
+    delete: dict[str, Any] | None = None
+
+
+@frozen
+class McpCapabilities:
+    http: bool = False
+    sse: bool = False
+
+
+@frozen
+class AgentCapabilities:
+    load_session: bool
+    prompt_capabilities: PromptCapabilities
+    session_capabilities: SessionCapabilities
+    mcp_capabilities: McpCapabilities = field(factory=McpCapabilities)
+
+
+@frozen
+class AuthMethod:
+    id: str
+    name: str
+    description: str | None = None
+
+
+@frozen
+class InitializeResponse:
+    protocol_version: int
+    agent_capabilities: AgentCapabilities
+    agent_info: Implementation
+    auth_methods: list[AuthMethod]
+    meta: Meta = None
+
+
+@frozen
+class AuthenticateRequest:
+    method_id: str
+    meta: Meta = None
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+@frozen
+class NewSessionRequest:
+    cwd: str
+    mcp_servers: list[dict[str, Any]] = field(factory=list)
+    meta: Meta = None
+
+
+@frozen
+class SessionMode:
+    id: str
+    name: str
+    description: str | None = None
+
+
+@frozen
+class SessionModeState:
+    current_mode_id: str
+    available_modes: list[SessionMode]
+
+
+@frozen
+class ModelInfo:
+    """One entry of the legacy ``models`` object (older clients read it; see ACP-NOTES)."""
+
+    model_id: str
+    name: str
+    description: str | None = None
+
+
+@frozen
+class SessionModelState:
+    current_model_id: str
+    available_models: list[ModelInfo]
+
+
+@frozen
+class ConfigOptionValue:
+    value: str
+    name: str
+    description: str | None = None
+
+
+@frozen
+class SessionConfigOption:
+    """A ``select`` option (the only kind we offer)."""
+
+    id: str
+    name: str
+    current_value: str
+    options: list[ConfigOptionValue]
+    category: str | None = None
+    description: str | None = None
+    type: Literal["select"] = "select"
+
+
+@frozen
+class NewSessionResponse:
+    session_id: str
+    modes: SessionModeState
+    models: SessionModelState
+    config_options: list[SessionConfigOption]
+    meta: Meta = None
+
+
+@frozen
+class SessionRequest:
+    """Params of the methods that name only a session (`session/close`, `session/cancel`)."""
+
+    session_id: str
+    meta: Meta = None
+
+
+# -- prompt turn -------------------------------------------------------------------------------
+
+
+@frozen
+class PromptRequest:
+    session_id: str
+    prompt: list[ContentBlock]
+    meta: Meta = None
+
+
+@frozen
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+
+
+@frozen
+class PromptResponse:
+    stop_reason: StopReason
+    usage: Usage | None = None
+    meta: Meta = None
+
+
+@frozen
+class AgentMessageChunk:
+    content: ContentBlock
+    session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    meta: Meta = None
+
+
+@frozen
+class AgentThoughtChunk:
+    content: ContentBlock
+    session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    meta: Meta = None
+
+
+@frozen
+class UserMessageChunk:
+    content: ContentBlock
+    session_update: Literal["user_message_chunk"] = "user_message_chunk"
+    meta: Meta = None
+
+
+@frozen
+class UsageUpdate:
+    """Tokens in the context window now, and the window's size."""
+
+    used: int
+    size: int
+    session_update: Literal["usage_update"] = "usage_update"
+    meta: Meta = None
+
+
+SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
+
+
+@frozen
+class SessionNotification:
+    session_id: str
+    update: SessionUpdate
+    meta: Meta = None
+
+
+@frozen
+class Empty:
+    """The ``{}`` answer of methods with nothing to say (never ``null``)."""
+
+    meta: Meta = None

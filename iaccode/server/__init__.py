@@ -1,0 +1,1 @@
+"""The ACP method table, params validation, and errors -> responses, in one place."""

@@ -1,0 +1,89 @@
+"""The method table and dispatch: the one place where wire messages meet handlers.
+
+Every request is decoded strictly into its params type (-32602 naming the bad field), checked
+against the handshake (nothing but ``initialize`` before ``initialize``), and answered with the
+handler's result in wire form. Exceptions other than RpcError are the connection's business
+(-32603 with a logged traceback).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from attrs import frozen
+
+from iaccode.protocol import messages as m
+from iaccode.protocol.convert import ParamsError, from_wire, to_wire
+from iaccode.server.agent import Agent
+from iaccode.wire import errors
+
+log = logging.getLogger(__name__)
+
+
+@frozen
+class Route:
+    params: type
+    handler: Callable[..., Any]
+    """Unbound Agent method: (agent, params) or, when ``ordered``, (agent, params, ready)."""
+    ordered: bool = False
+    """The handler calls ``ready()`` itself once later messages may be read."""
+
+
+REQUESTS: dict[str, Route] = {
+    "initialize": Route(m.InitializeRequest, Agent.initialize),
+    "authenticate": Route(m.AuthenticateRequest, Agent.authenticate),
+    "session/new": Route(m.NewSessionRequest, Agent.new_session),
+    "session/prompt": Route(m.PromptRequest, Agent.prompt, ordered=True),
+    "session/close": Route(m.SessionRequest, Agent.close_session),
+}
+
+NOTIFICATIONS: dict[str, Route] = {
+    "session/cancel": Route(m.SessionRequest, Agent.cancel),
+}
+
+
+class Dispatcher:
+    """Implements the connection's Handler protocol on top of an Agent."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    async def handle_request(self, method: str, params: Any, ready: Callable[[], None]) -> Any:
+        route = REQUESTS.get(method)
+        if route is None:
+            if method in NOTIFICATIONS:
+                raise errors.invalid_request(f"{method} is a notification: send it without an id")
+            raise errors.method_not_found(method)
+        if not self.agent.initialized and method != "initialize":
+            raise errors.invalid_request(
+                f"{method} before initialize: the connection must start with initialize")
+        decoded = _decode(params, route.params)
+        if route.ordered:
+            result = await route.handler(self.agent, decoded, ready)
+        else:
+            ready()
+            result = await route.handler(self.agent, decoded)
+        return to_wire(result)
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        route = NOTIFICATIONS.get(method)
+        if route is None:
+            if not method.startswith("_"):
+                log.warning("ignoring unknown notification %s", method)
+            return
+        if not self.agent.initialized:
+            log.warning("ignoring %s before initialize", method)
+            return
+        route.handler(self.agent, _decode(params, route.params))
+
+    def connection_closed(self) -> None:
+        self.agent.shutdown()
+
+
+def _decode(params: Any, cls: type) -> Any:
+    try:
+        return from_wire(params, cls)
+    except ParamsError as exc:
+        raise errors.invalid_params(exc.problems) from exc

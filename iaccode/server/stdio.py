@@ -1,0 +1,75 @@
+"""Serve the agent on stdin/stdout until the editor goes away.
+
+End of input, SIGTERM and SIGINT all shut down the same way: every running turn is cancelled,
+pending answers and updates are written, and the process exits 0 within about two seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+import trio
+
+from iaccode.config import Config
+from iaccode.llm.base import Provider
+from iaccode.server.agent import Agent
+from iaccode.server.routes import Dispatcher
+from iaccode.wire.connection import Connection
+
+log = logging.getLogger(__name__)
+
+
+def make_provider(config: Config) -> Provider:
+    if config.model_script is not None:
+        from iaccode.llm.offline import ScriptedProvider
+        from iaccode.llm.script import load_script
+
+        return ScriptedProvider(load_script(config.model_script))
+    from iaccode.llm.anthropic_provider import AnthropicProvider
+
+    return AnthropicProvider(max_retries=config.max_retries, timeout=config.request_timeout)
+
+
+async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> None:
+    """Serve ACP on the two file descriptors (the caller keeps them away from print/logging)."""
+    provider = make_provider(config)
+    connection = Connection(
+        trio.lowlevel.FdStream(protocol_in),
+        trio.lowlevel.FdStream(protocol_out),
+        max_line_bytes=config.max_line_bytes,
+    )
+    async with trio.open_nursery() as background:
+
+        def on_initialized() -> None:
+            preload = getattr(provider, "preload", None)
+            if preload is not None:
+                background.start_soon(preload)
+
+        agent = Agent(config=config, provider=provider, connection=connection,
+                      on_initialized=on_initialized)
+        background.start_soon(_stop_on_signal, connection)
+        await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
+        background.cancel_scope.cancel()
+    log.info("connection closed; exiting")
+
+
+async def _stop_on_signal(connection: Connection) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("received %s; shutting down", signal.Signals(signum).name)
+            connection.stop_reading()
+            return
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Take stdin/stdout for the protocol and point fd 1 at stderr.
+
+    After this, a stray ``print`` (ours or a library's, even from C) lands on stderr instead of
+    corrupting the protocol stream.
+    """
+    protocol_in = os.dup(0)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    return protocol_in, protocol_out

@@ -1,0 +1,1 @@
+"""Live sessions: one agent runtime each."""
