@@ -1,0 +1,533 @@
+"""A fake Anthropic Messages API: a real HTTP server on 127.0.0.1 that plays a model script.
+
+The script format (and builders for it) live in :mod:`iaccode.llm.script`. Each
+``POST /v1/messages`` takes the next scripted exchange, in order; when none is left the
+answer is a 500 whose message says ``fake model server: no scripted exchange left``
+(with ``x-should-retry: false`` so that SDK retries do not hide the failure).
+
+    with FakeModelServer() as server:
+        server.enqueue(reply(["Hel", "lo"]), error_status(429, retry_after=0.1))
+        client = anthropic.AsyncAnthropic(api_key="test", base_url=server.base_url)
+        ...
+        assert server.requests[0].body["stream"] is True
+
+The server runs in daemon threads (stdlib ``ThreadingHTTPServer``, HTTP/1.1, keep-alive),
+so it works from sync tests, trio or asyncio tests, and other processes alike.
+:meth:`FakeModelServer.wait_for_requests` blocks; from async code run it in a thread
+(``trio.to_thread.run_sync``) or poll :attr:`FakeModelServer.requests`.
+
+Streaming answers are chunked (``Transfer-Encoding: chunked``), one chunk per event,
+written as soon as it is due, so clients see deltas as they are produced. ``cut_after``
+ends the connection without the final chunk (clients see an incomplete body);
+``reset`` closes the connection with a TCP reset before any header. A request with
+``"stream"`` not true gets the events folded into one JSON message (an ``error`` event
+becomes the matching error status).
+
+As a program, it serves a script file until SIGTERM or SIGINT (then exits 0), after
+printing ``READY <base_url>`` on stdout:
+
+    python -m tests.fakes.model_server --script FILE [--port N] [--loop]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import itertools
+import json
+import select
+import signal
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from iaccode.llm.script import (
+    Exchange,
+    ScriptError,
+    error_body,
+    exchange_kind,
+    load_script,
+    validate_exchange,
+)
+
+__all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "main"]
+
+NO_EXCHANGE_LEFT = "fake model server: no scripted exchange left"
+MESSAGES_PATH = "/v1/messages"
+
+# Error type of an SSE `error` event -> status of a non-streamed answer.
+_STATUS_FOR_ERROR_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Header names lowercased."""
+    body: Any
+    """The parsed JSON body, or None when there was no body or it was not JSON."""
+    raw_body: bytes
+
+
+class FakeModelServer:
+    """A scripted Anthropic Messages API on ``127.0.0.1`` (ephemeral port by default).
+
+    It starts serving on construction; :meth:`close` (or leaving the ``with`` block)
+    stops it promptly, even with hung or slow answers in flight. With ``loop=True`` a
+    used exchange goes back to the end of the queue, so the script repeats forever.
+    """
+
+    def __init__(
+        self,
+        exchanges: Iterable[Mapping[str, Any]] = (),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        loop: bool = False,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._queue: deque[Exchange] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._problems: list[str] = []
+        self._connections: set[socket.socket] = set()
+        self._handler_threads: set[threading.Thread] = set()
+        self._request_ids = itertools.count(1)
+        self._loop = loop
+        self._closed = False
+        self.stopping = threading.Event()
+        self.enqueue(*exchanges)
+        self._httpd = _HTTPServer((host, port), _Handler, self)
+        self.host = host
+        self.port: int = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fake-model-server:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    # -- public API -----------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``, for ``base_url=`` or ``ANTHROPIC_BASE_URL``."""
+        return f"http://{self.host}:{self.port}"
+
+    def enqueue(self, *exchanges: Mapping[str, Any]) -> None:
+        """Add exchanges to the end of the queue (checked; raises ScriptError)."""
+        checked = [validate_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
+        with self._lock:
+            self._queue.extend(checked)
+
+    @property
+    def remaining(self) -> int:
+        """How many exchanges are still queued."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def problems(self) -> list[str]:
+        """Requests the fake itself refused (no exchange left, unknown path, bad body)."""
+        with self._lock:
+            return list(self._problems)
+
+    def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Block until at least ``n`` requests arrived; raise TimeoutError after ``timeout``."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._requests) >= n, timeout):
+                raise TimeoutError(
+                    f"fake model server: {len(self._requests)} request(s) after {timeout}s, "
+                    f"wanted {n}"
+                )
+            return list(self._requests)
+
+    def close(self) -> None:
+        """Stop serving and drop every connection; returns within about a second."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        with self._lock:
+            connections = list(self._connections)
+            threads = list(self._handler_threads)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 1.0
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> FakeModelServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- used by the handler ----------------------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._changed:
+            self._requests.append(request)
+            self._changed.notify_all()
+
+    def _problem(self, text: str) -> None:
+        with self._lock:
+            self._problems.append(text)
+
+    def _next_exchange(self) -> Exchange | None:
+        with self._lock:
+            if not self._queue:
+                return None
+            exchange = self._queue.popleft()
+            if self._loop:
+                self._queue.append(exchange)
+            return copy.deepcopy(exchange)
+
+    def _next_request_id(self) -> str:
+        with self._lock:
+            return f"req_fake_{next(self._request_ids):06d}"
+
+    def _track(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(conn)
+            self._handler_threads.add(threading.current_thread())
+
+    def _untrack(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(conn)
+            self._handler_threads.discard(threading.current_thread())
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        fake: FakeModelServer,
+    ) -> None:
+        self.fake = fake
+        self.abortive: set[socket.socket] = set()
+        super().__init__(address, handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind resolves the host name (getfqdn), which can be slow.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = str(host)
+        self.server_port = int(port)
+
+    def shutdown_request(self, request: Any) -> None:
+        if request in self.abortive:
+            # SO_LINGER 0 is set: closing without a FIN first sends a TCP reset.
+            self.abortive.discard(request)
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            self.fake._problem(f"handler error: {exc!r}")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def setup(self) -> None:
+        super().setup()
+        self.fake = self.server.fake
+        self.fake._track(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        finally:
+            self.fake._untrack(self.connection)
+
+    def handle(self) -> None:
+        try:
+            self.close_connection = True
+            if not self.fake.stopping.is_set():
+                self.handle_one_request()
+            while not self.close_connection and not self.fake.stopping.is_set():
+                self.handle_one_request()
+        except OSError:
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # -- requests ---------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._other()
+
+    def do_PUT(self) -> None:
+        self._other()
+
+    def do_DELETE(self) -> None:
+        self._other()
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
+        path = self.path.split("?", 1)[0]
+        try:
+            body = json.loads(raw) if raw else None
+            bad_json = False
+        except ValueError:
+            body, bad_json = None, True
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.fake._record(RecordedRequest("POST", self.path, headers, body, raw))
+
+        if path != MESSAGES_PATH:
+            self.fake._problem(f"POST {self.path}: unknown path")
+            self._send_json(404, error_body(404, f"fake model server: no route POST {path}"))
+            return
+        if bad_json or not isinstance(body, dict):
+            self.fake._problem(f"POST {self.path}: body is not a JSON object")
+            self._send_json(400, error_body(400, "fake model server: body is not a JSON object"))
+            return
+        exchange = self.fake._next_exchange()
+        if exchange is None:
+            number = len(self.fake.requests)
+            self.fake._problem(f"request #{number}: {NO_EXCHANGE_LEFT}")
+            message = f"{NO_EXCHANGE_LEFT} (request #{number}, POST {self.path})"
+            self._send_json(500, error_body(500, message), {"x-should-retry": "false"})
+            return
+
+        kind = exchange_kind(exchange)
+        if kind == "hang":
+            self._hang()
+        elif kind == "reset":
+            self._reset()
+        elif kind == "status":
+            self._send_json(exchange["status"], exchange["body"], exchange["headers"])
+        elif body.get("stream") is True:
+            self._stream(exchange)
+        else:
+            self._non_stream(exchange)
+
+    def _other(self) -> None:
+        raw = self._read_body()
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.fake._record(RecordedRequest(self.command, self.path, headers, None, raw))
+        self.fake._problem(f"{self.command} {self.path}: unknown path")
+        message = f"fake model server: no route {self.command} {self.path.split('?', 1)[0]}"
+        self._send_json(404, error_body(404, message))
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    # -- answers ----------------------------------------------------------------------
+
+    def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        given = {name.lower() for name in (headers or {})}
+        self.send_response(status)
+        if "content-type" not in given:
+            self.send_header("Content-Type", "application/json")
+        if "request-id" not in given:
+            self.send_header("request-id", self.fake._next_request_id())
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+
+    def _stream(self, exchange: Exchange) -> None:
+        events: list[dict[str, Any]] = exchange["events"]
+        delay: float = exchange["delay"]
+        cut_after: int | None = exchange["cut_after"]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("request-id", self.fake._next_request_id())
+        self.send_header("Transfer-Encoding", "chunked")
+        try:
+            self.end_headers()
+            for number, event in enumerate(events):
+                if cut_after is not None and number >= cut_after:
+                    break
+                if delay > 0 and self.fake.stopping.wait(delay):
+                    self.close_connection = True
+                    return
+                data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            if cut_after is not None:
+                # Drop the connection without the last chunk: the body is incomplete.
+                self.close_connection = True
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    def _non_stream(self, exchange: Exchange) -> None:
+        events: list[dict[str, Any]] = exchange["events"]
+        if exchange["delay"] > 0 and self.fake.stopping.wait(exchange["delay"] * len(events)):
+            self.close_connection = True
+            return
+        if exchange["cut_after"] is not None:
+            self.close_connection = True
+            return
+        status, body = _fold_events(events)
+        self._send_json(status, body)
+
+    def _hang(self) -> None:
+        """Answer nothing until the client goes away or the server stops."""
+        self.close_connection = True
+        conn = self.connection
+        while not self.fake.stopping.is_set():
+            try:
+                readable, _, _ = select.select([conn], [], [], 0.05)
+                if readable and not conn.recv(1, socket.MSG_PEEK):
+                    return  # the client closed the connection
+            except (OSError, ValueError):
+                return
+            if readable:
+                self.fake.stopping.wait(0.05)  # unexpected data: keep hanging, slowly
+
+    def _reset(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
+        except OSError:
+            return
+        self.server.abortive.add(self.connection)
+
+
+def _fold_events(events: list[dict[str, Any]]) -> tuple[int, Any]:
+    """Turn streaming events into one non-streamed answer: (status, JSON body)."""
+    message: dict[str, Any] | None = None
+    json_parts: dict[int, list[str]] = {}
+    for event in events:
+        kind = event["type"]
+        if kind == "error":
+            error = event.get("error") or {}
+            return _STATUS_FOR_ERROR_TYPE.get(error.get("type"), 500), event
+        if kind == "message_start":
+            message = copy.deepcopy(event["message"])
+            continue
+        if message is None:
+            continue
+        content: list[dict[str, Any]] = message.setdefault("content", [])
+        if kind == "content_block_start":
+            content.append(copy.deepcopy(event["content_block"]))
+        elif kind == "content_block_delta":
+            block, delta = content[event["index"]], event["delta"]
+            if delta["type"] == "text_delta":
+                block["text"] = block.get("text", "") + delta["text"]
+            elif delta["type"] == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            elif delta["type"] == "signature_delta":
+                block["signature"] = delta["signature"]
+            elif delta["type"] == "input_json_delta":
+                json_parts.setdefault(event["index"], []).append(delta["partial_json"])
+        elif kind == "content_block_stop":
+            parts = json_parts.pop(event["index"], None)
+            if parts is not None:
+                content[event["index"]]["input"] = json.loads("".join(parts) or "{}")
+        elif kind == "message_delta":
+            message.update(event.get("delta") or {})
+            message.setdefault("usage", {}).update(event.get("usage") or {})
+    if message is None:
+        return 500, error_body(500, "fake model server: scripted events have no message_start")
+    return 200, message
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fakes.model_server",
+        description="Serve a model script as a fake Anthropic Messages API.",
+    )
+    parser.add_argument("--script", required=True, help="script file (JSON)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="default: an ephemeral port")
+    parser.add_argument(
+        "--loop", action="store_true", help="replay the script from the start when it runs out"
+    )
+    args = parser.parse_args(argv)
+    try:
+        exchanges = load_script(args.script)
+    except (OSError, ScriptError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    stop_signals = {signal.SIGINT, signal.SIGTERM}
+    # Block the signals before any thread starts, so that only sigwait() sees them.
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    with FakeModelServer(exchanges, host=args.host, port=args.port, loop=args.loop) as server:
+        print(f"READY {server.base_url}", flush=True)
+        signal.sigwait(stop_signals)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
