@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from cattrs.cols import is_sequence, list_structure_factory
 from cattrs.errors import (
     AttributeValidationNote,
     ClassValidationError,
@@ -93,6 +94,17 @@ def _make_converter() -> cattrs.Converter:
 
         return unstructure
 
+    def list_factory(type_: Any) -> Any:
+        inner = list_structure_factory(type_, conv)
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, list):  # a string is iterable, not an array
+                raise TypeError(f"expected an array, got {_json_type(value)}")
+            return inner(value, type_)
+
+        return structure
+
+    conv.register_structure_hook_factory(is_sequence, list_factory)
     conv.register_structure_hook_factory(attrs.has, structure_factory)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
 

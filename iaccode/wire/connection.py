@@ -218,7 +218,9 @@ class Connection:
             await self._respond(None, error=errors.invalid_request(f"expected an object, got {kind}"))
             return
         message_id = message.get("id")
-        id_ok = _is_request_id(message_id)
+        # Errors echo the id of what looks like a request, so the peer can fail it; for
+        # anything else the id could be one of the peer's own pending requests, so it is null.
+        id_ok = _is_request_id(message_id) and "method" in message
         if message.get("jsonrpc") != "2.0":
             await self._respond(message_id if id_ok else None,
                                 error=errors.invalid_request('"jsonrpc" must be "2.0"'))
@@ -242,8 +244,8 @@ class Connection:
         elif "result" in message or "error" in message:
             self._response(message)
         else:
-            await self._respond(message_id if id_ok else None,
-                                error=errors.invalid_request("neither a request nor a response"))
+            await self._respond(None, error=errors.invalid_request(
+                "neither a request nor a response"))
 
     async def _notification(self, handler: Handler, method: str, params: Any) -> None:
         if method == CANCEL_REQUEST:

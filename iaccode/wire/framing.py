@@ -42,7 +42,7 @@ class LineReader:
                 line = bytes(self._buffer[:newline])
                 del self._buffer[: newline + 1]
                 self._scanned = 0
-                if self._discarding:
+                if self._discarding or len(line) > self._max:
                     self._discarding = False
                     raise LineTooLong(self._max)
                 return line
@@ -57,6 +57,9 @@ class LineReader:
                     raise LineTooLong(self._max)
                 if not self._buffer:
                     return None
+                if len(self._buffer) > self._max:
+                    self._buffer.clear()
+                    raise LineTooLong(self._max)
                 line = bytes(self._buffer)
                 self._buffer.clear()
                 self._scanned = 0

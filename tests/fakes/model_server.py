@@ -32,6 +32,7 @@ printing ``READY <base_url>`` on stdout:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import itertools
 import json
@@ -185,10 +186,8 @@ class FakeModelServer:
             connections = list(self._connections)
             threads = list(self._handler_threads)
         for conn in connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         deadline = time.monotonic() + 1.0
         self._thread.join(max(0.0, deadline - time.monotonic()))
         for thread in threads:
@@ -367,7 +366,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts = []
+            parts: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
@@ -455,9 +454,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _reset(self) -> None:
         self.close_connection = True
         try:
-            self.connection.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-            )
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             return
         self.server.abortive.add(self.connection)
@@ -471,7 +468,7 @@ def _fold_events(events: list[dict[str, Any]]) -> tuple[int, Any]:
         kind = event["type"]
         if kind == "error":
             error = event.get("error") or {}
-            return _STATUS_FOR_ERROR_TYPE.get(error.get("type"), 500), event
+            return _STATUS_FOR_ERROR_TYPE.get(str(error.get("type")), 500), event
         if kind == "message_start":
             message = copy.deepcopy(event["message"])
             continue

@@ -38,12 +38,22 @@ class AgentProcess:
     # -- sending ----------------------------------------------------------------------------
 
     async def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are; the checker learns of any request ids among them."""
+        if self.checker is not None:
+            for line in data.splitlines():
+                self._tell_checker(line)
         assert self.process.stdin is not None
         await self.process.stdin.send_all(data)
 
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.checker is not None:
+    def _tell_checker(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if isinstance(message, dict) and isinstance(message.get("id"), int | str):
             self.checker.client_sent(message)
+
+    async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message).encode() + b"\n")
 
     async def send_request(self, method: str, params: Any = None) -> int:

@@ -69,7 +69,9 @@ async def test_text_deltas_arrive_in_order(server: FakeModelServer) -> None:
 
 
 async def test_deltas_are_flushed_as_produced(server: FakeModelServer) -> None:
-    server.enqueue(reply(["a", "b", "c"], delay=0.15))
+    # 8 events, 0.2 s before each: the text deltas go out at 0.6, 0.8 and 1.0 s, the
+    # stream ends at 1.6 s. A server that buffered would deliver them all at the end.
+    server.enqueue(reply(["a", "b", "c"], delay=0.2))
     arrivals = []
     with trio.fail_after(10):
         async with client_for(server) as client:
@@ -80,17 +82,15 @@ async def test_deltas_are_flushed_as_produced(server: FakeModelServer) -> None:
                 async for event in stream:
                     if event.type == "content_block_delta":
                         arrivals.append(trio.current_time())
+            end = trio.current_time()
     assert len(arrivals) == 3
-    # Each delta arrives on its own, not all at once at the end of the stream.
-    assert arrivals[1] - arrivals[0] > 0.1
-    assert arrivals[2] - arrivals[1] > 0.1
+    assert end - arrivals[0] > 0.5
+    assert arrivals[2] - arrivals[0] > 0.2
 
 
 async def test_thinking_text_and_tool_use(server: FakeModelServer) -> None:
     tool = ToolUse("toolu_01", "read_file", {"path": "src/app.py", "lines": [1, 20]})
-    server.enqueue(
-        reply(["I'll ", "read it."], thinking=["Need ", "the file."], tool_uses=[tool])
-    )
+    server.enqueue(reply(["I'll ", "read it."], thinking=["Need ", "the file."], tool_uses=[tool]))
     with trio.fail_after(10):
         async with client_for(server) as client:
             events, message = await collect(client)
@@ -270,8 +270,7 @@ async def test_close_is_quick_with_requests_in_flight() -> None:
             async with client_for(server) as client, trio.open_nursery() as nursery:
                 nursery.start_soon(call, client)
                 nursery.start_soon(call, client)
-                while len(server.requests) < 2:
-                    await trio.sleep(0.01)
+                await trio.to_thread.run_sync(server.wait_for_requests, 2, 5.0)
                 await trio.sleep(0.1)  # let the slow stream start its delay
                 start = time.monotonic()
                 server.close()
@@ -380,10 +379,12 @@ async def test_loop_replays_the_script() -> None:
 
 
 def test_sync_client_works() -> None:
-    with FakeModelServer([reply(["x", "y"])]) as server:
-        with anthropic.Anthropic(api_key="test", base_url=server.base_url, max_retries=0) as c:
-            with c.messages.stream(model="m", max_tokens=10, messages=MESSAGES) as stream:
-                assert stream.get_final_text() == "xy"
+    with (
+        FakeModelServer([reply(["x", "y"])]) as server,
+        anthropic.Anthropic(api_key="test", base_url=server.base_url, max_retries=0) as c,
+        c.messages.stream(model="m", max_tokens=10, messages=MESSAGES) as stream,
+    ):
+        assert stream.get_final_text() == "xy"
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])

@@ -85,7 +85,9 @@ def test_reply_thinking_text_tools_order() -> None:
     }
     assert deltas(ex, "thinking_delta", "thinking") == ["Hmm", ", ok"]
     # The signature comes last in the thinking block, just before its stop.
-    sig = next(i for i, e in enumerate(events) if e.get("delta", {}).get("type") == "signature_delta")
+    sig = next(
+        i for i, e in enumerate(events) if e.get("delta", {}).get("type") == "signature_delta"
+    )
     assert events[sig]["delta"]["signature"] == "sig"
     assert events[sig + 1] == {"type": "content_block_stop", "index": 0}
     # Tool inputs are streamed as 2-3 partial JSON pieces per block.
@@ -301,8 +303,9 @@ def test_dump_refuses_bad_exchanges(tmp_path: Path) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
