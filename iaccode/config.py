@@ -9,13 +9,13 @@ from pathlib import Path
 from attrs import frozen
 
 MODELS: dict[str, str] = {
-    "claude-sonnet-4-5": "Claude Sonnet 4.5",
-    "claude-opus-4-1": "Claude Opus 4.1",
-    "claude-haiku-4-5": "Claude Haiku 4.5",
+    "claude-sonnet-5-5": "Claude Sonnet 5.5",
+    "claude-opus-5-5": "Claude Opus 5.5",
+    "claude-haiku-5-5": "Claude Haiku 5.5",
 }
 """Models offered in the session's model option (id -> display name)."""
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 class ConfigError(ValueError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,23 @@ def _describe(exc: BaseException) -> str:
     return f"The model's answer broke off: {type(exc).__name__}: {exc}"
 
 
+_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d{1,2}))?(?:-|$)")
+
+
+def thinking_config(model: str, budget: int) -> dict[str, Any]:
+    """The thinking shape the model takes.
+
+    Claude 4.6 and later think adaptively (the 5 family rejects a fixed budget with a 400);
+    4.5 and earlier only know ``enabled`` with ``budget_tokens``. A model id we cannot read a
+    version from keeps the budget form. ``summarized`` asks for thinking text to stream.
+    """
+    match = _VERSION.search(model)
+    version = (int(match.group(1)), int(match.group(2) or 0)) if match else (0, 0)
+    if version >= (4, 6) or "mythos" in model:
+        return {"type": "adaptive", "display": "summarized"}
+    return {"type": "enabled", "budget_tokens": budget}
+
+
 class AnthropicProvider:
     def __init__(self, *, max_retries: int, timeout: float) -> None:
         self._max_retries = max_retries
@@ -106,7 +124,7 @@ class AnthropicProvider:
         if request.tools:
             body["tools"] = request.tools
         if request.thinking_budget:
-            body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+            body["thinking"] = thinking_config(request.model, request.thinking_budget)
         return body
 
     @asynccontextmanager
