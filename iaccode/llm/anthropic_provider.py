@@ -1,8 +1,8 @@
 """The Anthropic provider, on the official SDK (``AsyncAnthropic``, which runs under trio).
 
 ``anthropic`` is imported lazily: it costs about two seconds, and editors wait for
-``initialize``. :meth:`AnthropicProvider.preload` imports it in a worker thread once the handshake is
-done.
+``initialize``. :meth:`AnthropicProvider.preload` imports it in a worker thread once the
+handshake is done.
 
 Retries: the SDK retries 408/409/429/5xx/529 before the stream starts, honouring
 ``retry-after`` and backing off with jitter otherwise; its waits are trio sleeps, so
@@ -12,6 +12,8 @@ not retried (the user has already seen part of it): it becomes a ModelError.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -45,11 +47,9 @@ def _import_sdk() -> Any:
 def _http_errors() -> tuple[type[BaseException], ...]:
     """Transport errors raised while iterating a stream (the SDK does not wrap those)."""
     anthropic = _import_sdk()
-    try:
-        import httpx2 as httpx  # the SDK's transport in 2.x
-    except ImportError:
-        import httpx
-    return (anthropic.APIError, httpx.HTTPError)
+    # Its transport: httpx2 in SDK 2.x, httpx before.
+    transport = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
+    return (anthropic.APIError, transport.HTTPError)
 
 
 def _describe(exc: BaseException) -> str:

@@ -83,7 +83,9 @@ class Provider(Protocol):
     def check_credentials(self) -> None:
         """Raise MissingCredentials if this provider cannot authenticate."""
 
-    def stream(self, request: ModelRequest) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
         """Open a streamed answer. Leaving the context closes the underlying connection.
 
         Cancellation: leaving early (a cancelled turn) closes the HTTP stream promptly.

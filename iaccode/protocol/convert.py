@@ -23,8 +23,13 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from iaccode.protocol.content import CONTENT_TYPES, ContentBlock, ResourceContents
-from iaccode.protocol.content import BlobResourceContents, TextResourceContents
+from iaccode.protocol.content import (
+    CONTENT_TYPES,
+    BlobResourceContents,
+    ContentBlock,
+    ResourceContents,
+    TextResourceContents,
+)
 
 T = TypeVar("T")
 
@@ -76,7 +81,7 @@ def _make_converter() -> cattrs.Converter:
 
     def structure_factory(cls: type) -> Any:
         renames = {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
-        inner = make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+        inner: Any = make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
 
         def structure(value: Any, _: Any) -> Any:
             if not isinstance(value, dict):
@@ -87,7 +92,7 @@ def _make_converter() -> cattrs.Converter:
 
     def unstructure_factory(cls: type) -> Any:
         renames = {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
-        inner = make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+        inner: Any = make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
 
         def unstructure(obj: Any) -> dict[str, Any]:
             return {k: v for k, v in inner(obj).items() if v is not None}

@@ -10,7 +10,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import trio
 
@@ -95,9 +94,9 @@ class Agent:
 
     async def new_session(self, params: m.NewSessionRequest) -> m.NewSessionResponse:
         cwd = Path(params.cwd)
-        if not cwd.is_absolute() or not cwd.is_dir():
-            raise errors.invalid_params(
-                {"params.cwd": f"must be an absolute path to an existing directory: {params.cwd!r}"})
+        if not cwd.is_absolute() or not await trio.Path(cwd).is_dir():
+            raise errors.invalid_params({"params.cwd": (
+                f"must be an absolute path to an existing directory: {params.cwd!r}")})
         self._require_credentials()
         session_id = f"sess_{uuid.uuid4().hex}"
         session = Session(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import trio
 
@@ -58,7 +58,7 @@ def _dumps(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def _is_request_id(value: Any) -> bool:
+def _is_request_id(value: Any) -> TypeGuard[RequestId]:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -124,7 +124,8 @@ class Connection:
         return pending.result
 
     def _tell_peer_cancelled(self, request_id: RequestId) -> None:
-        line = _dumps({"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"requestId": request_id}})
+        line = _dumps({"jsonrpc": "2.0", "method": CANCEL_REQUEST,
+                       "params": {"requestId": request_id}})
         try:
             self._outbox_send.send_nowait(line)
         except (trio.WouldBlock, trio.ClosedResourceError):
@@ -215,7 +216,8 @@ class Connection:
             return
         if not isinstance(message, dict):
             kind = "a batch (array)" if isinstance(message, list) else type(message).__name__
-            await self._respond(None, error=errors.invalid_request(f"expected an object, got {kind}"))
+            await self._respond(None, error=errors.invalid_request(
+                f"expected an object, got {kind}"))
             return
         message_id = message.get("id")
         # Errors echo the id of what looks like a request, so the peer can fail it; for

@@ -46,7 +46,8 @@ async def test_streamed_answer_with_thinking_and_usage(
 
     sent = model_server.requests[0].body
     assert sent["stream"] is True
-    assert sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
+    assert sent["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
     assert sent["model"] == "claude-sonnet-5-5"
     assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}
     headers = model_server.requests[0].headers
