@@ -41,6 +41,7 @@ MODES = m.SessionModeState(
 
 class Agent:
     def __init__(self, *, config: Config, provider: Provider, connection: Connection,
+                 session_nursery: trio.Nursery,
                  on_initialized: Callable[[], None] = lambda: None) -> None:
         self.config = config
         self.provider = provider
@@ -48,6 +49,8 @@ class Agent:
         self.initialized = False
         self.client_capabilities = m.ClientCapabilities()
         self.sessions: dict[str, Session] = {}
+        self._session_nursery = session_nursery
+        """Where each session's own nursery lives (``Session.serve``)."""
         self._on_initialized = on_initialized
 
     # -- handshake --------------------------------------------------------------------------
@@ -104,6 +107,7 @@ class Agent:
             model=self.config.model, mcp_servers=params.mcp_servers,
             send_update=lambda update: self._send_update(session_id, update),
         )
+        await self._session_nursery.start(session.serve)
         self.sessions[session_id] = session
         log.info("session %s opened in %s", session_id, cwd)
         return m.NewSessionResponse(

@@ -48,7 +48,7 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
                 background.start_soon(preload)
 
         agent = Agent(config=config, provider=provider, connection=connection,
-                      on_initialized=on_initialized)
+                      session_nursery=background, on_initialized=on_initialized)
         background.start_soon(_stop_on_signal, connection)
         await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
         background.cancel_scope.cancel()

@@ -1,8 +1,9 @@
-"""A live session: its history, its model, and at most one running turn.
+"""A live session: its history, its model, its nursery, and at most one running turn.
 
-Each prompt runs in its own cancel scope (the turn); ``session/cancel`` and ``session/close``
-cancel that scope, and the prompt then answers ``cancelled``. The turn runs inside the prompt
-request's task, so a ``$/cancel_request`` for the prompt cancels it the same way.
+Each session owns a trio nursery (``serve``); each prompt's turn runs there in its own cancel
+scope. ``session/cancel`` and ``session/close`` cancel that scope and the prompt then answers
+``cancelled``; a ``$/cancel_request`` for the prompt request cancels the same scope and the
+request answers -32800. Either way the answer goes out after the turn's last update.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import trio
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.protocol.content import ContentBlock
-from iaccode.protocol.messages import PromptResponse, Usage
+from iaccode.protocol.messages import PromptResponse, StopReason, Usage
 from iaccode.turn.prompt_input import to_model_content
 from iaccode.turn.turn import SendUpdate, Turn
 from iaccode.wire import errors
@@ -43,35 +44,66 @@ class Session:
         self._turn: trio.CancelScope | None = None
         self._turn_done = trio.Event()
         self._turn_done.set()
+        self._nursery: trio.Nursery | None = None
+        self._serve_scope = trio.CancelScope()
 
     @property
     def busy(self) -> bool:
         return self._turn is not None
 
-    async def prompt(self, blocks: list[ContentBlock], ready: Callable[[], None]) -> PromptResponse:
-        """Run one turn. Calls ``ready()`` once the turn is registered, so a cancel read after
-        this prompt finds it.
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                    ) -> None:
+        """Own the session's nursery until ``close``. Turns run in it."""
+        with self._serve_scope:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
 
-        Cancellation (``cancel``, ``close``, or of the calling task): answers ``cancelled``
-        with the usage so far, after the turn's last update.
+    async def prompt(self, blocks: list[ContentBlock], ready: Callable[[], None]) -> PromptResponse:
+        """Run one turn in the session's nursery and wait for it.
+
+        Calls ``ready()`` once the turn is registered, so a cancel read after this prompt
+        finds it. Cancellation (``cancel``, ``close``): answers ``cancelled`` with the usage
+        so far. Cancelling the calling task cancels the turn, waits for it, and re-raises.
+        Errors: a bug in the turn is re-raised here (the request answers -32603).
         """
         if self._turn is not None:
             raise errors.RpcError(errors.INVALID_PARAMS, "A prompt is already running",
                                   {"params.sessionId": "this session is busy with a prompt; "
                                    "send session/cancel first"})
+        if self._nursery is None:
+            raise RuntimeError("Session.serve must be started before prompts")
         scope = self._turn = trio.CancelScope()
-        self._turn_done = trio.Event()
+        finished = self._turn_done = trio.Event()
         ready()
         turn = Turn(config=self._config, provider=self._provider, model=self.model,
                     history=self.history, send_update=self._send_update)
-        stop_reason = None
+        content = to_model_content(blocks)
+        stop_reason: list[StopReason] = []
+        failure: list[Exception] = []
+
+        async def run_turn() -> None:
+            try:
+                with scope:
+                    stop_reason.append(await turn.run(content))
+            except Exception as exc:  # handed to the prompt's task, which reports it
+                failure.append(exc)
+            finally:
+                self._turn = None
+                finished.set()
+
+        self._nursery.start_soon(run_turn)
         try:
-            with scope:
-                stop_reason = await turn.run(to_model_content(blocks))
-        finally:
-            self._turn = None
-            self._turn_done.set()
-        return PromptResponse(stop_reason or "cancelled", _usage(turn))
+            await finished.wait()
+        except trio.Cancelled:
+            scope.cancel()
+            with trio.CancelScope(shield=True):
+                await finished.wait()
+            raise
+        if failure:
+            raise failure[0]
+        return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn))
 
     def cancel(self) -> None:
         """Cancel the running turn, if any. Never blocks."""
@@ -79,10 +111,11 @@ class Session:
             self._turn.cancel()
 
     async def close(self) -> None:
-        """Cancel the running turn and wait (bounded) until it has answered."""
+        """Cancel the running turn, wait (bounded) until it has answered, end the nursery."""
         self.cancel()
         with trio.move_on_after(CLOSE_TIMEOUT):
             await self._turn_done.wait()
+        self._serve_scope.cancel()
 
 
 def _usage(turn: Turn) -> Usage:
