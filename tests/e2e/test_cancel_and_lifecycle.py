@@ -6,6 +6,7 @@ import signal
 import statistics
 from pathlib import Path
 
+import pytest
 import trio
 
 from iaccode.llm.script import error_status, hang, reply
@@ -144,14 +145,15 @@ async def test_end_of_input_cancels_turns_and_exits(agent: AgentProcess,
     assert answer and answer[0]["result"]["stopReason"] == "cancelled"
 
 
-async def test_sigterm_shuts_down_cleanly(agent: AgentProcess, model_server: FakeModelServer,
-                                          workspace: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+async def test_signal_shuts_down_cleanly(agent: AgentProcess, model_server: FakeModelServer,
+                                         workspace: Path, signum: signal.Signals) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await start_prompt(agent, session)
     await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
-    agent.process.send_signal(signal.SIGTERM)
+    agent.process.send_signal(signum)
     rest = await agent.read_until_eof(timeout=2)
     assert await agent.wait_exit(timeout=2) == 0
     assert [m["result"]["stopReason"] for m in rest if m.get("id") == request_id] == ["cancelled"]

@@ -1,0 +1,76 @@
+"""Every message type iac-code emits validates against the official ACP schema.
+
+The end-to-end tests check each message a real run sends; this proves it per type, including
+the variants a run might not reach (every update kind, every stop reason, every error code).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from iaccode.protocol import messages as m
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.convert import to_wire
+from iaccode.server.agent import AUTH_METHOD, MODES
+from iaccode.wire import errors
+from tests.support.acp_schema import validate_def
+
+MODEL_STATE = m.SessionModelState("claude-sonnet-5-5", [m.ModelInfo("claude-sonnet-5-5", "S")])
+MODEL_OPTION = m.SessionConfigOption(
+    id="model", name="Model", category="model", current_value="claude-sonnet-5-5",
+    options=[m.ConfigOptionValue("claude-sonnet-5-5", "Claude Sonnet 5.5")])
+
+RESULTS: list[tuple[str, Any]] = [
+    ("InitializeResponse", m.InitializeResponse(
+        protocol_version=1,
+        agent_capabilities=m.AgentCapabilities(
+            load_session=False,
+            prompt_capabilities=m.PromptCapabilities(embedded_context=True),
+            session_capabilities=m.SessionCapabilities(close={})),
+        agent_info=m.Implementation("iaccode", "0.1.0", title="iac-code"),
+        auth_methods=[AUTH_METHOD])),
+    ("AuthenticateResponse", m.Empty()),
+    ("NewSessionResponse", m.NewSessionResponse("sess_1", MODES, MODEL_STATE, [MODEL_OPTION])),
+    ("CloseSessionResponse", m.Empty(meta={"x": 1})),
+    *[("PromptResponse", m.PromptResponse(reason, m.Usage(1, 2, 3, 4, 5)))
+      for reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")],
+    ("PromptResponse", m.PromptResponse("end_turn")),
+]
+
+UPDATES: list[m.SessionUpdate] = [
+    m.AgentMessageChunk(TextContent("hi")),
+    m.AgentMessageChunk(TextContent("⚠ error"), meta={"iaccode": {"error": "boom"}}),
+    m.AgentThoughtChunk(TextContent("hmm")),
+    m.UserMessageChunk(TextContent("question")),
+    m.UsageUpdate(used=1234, size=200_000),
+]
+
+ERRORS = [
+    errors.parse_error("x"), errors.invalid_request("x"), errors.method_not_found("m"),
+    errors.invalid_params({"params.sessionId": "is required"}), errors.internal_error("x"),
+    errors.request_cancelled(), errors.auth_required("x"), errors.resource_not_found("x"),
+]
+
+
+@pytest.mark.parametrize(("definition", "message"), RESULTS)
+def test_results(definition: str, message: Any) -> None:
+    assert validate_def(definition, to_wire(message)) == []
+
+
+@pytest.mark.parametrize("update", UPDATES, ids=lambda u: type(u).__name__)
+def test_session_updates(update: m.SessionUpdate) -> None:
+    wire = to_wire(m.SessionNotification("sess_1", update))
+    assert validate_def("SessionNotification", wire) == []
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: str(e.code))
+def test_errors(error: errors.RpcError) -> None:
+    assert validate_def("Error", error.to_wire()) == []
+
+
+def test_the_stable_schema_accepts_our_stable_messages() -> None:
+    """Clients that only know the stable schema still read what we send."""
+    for definition, message in RESULTS:
+        assert validate_def(definition, to_wire(message), unstable=False) == [], definition
