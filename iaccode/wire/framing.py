@@ -54,6 +54,7 @@ class LineReader:
             if self._eof:
                 if self._discarding:
                     self._discarding = False
+                    self._buffer.clear()
                     raise LineTooLong(self._max)
                 if not self._buffer:
                     return None
