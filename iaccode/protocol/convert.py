@@ -9,6 +9,7 @@ each bad field (``params.sessionId``) to what is wrong with it, ready for a -326
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -71,7 +72,7 @@ def _structure_object(value: Any, _: Any) -> dict[str, Any]:
     raise TypeError(f"expected an object, got {_json_type(value)}")
 
 
-def _make_converter() -> cattrs.Converter:
+def _make_converter(rename: Callable[[str], str]) -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=False)
     conv.register_structure_hook(str, _strict(str, "a string"))
     conv.register_structure_hook(int, _strict(int, "an integer"))
@@ -80,7 +81,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], _structure_object)
 
     def structure_factory(cls: type) -> Any:
-        renames = {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
+        renames = {a.name: override(rename=rename(a.name)) for a in attrs.fields(cls)}
         inner: Any = make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
 
         def structure(value: Any, _: Any) -> Any:
@@ -91,7 +92,7 @@ def _make_converter() -> cattrs.Converter:
         return structure
 
     def unstructure_factory(cls: type) -> Any:
-        renames = {a.name: override(rename=wire_name(a.name)) for a in attrs.fields(cls)}
+        renames = {a.name: override(rename=rename(a.name)) for a in attrs.fields(cls)}
         inner: Any = make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
 
         def unstructure(obj: Any) -> dict[str, Any]:
@@ -135,7 +136,16 @@ def _make_converter() -> cattrs.Converter:
     return conv
 
 
-converter = _make_converter()
+converter = _make_converter(wire_name)
+"""ACP messages: camelCase wire names."""
+
+tool_input_converter = _make_converter(lambda name: name)
+"""Tool inputs from the model: snake_case names as the model sees them, equally strict."""
+
+
+def tool_input(value: Any, cls: type[T]) -> T:
+    """Structure a tool's input from the model, or raise ParamsError (paths like ``input.path``)."""
+    return from_wire(value, cls, "input", tool_input_converter, lambda name: name)
 
 
 def to_wire(obj: Any) -> Any:
@@ -151,22 +161,24 @@ class ParamsError(Exception):
         self.problems = problems
 
 
-def from_wire(value: Any, cls: type[T], path: str = "params") -> T:
+def from_wire(value: Any, cls: type[T], path: str = "params",
+              conv: cattrs.Converter = converter, names: Callable[[str], str] = wire_name) -> T:
     """Structure wire data into ``cls``, or raise ParamsError naming every bad field."""
     if value is None:
         value = {}
     try:
-        return converter.structure(value, cls)
+        return conv.structure(value, cls)
     except Exception as exc:  # cattrs raises plain and grouped errors of many kinds
         problems: dict[str, str] = {}
-        _collect(exc, path, problems)
+        _collect(exc, path, problems, names)
         raise ParamsError(problems or {path: str(exc)}) from exc
 
 
-def _collect(exc: BaseException, path: str, out: dict[str, str]) -> None:
+def _collect(exc: BaseException, path: str, out: dict[str, str],
+             name: Callable[[str], str] = wire_name) -> None:
     if isinstance(exc, ClassValidationError | IterableValidationError):
         for sub in exc.exceptions:
-            _collect(sub, _child_path(sub, path), out)
+            _collect(sub, _child_path(sub, path, name), out, name)
     elif isinstance(exc, ForbiddenExtraKeysError):
         out[path] = f"unexpected fields {sorted(exc.extra_fields)}"
     elif isinstance(exc, KeyError):
@@ -175,10 +187,10 @@ def _collect(exc: BaseException, path: str, out: dict[str, str]) -> None:
         out[path] = str(exc)
 
 
-def _child_path(exc: BaseException, path: str) -> str:
+def _child_path(exc: BaseException, path: str, name: Callable[[str], str]) -> str:
     for note in getattr(exc, "__notes__", ()):
         if isinstance(note, AttributeValidationNote):
-            return f"{path}.{wire_name(note.name)}"
+            return f"{path}.{name(note.name)}"
         if isinstance(note, IterableValidationNote):
             return f"{path}[{note.index}]"
     return path

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from attrs import field, frozen
 
 from iaccode.protocol.content import ContentBlock
+from iaccode.protocol.tool_calls import ToolCallProgress, ToolCallStart
 
 Meta = dict[str, Any] | None
 
@@ -236,13 +237,53 @@ class UsageUpdate:
     meta: Meta = None
 
 
-SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
+@frozen
+class CurrentModeUpdate:
+    current_mode_id: str
+    session_update: Literal["current_mode_update"] = "current_mode_update"
+    meta: Meta = None
+
+
+@frozen
+class ConfigOptionUpdate:
+    config_options: list[SessionConfigOption]
+    session_update: Literal["config_option_update"] = "config_option_update"
+    meta: Meta = None
+
+
+SessionUpdate = (
+    AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
+    | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
+)
 
 
 @frozen
 class SessionNotification:
     session_id: str
     update: SessionUpdate
+    meta: Meta = None
+
+
+@frozen
+class SetModeRequest:
+    session_id: str
+    mode_id: str
+    meta: Meta = None
+
+
+@frozen
+class SetConfigOptionRequest:
+    """``session/set_config_option`` (and the seed's ``config/set``)."""
+
+    session_id: str
+    config_id: str
+    value: str
+    meta: Meta = None
+
+
+@frozen
+class SetConfigOptionResponse:
+    config_options: list[SessionConfigOption]
     meta: Meta = None
 
 

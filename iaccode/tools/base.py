@@ -1,0 +1,149 @@
+"""What a tool is, what it gets to work with, and what it gives back.
+
+A tool failure is an observation for the model, not a crash: raise :class:`ToolFailure` with
+a message the model can act on, and the loop sends it back as a ``tool_result`` with
+``is_error``. Anything else a tool raises is a bug; the loop reports it the same way, and logs
+the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from attrs import field, frozen
+
+from iaccode.protocol.tool_calls import ToolCallContent, ToolCallProgress, ToolKind
+
+
+@frozen
+class ToolLimits:
+    """Bounds on what one tool call may take and give. Every wait and every output is capped."""
+
+    output_chars: int = 30_000
+    """Text one tool result may send to the model; the rest is cut with a marker."""
+    read_max_bytes: int = 10 * 1024 * 1024
+    """Largest file read_file / edit_file will load."""
+    read_default_lines: int = 2_000
+    """Lines read_file returns when no limit is given."""
+    search_max_results: int = 500
+    """Most matches (or paths) glob and grep return by default."""
+    bash_timeout: float = 120.0
+    """Seconds a command runs when the model gives no timeout."""
+    bash_max_timeout: float = 600.0
+    """The most seconds a command may ask for."""
+    bash_output_bytes: int = 1024 * 1024
+    """Output kept from one command (head and tail); the middle is dropped."""
+    kill_grace: float = 2.0
+    """Seconds between TERM and KILL for a command's process group."""
+    web_timeout: float = 30.0
+    """Seconds a web_fetch may take in all."""
+    web_max_bytes: int = 5 * 1024 * 1024
+    """Largest body web_fetch downloads."""
+    web_max_redirects: int = 5
+    web_allowed_hosts: frozenset[str] = field(factory=frozenset)
+    """``host:port`` pairs exempt from the private-address refusal (tests use loopback)."""
+
+
+class ToolFailure(Exception):
+    """The tool could not do what was asked; ``str()`` is the message for the model."""
+
+
+@frozen
+class ToolResult:
+    text: str
+    """What the model sees (the loop truncates it to ``ToolLimits.output_chars``)."""
+    is_error: bool = False
+    raw_output: Any = None
+    """``rawOutput`` for the editor; defaults to ``{"output": text}``."""
+    content: list[ToolCallContent] | None = None
+    """What the editor shows; defaults to ``text`` as a text block."""
+
+
+class FileAccess(Protocol):
+    """Reads and writes text files: on the local disk, or through the editor (``fs/*``)."""
+
+    async def read_text(self, path: Path) -> str:
+        """The file's text. Raises ToolFailure (missing, a directory, binary, special, too big)."""
+        ...
+
+    async def write_text(self, path: Path, text: str) -> None:
+        """Replace the file's text (creating parents); atomic: old or new, never half."""
+        ...
+
+
+class ClientTerminal(Protocol):
+    """The editor's terminal (``terminal/*``), when the client advertised ``terminal: true``."""
+
+    async def create(self, command: str, args: list[str], cwd: str,
+                     output_byte_limit: int) -> str: ...
+    async def output(self, terminal_id: str) -> dict[str, Any]: ...
+    async def wait_for_exit(self, terminal_id: str) -> dict[str, Any]: ...
+    async def kill(self, terminal_id: str) -> None: ...
+    async def release(self, terminal_id: str) -> None: ...
+
+
+@frozen
+class ToolContext:
+    cwd: Path
+    """The session's working directory (a real path)."""
+    limits: ToolLimits
+    files: FileAccess
+    tool_call_id: str
+    report: Callable[[ToolCallProgress], Awaitable[None]]
+    """Send a live ``tool_call_update`` for this call (e.g. terminal content as it starts)."""
+    terminal: ClientTerminal | None = None
+
+
+class Tool(ABC):
+    """One tool. Subclasses set the class attributes and implement the methods."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    kind: ClassVar[ToolKind]
+    input_type: ClassVar[type]
+    """attrs class of the input (snake_case fields, as the model sends them)."""
+    input_schema: ClassVar[dict[str, Any]]
+    """JSON schema of the input, as the model sees it."""
+    read_only: ClassVar[bool]
+    """True when the tool changes nothing: runs without asking, inside the cwd."""
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.input_schema}
+
+    @abstractmethod
+    def title(self, args: Any) -> str:
+        """What the call does, for the editor: "Read src/app.py", the command line, ..."""
+
+    def paths(self, args: Any) -> list[str]:
+        """The paths the call touches, as the model wrote them (for the policy, locations)."""
+        return []
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        """Do it. Cancellation: stop promptly and leave nothing running or half-written."""
+
+
+def resolve_path(cwd: Path, raw: str) -> Path:
+    """The real path a model-given path names (relative to cwd; symlinks resolved)."""
+    return Path(os.path.realpath(cwd / os.path.expanduser(raw)))
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or below it; both real paths, compared by components."""
+    return path == root or root in path.parents
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters, keeping head and tail and saying how much went."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return (f"{text[:head]}\n\n[... {cut} characters cut: the output was {len(text)} "
+            f"characters, the limit is {limit} ...]\n\n{text[-tail:]}")
