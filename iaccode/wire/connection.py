@@ -287,21 +287,31 @@ class Connection:
 
         result: Any = None
         error: RpcError | None = None
-        with trio.CancelScope() as scope:
-            self._in_flight[request_id] = scope
-            try:
-                result = await handler.handle_request(method, params, ready)
-            except RpcError as exc:
-                error = exc
-            except Exception as exc:
-                log.exception("request %r (%s) failed", request_id, method)
-                error = errors.internal_error(f"{type(exc).__name__}: {exc}")
-            finally:
-                del self._in_flight[request_id]
-                ready()
+        completed = False
+        try:
+            with trio.CancelScope() as scope:
+                self._in_flight[request_id] = scope
+                try:
+                    result = await handler.handle_request(method, params, ready)
+                except RpcError as exc:
+                    error = exc
+                except Exception as exc:
+                    log.exception("request %r (%s) failed", request_id, method)
+                    error = errors.internal_error(f"{type(exc).__name__}: {exc}")
+                finally:
+                    del self._in_flight[request_id]
+                    ready()
+            completed = True
+        finally:
+            if not completed:  # cancelled from outside: the drain deadline or stop_reading
+                with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_TIMEOUT):
+                    await self._respond(request_id, error=errors.request_cancelled())
         if scope.cancelled_caught:
             error = errors.request_cancelled()
-        with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_TIMEOUT):
-            # The answer must go out even when the handler was cancelled, or the peer waits
-            # forever; the bound covers a peer that stopped reading.
-            await self._respond(request_id, result, error)
+        try:
+            await self._respond(request_id, result, error)  # waits while the peer reads slowly
+        except trio.Cancelled:
+            # Shutting down: one last bounded try, for a peer that stopped reading.
+            with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_TIMEOUT):
+                await self._respond(request_id, result, error)
+            raise

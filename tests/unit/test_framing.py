@@ -98,8 +98,8 @@ async def test_any_chunking_parses_the_same(
 
 @settings(deadline=None, max_examples=200)
 @given(stream=framed_streams(), limit=st.integers(0, 45))
-# An over-long last line whose end sits in a chunk of its own (LineReader bug: the tail was
-# returned as a line after the LineTooLong).
+# Regression: an over-long unterminated last line whose tail sits in a chunk of its own used
+# to come back as a line of its own after the LineTooLong.
 @example(stream=([b"aaaa"], False, [b"aaa", b"a"]), limit=1)
 async def test_any_chunking_with_over_long_lines(
     stream: tuple[list[bytes], bool, list[bytes]], limit: int
@@ -171,8 +171,8 @@ async def test_long_line_over_many_chunks_raises_once_then_next_line_reads(
 async def test_long_line_at_end_of_stream_raises_once(chunks: list[bytes]) -> None:
     """An unterminated over-long last line: one LineTooLong, then end of stream.
 
-    Bug in LineReader.receive_line: at EOF while discarding it raises without clearing the
-    buffer, so the next call returns the line's tail (the bytes since the last clear).
+    Regression: at EOF while discarding, the buffer was not cleared, so the next call returned
+    the line's tail (the bytes received since the last clear) as a line.
     """
     with trio.fail_after(5):
         assert await feed(chunks, 100) == [b"ok", TOO_LONG, None]
