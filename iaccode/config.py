@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from attrs import frozen
+from attrs import field, frozen
+
+from iaccode.tools.base import ToolLimits
 
 MODELS: dict[str, str] = {
     "claude-sonnet-5-5": "Claude Sonnet 5.5",
@@ -38,12 +40,16 @@ class Config:
     """Retries of a failed model request before its stream starts (IAC_CODE_MAX_RETRIES)."""
     request_timeout: float = 600.0
     """Seconds a model request may go without data before it fails."""
+    max_turn_requests: int = 100
+    """Model requests one prompt may make before it stops (IAC_CODE_MAX_TURN_REQUESTS)."""
     context_window: int = 200_000
     """Context window size reported in usage updates."""
     max_line_bytes: int = 128 * 1024 * 1024
     """Longest JSON-RPC line accepted (IAC_CODE_MAX_LINE_BYTES); longer lines get an error."""
     drain_timeout: float = 1.0
     """At shutdown, how long cancelled work may take to answer before it is cut off."""
+    tool_limits: ToolLimits = field(factory=ToolLimits)
+    """Bounds on tool calls (output sizes, timeouts)."""
     log_level: str = "INFO"
     """Level of the log on stderr and in home/logs/iaccode.log (IAC_CODE_LOG_LEVEL)."""
 
@@ -73,6 +79,7 @@ class Config:
             "max_tokens": integer("IAC_CODE_MAX_TOKENS", 16_000),
             "thinking_budget": integer("IAC_CODE_THINKING_BUDGET", 4_000),
             "max_retries": integer("IAC_CODE_MAX_RETRIES", 4),
+            "max_turn_requests": integer("IAC_CODE_MAX_TURN_REQUESTS", 100),
             "max_line_bytes": integer("IAC_CODE_MAX_LINE_BYTES", 128 * 1024 * 1024),
             "log_level": (env.get("IAC_CODE_LOG_LEVEL") or "INFO").upper(),
         }

@@ -68,7 +68,8 @@ class StreamAssembler:
             self._usage = _usage(event.get("usage"), self._usage)
         elif kind == "message_stop":
             self.finished = True
-            return Finished(self._stop_reason or "end_turn", self.content(), self._usage)
+            return Finished(self._stop_reason or "end_turn", self.content(), self._usage,
+                            dict(self.invalid_tool_inputs))
         elif kind == "error":
             error = event.get("error") or {}
             raise ModelError(f"The model API reported an error: "

@@ -66,6 +66,8 @@ class Finished:
     content: list[dict[str, Any]]
     """The assistant message's content blocks, ready to append to the history."""
     usage: TokenUsage
+    invalid_tool_inputs: dict[str, str] = field(factory=dict)
+    """Tool-use id -> input text that was not valid JSON (such calls are never run)."""
 
 
 ModelEvent = TextDelta | ThinkingDelta | Finished

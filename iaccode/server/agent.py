@@ -19,6 +19,7 @@ from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
 from iaccode.session.session import Session
+from iaccode.turn.permissions import MODES
 from iaccode.wire import errors
 from iaccode.wire.connection import Connection
 
@@ -32,11 +33,6 @@ AUTH_METHOD = m.AuthMethod(
     description="Set ANTHROPIC_API_KEY in the environment the editor starts `iaccode acp` with.",
 )
 
-MODES = m.SessionModeState(
-    current_mode_id="default",
-    available_modes=[m.SessionMode("default", "Default",
-                                   "Answers in the editor; asks before anything risky.")],
-)
 
 
 class Agent:
@@ -106,16 +102,20 @@ class Agent:
             session_id=session_id, cwd=cwd, config=self.config, provider=self.provider,
             model=self.config.model, mcp_servers=params.mcp_servers,
             send_update=lambda update: self._send_update(session_id, update),
+            request=self.connection.request, client=self.client_capabilities,
         )
         await self._session_nursery.start(session.serve)
         self.sessions[session_id] = session
         log.info("session %s opened in %s", session_id, cwd)
         return m.NewSessionResponse(
             session_id=session_id,
-            modes=MODES,
+            modes=self._modes(session),
             models=self._models(session),
             config_options=self._config_options(session),
         )
+
+    def _modes(self, session: Session) -> m.SessionModeState:
+        return m.SessionModeState(session.mode, list(MODES.values()))
 
     def _models(self, session: Session) -> m.SessionModelState:
         return m.SessionModelState(
@@ -125,11 +125,40 @@ class Agent:
         )
 
     def _config_options(self, session: Session) -> list[m.SessionConfigOption]:
-        return [m.SessionConfigOption(
-            id="model", name="Model", category="model", current_value=session.model,
-            options=[m.ConfigOptionValue(value, name)
-                     for value, name in self._offered_models().items()],
-        )]
+        return [
+            m.SessionConfigOption(
+                id="model", name="Model", category="model", current_value=session.model,
+                options=[m.ConfigOptionValue(value, name)
+                         for value, name in self._offered_models().items()]),
+            m.SessionConfigOption(
+                id="mode", name="Mode", category="mode", current_value=session.mode,
+                options=[m.ConfigOptionValue(mode.id, mode.name, mode.description)
+                         for mode in MODES.values()]),
+        ]
+
+    async def set_mode(self, params: m.SetModeRequest) -> m.Empty:
+        await self._session(params.session_id).set_mode(params.mode_id)
+        return m.Empty()
+
+    async def set_config_option(self, params: m.SetConfigOptionRequest
+                                ) -> m.SetConfigOptionResponse:
+        """Answers the full set of options, as they are after the change."""
+        session = self._session(params.session_id)
+        if params.config_id == "model":
+            if params.value not in self._offered_models():
+                raise errors.invalid_params({"params.value": (
+                    f"unknown model {params.value!r}; offered: "
+                    f"{', '.join(self._offered_models())}")})
+            session.model = params.value
+        elif params.config_id == "mode":
+            if params.value not in MODES:
+                raise errors.invalid_params({"params.value": (
+                    f"unknown mode {params.value!r}; the modes are {', '.join(MODES)}")})
+            await session.set_mode(params.value)
+        else:
+            raise errors.invalid_params({"params.configId": (
+                f"unknown option {params.config_id!r}; the options are model, mode")})
+        return m.SetConfigOptionResponse(self._config_options(session))
 
     def _offered_models(self) -> dict[str, str]:
         # A model named in IAC_CODE_MODEL is offered even if we do not list it.

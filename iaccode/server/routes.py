@@ -37,6 +37,9 @@ REQUESTS: dict[str, Route] = {
     "session/new": Route(m.NewSessionRequest, Agent.new_session),
     "session/prompt": Route(m.PromptRequest, Agent.prompt, ordered=True),
     "session/close": Route(m.SessionRequest, Agent.close_session),
+    "session/set_mode": Route(m.SetModeRequest, Agent.set_mode),
+    "session/set_config_option": Route(m.SetConfigOptionRequest, Agent.set_config_option),
+    "config/set": Route(m.SetConfigOptionRequest, Agent.set_config_option),  # the seed's name
 }
 
 NOTIFICATIONS: dict[str, Route] = {

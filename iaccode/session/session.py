@@ -9,6 +9,7 @@ request answers -32800. Either way the answer goes out after the turn's last upd
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,22 @@ import trio
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.protocol.content import ContentBlock
-from iaccode.protocol.messages import PromptResponse, StopReason, Usage
+from iaccode.protocol.messages import (
+    ClientCapabilities,
+    CurrentModeUpdate,
+    PromptResponse,
+    StopReason,
+    Usage,
+)
+from iaccode.session.client_access import ClientFiles, ClientTerminal
+from iaccode.tools.base import FileAccess
+from iaccode.tools.local_files import LocalFiles
+from iaccode.tools.registry import builtin_tools
+from iaccode.turn.env import Request, SendUpdate, TurnEnv
+from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import to_model_content
-from iaccode.turn.turn import SendUpdate, Turn
+from iaccode.turn.subagent import SubAgent
+from iaccode.turn.turn import Turn
 from iaccode.wire import errors
 
 log = logging.getLogger(__name__)
@@ -31,21 +45,54 @@ CLOSE_TIMEOUT = 2.0
 
 class Session:
     def __init__(self, *, session_id: str, cwd: Path, config: Config, provider: Provider,
-                 model: str, mcp_servers: list[dict[str, Any]], send_update: SendUpdate) -> None:
+                 model: str, mcp_servers: list[dict[str, Any]], send_update: SendUpdate,
+                 request: Request, client: ClientCapabilities) -> None:
         self.id = session_id
-        self.cwd = cwd
+        self.cwd = Path(os.path.realpath(cwd))
         self.model = model
+        self.mode = "default"
+        self.remembered: dict[str, bool] = {}
+        """Permission answers that hold for the session: tool name -> allow (True) / reject."""
         self.mcp_servers = mcp_servers
         """Accepted and kept; not connected to yet."""
         self.history: list[dict[str, Any]] = []
         self._config = config
         self._provider = provider
         self._send_update = send_update
+        self._request = request
+        local = LocalFiles(max_bytes=config.tool_limits.read_max_bytes)
+        fs = client.fs
+        self._files: FileAccess = (
+            ClientFiles(request, session_id, local, read=fs.read_text_file,
+                        write=fs.write_text_file)
+            if fs.read_text_file or fs.write_text_file else local)
+        self._terminal = ClientTerminal(request, session_id) if client.terminal else None
         self._turn: trio.CancelScope | None = None
         self._turn_done = trio.Event()
         self._turn_done.set()
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
+
+    def _turn_env(self) -> TurnEnv:
+        tools = builtin_tools()
+        sub_agent = SubAgent({name: tool for name, tool in tools.items() if tool.read_only})
+        tools[sub_agent.name] = sub_agent
+        env = TurnEnv(
+            config=self._config, provider=self._provider, model=self.model, session_id=self.id,
+            cwd=self.cwd, send_update=self._send_update, request=self._request,
+            files=self._files, terminal=self._terminal, tools=tools, mode=lambda: self.mode,
+            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel)
+        sub_agent.bind(env)
+        return env
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
+        for the running turn's next tool call too."""
+        if mode_id not in MODES:
+            raise errors.invalid_params({"params.modeId": (
+                f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")})
+        self.mode = mode_id
+        await self._send_update(CurrentModeUpdate(mode_id))
 
     @property
     def busy(self) -> bool:
@@ -77,8 +124,7 @@ class Session:
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
         ready()
-        turn = Turn(config=self._config, provider=self._provider, model=self.model,
-                    history=self.history, send_update=self._send_update)
+        turn = Turn(self._turn_env(), self.history)
         content = to_model_content(blocks)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []

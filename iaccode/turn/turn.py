@@ -1,21 +1,22 @@
-"""One prompt turn: the user's blocks in, the model's answer streamed out as updates.
+"""One prompt turn: the agent loop.
 
-The caller owns the cancel scope (see ``Session.prompt``). Whatever the model produced before
-a cancel or an error stays in the history, so the next turn continues from what the user saw.
+    user message -> model request -> streamed text/thinking -> tool calls -> tool results
+                 -> model request -> ... until the model stops, or max_turn_requests
+
+The caller owns the cancel scope (see ``Session.prompt``). The history stays valid for the API
+whatever happens: a partial answer is kept, and every ``tool_use`` gets a ``tool_result`` (a
+synthetic error when the turn was cancelled or cut short before the tool finished).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from iaccode.config import Config
 from iaccode.llm.base import (
     Finished,
     ModelError,
     ModelRequest,
-    Provider,
     TextDelta,
     ThinkingDelta,
     TokenUsage,
@@ -24,14 +25,13 @@ from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import (
     AgentMessageChunk,
     AgentThoughtChunk,
-    SessionUpdate,
     StopReason,
     UsageUpdate,
 )
+from iaccode.turn.env import TurnEnv
+from iaccode.turn.tool_runner import ToolRunner
 
 log = logging.getLogger(__name__)
-
-SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
 
 STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -46,53 +46,80 @@ STOP_REASONS: dict[str, StopReason] = {
 
 SYSTEM_PROMPT = (
     "You are iac-code, a coding agent working in the user's project through their editor. "
-    "Be direct and precise."
+    "Use the tools to read, search, edit and run commands in the project; prefer small, "
+    "verifiable steps. Be direct and precise."
 )
+
+INTERRUPTED = "The turn was interrupted before this tool finished; it may not have run."
+LIMIT_REACHED = "Not run: the turn reached its limit of model requests."
 
 
 class Turn:
     """Runs one prompt against the history; ``usage`` adds up every model request."""
 
-    def __init__(self, *, config: Config, provider: Provider, model: str,
-                 history: list[dict[str, Any]], send_update: SendUpdate) -> None:
-        self._config = config
-        self._provider = provider
-        self._model = model
+    def __init__(self, env: TurnEnv, history: list[dict[str, Any]], *,
+                 stream_text: bool = True) -> None:
+        self._env = env
         self._history = history
-        self._send_update = send_update
+        self._stream_text = stream_text
+        """False for a sub-agent: its text is its tool result, not a message to the user."""
         self.usage = TokenUsage()
+        self.final_text = ""
+        """The text of the last model answer (a sub-agent's result)."""
 
     async def run(self, user_content: list[dict[str, Any]]) -> StopReason:
-        """Stream the answer; return the stop reason.
+        """Loop until the model stops; return the stop reason.
 
-        Cancellation: propagates (the caller turns it into ``cancelled``); the partial answer is
-        kept in the history. A ModelError becomes a readable message and ends the turn.
+        Cancellation: propagates (the caller answers ``cancelled``); the history is left
+        valid. A ModelError becomes a readable message and ends the turn.
         """
-        _append_user(self._history, user_content)
+        append_user(self._history, user_content)
+        try:
+            for _ in range(self._env.config.max_turn_requests):
+                finished = await self._model_request()
+                if finished is None:
+                    return "end_turn"
+                tool_uses = [b for b in finished.content if b.get("type") == "tool_use"]
+                if not tool_uses:
+                    return STOP_REASONS.get(finished.stop_reason, "end_turn")
+                runner = ToolRunner(self._env, finished.invalid_tool_inputs)
+                self._history.append({"role": "user", "content": await runner.run_all(tool_uses)})
+            # The last answer's tool calls are not run: the model would never see their results.
+            answer_dangling_tool_uses(self._history, LIMIT_REACHED)
+            return "max_turn_requests"
+        finally:
+            answer_dangling_tool_uses(self._history)
+
+    async def _model_request(self) -> Finished | None:
+        """Stream one answer into the history; None when the model failed (already told)."""
+        env = self._env
         request = ModelRequest(
-            model=self._model,
+            model=env.model,
             messages=list(self._history),
-            max_tokens=self._config.max_tokens,
+            max_tokens=env.config.max_tokens,
             system=SYSTEM_PROMPT,
-            thinking_budget=self._config.thinking_budget,
+            thinking_budget=env.config.thinking_budget,
+            tools=[tool.definition() for tool in env.tools.values()],
         )
         partial: list[str] = []
         finished: Finished | None = None
         try:
-            async with self._provider.stream(request) as events:
+            async with env.provider.stream(request) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
-                        await self._send_update(AgentMessageChunk(TextContent(event.text)))
+                        if self._stream_text:
+                            await env.send_update(AgentMessageChunk(TextContent(event.text)))
                     elif isinstance(event, ThinkingDelta):
-                        await self._send_update(AgentThoughtChunk(TextContent(event.text)))
+                        if self._stream_text:
+                            await env.send_update(AgentThoughtChunk(TextContent(event.text)))
                     else:
                         finished = event
         except ModelError as exc:
             log.warning("model request failed: %s", exc)
-            await self._send_update(AgentMessageChunk(
+            await env.send_update(AgentMessageChunk(
                 TextContent(f"\n\n⚠ {exc}\n"), meta={"iaccode": {"error": str(exc)}}))
-            return "end_turn"
+            return None
         finally:
             if finished is None and partial:
                 self._history.append(
@@ -100,16 +127,30 @@ class Turn:
         assert finished is not None  # a provider ends its stream with Finished or raises
         if finished.content:
             self._history.append({"role": "assistant", "content": finished.content})
+        self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
-        await self._send_update(
-            UsageUpdate(used=finished.usage.context_tokens, size=self._config.context_window))
-        return STOP_REASONS.get(finished.stop_reason, "end_turn")
+        if self._stream_text:
+            await env.send_update(UsageUpdate(used=finished.usage.context_tokens,
+                                              size=env.config.context_window))
+        return finished
 
 
-def _append_user(history: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
+def append_user(history: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
     """Add the user's message; merge with a previous user message the model never answered
     (a turn cancelled before any output), since the API wants roles to alternate."""
     if history and history[-1]["role"] == "user":
         history[-1] = {"role": "user", "content": [*history[-1]["content"], *content]}
     else:
         history.append({"role": "user", "content": content})
+
+
+def answer_dangling_tool_uses(history: list[dict[str, Any]], text: str = INTERRUPTED) -> None:
+    """Give every tool_use of the last assistant message a result, so the API accepts the
+    history (a cancel or a crash can leave them unanswered)."""
+    if not history or history[-1]["role"] != "assistant":
+        return
+    ids = [b["id"] for b in history[-1]["content"] if b.get("type") == "tool_use"]
+    if ids:
+        history.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": i, "content": text, "is_error": True}
+            for i in ids]})

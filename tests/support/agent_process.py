@@ -20,6 +20,13 @@ AGENT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
 RECEIVE_TIMEOUT = 15.0
 
 
+class RpcReply:
+    """An error answer from ``on_request`` (``{"code": ..., "message": ...}``)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.error = {"code": code, "message": message}
+
+
 class AgentProcess:
     def __init__(self, process: trio.Process, checker: Any | None, stderr_path: Path) -> None:
         self.process = process
@@ -144,6 +151,44 @@ class AgentProcess:
         request_id = await self.send_request("session/prompt", {
             "sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
         return await self.response(request_id, timeout)
+
+    async def run_prompt(self, session_id: str, prompt: str | list[dict[str, Any]],
+                         on_request: Any = None, timeout: float = RECEIVE_TIMEOUT
+                         ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Prompt and serve the agent's requests until the prompt is answered.
+
+        ``on_request(message) -> result`` answers each agent request (permission questions,
+        ``fs/*``, ``terminal/*``); it may be async; returning an ``RpcReply`` sends an error.
+        Returns (the prompt's response, the updates before it, the agent's requests).
+        """
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
+        request_id = await self.send_request("session/prompt",
+                                             {"sessionId": session_id, "prompt": blocks})
+        updates: list[dict[str, Any]] = []
+        requests: list[dict[str, Any]] = []
+        with trio.fail_after(timeout):
+            while True:
+                message = await self.receive(timeout)
+                if "method" in message and "id" in message:
+                    requests.append(message)
+                    if on_request is None:
+                        raise AssertionError(f"unexpected request from the agent: {message}")
+                    result = on_request(message)
+                    if hasattr(result, "__await__"):
+                        result = await result
+                    await self.reply(message["id"], result)
+                elif message.get("method") == "session/update":
+                    updates.append(message)
+                elif message.get("id") == request_id:
+                    return message, updates, requests
+                else:
+                    updates.append(message)
+
+    async def reply(self, request_id: Any, result: Any) -> None:
+        if isinstance(result, RpcReply):
+            await self.send({"jsonrpc": "2.0", "id": request_id, "error": result.error})
+        else:
+            await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
     async def wait_exit(self, timeout: float) -> int:
         with trio.fail_after(timeout):

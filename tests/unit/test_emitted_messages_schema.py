@@ -13,7 +13,18 @@ import pytest
 from iaccode.protocol import messages as m
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
-from iaccode.server.agent import AUTH_METHOD, MODES
+from iaccode.protocol.tool_calls import (
+    ContentToolCallContent,
+    DiffContent,
+    RequestPermissionRequest,
+    TerminalContent,
+    ToolCallFields,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+)
+from iaccode.server.agent import AUTH_METHOD
+from iaccode.turn.permissions import MODES, OPTIONS
 from iaccode.wire import errors
 from tests.support.acp_schema import validate_def
 
@@ -32,7 +43,11 @@ RESULTS: list[tuple[str, Any]] = [
         agent_info=m.Implementation("iaccode", "0.1.0", title="iac-code"),
         auth_methods=[AUTH_METHOD])),
     ("AuthenticateResponse", m.Empty()),
-    ("NewSessionResponse", m.NewSessionResponse("sess_1", MODES, MODEL_STATE, [MODEL_OPTION])),
+    ("NewSessionResponse", m.NewSessionResponse(
+        "sess_1", m.SessionModeState("default", list(MODES.values())), MODEL_STATE,
+        [MODEL_OPTION])),
+    ("SetSessionConfigOptionResponse", m.SetConfigOptionResponse([MODEL_OPTION])),
+    ("SetSessionModeResponse", m.Empty()),
     ("CloseSessionResponse", m.Empty(meta={"x": 1})),
     *[("PromptResponse", m.PromptResponse(reason, m.Usage(1, 2, 3, 4, 5)))
       for reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")],
@@ -45,7 +60,19 @@ UPDATES: list[m.SessionUpdate] = [
     m.AgentThoughtChunk(TextContent("hmm")),
     m.UserMessageChunk(TextContent("question")),
     m.UsageUpdate(used=1234, size=200_000),
+    m.CurrentModeUpdate("plan"),
+    m.ConfigOptionUpdate([MODEL_OPTION]),
+    ToolCallStart("toolu_1", "Read main.tf", "read", "pending",
+                  [ToolCallLocation("/p/main.tf", 3)], raw_input={"path": "main.tf"},
+                  meta={"iaccode": {"parentToolCallId": "toolu_0"}}),
+    ToolCallProgress("toolu_1", status="in_progress"),
+    ToolCallProgress("toolu_1", status="completed", raw_output={"output": "x"},
+                     content=[ContentToolCallContent(TextContent("x")),
+                              DiffContent("/p/a.tf", "new", "old"), DiffContent("/p/b", "n"),
+                              TerminalContent("term-1")]),
+    ToolCallProgress("toolu_1", status="failed", raw_output={"output": "Permission denied."}),
 ]
+
 
 ERRORS = [
     errors.parse_error("x"), errors.invalid_request("x"), errors.method_not_found("m"),
@@ -74,3 +101,10 @@ def test_the_stable_schema_accepts_our_stable_messages() -> None:
     """Clients that only know the stable schema still read what we send."""
     for definition, message in RESULTS:
         assert validate_def(definition, to_wire(message), unstable=False) == [], definition
+
+
+def test_permission_question() -> None:
+    question = RequestPermissionRequest(
+        "sess_1", ToolCallFields("toolu_1", "Write a.tf", "edit", "pending",
+                                 [ToolCallLocation("/p/a.tf")], {"path": "a.tf"}), OPTIONS)
+    assert validate_def("RequestPermissionRequest", to_wire(question)) == []

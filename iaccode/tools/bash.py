@@ -1,0 +1,475 @@
+"""``bash``: run a shell command in the project directory and return what it printed.
+
+Locally (the default) the command runs as ``/bin/bash -c COMMAND`` in a session and process
+group of its own, with stdin from ``/dev/null`` (our stdin is the protocol channel), stdout and
+stderr merged into one pipe, and an environment without secrets or pagers. Whatever way it
+ends (exit, timeout, the turn's cancellation) the whole group is ended: TERM, up to
+``kill_grace`` seconds, then KILL, so background jobs (``sleep 30 &``, ``nohup``) never
+outlive the call. We stop waiting when the shell exits rather than when the pipe reaches EOF
+(a background child holds the pipe open).
+
+Limitation: a process that leaves the group (``setsid``, a daemon that double-forks into a new
+session) escapes the kill; catching those would take a cgroup or a child subreaper. We only
+stop reading its output (after a short drain) and close our end of the pipe.
+
+When the editor advertised ``terminal: true``, the command runs in the editor's terminal
+instead (``terminal/*``), which the editor embeds in the tool call while it runs.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+from attrs import frozen
+
+from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
+from iaccode.tools.base import (
+    ClientTerminal,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolLimits,
+    ToolResult,
+)
+from iaccode.wire.errors import RpcError
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 64 * 1024
+"""Bytes read from the pipe at a time (on top of the kept output, the most we hold)."""
+
+DRAIN_SECONDS = 0.5
+"""After the group is ended, how long we read what is left in the pipe (an escapee holding
+the pipe open would otherwise keep us reading forever)."""
+
+KILL_WAIT = 1.0
+"""After KILL, how long we wait for the group to disappear before giving up on it."""
+
+CLIENT_SLACK = 1.0
+"""Added to ``kill_grace`` to bound each clean-up request to the editor's terminal."""
+
+TITLE_CHARS = 80
+
+_SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
+_SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_KEY", "_PASSWORD")
+
+_QUIET_ENV = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",
+    "EDITOR": "true",
+    "TERM": "dumb",
+    "NO_COLOR": "1",
+    "DEBIAN_FRONTEND": "noninteractive",
+}
+
+_DEFAULTS = ToolLimits()
+
+
+@frozen
+class BashInput:
+    command: str
+    timeout: float | None = None
+
+
+class Bash(Tool):
+    name = "bash"
+    kind = "execute"
+    read_only = False
+    input_type = BashInput
+    description = (
+        "Run a shell command with `bash -c` in the project directory and return its output "
+        "(stdout and stderr together, in order), followed by the exit code when it is not 0.\n"
+        "\n"
+        "- Non-interactive: stdin is empty and there is no terminal, so nothing can answer a "
+        "prompt. Pass flags such as `-y`, `--yes`, `--no-edit` or `--non-interactive`. Pagers "
+        "and editors are disabled (PAGER=cat, GIT_EDITOR=true); colours are off.\n"
+        "- Every call is a fresh shell in the project directory: `cd`, variables and functions "
+        "do not carry over to the next call. Chain steps with `&&` in one command instead.\n"
+        f"- Timeout: {_DEFAULTS.bash_timeout:g} seconds by default; pass `timeout` (seconds, at "
+        f"most {_DEFAULTS.bash_max_timeout:g}) for longer builds or test runs. On timeout the "
+        "command and everything it started are killed.\n"
+        "- Nothing outlives the call: background jobs (`&`, `nohup`) are killed when the "
+        "command ends, so a server started here does not keep running.\n"
+        f"- Output is capped at {_DEFAULTS.bash_output_bytes // 1024} KiB (the start and the "
+        "end are kept, the middle dropped) and you see at most "
+        f"{_DEFAULTS.output_chars} characters of it; send large output to a file and look at "
+        "it with `head`, `tail` or `grep`.\n"
+        "- Prefer the file tools (read_file, edit_file, glob, grep) for reading, editing and "
+        "searching files; use bash for builds, tests, git and other programs."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line, run with bash -c."},
+            "timeout": {
+                "type": "number",
+                "description": (f"Seconds before the command is killed (default "
+                                f"{_DEFAULTS.bash_timeout:g}, at most "
+                                f"{_DEFAULTS.bash_max_timeout:g})."),
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
+    def title(self, args: BashInput) -> str:
+        lines = args.command.strip().splitlines()
+        first = lines[0].strip() if lines else ""
+        if len(first) > TITLE_CHARS:
+            return first[:TITLE_CHARS - 1] + "…"
+        if len(lines) > 1:
+            return first + " …"
+        return first or "bash"
+
+    async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
+        if not args.command.strip():
+            raise ToolFailure("The command is empty.")
+        timeout = _timeout(args.timeout, ctx.limits)
+        try:
+            if ctx.terminal is not None:
+                return await _run_in_terminal(ctx.terminal, args.command, timeout, ctx)
+            return await _run_local(args.command, timeout, ctx)
+        except BaseExceptionGroup as group:
+            # Our nurseries wrap a cancellation in a group; the caller expects a bare
+            # Cancelled (and its cancel scope catches it either way).
+            cancelled = _only_cancelled(group)
+            if cancelled is None:
+                raise
+            raise cancelled from None
+
+
+def _timeout(requested: float | None, limits: ToolLimits) -> float:
+    if requested is None:
+        return min(limits.bash_timeout, limits.bash_max_timeout)
+    if not requested > 0:  # also NaN
+        raise ToolFailure(f"timeout must be a positive number of seconds, not {requested}.")
+    return min(requested, limits.bash_max_timeout)
+
+
+def _only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled | None:
+    """The first Cancelled in ``group`` when it holds nothing else."""
+    found: trio.Cancelled | None = None
+    for exc in group.exceptions:
+        inner = _only_cancelled(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if not isinstance(inner, trio.Cancelled):
+            return None
+        found = found or inner
+    return found
+
+
+def _shell() -> str:
+    return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
+
+
+def is_secret(name: str) -> bool:
+    """Whether an environment variable looks like a credential (kept from the command)."""
+    upper = name.upper()
+    return upper in _SECRET_NAMES or upper.endswith(_SECRET_SUFFIXES) or "SECRET" in upper
+
+
+def command_env() -> dict[str, str]:
+    """Our environment without secrets, with pagers, prompts, editors and colours off."""
+    env = {name: value for name, value in os.environ.items() if not is_secret(name)}
+    env.update(_QUIET_ENV)
+    return env
+
+
+def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool,
+                 timeout: float) -> str | None:
+    if timed_out:
+        return f"[timed out after {timeout:g} s; the process group was killed]"
+    if signal_name is not None:
+        return f"[killed by {signal_name}]"
+    if exit_code is not None and exit_code != 0:
+        return f"[exit code {exit_code}]"
+    return None
+
+
+def _result_text(output: str, status: str | None) -> str:
+    if status is None:
+        return output or "(no output)"
+    if output and not output.endswith("\n"):
+        output += "\n"
+    return output + status
+
+
+# --- local execution -------------------------------------------------------------------------
+
+
+class _HeadTail:
+    """The first and last bytes of a stream, never more than ``limit`` in all."""
+
+    def __init__(self, limit: int) -> None:
+        limit = max(limit, 0)
+        self.head_limit = limit // 2
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes | bytearray) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail += data
+        excess = len(self.tail) - self.tail_limit
+        if excess > 0:
+            del self.tail[:excess]  # cheap: a bytearray drops its front without copying
+            self.dropped += excess
+
+    def text(self) -> str:
+        if not self.dropped:
+            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
+        # Decode each side on its own, without the characters the cut split in two.
+        head = codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.head))
+        tail = bytes(self.tail)
+        skip = 0
+        while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:  # continuation bytes
+            skip += 1
+        return (f"{head}\n[... {self.dropped} bytes of output dropped from the middle ...]\n"
+                f"{tail[skip:].decode('utf-8', errors='replace')}")
+
+
+async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
+    try:
+        proc = await trio.lowlevel.open_process(
+            [_shell(), "-c", command], cwd=ctx.cwd, env=command_env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    except OSError as exc:
+        raise ToolFailure(f"Could not start the command: {exc}") from exc
+    stdout = proc.stdout
+    assert stdout is not None
+    output = _HeadTail(ctx.limits.bash_output_bytes)
+    pipe_closed = trio.Event()
+    ended = False
+
+    async def read() -> None:
+        try:
+            while chunk := await stdout.receive_some(READ_CHUNK):
+                output.feed(chunk)
+        finally:
+            pipe_closed.set()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            with trio.move_on_after(limit) as deadline:
+                await proc.wait()  # the shell, not the pipe: a background job holds the pipe
+            with trio.CancelScope(shield=True):
+                await _end_group(proc, ctx.limits.kill_grace)
+                ended = True
+                with trio.move_on_after(DRAIN_SECONDS):
+                    await pipe_closed.wait()
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            if not ended:  # cancelled (or failed) while it ran
+                await _end_group(proc, ctx.limits.kill_grace)
+            await stdout.aclose()
+
+    timed_out = deadline.cancelled_caught
+    code = proc.returncode
+    exit_code = code if code is not None and code >= 0 else None
+    signal_name = _signal_name(-code) if code is not None and code < 0 else None
+    text = output.text()
+    status = _status_line(exit_code, signal_name, timed_out, limit)
+    return ToolResult(
+        _result_text(text, status),
+        is_error=status is not None,
+        raw_output={"exit_code": exit_code, "signal": signal_name, "timed_out": timed_out,
+                    "output": text, "truncated_bytes": output.dropped},
+    )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+async def _end_group(proc: trio.Process, grace: float) -> None:
+    """End the shell's process group: TERM, up to ``grace`` seconds, KILL; reap the shell.
+
+    Bounded by ``grace + KILL_WAIT``; call it shielded.
+    """
+    pgid = proc.pid  # start_new_session: the shell leads its own session and group
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
+        if _group_done(proc, pgid):
+            return
+        _signal_group(pgid, sig)
+        if sig == signal.SIGTERM:
+            _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
+        with trio.move_on_after(wait):
+            delay = 0.002
+            while not _group_done(proc, pgid):
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+    if not _group_done(proc, pgid):
+        log.warning("process group %d still has live processes after SIGKILL", pgid)
+
+
+def _group_done(proc: trio.Process, pgid: int) -> bool:
+    return proc.poll() is not None and not group_alive(pgid)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # ESRCH: the group is already gone. EPERM: what is left is not ours to signal (setuid).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether the process group still has a process that is not a zombie.
+
+    A child orphaned by the shell's exit goes to init, which may reap it lazily; a zombie
+    holds no resources and no pipe, and signals cannot end it further, so it does not count.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # only processes we cannot signal are left
+        return False
+    return _has_live_member(pgid)
+
+
+def _has_live_member(pgid: int) -> bool:
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs (macOS): trust killpg
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+        fields = data[data.rfind(b")") + 2:].split()
+        if len(fields) >= 3 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+# --- the editor's terminal ---------------------------------------------------------------------
+
+
+async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
+                           ctx: ToolContext) -> ToolResult:
+    bound = ctx.limits.kill_grace + CLIENT_SLACK
+    created: list[str] = []
+    exited = False
+    try:
+        await _create_terminal(terminal, command, ctx, bound, created)
+        if not created:
+            raise ToolFailure("The editor did not create a terminal for the command in time.")
+        terminal_id = created[0]
+        await ctx.report(ToolCallProgress(tool_call_id=ctx.tool_call_id,
+                                          content=[TerminalContent(terminal_id)]))
+        exit_status: dict[str, Any] | None = None
+        with trio.move_on_after(limit) as deadline:
+            try:
+                exit_status = await terminal.wait_for_exit(terminal_id)
+            except RpcError as exc:
+                raise ToolFailure(f"The editor's terminal failed: {exc.message}") from exc
+        timed_out = deadline.cancelled_caught
+        if timed_out:
+            await _bounded(terminal.kill, terminal_id, bound)
+        exited = True
+        answer: dict[str, Any] | None = None
+        with trio.move_on_after(bound):
+            try:
+                answer = await terminal.output(terminal_id)
+            except RpcError as exc:
+                log.warning("terminal/output for %s failed: %s", terminal_id, exc)
+    finally:
+        if created:
+            if not exited:  # cancelled (or failed) while it ran
+                await _bounded(terminal.kill, created[0], bound)
+            await _bounded(terminal.release, created[0], bound)
+
+    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit)
+
+
+async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolContext,
+                           bound: float, created: list[str]) -> None:
+    """Create the terminal, appending its id to ``created``.
+
+    Shielded, so a cancel cannot lose a terminal the editor is starting (it would run on,
+    unreleased); once cancelled we wait at most ``bound`` more for the answer.
+    """
+    shield = trio.CancelScope(shield=True)
+
+    async def on_cancel() -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            shield.deadline = min(shield.deadline, trio.current_time() + bound)
+
+    failure: RpcError | None = None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(on_cancel)
+        with shield:
+            try:
+                created.append(await terminal.create(
+                    _shell(), ["-c", command], cwd=str(ctx.cwd),
+                    output_byte_limit=ctx.limits.bash_output_bytes))
+            except RpcError as exc:
+                failure = exc
+        nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise ToolFailure(f"The editor could not run the command: {failure.message}")
+
+
+async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,
+                   seconds: float) -> None:
+    """A clean-up request to the editor: shielded from cancels, bounded, failures logged."""
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + seconds):
+        try:
+            await call(terminal_id)
+        except Exception as exc:
+            log.warning("terminal clean-up for %s failed: %s", terminal_id, exc)
+
+
+def _terminal_result(terminal_id: str, answer: dict[str, Any] | None,
+                     exit_status: dict[str, Any] | None, timed_out: bool,
+                     timeout: float) -> ToolResult:
+    answer = answer if isinstance(answer, dict) else {}
+    text = answer.get("output")
+    if not isinstance(text, str):
+        text = "" if answer else "(the terminal's output could not be read)"
+    truncated = answer.get("truncated") is True
+    if truncated:
+        text = "[... the start of the output was cut by the terminal's limit ...]\n" + text
+    status = answer.get("exitStatus")
+    if not isinstance(status, dict):
+        status = exit_status if isinstance(exit_status, dict) else {}
+    exit_code = status.get("exitCode")
+    exit_code = exit_code if isinstance(exit_code, int) else None
+    signal_name = status.get("signal")
+    signal_name = signal_name if isinstance(signal_name, str) else None
+    line = _status_line(exit_code, signal_name, timed_out, timeout)
+    return ToolResult(
+        _result_text(text, line),
+        is_error=line is not None,
+        raw_output={"exit_code": exit_code, "signal": signal_name, "timed_out": timed_out,
+                    "output": text, "truncated": truncated, "terminal_id": terminal_id},
+        content=[TerminalContent(terminal_id)],
+    )

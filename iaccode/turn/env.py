@@ -1,0 +1,47 @@
+"""What a turn works with: the session's model, tools, client and permission state."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve, frozen
+
+from iaccode.config import Config
+from iaccode.llm.base import Provider
+from iaccode.protocol.messages import SessionUpdate
+from iaccode.tools.base import ClientTerminal, FileAccess, Tool, ToolLimits
+
+SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
+Request = Callable[[str, Any], Awaitable[Any]]
+
+
+@frozen
+class TurnEnv:
+    config: Config
+    provider: Provider
+    model: str
+    session_id: str
+    cwd: Path
+    """The session's working directory, as a real path."""
+    send_update: SendUpdate
+    request: Request
+    """Send a request to the client (permission questions) and wait for the answer."""
+    files: FileAccess
+    terminal: ClientTerminal | None
+    tools: dict[str, Tool]
+    mode: Callable[[], str]
+    """The session's current mode (it may change while the turn runs)."""
+    remembered: dict[str, bool]
+    """Tool name -> True (allow_always) / False (reject_always); shared with the session."""
+    limits: ToolLimits
+    cancel_turn: Callable[[], None]
+    """Cancel the running turn (the user answered a permission question with ``cancelled``)."""
+    tool_call_meta: dict[str, Any] | None = None
+    """``_meta`` added to this turn's tool-call updates (a sub-agent names its parent call)."""
+
+    def nested(self, *, tools: dict[str, Tool], parent_tool_call_id: str) -> TurnEnv:
+        """The environment of a sub-agent running inside one of this turn's tool calls."""
+        return evolve(self, tools=tools, tool_call_meta={
+            "iaccode": {"parentToolCallId": parent_tool_call_id}})

@@ -1,0 +1,129 @@
+"""Who may run what: session modes, remembered answers, and the permission question.
+
+    decide(...)  -> RUN | ASK | REFUSE (with the reason the model is told)
+    ask(...)     -> the user's answer to ``session/request_permission``
+
+Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
+``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
+and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from iaccode.protocol.convert import to_wire
+from iaccode.protocol.messages import SessionMode
+from iaccode.protocol.tool_calls import PermissionOption, RequestPermissionRequest, ToolCallFields
+from iaccode.tools.base import Tool, is_inside, resolve_path
+from iaccode.wire.errors import RpcError
+
+log = logging.getLogger(__name__)
+
+DENIED = "Permission denied."
+
+MODES: dict[str, SessionMode] = {
+    "default": SessionMode("default", "Default",
+                           "Reads inside the project run; edits and commands ask first."),
+    "accept_edits": SessionMode("accept_edits", "Accept edits",
+                                "File edits inside the project run without asking."),
+    "plan": SessionMode("plan", "Plan", "Read-only: edits and commands are refused."),
+    "bypass": SessionMode("bypass", "Bypass permissions",
+                          "Nothing asks: every tool runs, outside the project too."),
+}
+
+OPTIONS = [
+    PermissionOption("allow_once", "Allow once", "allow_once"),
+    PermissionOption("allow_always", "Always allow", "allow_always"),
+    PermissionOption("reject_once", "Reject", "reject_once"),
+    PermissionOption("reject_always", "Always reject", "reject_always"),
+]
+
+
+class Decision(enum.Enum):
+    RUN = "run"
+    ASK = "ask"
+    REFUSE = "refuse"
+
+
+class Answer(enum.Enum):
+    ALLOW = "allow"
+    REJECT = "reject"
+    CANCELLED = "cancelled"
+
+
+@frozen
+class Verdict:
+    decision: Decision
+    reason: str = ""
+    """For REFUSE: what the model is told."""
+
+
+def decide(tool: Tool, args: Any, *, mode: str, cwd: Path,
+           remembered: dict[str, bool]) -> Verdict:
+    """What to do with one call, before running it."""
+    if mode == "plan" and not tool.read_only:
+        return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
+                       "Describe the change instead, or ask the user to switch modes.")
+    if remembered.get(tool.name) is False:
+        return Verdict(Decision.REFUSE, DENIED)
+    if mode == "bypass" or remembered.get(tool.name) is True:
+        return Verdict(Decision.RUN)
+    inside = all(is_inside(resolve_path(cwd, raw), cwd) for raw in tool.paths(args))
+    if tool.read_only and inside:
+        return Verdict(Decision.RUN)
+    if mode == "accept_edits" and tool.kind == "edit" and inside:
+        return Verdict(Decision.RUN)
+    return Verdict(Decision.ASK)
+
+
+async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
+              tool_call: ToolCallFields, tool_name: str, remembered: dict[str, bool]) -> Answer:
+    """Ask the user; remember ``*_always`` answers for this tool in ``remembered``.
+
+    Anything but a clear allow means the tool does not run: a rejection, an answer we cannot
+    read, an error from the client, or the client going away.
+    """
+    question = RequestPermissionRequest(session_id, tool_call, OPTIONS)
+    try:
+        response = await request("session/request_permission", to_wire(question))
+    except RpcError as exc:
+        log.warning("permission request failed: %s %s", exc.message, exc.data)
+        return Answer.REJECT
+    kind = _selected_kind(response)
+    if kind == "cancelled":
+        return Answer.CANCELLED
+    if kind in ("allow_always", "reject_always"):
+        remembered[tool_name] = kind == "allow_always"
+    if kind in ("allow_once", "allow_always"):
+        return Answer.ALLOW
+    if kind is None:
+        log.warning("unreadable permission answer %r: not running the tool", response)
+    return Answer.REJECT
+
+
+def _selected_kind(response: Any) -> str | None:
+    """The option kind the user chose, ``cancelled``, or None when unreadable."""
+    if not isinstance(response, dict):
+        return None
+    outcome = response.get("outcome")
+    if isinstance(outcome, dict):  # the ACP shape
+        if outcome.get("outcome") == "cancelled":
+            return "cancelled"
+        if outcome.get("outcome") == "selected":
+            option_id = outcome.get("optionId")
+            return next((o.kind for o in OPTIONS if o.option_id == option_id), None)
+        return None
+    if outcome == "allowed":  # the seed's flat shape
+        option_id = response.get("option_id", "allow_once")
+        kind = next((o.kind for o in OPTIONS if o.option_id == option_id), None)
+        return kind if kind in ("allow_once", "allow_always") else None
+    if outcome == "denied":
+        return "reject_once"
+    return None

@@ -1,0 +1,73 @@
+"""The ``agent`` tool: a sub-agent with its own context, inside the parent's turn.
+
+It gets a fresh history with the task as its only message and, by default, the read-only tools
+(it can look, not touch). Its tool calls are shown to the editor as children of the parent call
+(``_meta.iaccode.parentToolCallId``); its text is not streamed to the user, its final answer is
+the tool result. It runs in the parent turn's cancel scope, so a cancel stops it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from attrs import frozen
+
+from iaccode.protocol.tool_calls import ToolKind
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
+from iaccode.turn.env import TurnEnv
+
+
+@frozen
+class AgentInput:
+    prompt: str
+    description: str | None = None
+
+
+class SubAgent(Tool):
+    name: ClassVar[str] = "agent"
+    description: ClassVar[str] = (
+        "Start a sub-agent for a self-contained research task: it has its own context and the "
+        "read-only tools (read_file, list_files, glob, grep, web_fetch), and returns one final "
+        "answer. Give it a complete, specific task; it cannot see this conversation."
+    )
+    kind: ClassVar[ToolKind] = "execute"
+    input_type: ClassVar[type] = AgentInput
+    read_only: ClassVar[bool] = False
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "The complete task for the sub-agent."},
+            "description": {"type": "string",
+                            "description": "A 3-5 word summary shown to the user."},
+        },
+        "required": ["prompt"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, tools: dict[str, Tool]) -> None:
+        self._tools = tools
+        self._parent: TurnEnv | None = None
+
+    def bind(self, parent: TurnEnv) -> None:
+        """Attach the parent turn's environment (built after its tool set, which holds us)."""
+        self._parent = parent
+
+    def title(self, args: AgentInput) -> str:
+        return f"Sub-agent: {args.description or args.prompt[:60]}"
+
+    async def run(self, args: AgentInput, ctx: ToolContext) -> ToolResult:
+        from iaccode.turn.turn import Turn  # the loop runs tools, tools run the loop
+
+        if self._parent is None:
+            raise ToolFailure("The sub-agent is not attached to a turn.")
+        env = self._parent.nested(tools=self._tools, parent_tool_call_id=ctx.tool_call_id)
+        turn = Turn(env, [], stream_text=False)
+        stop_reason = await turn.run([{"type": "text", "text": args.prompt}])
+        usage = {"input_tokens": turn.usage.input_tokens,
+                 "output_tokens": turn.usage.output_tokens}
+        answer = turn.final_text.strip()
+        if not answer:
+            return ToolResult(f"The sub-agent ended ({stop_reason}) without an answer.",
+                              is_error=True, raw_output={"stop_reason": stop_reason, **usage})
+        return ToolResult(answer, raw_output={"stop_reason": stop_reason, "answer": answer,
+                                              **usage})

@@ -1,0 +1,178 @@
+"""Run the tool calls of one model answer, showing each to the editor from start to finish.
+
+    tool_call (pending: title, kind, locations, rawInput)
+      -> [session/request_permission]
+      -> tool_call_update (in_progress)
+      -> tool_call_update (completed | failed: rawOutput, content)
+
+Read-only calls that need no question run concurrently (bounded); everything else runs one at
+a time, in order. Results go back to the model in the order it asked. A call we cannot run
+(unknown tool, input that is not valid JSON or does not fit the tool) is answered with an
+error and never executed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.convert import ParamsError, tool_input
+from iaccode.protocol.tool_calls import (
+    ContentToolCallContent,
+    ToolCallFields,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+)
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, resolve_path, truncate
+from iaccode.turn import permissions
+from iaccode.turn.env import TurnEnv
+from iaccode.turn.permissions import Answer, Decision
+
+log = logging.getLogger(__name__)
+
+READ_CONCURRENCY = 4
+"""Read-only calls of one answer that may run at once."""
+
+FINAL_UPDATE_TIMEOUT = 0.5
+"""After a cancel, how long we try to tell the editor that a running call failed."""
+
+
+class ToolRunner:
+    def __init__(self, env: TurnEnv, invalid_inputs: dict[str, str]) -> None:
+        self._env = env
+        self._invalid_inputs = invalid_inputs
+
+    async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``."""
+        results: dict[str, dict[str, Any]] = {}
+        limiter = trio.CapacityLimiter(READ_CONCURRENCY)
+        index = 0
+        while index < len(tool_uses):
+            batch = [tool_uses[index]]
+            if self._runs_freely(batch[0]):
+                while (index + len(batch) < len(tool_uses)
+                       and self._runs_freely(tool_uses[index + len(batch)])):
+                    batch.append(tool_uses[index + len(batch)])
+            if len(batch) == 1:
+                await self._run_one(batch[0], results)
+            else:
+                async with trio.open_nursery() as nursery:
+                    for use in batch:
+                        nursery.start_soon(self._run_limited, use, results, limiter)
+            index += len(batch)
+        return [results[use["id"]] for use in tool_uses]
+
+    def _runs_freely(self, use: dict[str, Any]) -> bool:
+        """A read-only call that needs no question (so it may run beside others)."""
+        tool = self._env.tools.get(use.get("name", ""))
+        if tool is None or not tool.read_only or use["id"] in self._invalid_inputs:
+            return False
+        try:
+            args: Any = tool_input(use.get("input"), tool.input_type)
+        except ParamsError:
+            return False
+        verdict = permissions.decide(tool, args, mode=self._env.mode(), cwd=self._env.cwd,
+                                     remembered=self._env.remembered)
+        return verdict.decision is Decision.RUN
+
+    async def _run_limited(self, use: dict[str, Any], results: dict[str, dict[str, Any]],
+                           limiter: trio.CapacityLimiter) -> None:
+        async with limiter:
+            await self._run_one(use, results)
+
+    async def _run_one(self, use: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
+        call_id = str(use["id"])
+        result = await self._call(call_id, str(use.get("name", "")), use.get("input"))
+        results[call_id] = {
+            "type": "tool_result",
+            "tool_use_id": call_id,
+            "content": truncate(result.text, self._env.limits.output_chars),
+            "is_error": result.is_error,
+        }
+
+    async def _call(self, call_id: str, name: str, raw_input: Any) -> ToolResult:
+        env = self._env
+        tool = env.tools.get(name)
+        if tool is None:
+            known = ", ".join(sorted(env.tools))
+            return await self._refuse(call_id, name, "other", raw_input,
+                                      f"Unknown tool {name!r}. Available tools: {known}.")
+        if call_id in self._invalid_inputs:
+            return await self._refuse(call_id, name, tool.kind, raw_input,
+                                      "The tool input was not valid JSON (was it cut off by the "
+                                      "output token limit?). The tool was not run.")
+        try:
+            args: Any = tool_input(raw_input, tool.input_type)
+        except ParamsError as exc:
+            problems = "; ".join(f"{path}: {why}" for path, why in exc.problems.items())
+            return await self._refuse(call_id, name, tool.kind, raw_input,
+                                      f"Invalid input for {name}: {problems}. Not run.")
+
+        title = tool.title(args)
+        locations = [ToolCallLocation(str(resolve_path(env.cwd, raw)))
+                     for raw in tool.paths(args)] or None
+        await env.send_update(ToolCallStart(call_id, title, tool.kind, "pending", locations,
+                                            raw_input=raw_input, meta=env.tool_call_meta))
+        verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
+                                     remembered=env.remembered)
+        if verdict.decision is Decision.ASK:
+            answer = await permissions.ask(
+                env.request, env.session_id,
+                ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input),
+                tool.name, env.remembered)
+            if answer is Answer.CANCELLED:
+                await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
+                env.cancel_turn()
+                await trio.lowlevel.checkpoint()  # raises Cancelled: the turn ends here
+            if answer is not Answer.ALLOW:
+                return await self._finish(call_id, ToolResult(permissions.DENIED, is_error=True))
+        elif verdict.decision is Decision.REFUSE:
+            return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
+
+        await env.send_update(ToolCallProgress(call_id, status="in_progress",
+                                               meta=env.tool_call_meta))
+        return await self._finish(call_id, await self._execute(tool, args, call_id))
+
+    async def _execute(self, tool: Tool, args: Any, call_id: str) -> ToolResult:
+        env = self._env
+
+        async def report(update: ToolCallProgress) -> None:
+            await env.send_update(update)
+
+        context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
+                              tool_call_id=call_id, report=report, terminal=env.terminal)
+        try:
+            return await tool.run(args, context)
+        except ToolFailure as exc:
+            return ToolResult(str(exc), is_error=True)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True), trio.move_on_after(FINAL_UPDATE_TIMEOUT):
+                await self._finish(call_id, ToolResult(
+                    "Cancelled: the turn was cancelled while the tool ran.", is_error=True))
+            raise
+        except Exception as exc:  # a bug in the tool: the model and the log both hear of it
+            log.exception("tool %s failed", tool.name)
+            return ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
+                              is_error=True)
+
+    async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
+                      message: str) -> ToolResult:
+        await self._env.send_update(ToolCallStart(
+            call_id, name or "unknown tool", kind, "pending", raw_input=raw_input,
+            meta=self._env.tool_call_meta))
+        return await self._finish(call_id, ToolResult(message, is_error=True))
+
+    async def _finish(self, call_id: str, result: ToolResult) -> ToolResult:
+        shown = truncate(result.text, self._env.limits.output_chars)
+        await self._env.send_update(ToolCallProgress(
+            call_id,
+            status="failed" if result.is_error else "completed",
+            content=result.content or [ContentToolCallContent(TextContent(shown))],
+            raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
+            meta=self._env.tool_call_meta,
+        ))
+        return result

@@ -1,0 +1,47 @@
+"""Is a process (group) still alive? Zombies count as dead: init may reap orphans lazily."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _state(pid: int) -> str | None:
+    """The /proc state letter of ``pid``, or None when it is gone."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return data[data.rfind(b")") + 2:].split()[0].decode()
+
+
+def pid_alive(pid: int) -> bool:
+    """Running (a zombie waiting for init to reap it is dead for our purposes)."""
+    if not os.path.isdir("/proc"):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return _state(pid) not in (None, "Z", "X")
+
+
+def group_gone(pgid: int) -> bool:
+    """No live process in the group. Init may reap orphans lazily, so zombies may linger."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    if not os.path.isdir("/proc"):
+        return False
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            data = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return False
+    return True
