@@ -13,25 +13,33 @@ from typing import Any
 
 import acp
 import pytest
-from acp.schema import AgentMessageChunk, AgentThoughtChunk, UsageUpdate
+from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, UsageUpdate
 
-from iaccode.llm.script import hang, reply
+from iaccode.llm.script import ToolUse, hang, reply
 from tests.fakes.model_server import FakeModelServer
 
 
 class RecordingClient(acp.Client):
-    """Keeps every update; answers nothing else (we advertise no fs/terminal)."""
+    """Keeps every update; answers permission questions with ``choice`` (none by default)."""
 
-    def __init__(self) -> None:
+    def __init__(self, choice: str | None = None) -> None:
         self.updates: list[Any] = []
         self.first_update = asyncio.Event()
+        self.choice = choice
+        self.questions: list[Any] = []
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
         self.first_update.set()
 
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("no permission question expected in these tests")
+    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
+                                 **kwargs: Any) -> Any:
+        if self.choice is None:
+            raise AssertionError("no permission question expected")
+        self.questions.append(tool_call)
+        chosen = next(o for o in options if o.kind == self.choice)
+        return acp.RequestPermissionResponse(
+            outcome=acp.schema.AllowedOutcome(option_id=chosen.option_id, outcome="selected"))
 
     def text(self, kind: type) -> str:
         return "".join(u.content.text for u in self.updates if isinstance(u, kind))
@@ -114,3 +122,29 @@ def test_cancel_from_the_sdk(agent_env: dict[str, str], model_server: FakeModelS
             assert len(client.updates) == streamed  # nothing arrived after the answers
 
     run(main())
+
+
+@pytest.mark.parametrize(("choice", "written"), [("allow_once", True), ("reject_once", False)])
+def test_permission_answered_by_the_sdk(agent_env: dict[str, str], model_server: FakeModelServer,
+                                        workspace: Path, choice: str, written: bool) -> None:
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_w", "write_file", {"path": "main.tf", "content": "x"})]),
+        reply("done"))
+    client = RecordingClient(choice)
+
+    async def main() -> None:
+        async with await spawn(client, agent_env) as (conn, _process):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            response = await conn.prompt(session_id=session.session_id,
+                                         prompt=[acp.text_block("write main.tf")])
+            assert response.stop_reason == "end_turn"
+
+    run(main())
+    assert len(client.questions) == 1 and client.questions[0].tool_call_id == "toolu_w"
+    assert (workspace / "main.tf").exists() is written
+    statuses = [u.status for u in client.updates
+                if isinstance(u, ToolCallProgress) and u.tool_call_id == "toolu_w"]
+    assert statuses[-1] == ("completed" if written else "failed")
+    tool_result = model_server.requests[1].body["messages"][-1]["content"][0]
+    assert (tool_result["content"] == "Permission denied.") is not written
