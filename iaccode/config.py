@@ -1,10 +1,37 @@
-"""Configuration: one frozen record, read from the environment and the command line."""
+"""Configuration: one frozen record, read from config.toml, the environment and the command line.
+
+Each setting is, from lowest to highest precedence: the built-in default, the user's
+``$IAC_CODE_HOME/config.toml`` (``~/.iac-code/config.toml``; a missing file is fine), an
+``IAC_CODE_*`` environment variable (an empty one counts as unset), a command-line option.
+
+| config.toml key           | environment variable            | default   | what                  |
+|---------------------------|---------------------------------|-----------|-----------------------|
+| `model`                   | `IAC_CODE_MODEL`                | `claude-sonnet-5-5` | model id    |
+| `mode`                    | `IAC_CODE_MODE`                 | `default` | one of MODES          |
+| `thought_level`           | `IAC_CODE_THOUGHT_LEVEL`        | `medium`  | one of THOUGHT_LEVELS |
+| `max_turn_requests`       | `IAC_CODE_MAX_TURN_REQUESTS`    | 100       | requests per prompt   |
+| `max_tokens`              | `IAC_CODE_MAX_TOKENS`           | 16000     | output per request    |
+| `compaction_threshold`    | `IAC_CODE_COMPACTION_THRESHOLD` | 0.9       | share, 0 < x <= 1     |
+| `log_level`               | `IAC_CODE_LOG_LEVEL`            | `INFO`    | a logging level name  |
+| `[tools] bash_timeout`    |                                 | 120       | seconds, > 0          |
+| `[tools] bash_max_timeout`|                                 | 600       | seconds, > 0          |
+| `[tools] web_timeout`     |                                 | 30        | seconds, > 0          |
+| `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
+
+Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
+``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``.
+A value we cannot use is a ConfigError naming the file and key, or the variable.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from attrs import field, frozen
 
@@ -18,40 +45,58 @@ MODELS: dict[str, str] = {
 """Models offered in the session's model option (id -> display name)."""
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
+MODES = ("default", "accept_edits", "plan", "bypass")
+"""Session modes (kept in step with ``iaccode.turn.permissions.MODES``)."""
+THOUGHT_LEVELS = ("off", "low", "medium", "high")
+CONFIG_FILE = "config.toml"
+"""The user's configuration file, in the home dir."""
 
 
 class ConfigError(ValueError):
-    """A setting has a value we cannot use; the message names the variable."""
+    """A setting has a value we cannot use; the message names the file and key, or the variable."""
+
+
+def _upper(text: str) -> str:
+    return text.upper()
 
 
 @frozen
 class Config:
     home: Path
-    """Data dir (IAC_CODE_HOME, default ~/.iac-code): logs/ and sessions/ live here."""
+    """Data dir (IAC_CODE_HOME, default ~/.iac-code): config.toml, logs/ and sessions/ live here."""
     model: str = DEFAULT_MODEL
-    """Model id for new sessions (IAC_CODE_MODEL)."""
+    """Model id for new sessions (config.toml ``model``, IAC_CODE_MODEL, ``--model``)."""
+    default_mode: str = "default"
+    """Mode of new sessions, one of MODES (config.toml ``mode``, IAC_CODE_MODE)."""
+    thought_level: str = "medium"
+    """Thinking effort of new sessions, one of THOUGHT_LEVELS (``thought_level``,
+    IAC_CODE_THOUGHT_LEVEL)."""
     model_script: Path | None = None
     """A model script to play instead of calling the API (IAC_CODE_MODEL_SCRIPT)."""
     max_tokens: int = 16_000
-    """Output token limit per model request (IAC_CODE_MAX_TOKENS)."""
-    thinking_budget: int = 4_000
-    """Extended-thinking budget per request, 0 = off (IAC_CODE_THINKING_BUDGET)."""
+    """Output token limit per model request (``max_tokens``, IAC_CODE_MAX_TOKENS)."""
     max_retries: int = 4
     """Retries of a failed model request before its stream starts (IAC_CODE_MAX_RETRIES)."""
     request_timeout: float = 600.0
     """Seconds a model request may go without data before it fails."""
     max_turn_requests: int = 100
-    """Model requests one prompt may make before it stops (IAC_CODE_MAX_TURN_REQUESTS)."""
+    """Model requests one prompt may make before it stops (``max_turn_requests``,
+    IAC_CODE_MAX_TURN_REQUESTS)."""
     context_window: int = 200_000
     """Context window size reported in usage updates."""
+    compaction_threshold: float = 0.9
+    """Share of the context window (0 < x <= 1) whose use triggers compaction
+    (``compaction_threshold``, IAC_CODE_COMPACTION_THRESHOLD)."""
     max_line_bytes: int = 128 * 1024 * 1024
     """Longest JSON-RPC line accepted (IAC_CODE_MAX_LINE_BYTES); longer lines get an error."""
     drain_timeout: float = 1.0
     """At shutdown, how long cancelled work may take to answer before it is cut off."""
     tool_limits: ToolLimits = field(factory=ToolLimits)
-    """Bounds on tool calls (output sizes, timeouts)."""
-    log_level: str = "INFO"
-    """Level of the log on stderr and in home/logs/iaccode.log (IAC_CODE_LOG_LEVEL)."""
+    """Bounds on tool calls; config.toml's ``[tools]`` table sets bash_timeout,
+    bash_max_timeout, web_timeout and output_chars."""
+    log_level: str = field(default="INFO", converter=_upper)
+    """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
+    IAC_CODE_LOG_LEVEL); always upper case."""
 
     @property
     def log_file(self) -> Path:
@@ -59,32 +104,151 @@ class Config:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides: object) -> Config:
-        def integer(name: str, default: int) -> int:
-            raw = env.get(name)
-            if raw is None or raw == "":
-                return default
-            try:
-                value = int(raw)
-            except ValueError:
-                raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
-            if value < 0:
-                raise ConfigError(f"{name} must not be negative, got {raw!r}")
-            return value
-
-        script = env.get("IAC_CODE_MODEL_SCRIPT")
-        values: dict[str, object] = {
-            "home": Path(env.get("IAC_CODE_HOME") or Path.home() / ".iac-code").expanduser(),
-            "model": env.get("IAC_CODE_MODEL") or DEFAULT_MODEL,
-            "model_script": Path(script) if script else None,
-            "max_tokens": integer("IAC_CODE_MAX_TOKENS", 16_000),
-            "thinking_budget": integer("IAC_CODE_THINKING_BUDGET", 4_000),
-            "max_retries": integer("IAC_CODE_MAX_RETRIES", 4),
-            "max_turn_requests": integer("IAC_CODE_MAX_TURN_REQUESTS", 100),
-            "max_line_bytes": integer("IAC_CODE_MAX_LINE_BYTES", 128 * 1024 * 1024),
-            "log_level": (env.get("IAC_CODE_LOG_LEVEL") or "INFO").upper(),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        """Defaults < ``<home>/config.toml`` < ``env`` < ``overrides`` (None values are skipped)."""
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        home = Path(overrides.get("home") or env.get("IAC_CODE_HOME")  # type: ignore[arg-type]
+                    or Path.home() / ".iac-code").expanduser()
+        values: dict[str, object] = {"home": home, **read_config_file(home / CONFIG_FILE)}
+        for attr, setting in SETTINGS.items():
+            raw = env.get(setting.env) if setting.env else None
+            if raw:
+                values[attr] = _from_env(setting, raw)
+        if script := env.get("IAC_CODE_MODEL_SCRIPT"):
+            values["model_script"] = Path(script)
+        for attr, value in overrides.items():
+            known = SETTINGS.get(attr)
+            values[attr] = _from_value(f"{attr} ", value, known) if known else value
         config = cls(**values)  # type: ignore[arg-type]
-        if config.thinking_budget and config.thinking_budget >= config.max_tokens:
-            raise ConfigError("IAC_CODE_THINKING_BUDGET must be below IAC_CODE_MAX_TOKENS")
         return config
+
+
+class _Setting(NamedTuple):
+    """A setting's config.toml key and environment variable (None: not read there), its kind
+    (int, float or str), and what is wrong with a value of that kind (None: nothing)."""
+
+    key: str | None
+    env: str | None
+    kind: type
+    problem: Callable[[Any], str | None]
+
+
+def _at_least(low: int) -> Callable[[Any], str | None]:
+    problem = f"must be at least {low}" if low else "must not be negative"
+    return lambda v: None if v >= low else problem
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}"
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else "must be more than 0"
+
+
+def _share(value: float) -> str | None:
+    return None if 0 < value <= 1 else "must be more than 0 and at most 1"
+
+
+def _log_level(value: str) -> str | None:
+    return _one_of(tuple(logging.getLevelNamesMapping()))(value.upper())
+
+
+SETTINGS: dict[str, _Setting] = {
+    "model": _Setting("model", "IAC_CODE_MODEL", str, lambda v: None if v else "must not be empty"),
+    "default_mode": _Setting("mode", "IAC_CODE_MODE", str, _one_of(MODES)),
+    "thought_level": _Setting("thought_level", "IAC_CODE_THOUGHT_LEVEL", str,
+                              _one_of(THOUGHT_LEVELS)),
+    "max_turn_requests": _Setting("max_turn_requests", "IAC_CODE_MAX_TURN_REQUESTS", int,
+                                  _at_least(0)),
+    "max_tokens": _Setting("max_tokens", "IAC_CODE_MAX_TOKENS", int, _at_least(0)),
+    "compaction_threshold": _Setting("compaction_threshold", "IAC_CODE_COMPACTION_THRESHOLD",
+                                     float, _share),
+    "log_level": _Setting("log_level", "IAC_CODE_LOG_LEVEL", str, _log_level),
+    "max_retries": _Setting(None, "IAC_CODE_MAX_RETRIES", int, _at_least(0)),
+    "max_line_bytes": _Setting(None, "IAC_CODE_MAX_LINE_BYTES", int, _at_least(0)),
+}
+"""Config attribute -> where it is read and how it is checked."""
+
+TOOL_SETTINGS: dict[str, _Setting] = {
+    "bash_timeout": _Setting("bash_timeout", None, float, _positive),
+    "bash_max_timeout": _Setting("bash_max_timeout", None, float, _positive),
+    "web_timeout": _Setting("web_timeout", None, float, _positive),
+    "output_chars": _Setting("output_chars", None, int, _at_least(1)),
+}
+"""ToolLimits attribute -> its key in config.toml's ``[tools]`` table."""
+
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string"}
+
+
+def _type_name(value: object) -> str:
+    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
+                       (str, "a string"), (dict, "a table"), (list, "an array")):
+        if isinstance(value, kind):
+            return name
+    return "a date or time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+def _from_value(label: str, value: object, setting: _Setting) -> Any:
+    """A typed value (from TOML or Python) checked; ``label`` starts the message."""
+    kinds = (int, float) if setting.kind is float else (setting.kind,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")
+    if setting.kind is float:
+        value = float(value)  # type: ignore[arg-type]
+        if not math.isfinite(value):
+            raise ConfigError(f"{label}must be a finite number, got {value!r}")
+    if problem := setting.problem(value):
+        raise ConfigError(f"{label}{problem}, got {value!r}")
+    return value
+
+
+def _from_env(setting: _Setting, raw: str) -> Any:
+    value: object = raw
+    try:
+        if setting.kind is not str:
+            value = setting.kind(raw)
+    except ValueError:
+        what = "a whole number" if setting.kind is int else "a number"
+        raise ConfigError(f"{setting.env} must be {what}, got {raw!r}") from None
+    return _from_value(f"{setting.env} ", value, setting)
+
+
+def read_config_file(path: Path) -> dict[str, object]:
+    """Config attribute -> value from a config.toml (``tool_limits`` from its [tools] table).
+
+    A missing file gives {}; a file we cannot use is a ConfigError naming it and the key.
+    """
+    try:
+        with path.open("rb") as file:
+            data = tomllib.load(file)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:  # the message gives line and column
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    attrs = {s.key: attr for attr, s in SETTINGS.items() if s.key}
+    tools = data.pop("tools", {})
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        if key not in attrs:
+            raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
+                              f"{', '.join(attrs)} and the [tools] table")
+        values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
+    if not isinstance(tools, dict):
+        raise ConfigError(f"{path}: tools must be a table, got {_type_name(tools)}")
+    limits: dict[str, Any] = {}
+    for key, value in tools.items():
+        if key not in TOOL_SETTINGS:
+            raise ConfigError(f"{path}: unknown key 'tools.{key}'; the [tools] keys are "
+                              f"{', '.join(TOOL_SETTINGS)}")
+        limits[key] = _from_value(f"{path}: tools.{key} ", value, TOOL_SETTINGS[key])
+    if limits:
+        values["tool_limits"] = tool_limits = ToolLimits(**limits)
+        if tool_limits.bash_timeout > tool_limits.bash_max_timeout:
+            raise ConfigError(
+                f"{path}: tools.bash_timeout ({tool_limits.bash_timeout:g}) must not exceed "
+                f"tools.bash_max_timeout ({tool_limits.bash_max_timeout:g})")
+    return values

@@ -7,7 +7,12 @@ import pytest
 
 from tests.fakes.model_server import FakeModelServer
 from tests.support.acp_schema import WireChecker
-from tests.support.agent_process import AgentProcess, agent_environment, spawn_agent
+from tests.support.agent_process import (
+    SEED_ALIASES,
+    AgentProcess,
+    agent_environment,
+    spawn_agent,
+)
 
 
 @pytest.fixture
@@ -36,5 +41,6 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
 @pytest.fixture
 async def agent(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AgentProcess]:
     """A spawned ``iaccode acp`` whose every message is checked against the official schema."""
-    async with spawn_agent(agent_env, tmp_path / "agent.stderr", WireChecker()) as process:
+    checker = WireChecker(aliases=SEED_ALIASES)
+    async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as process:
         yield process

@@ -70,18 +70,29 @@ def _describe(exc: BaseException) -> str:
 _VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d{1,2}))?(?:-|$)")
 
 
-def thinking_config(model: str, budget: int) -> dict[str, Any]:
-    """The thinking shape the model takes.
+THINKING_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
+"""Token budgets for models that think with a fixed budget (Claude 4.5 and older)."""
 
-    Claude 4.6 and later think adaptively (the 5 family rejects a fixed budget with a 400);
-    4.5 and earlier only know ``enabled`` with ``budget_tokens``. A model id we cannot read a
+
+def thinking_config(model: str, level: str, max_tokens: int) -> dict[str, Any]:
+    """The request fields for a thinking level on this model ({} for off).
+
+    Claude 4.6 and later think adaptively, steered by ``output_config.effort`` (the 5 family
+    rejects a fixed budget with a 400); 4.5 and earlier only know ``enabled`` with
+    ``budget_tokens``, which must stay below ``max_tokens``. A model id we cannot read a
     version from keeps the budget form. ``summarized`` asks for thinking text to stream.
     """
+    if level not in THINKING_BUDGETS:
+        return {}
     match = _VERSION.search(model)
     version = (int(match.group(1)), int(match.group(2) or 0)) if match else (0, 0)
     if version >= (4, 6) or "mythos" in model:
-        return {"type": "adaptive", "display": "summarized"}
-    return {"type": "enabled", "budget_tokens": budget}
+        return {"thinking": {"type": "adaptive", "display": "summarized"},
+                "output_config": {"effort": level}}
+    budget = min(THINKING_BUDGETS[level], max_tokens - 1_024)
+    if budget < 1_024:  # the API's minimum; too little room to think
+        return {}
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
 class AnthropicProvider:
@@ -123,8 +134,7 @@ class AnthropicProvider:
             body["system"] = request.system
         if request.tools:
             body["tools"] = request.tools
-        if request.thinking_budget:
-            body["thinking"] = thinking_config(request.model, request.thinking_budget)
+        body.update(thinking_config(request.model, request.thinking, request.max_tokens))
         return body
 
     @asynccontextmanager

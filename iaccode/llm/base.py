@@ -22,8 +22,8 @@ class ModelRequest:
     """Anthropic Messages API format (role + content blocks)."""
     max_tokens: int
     system: str | None = None
-    thinking_budget: int = 0
-    """Extended-thinking budget in tokens; 0 turns thinking off."""
+    thinking: str = "off"
+    """Thinking effort: off, low, medium or high (the provider maps it to the model's form)."""
     tools: list[dict[str, Any]] = field(factory=list)
 
 

@@ -173,6 +173,49 @@ class NewSessionResponse:
 
 
 @frozen
+class LoadSessionRequest:
+    """Params of ``session/load``, ``session/resume`` and ``session/fork``."""
+
+    session_id: str
+    cwd: str
+    mcp_servers: list[dict[str, Any]] = field(factory=list)
+    meta: Meta = None
+
+
+@frozen
+class SessionStateResponse:
+    """The answer of ``session/load`` and ``session/resume`` (no ``sessionId``: the client
+    knows it)."""
+
+    modes: SessionModeState
+    models: SessionModelState
+    config_options: list[SessionConfigOption]
+    meta: Meta = None
+
+
+@frozen
+class ListSessionsRequest:
+    cwd: str | None = None
+    cursor: str | None = None
+    meta: Meta = None
+
+
+@frozen
+class SessionInfo:
+    session_id: str
+    cwd: str
+    title: str | None = None
+    updated_at: str | None = None
+
+
+@frozen
+class ListSessionsResponse:
+    sessions: list[SessionInfo]
+    next_cursor: str | None = None
+    meta: Meta = None
+
+
+@frozen
 class SessionRequest:
     """Params of the methods that name only a session (`session/close`, `session/cancel`)."""
 
@@ -251,9 +294,31 @@ class ConfigOptionUpdate:
     meta: Meta = None
 
 
+@frozen
+class AvailableCommand:
+    name: str
+    description: str
+
+
+@frozen
+class AvailableCommandsUpdate:
+    available_commands: list[AvailableCommand]
+    session_update: Literal["available_commands_update"] = "available_commands_update"
+    meta: Meta = None
+
+
+@frozen
+class SessionInfoUpdate:
+    title: str | None = None
+    updated_at: str | None = None
+    session_update: Literal["session_info_update"] = "session_info_update"
+    meta: Meta = None
+
+
 SessionUpdate = (
     AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
     | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
+    | AvailableCommandsUpdate | SessionInfoUpdate
 )
 
 

@@ -7,21 +7,37 @@ answers. The method table and the decoding live in ``routes.py``.
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any, TypeVar
 
 import trio
+from attrs import evolve
 
 import iaccode
 from iaccode.config import MODELS, Config
 from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
-from iaccode.session.session import Session
+from iaccode.session.replay import replay_updates
+from iaccode.session.session import Session, now
+from iaccode.store.meta import SessionMeta
+from iaccode.store.store import (
+    SessionFile,
+    SessionLocked,
+    SessionNotFound,
+    SessionStore,
+    StoreError,
+    new_session_id,
+)
 from iaccode.turn.permissions import MODES
 from iaccode.wire import errors
-from iaccode.wire.connection import Connection
+from iaccode.wire.connection import Connection, ThenNotify
+
+T = TypeVar("T")
+
+THOUGHT_LEVELS = {"off": "Off", "low": "Low", "medium": "Medium", "high": "High"}
+"""Thinking effort choices (the provider maps them to the model's thinking form)."""
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +61,7 @@ class Agent:
         self.initialized = False
         self.client_capabilities = m.ClientCapabilities()
         self.sessions: dict[str, Session] = {}
+        self.store = SessionStore(config.home / "sessions")
         self._session_nursery = session_nursery
         """Where each session's own nursery lives (``Session.serve``)."""
         self._on_initialized = on_initialized
@@ -62,10 +79,11 @@ class Agent:
             # decides whether it can go on).
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=m.AgentCapabilities(
-                load_session=False,
+                load_session=True,
                 prompt_capabilities=m.PromptCapabilities(
                     image=False, audio=False, embedded_context=True),
-                session_capabilities=m.SessionCapabilities(close={}),
+                session_capabilities=m.SessionCapabilities(
+                    list={}, close={}, resume={}, fork={}, delete={}),
             ),
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
@@ -91,31 +109,116 @@ class Agent:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def new_session(self, params: m.NewSessionRequest) -> m.NewSessionResponse:
-        cwd = Path(params.cwd)
-        if not cwd.is_absolute() or not await trio.Path(cwd).is_dir():
-            raise errors.invalid_params({"params.cwd": (
-                f"must be an absolute path to an existing directory: {params.cwd!r}")})
-        self._require_credentials()
-        session_id = f"sess_{uuid.uuid4().hex}"
-        session = Session(
-            session_id=session_id, cwd=cwd, config=self.config, provider=self.provider,
-            model=self.config.model, mcp_servers=params.mcp_servers,
+    def _open_session(self, meta: SessionMeta, file: SessionFile | None,
+                      records: list[dict[str, Any]], mcp_servers: list[dict[str, Any]]
+                      ) -> Session:
+        session_id = meta.session_id
+        return Session(
+            meta=meta, file=file, records=records, config=self.config, provider=self.provider,
             send_update=lambda update: self._send_update(session_id, update),
             request=self.connection.request, client=self.client_capabilities,
-        )
-        await self._session_nursery.start(session.serve)
-        self.sessions[session_id] = session
-        log.info("session %s opened in %s", session_id, cwd)
-        return m.NewSessionResponse(
-            session_id=session_id,
-            modes=self._modes(session),
-            models=self._models(session),
-            config_options=self._config_options(session),
-        )
+            mcp_servers=mcp_servers)
 
-    def _modes(self, session: Session) -> m.SessionModeState:
-        return m.SessionModeState(session.mode, list(MODES.values()))
+    async def _start(self, session: Session) -> None:
+        await self._session_nursery.start(session.serve)
+        self.sessions[session.id] = session
+
+    async def new_session(self, params: m.NewSessionRequest) -> ThenNotify:
+        cwd = await _checked_cwd(params.cwd)
+        self._require_credentials()
+        stamp = now()
+        meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
+                           updated_at=stamp, model=self.config.model,
+                           mode=self.config.default_mode,
+                           thought_level=self.config.thought_level)
+        file = await self._store_call(self.store.create, meta)
+        session = self._open_session(meta, file, [], params.mcp_servers)
+        await self._start(session)
+        log.info("session %s opened in %s", session.id, cwd)
+        return ThenNotify(m.NewSessionResponse(
+            session_id=session.id, modes=self._modes(session), models=self._models(session),
+            config_options=self._config_options(session)), session.announce)
+
+    async def load_session(self, params: m.LoadSessionRequest) -> ThenNotify:
+        """Restore from disk, replay the whole history as updates, then answer."""
+        session = await self._restore(params, reattach=False)
+        for update in replay_updates(session.records):
+            await self.connection.notify("session/update",
+                                         {"sessionId": session.id, "update": update})
+        return ThenNotify(self._state(session), session.announce)
+
+    async def resume_session(self, params: m.LoadSessionRequest) -> ThenNotify:
+        """Restore without replay; a session already live here is simply reattached."""
+        session = await self._restore(params, reattach=True)
+        return ThenNotify(self._state(session), session.announce)
+
+    async def _restore(self, params: m.LoadSessionRequest, *, reattach: bool) -> Session:
+        cwd = await _checked_cwd(params.cwd)
+        self._require_credentials()
+        live = self.sessions.get(params.session_id)
+        if live is not None:
+            if reattach:
+                return live
+            if live.busy:
+                raise errors.invalid_params({"params.sessionId": (
+                    "a prompt is running in this session; cancel it or use session/resume")})
+            del self.sessions[live.id]
+            await live.close()
+        file, meta, records = await self._store_call(self.store.open, params.session_id)
+        if str(cwd) != meta.cwd:
+            meta = evolve(meta, cwd=str(cwd))
+        session = self._open_session(meta, file, records, params.mcp_servers)
+        await self._start(session)
+        log.info("session %s restored (%d records)", session.id, len(records))
+        return session
+
+    async def fork_session(self, params: m.LoadSessionRequest) -> ThenNotify:
+        """A new session with a copy of the history as it stands after the last finished
+        message; a turn running in the source goes on undisturbed."""
+        cwd = await _checked_cwd(params.cwd)
+        self._require_credentials()
+        source, _ = await self._store_call(self.store.read, params.session_id)
+        stamp = now()
+        meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
+                      updated_at=stamp,
+                      title=f"{source.title} (fork)" if source.title else None)
+        file, records = await self._store_call(self.store.fork, params.session_id, meta)
+        session = self._open_session(meta, file, records, params.mcp_servers)
+        session.update_meta()
+        await self._start(session)
+        return ThenNotify(m.NewSessionResponse(
+            session_id=session.id, modes=self._modes(session), models=self._models(session),
+            config_options=self._config_options(session)), session.announce)
+
+    async def list_sessions(self, params: m.ListSessionsRequest) -> m.ListSessionsResponse:
+        metas, cursor = await self._store_call(
+            lambda: self.store.list(cwd=params.cwd, cursor=params.cursor))
+        return m.ListSessionsResponse(
+            [m.SessionInfo(meta.session_id, meta.cwd, meta.title, meta.updated_at)
+             for meta in metas], cursor)
+
+    async def delete_session(self, params: m.SessionRequest) -> m.Empty:
+        live = self.sessions.pop(params.session_id, None)
+        if live is not None:
+            await live.close()
+        await self._store_call(self.store.delete, params.session_id)
+        return m.Empty()
+
+    async def _store_call(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a store operation in a thread; its errors become answers the user can read."""
+        try:
+            return await trio.to_thread.run_sync(function, *args)
+        except SessionNotFound as exc:
+            raise errors.invalid_params({"params.sessionId": str(exc)}) from exc
+        except SessionLocked as exc:
+            raise errors.invalid_params({"params.sessionId": str(exc)}) from exc
+        except StoreError as exc:
+            raise errors.RpcError(errors.INTERNAL_ERROR, "Session store error",
+                                  {"detail": str(exc)}) from exc
+
+    def _state(self, session: Session) -> m.SessionStateResponse:
+        return m.SessionStateResponse(self._modes(session), self._models(session),
+                                      self._config_options(session))
 
     def _models(self, session: Session) -> m.SessionModelState:
         return m.SessionModelState(
@@ -123,6 +226,9 @@ class Agent:
             available_models=[m.ModelInfo(model_id, name)
                               for model_id, name in self._offered_models().items()],
         )
+
+    def _modes(self, session: Session) -> m.SessionModeState:
+        return m.SessionModeState(session.mode, list(MODES.values()))
 
     def _config_options(self, session: Session) -> list[m.SessionConfigOption]:
         return [
@@ -134,31 +240,40 @@ class Agent:
                 id="mode", name="Mode", category="mode", current_value=session.mode,
                 options=[m.ConfigOptionValue(mode.id, mode.name, mode.description)
                          for mode in MODES.values()]),
+            m.SessionConfigOption(
+                id="thought_level", name="Thinking", category="thought_level",
+                current_value=session.thought_level,
+                options=[m.ConfigOptionValue(level, name)
+                         for level, name in THOUGHT_LEVELS.items()]),
         ]
 
     async def set_mode(self, params: m.SetModeRequest) -> m.Empty:
-        await self._session(params.session_id).set_mode(params.mode_id)
+        session = self._session(params.session_id)
+        await session.set_mode(params.mode_id)
+        await self._send_update(session.id, m.ConfigOptionUpdate(self._config_options(session)))
         return m.Empty()
 
     async def set_config_option(self, params: m.SetConfigOptionRequest
                                 ) -> m.SetConfigOptionResponse:
-        """Answers the full set of options, as they are after the change."""
+        """Answers the full set of options as they are after the change, and sends it as a
+        ``config_option_update`` too (other views of the session learn of it)."""
         session = self._session(params.session_id)
-        if params.config_id == "model":
-            if params.value not in self._offered_models():
-                raise errors.invalid_params({"params.value": (
-                    f"unknown model {params.value!r}; offered: "
-                    f"{', '.join(self._offered_models())}")})
-            session.model = params.value
-        elif params.config_id == "mode":
-            if params.value not in MODES:
-                raise errors.invalid_params({"params.value": (
-                    f"unknown mode {params.value!r}; the modes are {', '.join(MODES)}")})
+        valid: dict[str, Collection[str]] = {
+            "model": self._offered_models(), "mode": MODES, "thought_level": THOUGHT_LEVELS}
+        if params.config_id not in valid:
+            raise errors.invalid_params({"params.configId": (
+                f"unknown option {params.config_id!r}; the options are {', '.join(valid)}")})
+        if params.value not in valid[params.config_id]:
+            raise errors.invalid_params({"params.value": (
+                f"unknown {params.config_id} {params.value!r}; the values are "
+                f"{', '.join(valid[params.config_id])}")})
+        if params.config_id == "mode":
             await session.set_mode(params.value)
         else:
-            raise errors.invalid_params({"params.configId": (
-                f"unknown option {params.config_id!r}; the options are model, mode")})
-        return m.SetConfigOptionResponse(self._config_options(session))
+            session.update_meta(**{params.config_id: params.value})
+        options = self._config_options(session)
+        await self._send_update(session.id, m.ConfigOptionUpdate(options))
+        return m.SetConfigOptionResponse(options)
 
     def _offered_models(self) -> dict[str, str]:
         # A model named in IAC_CODE_MODEL is offered even if we do not list it.
@@ -186,6 +301,7 @@ class Agent:
         session.cancel()
 
     async def close_session(self, params: m.SessionRequest) -> m.Empty:
+        """Cancel a running turn, release the session; its history stays on disk."""
         session = self._session(params.session_id)
         del self.sessions[params.session_id]
         await session.close()
@@ -193,6 +309,14 @@ class Agent:
         return m.Empty()
 
     def shutdown(self) -> None:
-        """The client is gone: cancel every running turn."""
+        """The client is gone: cancel every running turn (each saves what it had)."""
         for session in self.sessions.values():
             session.cancel()
+
+
+async def _checked_cwd(raw: str) -> Path:
+    cwd = Path(raw)
+    if not cwd.is_absolute() or not await trio.Path(cwd).is_dir():
+        raise errors.invalid_params({"params.cwd": (
+            f"must be an absolute path to an existing directory: {raw!r}")})
+    return cwd

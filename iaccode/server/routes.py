@@ -18,6 +18,7 @@ from iaccode.protocol import messages as m
 from iaccode.protocol.convert import ParamsError, from_wire, to_wire
 from iaccode.server.agent import Agent
 from iaccode.wire import errors
+from iaccode.wire.connection import ThenNotify
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,12 @@ REQUESTS: dict[str, Route] = {
     "session/new": Route(m.NewSessionRequest, Agent.new_session),
     "session/prompt": Route(m.PromptRequest, Agent.prompt, ordered=True),
     "session/close": Route(m.SessionRequest, Agent.close_session),
+    "session/load": Route(m.LoadSessionRequest, Agent.load_session),
+    "session/resume": Route(m.LoadSessionRequest, Agent.resume_session),
+    "session/fork": Route(m.LoadSessionRequest, Agent.fork_session),
+    "session/list": Route(m.ListSessionsRequest, Agent.list_sessions),
+    "sessions/list": Route(m.ListSessionsRequest, Agent.list_sessions),  # the seed's name
+    "session/delete": Route(m.SessionRequest, Agent.delete_session),
     "session/set_mode": Route(m.SetModeRequest, Agent.set_mode),
     "session/set_config_option": Route(m.SetConfigOptionRequest, Agent.set_config_option),
     "config/set": Route(m.SetConfigOptionRequest, Agent.set_config_option),  # the seed's name
@@ -68,6 +75,8 @@ class Dispatcher:
         else:
             ready()
             result = await route.handler(self.agent, decoded)
+        if isinstance(result, ThenNotify):
+            return ThenNotify(to_wire(result.result), result.then)
         return to_wire(result)
 
     async def handle_notification(self, method: str, params: Any) -> None:

@@ -1,9 +1,12 @@
-"""A live session: its history, its model, its nursery, and at most one running turn.
+"""A live session: its conversation, settings, nursery, and at most one running turn.
 
 Each session owns a trio nursery (``serve``); each prompt's turn runs there in its own cancel
 scope. ``session/cancel`` and ``session/close`` cancel that scope and the prompt then answers
 ``cancelled``; a ``$/cancel_request`` for the prompt request cancels the same scope and the
 request answers -32800. Either way the answer goes out after the turn's last update.
+
+Everything the session learns is written as it happens: each finished message to its history
+file, each settings change (model, mode, thinking, permission memory, title) to its metadata.
 """
 
 from __future__ import annotations
@@ -11,22 +14,31 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import trio
+from attrs import evolve
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
-from iaccode.protocol.content import ContentBlock
+from iaccode.protocol.content import ContentBlock, TextContent
+from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import (
+    AgentMessageChunk,
+    AvailableCommand,
+    AvailableCommandsUpdate,
     ClientCapabilities,
     CurrentModeUpdate,
     PromptResponse,
+    SessionInfoUpdate,
     StopReason,
     Usage,
 )
 from iaccode.session.client_access import ClientFiles, ClientTerminal
+from iaccode.store.meta import SessionMeta
+from iaccode.store.store import SessionFile, StoreError
 from iaccode.tools.base import FileAccess
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
@@ -34,6 +46,7 @@ from iaccode.turn.env import Request, SendUpdate, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import to_model_content
 from iaccode.turn.subagent import SubAgent
+from iaccode.turn.transcript import Transcript
 from iaccode.turn.turn import Turn
 from iaccode.wire import errors
 
@@ -42,20 +55,35 @@ log = logging.getLogger(__name__)
 CLOSE_TIMEOUT = 2.0
 """How long ``close`` waits for a cancelled turn to finish answering."""
 
+TITLE_LENGTH = 80
+
+COMMANDS = [
+    AvailableCommand("compact", "Summarise the conversation so far to free context"),
+    AvailableCommand("clear", "Start a fresh context in this session (the history stays)"),
+]
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
 
 class Session:
-    def __init__(self, *, session_id: str, cwd: Path, config: Config, provider: Provider,
-                 model: str, mcp_servers: list[dict[str, Any]], send_update: SendUpdate,
-                 request: Request, client: ClientCapabilities) -> None:
-        self.id = session_id
-        self.cwd = Path(os.path.realpath(cwd))
-        self.model = model
-        self.mode = "default"
-        self.remembered: dict[str, bool] = {}
-        """Permission answers that hold for the session: tool name -> allow (True) / reject."""
+    def __init__(self, *, meta: SessionMeta, file: SessionFile | None,
+                 records: list[dict[str, Any]], config: Config, provider: Provider,
+                 send_update: SendUpdate, request: Request, client: ClientCapabilities,
+                 mcp_servers: list[dict[str, Any]]) -> None:
+        self.meta = meta
+        self.id = meta.session_id
+        self.cwd = Path(os.path.realpath(meta.cwd))
         self.mcp_servers = mcp_servers
         """Accepted and kept; not connected to yet."""
-        self.history: list[dict[str, Any]] = []
+        self.remembered: dict[str, bool] = dict(meta.remembered)
+        """Permission answers that hold for the session: tool name -> allow (True) / reject."""
+        self.records = records
+        """The stored records this session was opened with (for replay)."""
+        self._file = file
+        self.transcript = Transcript.from_records(records, file, self._store_failed)
+        self.transcript.repair()
         self._config = config
         self._provider = provider
         self._send_update = send_update
@@ -63,27 +91,40 @@ class Session:
         local = LocalFiles(max_bytes=config.tool_limits.read_max_bytes)
         fs = client.fs
         self._files: FileAccess = (
-            ClientFiles(request, session_id, local, read=fs.read_text_file,
+            ClientFiles(request, self.id, local, read=fs.read_text_file,
                         write=fs.write_text_file)
             if fs.read_text_file or fs.write_text_file else local)
-        self._terminal = ClientTerminal(request, session_id) if client.terminal else None
+        self._terminal = ClientTerminal(request, self.id) if client.terminal else None
         self._turn: trio.CancelScope | None = None
         self._turn_done = trio.Event()
         self._turn_done.set()
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
 
-    def _turn_env(self) -> TurnEnv:
-        tools = builtin_tools()
-        sub_agent = SubAgent({name: tool for name, tool in tools.items() if tool.read_only})
-        tools[sub_agent.name] = sub_agent
-        env = TurnEnv(
-            config=self._config, provider=self._provider, model=self.model, session_id=self.id,
-            cwd=self.cwd, send_update=self._send_update, request=self._request,
-            files=self._files, terminal=self._terminal, tools=tools, mode=lambda: self.mode,
-            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel)
-        sub_agent.bind(env)
-        return env
+    # -- settings ---------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self.meta.model
+
+    @property
+    def mode(self) -> str:
+        return self.meta.mode
+
+    @property
+    def thought_level(self) -> str:
+        return self.meta.thought_level
+
+    def update_meta(self, **changes: Any) -> None:
+        """Change settings and save them at once (atomically)."""
+        self.meta = evolve(self.meta, **changes, updated_at=now(),
+                           remembered=dict(self.remembered),
+                           message_count=self.transcript.message_count)
+        if self._file is not None:
+            try:
+                self._file.write_meta(self.meta)
+            except StoreError as exc:
+                self._store_failed(f"Could not save the session settings: {exc}")
 
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
@@ -91,12 +132,20 @@ class Session:
         if mode_id not in MODES:
             raise errors.invalid_params({"params.modeId": (
                 f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")})
-        self.mode = mode_id
+        self.update_meta(mode=mode_id)
         await self._send_update(CurrentModeUpdate(mode_id))
 
-    @property
-    def busy(self) -> bool:
-        return self._turn is not None
+    async def announce(self) -> None:
+        """What a client wants to know about a session it just opened: the commands."""
+        await self._send_update(AvailableCommandsUpdate(COMMANDS))
+
+    def _store_failed(self, message: str) -> None:
+        """Saving failed: the session goes on, and the user is told (once per failure)."""
+        if self._nursery is not None:
+            self._nursery.start_soon(
+                self._send_update, AgentMessageChunk(TextContent(f"\n\n⚠ {message}\n")))
+
+    # -- lifecycle --------------------------------------------------------------------------
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                     ) -> None:
@@ -106,6 +155,23 @@ class Session:
                 self._nursery = nursery
                 task_status.started()
                 await trio.sleep_forever()
+
+    @property
+    def busy(self) -> bool:
+        return self._turn is not None
+
+    def _turn_env(self) -> TurnEnv:
+        tools = builtin_tools()
+        sub_agent = SubAgent({name: tool for name, tool in tools.items() if tool.read_only})
+        tools[sub_agent.name] = sub_agent
+        env = TurnEnv(
+            config=self._config, provider=self._provider, model=self.model, session_id=self.id,
+            cwd=self.cwd, send_update=self._send_update, request=self._request,
+            files=self._files, terminal=self._terminal, tools=tools,
+            mode=lambda: self.mode, thinking=lambda: self.thought_level,
+            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel)
+        sub_agent.bind(env)
+        return env
 
     async def prompt(self, blocks: list[ContentBlock], ready: Callable[[], None]) -> PromptResponse:
         """Run one turn in the session's nursery and wait for it.
@@ -124,19 +190,19 @@ class Session:
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
         ready()
-        turn = Turn(self._turn_env(), self.history)
-        content = to_model_content(blocks)
+        turn = Turn(self._turn_env(), self.transcript)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []
 
         async def run_turn() -> None:
             try:
                 with scope:
-                    stop_reason.append(await turn.run(content))
+                    stop_reason.append(await self._run(turn, blocks))
             except Exception as exc:  # handed to the prompt's task, which reports it
                 failure.append(exc)
             finally:
                 self._turn = None
+                self.update_meta()  # message count, permission memory, updated_at
                 finished.set()
 
         self._nursery.start_soon(run_turn)
@@ -151,17 +217,55 @@ class Session:
             raise failure[0]
         return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn))
 
+    async def _run(self, turn: Turn, blocks: list[ContentBlock]) -> StopReason:
+        command = _command(blocks)
+        if command == "compact":
+            if not await turn.compact():
+                await self._send_update(AgentMessageChunk(TextContent(
+                    "Nothing to compact yet: the conversation is a single turn.")))
+            return "end_turn"
+        if command == "clear":
+            self.transcript.replace([])
+            await self._send_update(AgentMessageChunk(TextContent(
+                "Context cleared: the model starts fresh (the history stays in this session).")))
+            return "end_turn"
+        if self.meta.title is None:
+            await self._set_title(blocks)
+        return await turn.run(to_model_content(blocks), [to_wire(b) for b in blocks])
+
+    async def _set_title(self, blocks: list[ContentBlock]) -> None:
+        text = " ".join(b.text for b in blocks if isinstance(b, TextContent)).split()
+        title = " ".join(text)
+        if not title:
+            return
+        if len(title) > TITLE_LENGTH:
+            title = title[:TITLE_LENGTH - 1].rstrip() + "…"
+        self.update_meta(title=title)
+        await self._send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+
     def cancel(self) -> None:
         """Cancel the running turn, if any. Never blocks."""
         if self._turn is not None:
             self._turn.cancel()
 
     async def close(self) -> None:
-        """Cancel the running turn, wait (bounded) until it has answered, end the nursery."""
+        """Cancel the running turn, wait (bounded) until it has answered, end the nursery and
+        release the session on disk."""
         self.cancel()
         with trio.move_on_after(CLOSE_TIMEOUT):
             await self._turn_done.wait()
         self._serve_scope.cancel()
+        if self._file is not None:
+            self._file.close()
+
+
+def _command(blocks: list[ContentBlock]) -> str | None:
+    """``compact`` / ``clear`` when the prompt is that slash command."""
+    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
+        word = blocks[0].text.strip().split(maxsplit=1)
+        if word and word[0] in ("/compact", "/clear"):
+            return word[0][1:]
+    return None
 
 
 def _usage(turn: Turn) -> Usage:

@@ -33,6 +33,8 @@ class TurnEnv:
     tools: dict[str, Tool]
     mode: Callable[[], str]
     """The session's current mode (it may change while the turn runs)."""
+    thinking: Callable[[], str]
+    """The session's current thinking effort: off, low, medium, high."""
     remembered: dict[str, bool]
     """Tool name -> True (allow_always) / False (reject_always); shared with the session."""
     limits: ToolLimits

@@ -15,6 +15,7 @@ from attrs import frozen
 from iaccode.protocol.tool_calls import ToolKind
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
 from iaccode.turn.env import TurnEnv
+from iaccode.turn.transcript import Transcript
 
 
 @frozen
@@ -61,7 +62,7 @@ class SubAgent(Tool):
         if self._parent is None:
             raise ToolFailure("The sub-agent is not attached to a turn.")
         env = self._parent.nested(tools=self._tools, parent_tool_call_id=ctx.tool_call_id)
-        turn = Turn(env, [], stream_text=False)
+        turn = Turn(env, Transcript(), stream_text=False)  # its own context, kept in memory
         stop_reason = await turn.run([{"type": "text", "text": args.prompt}])
         usage = {"input_tokens": turn.usage.input_tokens,
                  "output_tokens": turn.usage.output_tokens}

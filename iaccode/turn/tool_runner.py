@@ -19,7 +19,7 @@ from typing import Any
 import trio
 
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.convert import ParamsError, tool_input
+from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     ToolCallFields,
@@ -31,6 +31,7 @@ from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, resol
 from iaccode.turn import permissions
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.permissions import Answer, Decision
+from iaccode.turn.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,13 @@ FINAL_UPDATE_TIMEOUT = 0.5
 
 
 class ToolRunner:
-    def __init__(self, env: TurnEnv, invalid_inputs: dict[str, str]) -> None:
+    def __init__(self, env: TurnEnv, invalid_inputs: dict[str, str],
+                 transcript: Transcript) -> None:
         self._env = env
         self._invalid_inputs = invalid_inputs
+        self._transcript = transcript
+        self._starts: dict[str, dict[str, Any]] = {}
+        """Each call's ``tool_call`` update, kept for the record written when it ends."""
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``."""
@@ -115,8 +120,8 @@ class ToolRunner:
         title = tool.title(args)
         locations = [ToolCallLocation(str(resolve_path(env.cwd, raw)))
                      for raw in tool.paths(args)] or None
-        await env.send_update(ToolCallStart(call_id, title, tool.kind, "pending", locations,
-                                            raw_input=raw_input, meta=env.tool_call_meta))
+        await self._start(ToolCallStart(call_id, title, tool.kind, "pending", locations,
+                                        raw_input=raw_input, meta=env.tool_call_meta))
         verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
                                      remembered=env.remembered)
         if verdict.decision is Decision.ASK:
@@ -161,18 +166,24 @@ class ToolRunner:
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
                       message: str) -> ToolResult:
-        await self._env.send_update(ToolCallStart(
+        await self._start(ToolCallStart(
             call_id, name or "unknown tool", kind, "pending", raw_input=raw_input,
             meta=self._env.tool_call_meta))
         return await self._finish(call_id, ToolResult(message, is_error=True))
 
+    async def _start(self, start: ToolCallStart) -> None:
+        self._starts[start.tool_call_id] = to_wire(start)
+        await self._env.send_update(start)
+
     async def _finish(self, call_id: str, result: ToolResult) -> ToolResult:
         shown = truncate(result.text, self._env.limits.output_chars)
-        await self._env.send_update(ToolCallProgress(
+        end = ToolCallProgress(
             call_id,
             status="failed" if result.is_error else "completed",
             content=result.content or [ContentToolCallContent(TextContent(shown))],
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
-        ))
+        )
+        self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
+        await self._env.send_update(end)
         return result

@@ -1,7 +1,8 @@
 """One prompt turn: the agent loop.
 
     user message -> model request -> streamed text/thinking -> tool calls -> tool results
-                 -> model request -> ... until the model stops, or max_turn_requests
+                 -> [compaction when the context is nearly full] -> model request -> ...
+                 until the model stops, or max_turn_requests
 
 The caller owns the cancel scope (see ``Session.prompt``). The history stays valid for the API
 whatever happens: a partial answer is kept, and every ``tool_use`` gets a ``tool_result`` (a
@@ -28,8 +29,10 @@ from iaccode.protocol.messages import (
     StopReason,
     UsageUpdate,
 )
+from iaccode.turn import compaction
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.tool_runner import ToolRunner
+from iaccode.turn.transcript import Transcript, api_messages
 
 log = logging.getLogger(__name__)
 
@@ -55,25 +58,26 @@ LIMIT_REACHED = "Not run: the turn reached its limit of model requests."
 
 
 class Turn:
-    """Runs one prompt against the history; ``usage`` adds up every model request."""
+    """Runs one prompt against the transcript; ``usage`` adds up every model request."""
 
-    def __init__(self, env: TurnEnv, history: list[dict[str, Any]], *,
+    def __init__(self, env: TurnEnv, transcript: Transcript, *,
                  stream_text: bool = True) -> None:
         self._env = env
-        self._history = history
+        self._transcript = transcript
         self._stream_text = stream_text
         """False for a sub-agent: its text is its tool result, not a message to the user."""
         self.usage = TokenUsage()
         self.final_text = ""
         """The text of the last model answer (a sub-agent's result)."""
 
-    async def run(self, user_content: list[dict[str, Any]]) -> StopReason:
+    async def run(self, user_content: list[dict[str, Any]],
+                  prompt: list[Any] | None = None) -> StopReason:
         """Loop until the model stops; return the stop reason.
 
         Cancellation: propagates (the caller answers ``cancelled``); the history is left
         valid. A ModelError becomes a readable message and ends the turn.
         """
-        append_user(self._history, user_content)
+        self._transcript.append({"role": "user", "content": user_content}, prompt)
         try:
             for _ in range(self._env.config.max_turn_requests):
                 finished = await self._model_request()
@@ -82,23 +86,57 @@ class Turn:
                 tool_uses = [b for b in finished.content if b.get("type") == "tool_use"]
                 if not tool_uses:
                     return STOP_REASONS.get(finished.stop_reason, "end_turn")
-                runner = ToolRunner(self._env, finished.invalid_tool_inputs)
-                self._history.append({"role": "user", "content": await runner.run_all(tool_uses)})
+                runner = ToolRunner(self._env, finished.invalid_tool_inputs, self._transcript)
+                results = await runner.run_all(tool_uses)
+                self._transcript.append({"role": "user", "content": results})
+                if self._context_nearly_full(finished.usage):
+                    await self.compact()
             # The last answer's tool calls are not run: the model would never see their results.
-            answer_dangling_tool_uses(self._history, LIMIT_REACHED)
+            self._transcript.repair(LIMIT_REACHED)
             return "max_turn_requests"
         finally:
-            answer_dangling_tool_uses(self._history)
+            self._transcript.repair(INTERRUPTED)
+
+    def _context_nearly_full(self, usage: TokenUsage) -> bool:
+        config = self._env.config
+        return usage.context_tokens >= config.compaction_threshold * config.context_window
+
+    async def compact(self) -> bool:
+        """Summarise the older turns into one message; True if the history was compacted.
+
+        Errors: a failed summary request leaves the history as it was and tells the user.
+        """
+        env = self._env
+        parts = compaction.split(self._transcript.messages,
+                                 int(env.config.context_window * compaction.KEEP_SHARE))
+        if parts is None:
+            return False
+        older, recent = parts
+        try:
+            summary, finished = await compaction.summarise(env.provider, env.model, older,
+                                                           api_messages)
+        except ModelError as exc:
+            await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
+            return False
+        self.usage = self.usage + finished.usage
+        self._transcript.replace(compaction.compacted(summary, recent))
+        await self._notify(f"\n\n[Context compacted: {len(older)} earlier messages were "
+                           f"summarised; the last {len(recent)} are kept whole.]\n")
+        return True
+
+    async def _notify(self, text: str) -> None:
+        self._transcript.notice(text)
+        await self._env.send_update(AgentMessageChunk(TextContent(text)))
 
     async def _model_request(self) -> Finished | None:
         """Stream one answer into the history; None when the model failed (already told)."""
         env = self._env
         request = ModelRequest(
             model=env.model,
-            messages=list(self._history),
+            messages=api_messages(self._transcript.messages),
             max_tokens=env.config.max_tokens,
             system=SYSTEM_PROMPT,
-            thinking_budget=env.config.thinking_budget,
+            thinking=env.thinking(),
             tools=[tool.definition() for tool in env.tools.values()],
         )
         partial: list[str] = []
@@ -117,40 +155,21 @@ class Turn:
                         finished = event
         except ModelError as exc:
             log.warning("model request failed: %s", exc)
+            text = f"\n\n⚠ {exc}\n"
+            self._transcript.notice(text)
             await env.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {exc}\n"), meta={"iaccode": {"error": str(exc)}}))
+                TextContent(text), meta={"iaccode": {"error": str(exc)}}))
             return None
         finally:
             if finished is None and partial:
-                self._history.append(
+                self._transcript.append(
                     {"role": "assistant", "content": [{"type": "text", "text": "".join(partial)}]})
         assert finished is not None  # a provider ends its stream with Finished or raises
         if finished.content:
-            self._history.append({"role": "assistant", "content": finished.content})
+            self._transcript.append({"role": "assistant", "content": finished.content})
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
         if self._stream_text:
             await env.send_update(UsageUpdate(used=finished.usage.context_tokens,
                                               size=env.config.context_window))
         return finished
-
-
-def append_user(history: list[dict[str, Any]], content: list[dict[str, Any]]) -> None:
-    """Add the user's message; merge with a previous user message the model never answered
-    (a turn cancelled before any output), since the API wants roles to alternate."""
-    if history and history[-1]["role"] == "user":
-        history[-1] = {"role": "user", "content": [*history[-1]["content"], *content]}
-    else:
-        history.append({"role": "user", "content": content})
-
-
-def answer_dangling_tool_uses(history: list[dict[str, Any]], text: str = INTERRUPTED) -> None:
-    """Give every tool_use of the last assistant message a result, so the API accepts the
-    history (a cancel or a crash can leave them unanswered)."""
-    if not history or history[-1]["role"] != "assistant":
-        return
-    ids = [b["id"] for b in history[-1]["content"] if b.get("type") == "tool_use"]
-    if ids:
-        history.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": i, "content": text, "is_error": True}
-            for i in ids]})

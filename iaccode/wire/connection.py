@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeGuard
 
 import trio
@@ -60,6 +60,15 @@ def _dumps(message: dict[str, Any]) -> bytes:
 
 def _is_request_id(value: Any) -> TypeGuard[RequestId]:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class ThenNotify:
+    """A handler's result plus what to send once the answer is queued (e.g. notifications
+    about an object the peer only knows from the answer)."""
+
+    def __init__(self, result: Any, then: Callable[[], Awaitable[None]]) -> None:
+        self.result = result
+        self.then = then
 
 
 class _Pending:
@@ -286,6 +295,7 @@ class Connection:
                 task_status.started()
 
         result: Any = None
+        then: Callable[[], Awaitable[None]] | None = None
         error: RpcError | None = None
         completed = False
         try:
@@ -293,6 +303,8 @@ class Connection:
                 self._in_flight[request_id] = scope
                 try:
                     result = await handler.handle_request(method, params, ready)
+                    if isinstance(result, ThenNotify):
+                        result, then = result.result, result.then
                 except RpcError as exc:
                     error = exc
                 except Exception as exc:
@@ -315,3 +327,8 @@ class Connection:
             with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_TIMEOUT):
                 await self._respond(request_id, result, error)
             raise
+        if then is not None and error is None:
+            try:
+                await then()
+            except Exception:
+                log.exception("after answering request %r (%s)", request_id, method)

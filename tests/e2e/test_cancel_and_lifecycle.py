@@ -36,15 +36,16 @@ async def test_cancel_while_streaming(agent: AgentProcess, model_server: FakeMod
     for _ in range(3):
         model_server.enqueue(SLOW_STREAM)
         request_id = await start_prompt(agent, session)
-        first = await agent.receive()
-        assert first["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        await agent.receive_update("agent_message_chunk")
         sent_at = trio.current_time()
         await agent.notify("session/cancel", {"sessionId": session})
         response, before = await agent.response(request_id)
         latencies.append(trio.current_time() - sent_at)
         assert response["result"]["stopReason"] == "cancelled"
         assert all(m["method"] == "session/update" for m in before)
-        assert len(before) < 99  # the stream really stopped
+        chunks = [m for m in before
+                  if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        assert len(chunks) < 99  # the stream really stopped
         await assert_no_more_updates(agent, session)
     # Generous bound for a noisy machine; `nox -s bench` measures the real figure.
     assert statistics.median(latencies) < 0.1, latencies
@@ -82,7 +83,9 @@ async def test_cancel_before_the_model_answers(agent: AgentProcess,
     response, before = await agent.response(request_id, timeout=3)
     assert response["result"] == {"stopReason": "cancelled", "usage": {
         "inputTokens": 0, "outputTokens": 0, "totalTokens": 0}}
-    assert before == []
+    assert [m["params"]["update"]["sessionUpdate"] for m in before
+            if m["params"]["update"]["sessionUpdate"] != "available_commands_update"] == [
+        "session_info_update"]  # the title, from the prompt; nothing from the model
 
 
 async def test_cancel_request_for_an_in_flight_prompt(agent: AgentProcess,

@@ -30,7 +30,8 @@ class RecordingClient(acp.Client):
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
-        self.first_update.set()
+        if isinstance(update, AgentMessageChunk):
+            self.first_update.set()
 
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
                                  **kwargs: Any) -> Any:

@@ -37,7 +37,8 @@ async def test_streamed_answer_with_thinking_and_usage(
         "cachedReadTokens": 100, "cachedWriteTokens": 3}
     # Each delta is its own update, thinking first, in the order the model produced them.
     kinds = [m["params"]["update"]["sessionUpdate"] for m in before]
-    assert kinds == ["agent_thought_chunk"] * 2 + ["agent_message_chunk"] * 3 + ["usage_update"]
+    assert kinds == ["available_commands_update", "session_info_update"] + [
+        "agent_thought_chunk"] * 2 + ["agent_message_chunk"] * 3 + ["usage_update"]
     assert text_of(before, "agent_thought_chunk") == "Let me think."
     assert [u["content"]["text"] for u in updates(before, "agent_message_chunk")] == \
         ["Hel", "lo ", "world"]
@@ -64,7 +65,7 @@ async def test_deltas_stream_as_they_arrive(
     session = await agent.new_session(workspace)
     request_id = await agent.send_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": "count"}]})
-    first = await agent.receive()
+    first = await agent.receive_update("agent_message_chunk")
     assert first["params"]["update"]["content"]["text"] == "one"
     response, _ = await agent.response(request_id)
     assert response["result"]["stopReason"] == "end_turn"

@@ -122,7 +122,9 @@ async def test_handshake_advertises_what_we_implement(agent: AgentProcess) -> No
     result = await agent.call("initialize", INIT)
     assert result["agentCapabilities"]["promptCapabilities"] == {
         "image": False, "audio": False, "embeddedContext": True}
-    assert result["agentCapabilities"]["sessionCapabilities"] == {"close": {}}
+    assert result["agentCapabilities"]["loadSession"] is True
+    assert result["agentCapabilities"]["sessionCapabilities"] == {
+        "list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {}}
     assert result["agentInfo"]["name"] == "iaccode"
     assert result["authMethods"] == []  # the key is in the environment
 

@@ -17,6 +17,9 @@ from typing import Any
 import trio
 
 AGENT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
+
+SEED_ALIASES = {"sessions/list": "session/list", "config/set": "session/set_config_option"}
+"""The seed document's method names that iac-code answers too."""
 RECEIVE_TIMEOUT = 15.0
 
 
@@ -108,6 +111,16 @@ class AgentProcess:
         if self.checker is not None:
             self.checker.assert_agent_sent(message)
         return message
+
+    async def receive_update(self, *kinds: str, timeout: float = RECEIVE_TIMEOUT
+                             ) -> dict[str, Any]:
+        """The next ``session/update`` of one of ``kinds`` (others are skipped)."""
+        with trio.fail_after(timeout):
+            while True:
+                message = await self.receive(timeout)
+                if (message.get("method") == "session/update"
+                        and message["params"]["update"]["sessionUpdate"] in kinds):
+                    return message
 
     async def response(self, request_id: int, timeout: float = RECEIVE_TIMEOUT
                        ) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -484,6 +484,12 @@ UPDATES: list[tuple[Any, dict[str, Any]]] = [
          "type": "select", "options": [{"value": "fast", "name": "Fast"},
                                        {"value": "deep", "name": "Deep",
                                         "description": "slower"}]}]}),
+    (m.AvailableCommandsUpdate([m.AvailableCommand("compact", "Summarise")]),
+     {"sessionUpdate": "available_commands_update",
+      "availableCommands": [{"name": "compact", "description": "Summarise"}]}),
+    (m.SessionInfoUpdate(title="Fix the module", updated_at="2026-11-29T22:00:00.000000Z"),
+     {"sessionUpdate": "session_info_update", "title": "Fix the module",
+      "updatedAt": "2026-11-29T22:00:00.000000Z"}),
 ]
 
 

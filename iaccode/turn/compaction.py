@@ -1,0 +1,92 @@
+"""Compaction: when the context fills up, the older part of the conversation is summarised by
+the model and replaced by the summary; the recent turns stay whole.
+
+A cut is only made where a user turn starts (a user message that is not tool results), so a
+tool_use and its tool_result always stay together.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from iaccode.llm.base import Finished, ModelRequest, Provider, TextDelta
+
+KEEP_SHARE = 0.25
+"""Share of the context window the recent turns may keep, whole, after a compaction."""
+
+SUMMARY_PROMPT = (
+    "Summarise the conversation so far for your own later use: the user's goals and "
+    "requests, decisions made, files read or changed (with paths), commands run and their "
+    "outcomes, errors met, and what remains to be done. Be specific and complete; this "
+    "summary replaces the conversation."
+)
+
+SUMMARY_MAX_TOKENS = 4_000
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """A rough count (4 characters a token) for choosing a cut; the API's count decides when."""
+    return len(json.dumps(messages, ensure_ascii=False)) // 4
+
+
+def turn_starts(messages: list[dict[str, Any]]) -> list[int]:
+    """Indexes where a user turn starts: a user message holding no tool results."""
+    return [i for i, m in enumerate(messages)
+            if m.get("role") == "user" and not _has_tool_results(m)]
+
+
+def _has_tool_results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def split(messages: list[dict[str, Any]], keep_tokens: int
+          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """(older, recent): recent is the longest run of whole turns within ``keep_tokens`` (at
+    least the last turn). None when there is nothing older to summarise."""
+    starts = [i for i in turn_starts(messages) if i > 0]
+    if not starts:
+        return None
+    cut = starts[-1]
+    for start in reversed(starts):
+        if estimate_tokens(messages[start:]) > keep_tokens:
+            break
+        cut = start
+    return messages[:cut], messages[cut:]
+
+
+async def summarise(provider: Provider, model: str, older: list[dict[str, Any]],
+                    api_messages: Any) -> tuple[str, Finished]:
+    """Ask the model for a summary of ``older``. Raises ModelError like any request."""
+    request = ModelRequest(
+        model=model,
+        messages=api_messages([*older, {"role": "user", "content": [
+            {"type": "text", "text": SUMMARY_PROMPT}]}]),
+        max_tokens=SUMMARY_MAX_TOKENS,
+        thinking="off",
+    )
+    parts: list[str] = []
+    finished: Finished | None = None
+    async with provider.stream(request) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+            elif isinstance(event, Finished):
+                finished = event
+    assert finished is not None
+    return "".join(parts).strip(), finished
+
+
+def compacted(summary: str, recent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The new history: the summary as context, then the recent turns unchanged."""
+    return [
+        {"role": "user", "content": [{"type": "text", "text": (
+            "<summary_of_earlier_conversation>\n" + summary
+            + "\n</summary_of_earlier_conversation>")}]},
+        {"role": "assistant", "content": [{"type": "text", "text": (
+            "Understood. I have the summary of our earlier conversation and will continue "
+            "from it.")}]},
+        *recent,
+    ]

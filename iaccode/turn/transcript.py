@@ -1,0 +1,126 @@
+"""The conversation of one session: the model's history in memory, records on disk.
+
+Records (one JSON object per line in the session's history file, see docs/session-store.md):
+
+    {"type": "message", "message": {role, content}, "prompt": [ACP blocks]?}
+        a finished message; a user prompt keeps the ACP blocks the user sent, for replay
+    {"type": "tool_call", "start": {...tool_call...}, "end": {...tool_call_update...}}
+        how a finished tool call looked in the editor, for replay
+    {"type": "notice", "text": "..."}      something we told the user (an error, a compaction)
+    {"type": "compaction", "messages": [...]}
+        from here on the model's history is these messages (a summary plus recent turns);
+        the records before it stay, so a load still shows what the user saw
+
+The history only grows by whole messages, so a crash loses at most the message being written,
+and ``repair`` makes any prefix of the records a history the API accepts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from iaccode.store.store import SessionFile, StoreError
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED = "Session interrupted before tool execution completed."
+
+
+class Transcript:
+    def __init__(self, file: SessionFile | None = None,
+                 on_store_error: Callable[[str], None] = lambda message: None) -> None:
+        self.messages: list[dict[str, Any]] = []
+        """The model's view of the conversation (after any compaction)."""
+        self._file = file
+        self._on_store_error = on_store_error
+        self.message_count = 0
+        """Messages appended in all (compaction does not reduce it)."""
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(self, message: dict[str, Any], prompt: list[Any] | None = None) -> None:
+        self.messages.append(message)
+        self.message_count += 1
+        record: dict[str, Any] = {"type": "message", "message": message}
+        if prompt is not None:
+            record["prompt"] = prompt
+        self._write(record)
+
+    def tool_call(self, start: dict[str, Any], end: dict[str, Any]) -> None:
+        self._write({"type": "tool_call", "start": start, "end": end})
+
+    def notice(self, text: str) -> None:
+        self._write({"type": "notice", "text": text})
+
+    def replace(self, messages: list[dict[str, Any]]) -> None:
+        """Compaction or /clear: the model sees these messages from now on."""
+        self.messages = list(messages)
+        self._write({"type": "compaction", "messages": self.messages})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.append(record)
+        except StoreError as exc:
+            # The session goes on in memory; the user hears that it is not being saved.
+            log.error("cannot save session history: %s", exc)
+            self._on_store_error(f"Could not save the session history: {exc}")
+
+    def repair(self, text: str = INTERRUPTED) -> None:
+        """Answer tool calls a crash or a cancel left unanswered (records the answer too), so
+        the API accepts the history."""
+        dangling = unanswered_tool_uses(self.messages)
+        if dangling:
+            self.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tool_id, "content": text,
+                 "is_error": True} for tool_id in dangling]})
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], file: SessionFile | None = None,
+                     on_store_error: Callable[[str], None] = lambda message: None
+                     ) -> Transcript:
+        transcript = cls(file, on_store_error)
+        for record in records:
+            kind = record.get("type")
+            if kind == "message" and isinstance(record.get("message"), dict):
+                transcript.messages.append(record["message"])
+                transcript.message_count += 1
+            elif kind == "compaction" and isinstance(record.get("messages"), list):
+                transcript.messages = list(record["messages"])
+        return transcript
+
+
+def unanswered_tool_uses(messages: list[dict[str, Any]]) -> list[str]:
+    """Ids of the last assistant message's tool_use blocks that have no tool_result after."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "assistant":
+            ids = [b["id"] for b in _blocks(messages[index]) if b.get("type") == "tool_use"]
+            answered = {b.get("tool_use_id") for later in messages[index + 1:]
+                        for b in _blocks(later) if b.get("type") == "tool_result"}
+            return [i for i in ids if i not in answered]
+    return []
+
+
+def api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as the API wants it: roles alternate (consecutive messages of one role,
+    e.g. a prompt after a turn cancelled before any answer, are merged)."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1] = {"role": message["role"],
+                          "content": [*_blocks(merged[-1]), *_blocks(message)]}
+        else:
+            merged.append(message)
+    return merged
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
