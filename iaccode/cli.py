@@ -1,4 +1,5 @@
-"""Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode --version``."""
+"""Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode replay`` checks a recorded
+transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="play a scripted model from PATH instead of calling the API "
                           "(same as IAC_CODE_MODEL_SCRIPT)")
     acp.add_argument("--model", help="model id for new sessions (same as IAC_CODE_MODEL)")
+    acp.add_argument("--record", type=Path, metavar="PATH",
+                     help="write a transcript of the whole session to PATH (docs/transcripts.md)")
+    replay = commands.add_parser(
+        "replay", help="replay a recorded transcript offline and compare every agent message")
+    replay.add_argument("transcript", type=Path)
+    replay.add_argument("--agent", metavar="CMD",
+                        help="the agent command to replay against (default: this iaccode)")
+    replay.add_argument("--update", action="store_true",
+                        help="rewrite the transcript with what the agent sends now")
+    demo = commands.add_parser("demo", help="watch iac-code do a recorded task (no key needed)")
+    demo.add_argument("--speed", type=float, default=1.0,
+                      help="pace relative to the recording (2 = twice as fast)")
+    demo.add_argument("--transcript", type=Path, help="another transcript to show")
     return parser
 
 
@@ -27,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "acp":
         return run_acp(args)
+    if args.command == "replay":
+        from iaccode.transcript.command import run_replay
+
+        return run_replay(args.transcript, args.agent, args.update)
+    if args.command == "demo":
+        from iaccode.transcript.demo import run_demo
+
+        return run_demo(args.speed, args.transcript)
     return 2  # argparse enforces a command; kept for type checkers
 
 
@@ -36,7 +58,8 @@ def run_acp(args: argparse.Namespace) -> int:
 
     protocol_in, protocol_out = claim_stdio()
     try:
-        config = Config.from_env(model_script=args.model_script, model=args.model)
+        config = Config.from_env(model_script=args.model_script, model=args.model,
+                                 record_path=args.record)
     except ConfigError as exc:
         print(f"iaccode: {exc}", file=sys.stderr)
         return 2

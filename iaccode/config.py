@@ -72,7 +72,12 @@ class Config:
     """Thinking effort of new sessions, one of THOUGHT_LEVELS (``thought_level``,
     IAC_CODE_THOUGHT_LEVEL)."""
     model_script: Path | None = None
-    """A model script to play instead of calling the API (IAC_CODE_MODEL_SCRIPT)."""
+    """A model script, or a transcript, to play instead of calling the API
+    (IAC_CODE_MODEL_SCRIPT, ``--model-script``)."""
+    record_path: Path | None = None
+    """Write a transcript of everything to this file (``iaccode acp --record PATH``)."""
+    recorded_tools: Path | None = None
+    """Take bash/web_fetch results from this transcript (IAC_CODE_RECORDED_TOOLS; replays)."""
     max_tokens: int = 16_000
     """Output token limit per model request (``max_tokens``, IAC_CODE_MAX_TOKENS)."""
     max_retries: int = 4
@@ -115,6 +120,8 @@ class Config:
                 values[attr] = _from_env(setting, raw)
         if script := env.get("IAC_CODE_MODEL_SCRIPT"):
             values["model_script"] = Path(script)
+        if recorded := env.get("IAC_CODE_RECORDED_TOOLS"):
+            values["recorded_tools"] = Path(recorded)
         for attr, value in overrides.items():
             known = SETTINGS.get(attr)
             values[attr] = _from_value(f"{attr} ", value, known) if known else value

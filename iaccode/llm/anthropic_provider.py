@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from iaccode.llm.assemble import StreamAssembler
-from iaccode.llm.base import MissingCredentials, ModelError, ModelEvent, ModelRequest
+from iaccode.llm.base import (
+    MissingCredentials,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    RawTap,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -138,7 +144,8 @@ class AnthropicProvider:
         return body
 
     @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    async def stream(self, request: ModelRequest, tap: RawTap | None = None
+                     ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         client = await self._get_client()
         errors = _http_errors()
         try:
@@ -149,7 +156,7 @@ class AnthropicProvider:
             response = await response_cm.__aenter__()
         except errors as exc:
             raise ModelError(_describe(exc)) from exc
-        events = self._events(response.http_response.aiter_lines(), errors)
+        events = self._events(response.http_response.aiter_lines(), errors, tap)
         try:
             yield events
         finally:
@@ -158,9 +165,10 @@ class AnthropicProvider:
                 await response_cm.__aexit__(None, None, None)
 
     async def _events(
-        self, lines: AsyncIterator[str], errors: tuple[type[BaseException], ...]
+        self, lines: AsyncIterator[str], errors: tuple[type[BaseException], ...],
+        tap: RawTap | None,
     ) -> AsyncGenerator[ModelEvent, None]:
-        assembler = StreamAssembler()
+        assembler = StreamAssembler(tap)
         data: list[str] = []
         try:
             async for line in lines:
@@ -179,7 +187,8 @@ class AnthropicProvider:
                     yield event
         except errors as exc:
             raise ModelError(_describe(exc)) from exc
-        except ValueError as exc:
+        except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
+            # Events of a shape the assembler cannot read (malformed JSON, wrong types).
             raise ModelError(f"The model API sent an unreadable event: {exc}") from exc
         if not assembler.finished:
             raise ModelError("The model's answer broke off before it was complete.")

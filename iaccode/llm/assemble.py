@@ -10,7 +10,15 @@ import json
 import logging
 from typing import Any
 
-from iaccode.llm.base import Finished, ModelError, ModelEvent, TextDelta, ThinkingDelta, TokenUsage
+from iaccode.llm.base import (
+    Finished,
+    ModelError,
+    ModelEvent,
+    RawTap,
+    TextDelta,
+    ThinkingDelta,
+    TokenUsage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +40,31 @@ def _usage(raw: Any, previous: TokenUsage) -> TokenUsage:
     )
 
 
+MAX_INPUT_DEPTH = 64
+"""Tool inputs nested deeper than this are refused like invalid JSON (no tool takes more than a
+few levels, and deeper ones would exhaust the stack wherever they are copied or encoded)."""
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON data nests lists and objects more than ``limit`` levels deep."""
+    level = [value]
+    for _ in range(limit + 1):
+        level = [child for item in level if isinstance(item, dict | list)
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return False
+    return True
+
+
 class StreamAssembler:
     """Feed raw events in order; get back the events the turn cares about."""
 
-    def __init__(self) -> None:
+    def __init__(self, tap: RawTap | None = None) -> None:
+        self._tap = tap
         self._blocks: dict[int, dict[str, Any]] = {}
         self._partial_json: dict[int, list[str]] = {}
+        self._pieces: dict[tuple[int, str], list[str]] = {}
+        """(index, "text" | "thinking") -> the block's text so far, in pieces (see _append)."""
         self._stop_reason: str | None = None
         self._usage = TokenUsage()
         self.finished = False
@@ -45,6 +72,8 @@ class StreamAssembler:
         """Tool-use id -> the input text that was not valid JSON."""
 
     def feed(self, event: dict[str, Any]) -> ModelEvent | None:
+        if self._tap is not None:
+            self._tap(event)
         kind = event.get("type")
         if kind == "content_block_delta":
             return self._delta(event.get("index", 0), event.get("delta") or {})
@@ -52,6 +81,8 @@ class StreamAssembler:
             block = dict(event.get("content_block") or {})
             index = event.get("index", 0)
             self._blocks[index] = block
+            self._pieces.pop((index, "text"), None)
+            self._pieces.pop((index, "thinking"), None)
             if block.get("type") == "tool_use":
                 self._partial_json[index] = []
             text = block.get("text") or block.get("thinking")
@@ -77,21 +108,31 @@ class StreamAssembler:
         return None
 
     def _delta(self, index: int, delta: dict[str, Any]) -> ModelEvent | None:
-        block = self._blocks.setdefault(index, {"type": "text", "text": ""})
+        block = self._blocks.get(index)
+        if block is None:  # (not setdefault: it would build a dict for every delta)
+            block = self._blocks[index] = {"type": "text", "text": ""}
         kind = delta.get("type")
         if kind == "text_delta":
             text = delta.get("text", "")
-            block["text"] = block.get("text", "") + text
+            self._append(index, block, "text", text)
             return TextDelta(text)
         if kind == "thinking_delta":
             text = delta.get("thinking", "")
-            block["thinking"] = block.get("thinking", "") + text
+            self._append(index, block, "thinking", text)
             return ThinkingDelta(text)
         if kind == "signature_delta":
             block["signature"] = block.get("signature", "") + delta.get("signature", "")
         elif kind == "input_json_delta":
             self._partial_json.setdefault(index, []).append(delta.get("partial_json", ""))
         return None
+
+    def _append(self, index: int, block: dict[str, Any], key: str, text: str) -> None:
+        """Collect a delta's text; ``content`` joins the pieces into the block. (Adding the
+        strings up one by one copies the whole text each time: quadratic in a long answer.)"""
+        pieces = self._pieces.get((index, key))
+        if pieces is None:
+            pieces = self._pieces[index, key] = [block.get(key, "")]
+        pieces.append(text)
 
     def _finish_block(self, index: int) -> None:
         block = self._blocks.get(index)
@@ -100,7 +141,9 @@ class StreamAssembler:
         raw = "".join(self._partial_json.pop(index, []))
         try:
             block["input"] = json.loads(raw) if raw else {}
-        except ValueError:
+            if deeper_than(block["input"], MAX_INPUT_DEPTH):
+                raise ValueError("nested too deeply")
+        except (ValueError, RecursionError):
             # Kept as the model sent it; the tool loop answers it with an error, never runs it.
             block["input"] = {}
             self.invalid_tool_inputs[str(block.get("id"))] = raw
@@ -111,7 +154,12 @@ class StreamAssembler:
         Thinking without a signature (cut off mid-stream) cannot be sent back, and empty text
         blocks are rejected by the API; both are left out.
         """
+        for (index, key), pieces in self._pieces.items():
+            joined = "".join(pieces)
+            pieces[:] = [joined]
+            self._blocks[index][key] = joined
         blocks = []
+        tool_ids: set[str] = set()
         for _, block in sorted(self._blocks.items()):
             kind = block.get("type")
             if kind == "thinking" and not block.get("signature"):
@@ -120,6 +168,11 @@ class StreamAssembler:
                 continue
             if kind == "tool_use" and "input" not in block:
                 continue  # its input never finished streaming
+            if kind == "tool_use":
+                tool_id = block.get("id")
+                if not isinstance(tool_id, str) or not tool_id or tool_id in tool_ids:
+                    continue  # no id, or one already used: it could never be answered
+                tool_ids.add(tool_id)
             blocks.append(block)
         return blocks
 

@@ -8,7 +8,7 @@ the assembled assistant message, the stop reason and the token usage. Failures a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -72,6 +72,8 @@ class Finished:
 
 ModelEvent = TextDelta | ThinkingDelta | Finished
 
+RawTap = Callable[[dict[str, Any]], None]
+
 
 class ModelError(Exception):
     """The model could not answer; ``str(error)`` is a message for the user."""
@@ -86,9 +88,11 @@ class Provider(Protocol):
         """Raise MissingCredentials if this provider cannot authenticate."""
 
     def stream(
-        self, request: ModelRequest
+        self, request: ModelRequest, tap: RawTap | None = None
     ) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
         """Open a streamed answer. Leaving the context closes the underlying connection.
+
+        ``tap`` sees every raw API event as received (what a transcript records).
 
         Cancellation: leaving early (a cancelled turn) closes the HTTP stream promptly.
         Errors: ModelError, with a readable message, before or during iteration.

@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from iaccode.llm.assemble import StreamAssembler
-from iaccode.llm.base import ModelError, ModelEvent, ModelRequest
+from iaccode.llm.base import ModelError, ModelEvent, ModelRequest, RawTap
 
 
 class ScriptedProvider:
@@ -29,27 +29,31 @@ class ScriptedProvider:
         return None  # a script needs no key
 
     @asynccontextmanager
-    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    async def stream(self, request: ModelRequest, tap: RawTap | None = None
+                     ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         self.requests.append(request)
         if not self._exchanges:
             raise ModelError("The offline model script has no answer left for this request.")
         exchange = self._exchanges.popleft()
         if exchange.get("hang"):
             await trio.sleep_forever()
+        if "model_error" in exchange:
+            raise ModelError(exchange["model_error"])
         if exchange.get("reset"):
             raise ModelError("Could not reach the model API: the connection was reset.")
         if "status" in exchange:
             error = (exchange.get("body") or {}).get("error") or {}
             message = error.get("message", "error") if isinstance(error, dict) else "error"
             raise ModelError(f"The model API answered {exchange['status']}: {message}")
-        events = self._play(exchange)
+        events = self._play(exchange, tap)
         try:
             yield events
         finally:
             await events.aclose()
 
-    async def _play(self, exchange: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
-        assembler = StreamAssembler()
+    async def _play(self, exchange: dict[str, Any],
+                    tap: RawTap | None) -> AsyncGenerator[ModelEvent, None]:
+        assembler = StreamAssembler(tap)
         delay = float(exchange.get("delay") or 0.0)
         cut_after = exchange.get("cut_after")
         for count, raw in enumerate(exchange.get("events", [])):
@@ -60,5 +64,7 @@ class ScriptedProvider:
             event = assembler.feed(raw)
             if event is not None:
                 yield event
+        if exchange.get("then_hang"):
+            await trio.sleep_forever()  # recorded as cancelled here: wait for the cancel
         if not assembler.finished:
             raise ModelError("The model's answer broke off before it was complete.")

@@ -31,6 +31,11 @@ these four forms:
 ``{"reset": true}``
     The connection is closed (reset) before any response header is sent.
 
+Two forms exist for replaying recorded transcripts (``iaccode.transcript``):
+``"then_hang": true`` on an events exchange plays the events and then waits forever (a
+stream the user cancelled midway), and ``{"model_error": "message"}`` fails the request with
+exactly that message (the fake server answers it as a 500).
+
 Any exchange may also carry a free-text ``"comment"``; other keys are errors, so that
 typos are caught. A script *file* is JSON, either the bare list of exchanges or the
 object ``{"version": 1, "exchanges": [...]}`` (:func:`dump_script` writes the latter).
@@ -81,14 +86,15 @@ SCRIPT_VERSION = 1
 Exchange = dict[str, Any]
 """One scripted answer: a JSON object in one of the four forms of the module docstring."""
 
-ExchangeKind = Literal["events", "status", "hang", "reset"]
+ExchangeKind = Literal["events", "status", "hang", "reset", "model_error"]
 
-_KINDS: tuple[ExchangeKind, ...] = ("events", "status", "hang", "reset")
+_KINDS: tuple[ExchangeKind, ...] = ("events", "status", "hang", "reset", "model_error")
 _ALLOWED_KEYS: dict[ExchangeKind, frozenset[str]] = {
-    "events": frozenset({"events", "delay", "cut_after", "comment"}),
+    "events": frozenset({"events", "delay", "cut_after", "then_hang", "comment"}),
     "status": frozenset({"status", "headers", "body", "comment"}),
     "hang": frozenset({"hang", "comment"}),
     "reset": frozenset({"reset", "comment"}),
+    "model_error": frozenset({"model_error", "comment"}),
 }
 
 _ERROR_TYPES: dict[int, str] = {
@@ -281,7 +287,7 @@ def exchange_kind(exchange: Mapping[str, Any]) -> ExchangeKind:
     for kind in _KINDS:
         if kind in exchange:
             return kind
-    raise ScriptError("exchange has none of the keys 'events', 'status', 'hang', 'reset'")
+    raise ScriptError("exchange has none of the keys " + ", ".join(repr(k) for k in _KINDS))
 
 
 def validate_exchange(obj: object, index: int = 0) -> Exchange:
@@ -296,7 +302,8 @@ def validate_exchange(obj: object, index: int = 0) -> Exchange:
     if len(kinds) != 1:
         found = ", ".join(repr(k) for k in kinds) or "none"
         raise ScriptError(
-            f"{where}: must have exactly one of 'events', 'status', 'hang', 'reset' (found {found})"
+            f"{where}: must have exactly one of {', '.join(repr(k) for k in _KINDS)} "
+            f"(found {found})"
         )
     kind = kinds[0]
     unknown = sorted(str(key) for key in obj if key not in _ALLOWED_KEYS[kind])
@@ -340,6 +347,8 @@ def validate_exchange(obj: object, index: int = 0) -> Exchange:
                 f"not {cut_after!r}"
             )
         out.update(events=[dict(event) for event in events], delay=delay, cut_after=cut_after)
+        if obj.get("then_hang"):
+            out["then_hang"] = True
     elif kind == "status":
         status = obj["status"]
         if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
@@ -353,6 +362,10 @@ def validate_exchange(obj: object, index: int = 0) -> Exchange:
             raise ScriptError(f"{where}: 'headers' must be an object of strings")
         body = obj["body"] if "body" in obj else error_body(status)
         out.update(status=status, headers=dict(headers), body=body)
+    elif kind == "model_error":
+        if not isinstance(obj[kind], str):
+            raise ScriptError(f"{where}: 'model_error' must be a string")
+        out[kind] = obj[kind]
     else:
         if obj[kind] is not True:
             raise ScriptError(f"{where}: {kind!r} must be true, not {obj[kind]!r}")

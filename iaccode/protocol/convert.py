@@ -29,8 +29,10 @@ from iaccode.protocol.content import (
     BlobResourceContents,
     ContentBlock,
     ResourceContents,
+    TextContent,
     TextResourceContents,
 )
+from iaccode.protocol.tool_calls import TOOL_CALL_CONTENT_TYPES, ToolCallContent
 
 T = TypeVar("T")
 
@@ -72,8 +74,9 @@ def _structure_object(value: Any, _: Any) -> dict[str, Any]:
     raise TypeError(f"expected an object, got {_json_type(value)}")
 
 
-def _make_converter(rename: Callable[[str], str]) -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=False)
+def _make_converter(rename: Callable[[str], str],
+                    forbid_extra_keys: bool = False) -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
     conv.register_structure_hook(str, _strict(str, "a string"))
     conv.register_structure_hook(int, _strict(int, "an integer"))
     conv.register_structure_hook(bool, _strict(bool, "a boolean"))
@@ -131,6 +134,14 @@ def _make_converter(rename: Callable[[str], str]) -> cattrs.Converter:
             return conv.structure(value, BlobResourceContents)
         raise ValueError("expected resource contents with 'text' or 'blob'")
 
+    def structure_tool_content(value: Any, _: Any) -> Any:
+        kind = value.get("type") if isinstance(value, dict) else None
+        cls = TOOL_CALL_CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            raise ValueError(f"unknown tool call content type {kind!r}")
+        return conv.structure(value, cls)
+
+    conv.register_structure_hook_func(lambda t: t == ToolCallContent, structure_tool_content)
     conv.register_structure_hook_func(lambda t: t == ContentBlock, structure_content)
     conv.register_structure_hook_func(lambda t: t == ResourceContents, structure_resource)
     return conv
@@ -139,8 +150,24 @@ def _make_converter(rename: Callable[[str], str]) -> cattrs.Converter:
 converter = _make_converter(wire_name)
 """ACP messages: camelCase wire names."""
 
-tool_input_converter = _make_converter(lambda name: name)
-"""Tool inputs from the model: snake_case names as the model sees them, equally strict."""
+tool_input_converter = _make_converter(lambda name: name, forbid_extra_keys=True)
+"""Tool inputs from the model: snake_case names as the model sees them, equally strict, and
+stricter: a field the tool's schema does not have is an error (the schemas forbid them)."""
+
+
+def _os_string(value: Any, _: Any) -> str:
+    """A string in a tool input: text the OS can take (no NUL, no unpaired surrogate)."""
+    text: str = _strict(str, "a string")(value, _)
+    if "\0" in text:
+        raise ValueError("contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("contains an unpaired surrogate (not valid Unicode)") from None
+    return text
+
+
+tool_input_converter.register_structure_hook(str, _os_string)
 
 
 def tool_input(value: Any, cls: type[T]) -> T:
@@ -149,8 +176,42 @@ def tool_input(value: Any, cls: type[T]) -> T:
 
 
 def to_wire(obj: Any) -> Any:
-    """An attrs message (or list of them) as JSON-ready data with wire names."""
+    """An attrs message (or list of them) as JSON-ready data with wire names.
+
+    Plain text chunks (one per model delta while streaming, one per message in a replay) are
+    built directly, in the converter's exact form: the converter costs several times more.
+    """
+    kind = (_TEXT_CHUNKS if _TEXT_CHUNKS is not None else _text_chunk_kinds()).get(type(obj))
+    if kind is not None:
+        content = obj.content
+        if (type(content) is TextContent and obj.meta is None and content.annotations is None
+                and content.meta is None):
+            return _text_chunk(kind, content.text)
     return converter.unstructure(obj)
+
+
+_TEXT_CHUNKS: dict[type, str] | None = None
+"""Chunk class -> its ``sessionUpdate``, for the classes ``to_wire`` builds directly."""
+
+
+def _text_chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind}
+
+
+def _text_chunk_kinds() -> dict[type, str]:
+    """The chunk classes whose plain text form ``_text_chunk`` builds exactly as the converter
+    does (checked once, on first use: a class whose form changes is left to the converter)."""
+    global _TEXT_CHUNKS
+    from iaccode.protocol.messages import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
+
+    kinds: dict[type, str] = {}
+    for cls in (AgentMessageChunk, AgentThoughtChunk, UserMessageChunk):
+        sample = cls(TextContent("sample"))
+        shape = _text_chunk(sample.session_update, "sample")
+        if list(converter.unstructure(sample).items()) == list(shape.items()):
+            kinds[cls] = sample.session_update
+    _TEXT_CHUNKS = kinds
+    return kinds
 
 
 class ParamsError(Exception):

@@ -36,6 +36,9 @@ class TerminalContent:
 
 ToolCallContent = ContentToolCallContent | DiffContent | TerminalContent
 
+TOOL_CALL_CONTENT_TYPES: dict[str, type[ToolCallContent]] = {
+    "content": ContentToolCallContent, "diff": DiffContent, "terminal": TerminalContent}
+
 
 @frozen
 class ToolCallLocation:

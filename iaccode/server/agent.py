@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 from attrs import evolve
@@ -30,9 +30,13 @@ from iaccode.store.store import (
     StoreError,
     new_session_id,
 )
+from iaccode.transcript.playback import recorded_tool_results
 from iaccode.turn.permissions import MODES
 from iaccode.wire import errors
 from iaccode.wire.connection import Connection, ThenNotify
+
+if TYPE_CHECKING:
+    from iaccode.transcript.recorder import Recorder
 
 T = TypeVar("T")
 
@@ -54,7 +58,8 @@ AUTH_METHOD = m.AuthMethod(
 class Agent:
     def __init__(self, *, config: Config, provider: Provider, connection: Connection,
                  session_nursery: trio.Nursery,
-                 on_initialized: Callable[[], None] = lambda: None) -> None:
+                 on_initialized: Callable[[], None] = lambda: None,
+                 recorder: Recorder | None = None) -> None:
         self.config = config
         self.provider = provider
         self.connection = connection
@@ -65,6 +70,9 @@ class Agent:
         self._session_nursery = session_nursery
         """Where each session's own nursery lives (``Session.serve``)."""
         self._on_initialized = on_initialized
+        self._recorder = recorder
+        self._recorded_tools = (recorded_tool_results(config.recorded_tools)
+                                if config.recorded_tools is not None else {})
 
     # -- handshake --------------------------------------------------------------------------
 
@@ -117,7 +125,9 @@ class Agent:
             meta=meta, file=file, records=records, config=self.config, provider=self.provider,
             send_update=lambda update: self._send_update(session_id, update),
             request=self.connection.request, client=self.client_capabilities,
-            mcp_servers=mcp_servers)
+            mcp_servers=mcp_servers,
+            tool_tap=self._recorder.tool if self._recorder is not None else None,
+            recorded_tools=self._recorded_tools)
 
     async def _start(self, session: Session) -> None:
         await self._session_nursery.start(session.serve)
@@ -126,6 +136,7 @@ class Agent:
     async def new_session(self, params: m.NewSessionRequest) -> ThenNotify:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        self._snapshot(cwd)
         stamp = now()
         meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                            updated_at=stamp, model=self.config.model,
@@ -155,6 +166,7 @@ class Agent:
     async def _restore(self, params: m.LoadSessionRequest, *, reattach: bool) -> Session:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        self._snapshot(cwd)
         live = self.sessions.get(params.session_id)
         if live is not None:
             if reattach:
@@ -215,6 +227,11 @@ class Agent:
         except StoreError as exc:
             raise errors.RpcError(errors.INTERNAL_ERROR, "Session store error",
                                   {"detail": str(exc)}) from exc
+
+    def _snapshot(self, cwd: Path) -> None:
+        """A recording keeps the workspace as the first session found it, for replays."""
+        if self._recorder is not None:
+            self._recorder.workspace(cwd)
 
     def _state(self, session: Session) -> m.SessionStateResponse:
         return m.SessionStateResponse(self._modes(session), self._models(session),
@@ -286,8 +303,9 @@ class Agent:
         return session
 
     async def _send_update(self, session_id: str, update: m.SessionUpdate) -> None:
+        # to_wire(m.SessionNotification(session_id, update)), without building one per update.
         await self.connection.notify(
-            "session/update", to_wire(m.SessionNotification(session_id, update)))
+            "session/update", {"sessionId": session_id, "update": to_wire(update)})
 
     async def prompt(self, params: m.PromptRequest, ready: Callable[[], None]) -> m.PromptResponse:
         self._require_credentials()

@@ -14,6 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
+from iaccode.llm.assemble import deeper_than
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import ParamsError, from_wire, to_wire
 from iaccode.server.agent import Agent
@@ -94,7 +95,14 @@ class Dispatcher:
         self.agent.shutdown()
 
 
+MAX_PARAMS_DEPTH = 64
+"""Params nested deeper are refused (-32602): no ACP message comes close, and deeper data would
+exhaust the stack wherever it is copied or encoded again (history, replay)."""
+
+
 def _decode(params: Any, cls: type) -> Any:
+    if deeper_than(params, MAX_PARAMS_DEPTH):
+        raise errors.invalid_params({"params": f"nested more than {MAX_PARAMS_DEPTH} levels deep"})
     try:
         return from_wire(params, cls)
     except ParamsError as exc:

@@ -25,7 +25,11 @@ def make_provider(config: Config) -> Provider:
     if config.model_script is not None:
         from iaccode.llm.offline import ScriptedProvider
         from iaccode.llm.script import load_script
+        from iaccode.transcript.format import is_transcript, read_transcript
+        from iaccode.transcript.playback import model_exchanges
 
+        if is_transcript(config.model_script):  # a recorded session's model answers
+            return ScriptedProvider(model_exchanges(read_transcript(config.model_script)))
         return ScriptedProvider(load_script(config.model_script))
     from iaccode.llm.anthropic_provider import AnthropicProvider
 
@@ -35,10 +39,17 @@ def make_provider(config: Config) -> Provider:
 async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> None:
     """Serve ACP on the two file descriptors (the caller keeps them away from print/logging)."""
     provider = make_provider(config)
+    recorder = None
+    if config.record_path is not None:
+        from iaccode.transcript.recorder import Recorder, RecordingProvider
+
+        recorder = Recorder(config.record_path, model=config.model, home=config.home)
+        provider = RecordingProvider(provider, recorder)
     connection = Connection(
         trio.lowlevel.FdStream(protocol_in),
         trio.lowlevel.FdStream(protocol_out),
         max_line_bytes=config.max_line_bytes,
+        tap=recorder.connection_tap if recorder is not None else None,
     )
     async with trio.open_nursery() as background:
 
@@ -48,10 +59,13 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
                 background.start_soon(preload)
 
         agent = Agent(config=config, provider=provider, connection=connection,
-                      session_nursery=background, on_initialized=on_initialized)
+                      session_nursery=background, on_initialized=on_initialized,
+                      recorder=recorder)
         background.start_soon(_stop_on_signal, connection)
         await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
         background.cancel_scope.cancel()
+    if recorder is not None:
+        recorder.close()
     log.info("connection closed; exiting")
 
 

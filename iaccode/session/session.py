@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from iaccode.protocol.messages import (
 from iaccode.session.client_access import ClientFiles, ClientTerminal
 from iaccode.store.meta import SessionMeta
 from iaccode.store.store import SessionFile, StoreError
-from iaccode.tools.base import FileAccess
+from iaccode.tools.base import FileAccess, ToolResult
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.turn.env import Request, SendUpdate, TurnEnv
@@ -71,7 +71,9 @@ class Session:
     def __init__(self, *, meta: SessionMeta, file: SessionFile | None,
                  records: list[dict[str, Any]], config: Config, provider: Provider,
                  send_update: SendUpdate, request: Request, client: ClientCapabilities,
-                 mcp_servers: list[dict[str, Any]]) -> None:
+                 mcp_servers: list[dict[str, Any]],
+                 tool_tap: Callable[[str, str, ToolResult], None] | None = None,
+                 recorded_tools: Mapping[str, ToolResult] | None = None) -> None:
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
@@ -95,6 +97,8 @@ class Session:
                         write=fs.write_text_file)
             if fs.read_text_file or fs.write_text_file else local)
         self._terminal = ClientTerminal(request, self.id) if client.terminal else None
+        self._tool_tap = tool_tap
+        self._recorded_tools = recorded_tools or {}
         self._turn: trio.CancelScope | None = None
         self._turn_done = trio.Event()
         self._turn_done.set()
@@ -169,7 +173,8 @@ class Session:
             cwd=self.cwd, send_update=self._send_update, request=self._request,
             files=self._files, terminal=self._terminal, tools=tools,
             mode=lambda: self.mode, thinking=lambda: self.thought_level,
-            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel)
+            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel,
+            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools)
         sub_agent.bind(env)
         return env
 

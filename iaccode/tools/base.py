@@ -48,6 +48,10 @@ class ToolLimits:
     """``host:port`` pairs exempt from the private-address refusal (tests use loopback)."""
 
 
+MACHINE_DEPENDENT = frozenset({"bash", "web_fetch"})
+"""Tools whose results depend on the machine: a replay takes them from the transcript."""
+
+
 class ToolFailure(Exception):
     """The tool could not do what was asked; ``str()`` is the message for the model."""
 

@@ -8,9 +8,11 @@ ends (exit, timeout, the turn's cancellation) the whole group is ended: TERM, up
 outlive the call. We stop waiting when the shell exits rather than when the pipe reaches EOF
 (a background child holds the pipe open).
 
-Limitation: a process that leaves the group (``setsid``, a daemon that double-forks into a new
-session) escapes the kill; catching those would take a cgroup or a child subreaper. We only
-stop reading its output (after a short drain) and close our end of the pipe.
+A job that moves to a process group of its own (``set -m``, GNU ``timeout``) is still in the
+shell's session, and is ended with the group. Limitation: a process that leaves the session
+(``setsid``, a daemon that double-forks into a new session) escapes the kill; catching those
+would take a cgroup or a child subreaper. We only stop reading its output (after a short drain)
+and close our end of the pipe.
 
 When the editor advertised ``terminal: true``, the command runs in the editor's terminal
 instead (``terminal/*``), which the editor embeds in the tool call while it runs.
@@ -331,10 +333,14 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
     # ESRCH: the group is already gone. EPERM: what is left is not ours to signal (setuid).
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+    for pid in _live_members(pgid) or []:  # jobs in groups of their own, same session
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 def group_alive(pgid: int) -> bool:
-    """Whether the process group still has a process that is not a zombie.
+    """Whether the process group, or the session its leader started, still has a process that
+    is not a zombie.
 
     A child orphaned by the shell's exit goes to init, which may reap it lazily; a zombie
     holds no resources and no pipe, and signals cannot end it further, so it does not count.
@@ -342,17 +348,25 @@ def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
-        return False
+        return bool(_live_members(pgid))  # a job in a group of its own may be left
     except PermissionError:  # only processes we cannot signal are left
         return False
     return _has_live_member(pgid)
 
 
 def _has_live_member(pgid: int) -> bool:
+    members = _live_members(pgid)
+    return True if members is None else bool(members)  # no procfs (macOS): trust killpg
+
+
+def _live_members(pgid: int) -> list[int] | None:
+    """Live processes in the group ``pgid`` or in the session it leads; None without procfs."""
     try:
         names = os.listdir("/proc")
-    except OSError:  # no procfs (macOS): trust killpg
-        return True
+    except OSError:
+        return None
+    key = str(pgid).encode()
+    found = []
     for name in names:
         if not name.isdigit():
             continue
@@ -361,11 +375,11 @@ def _has_live_member(pgid: int) -> bool:
                 data = stat.read()
         except OSError:  # gone meanwhile
             continue
-        # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+        # "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
         fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) >= 3 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+        if len(fields) >= 4 and key in (fields[2], fields[3]) and fields[0] not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
 
 
 # --- the editor's terminal ---------------------------------------------------------------------

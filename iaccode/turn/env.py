@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.protocol.messages import SessionUpdate
-from iaccode.tools.base import ClientTerminal, FileAccess, Tool, ToolLimits
+from iaccode.tools.base import ClientTerminal, FileAccess, Tool, ToolLimits, ToolResult
 
 SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
 Request = Callable[[str, Any], Awaitable[Any]]
@@ -40,6 +40,10 @@ class TurnEnv:
     limits: ToolLimits
     cancel_turn: Callable[[], None]
     """Cancel the running turn (the user answered a permission question with ``cancelled``)."""
+    tool_tap: Callable[[str, str, ToolResult], None] | None = None
+    """Sees each finished tool call's result (a transcript records them)."""
+    recorded_tools: Mapping[str, ToolResult] = field(factory=dict)
+    """Results to use instead of running machine-dependent tools (a replay)."""
     tool_call_meta: dict[str, Any] | None = None
     """``_meta`` added to this turn's tool-call updates (a sub-agent names its parent call)."""
 

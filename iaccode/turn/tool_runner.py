@@ -27,7 +27,15 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, resolve_path, truncate
+from iaccode.tools.base import (
+    MACHINE_DEPENDENT,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    resolve_path,
+    truncate,
+)
 from iaccode.turn import permissions
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.permissions import Answer, Decision
@@ -150,10 +158,11 @@ class ToolRunner:
 
         context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
                               tool_call_id=call_id, report=report, terminal=env.terminal)
+        recorded = env.recorded_tools.get(call_id) if tool.name in MACHINE_DEPENDENT else None
         try:
-            return await tool.run(args, context)
+            result = recorded if recorded is not None else await tool.run(args, context)
         except ToolFailure as exc:
-            return ToolResult(str(exc), is_error=True)
+            result = ToolResult(str(exc), is_error=True)
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(FINAL_UPDATE_TIMEOUT):
                 await self._finish(call_id, ToolResult(
@@ -161,8 +170,11 @@ class ToolRunner:
             raise
         except Exception as exc:  # a bug in the tool: the model and the log both hear of it
             log.exception("tool %s failed", tool.name)
-            return ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
-                              is_error=True)
+            result = ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
+                                is_error=True)
+        if env.tool_tap is not None:
+            env.tool_tap(call_id, tool.name, result)
+        return result
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
                       message: str) -> ToolResult:

@@ -35,6 +35,10 @@ WRITE_BUFFER = 1024
 MAX_BATCH = 256
 """At most this many queued messages are joined into one write."""
 
+YIELD_EVERY = 64
+"""A notification that finds room in the outbox yields to other tasks once per this many (see
+``notify``)."""
+
 FLUSH_TIMEOUT = 1.0
 """How long queued output may take to reach a peer that stopped reading, at shutdown."""
 
@@ -54,8 +58,23 @@ class Handler(Protocol):
         """The peer closed its input: cancel whatever waits for it. Must not block."""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""What ``json.dumps`` with these options would build anew for every message."""
+_C_ENCODE = (None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True))
+"""The C encoder ``_ENCODER.encode`` makes for each call (no circular-reference check: our
+messages are trees), made once; None where the C accelerator is missing."""
+
+
 def _dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    # A lone surrogate (a valid JSON escape, so peers and models can send one) cannot be UTF-8:
+    # "backslashreplace" writes it back as the same \uXXXX escape, inside its string.
+    if _C_ENCODE is not None:
+        try:
+            return "".join(_C_ENCODE(message, 0)).encode("utf-8", "backslashreplace") + b"\n"
+        except RecursionError:
+            pass  # circular: the checking encoder below raises the usual ValueError
+    return _ENCODER.encode(message).encode("utf-8", "backslashreplace") + b"\n"
 
 
 def _is_request_id(value: Any) -> TypeGuard[RequestId]:
@@ -89,6 +108,7 @@ class Connection:
         send: trio.abc.SendStream,
         *,
         max_line_bytes: int,
+        tap: Callable[[str, bytes, bool], None] | None = None,
     ) -> None:
         self._reader = LineReader(receive, max_line_bytes)
         self._stream = send
@@ -98,12 +118,38 @@ class Connection:
         self._next_id = 0
         self._closed = False
         self._reading = trio.CancelScope()
+        self._unyielded = 0
+        """Notifications queued since ``notify`` last yielded."""
+        self._tap = tap
+        """Sees every line: ("in" | "out", the line without its newline, whether it is JSON)."""
 
     # -- outgoing ---------------------------------------------------------------------------
 
+    def _encode(self, message: dict[str, Any]) -> bytes:
+        line = _dumps(message)  # first: a message that cannot be encoded is not recorded
+        if self._tap is not None:
+            self._tap("out", line[:-1], True)
+        return line
+
     async def notify(self, method: str, params: Any) -> None:
-        """Queue a notification. Returns once queued; cancellation never tears a message."""
-        await self._outbox_send.send(_dumps({"jsonrpc": "2.0", "method": method, "params": params}))
+        """Queue a notification. Returns once queued; cancellation never tears a message.
+
+        A notification that finds room in the outbox yields to other tasks only once every
+        ``YIELD_EVERY`` (it still raises at once if the caller is cancelled), so a task that
+        streams updates hands the writer batches rather than one line per write; a full outbox
+        waits for the writer as before.
+        """
+        line = self._encode({"jsonrpc": "2.0", "method": method, "params": params})
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._outbox_send.send_nowait(line)
+        except trio.WouldBlock:
+            await self._outbox_send.send(line)
+            return
+        self._unyielded += 1
+        if self._unyielded >= YIELD_EVERY:
+            self._unyielded = 0
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and wait for its answer.
@@ -120,7 +166,7 @@ class Connection:
         self._pending[request_id] = pending
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
-            await self._outbox_send.send(_dumps(message))
+            await self._outbox_send.send(self._encode(message))
             await pending.done.wait()
         except trio.Cancelled:
             if not pending.done.is_set():
@@ -133,7 +179,7 @@ class Connection:
         return pending.result
 
     def _tell_peer_cancelled(self, request_id: RequestId) -> None:
-        line = _dumps({"jsonrpc": "2.0", "method": CANCEL_REQUEST,
+        line = self._encode({"jsonrpc": "2.0", "method": CANCEL_REQUEST,
                        "params": {"requestId": request_id}})
         try:
             self._outbox_send.send_nowait(line)
@@ -148,10 +194,10 @@ class Connection:
         else:
             message["result"] = result
         try:
-            line = _dumps(message)
+            line = self._encode(message)
         except (TypeError, ValueError) as exc:  # a handler returned something not JSON-able
             log.exception("cannot encode the answer to request %r", request_id)
-            line = _dumps({"jsonrpc": "2.0", "id": request_id,
+            line = self._encode({"jsonrpc": "2.0", "id": request_id,
                            "error": errors.internal_error(str(exc)).to_wire()})
         await self._outbox_send.send(line)
 
@@ -221,8 +267,12 @@ class Connection:
         try:
             message = json.loads(line)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            if self._tap is not None:
+                self._tap("in", line, False)
             await self._respond(None, error=errors.parse_error(str(exc)[:200]))
             return
+        if self._tap is not None:
+            self._tap("in", line, True)
         if not isinstance(message, dict):
             kind = "a batch (array)" if isinstance(message, list) else type(message).__name__
             await self._respond(None, error=errors.invalid_request(

@@ -64,7 +64,7 @@ async def test_cancel_during_retry_wait(agent: AgentProcess, model_server: FakeM
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await start_prompt(agent, session)
-    await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
+    await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     await trio.sleep(0.2)  # let the agent start its retry wait
     await agent.notify("session/cancel", {"sessionId": session})
     response, _ = await agent.response(request_id, timeout=2)
@@ -83,9 +83,10 @@ async def test_cancel_before_the_model_answers(agent: AgentProcess,
     response, before = await agent.response(request_id, timeout=3)
     assert response["result"] == {"stopReason": "cancelled", "usage": {
         "inputTokens": 0, "outputTokens": 0, "totalTokens": 0}}
-    assert [m["params"]["update"]["sessionUpdate"] for m in before
-            if m["params"]["update"]["sessionUpdate"] != "available_commands_update"] == [
-        "session_info_update"]  # the title, from the prompt; nothing from the model
+    # At most the title (set from the prompt, if the cancel came after it); nothing from
+    # the model.
+    assert {m["params"]["update"]["sessionUpdate"] for m in before} <= {
+        "available_commands_update", "session_info_update"}
 
 
 async def test_cancel_request_for_an_in_flight_prompt(agent: AgentProcess,
@@ -95,7 +96,7 @@ async def test_cancel_request_for_an_in_flight_prompt(agent: AgentProcess,
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await start_prompt(agent, session)
-    await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
+    await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     await agent.notify("$/cancel_request", {"requestId": request_id})
     response, _ = await agent.response(request_id, timeout=3)
     assert response["error"]["code"] == -32800
@@ -112,7 +113,7 @@ async def test_close_cancels_the_turn_and_forgets_the_session(
     await agent.initialize()
     session = await agent.new_session(workspace)
     prompt_id = await start_prompt(agent, session)
-    await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
+    await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     close_id = await agent.send_request("session/close", {"sessionId": session})
     answers = {}
     with trio.fail_after(5):
@@ -138,7 +139,7 @@ async def test_end_of_input_cancels_turns_and_exits(agent: AgentProcess,
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await start_prompt(agent, session)
-    await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
+    await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     closed_at = trio.current_time()
     await agent.close_stdin()
     rest = await agent.read_until_eof(timeout=2)
@@ -155,7 +156,7 @@ async def test_signal_shuts_down_cleanly(agent: AgentProcess, model_server: Fake
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await start_prompt(agent, session)
-    await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
+    await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     agent.process.send_signal(signum)
     rest = await agent.read_until_eof(timeout=2)
     assert await agent.wait_exit(timeout=2) == 0

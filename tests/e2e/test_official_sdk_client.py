@@ -116,7 +116,7 @@ def test_cancel_from_the_sdk(agent_env: dict[str, str], model_server: FakeModelS
             # Cancel while the model has not answered at all.
             prompt = asyncio.create_task(conn.prompt(session_id=session.session_id,
                                                      prompt=[acp.text_block("hang")]))
-            await asyncio.to_thread(model_server.wait_for_requests, 2)
+            await asyncio.to_thread(model_server.wait_for_requests, 2, 30)
             await conn.cancel(session_id=session.session_id)
             response = await asyncio.wait_for(prompt, timeout=5)
             assert response.stop_reason == "cancelled"

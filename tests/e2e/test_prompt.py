@@ -171,7 +171,7 @@ async def test_second_prompt_while_busy_is_refused_and_sessions_run_concurrently
     other = await agent.new_session(workspace)
     first = await agent.send_request("session/prompt", {
         "sessionId": busy, "prompt": [{"type": "text", "text": "slow"}]})
-    await trio.to_thread.run_sync(model_server.wait_for_requests, 1)
+    await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
 
     refused = await agent.request("session/prompt", {
         "sessionId": busy, "prompt": [{"type": "text", "text": "again"}]})

@@ -351,6 +351,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._reset()
         elif kind == "status":
             self._send_json(exchange["status"], exchange["body"], exchange["headers"])
+        elif kind == "model_error":
+            self._send_json(500, error_body(500, exchange["model_error"]),
+                            {"x-should-retry": "false"})
         elif body.get("stream") is True:
             self._stream(exchange)
         else:
@@ -417,6 +420,9 @@ class _Handler(BaseHTTPRequestHandler):
                 data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
                 self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+            if exchange.get("then_hang"):
+                self._hang()
+                return
             if cut_after is not None:
                 # Drop the connection without the last chunk: the body is incomplete.
                 self.close_connection = True

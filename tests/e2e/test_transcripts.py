@@ -1,0 +1,90 @@
+"""Record, replay, the golden transcripts and the demo, as a developer would run them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iaccode.llm.script import reply
+from tests.golden import record
+
+GOLDEN = sorted(Path(record.GOLDEN).glob("*.jsonl"))
+IACCODE = [sys.executable, "-m", "iaccode"]
+
+
+def iaccode(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*IACCODE, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
+def test_golden_transcripts_replay(path: Path) -> None:
+    result = iaccode("replay", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "agent messages match" in result.stdout
+
+
+def test_the_golden_set_is_complete() -> None:
+    assert {p.stem for p in GOLDEN} == {"plain-answer", "tool-permission-rejection",
+                                        "cancel-mid-command", "load-after-crash"}
+
+
+def test_record_through_the_sdk_then_replay(tmp_path: Path) -> None:
+    out = tmp_path / "session.jsonl"
+    asyncio.run(record._record(out, [reply(["Hi ", "there."], thinking="Greet.")],
+                               record.one_prompt("Hello"), []))
+    text = out.read_text()
+    assert "recording-key" not in text  # secrets never reach the file
+    kinds = [json.loads(line)["type"] for line in text.splitlines()]
+    assert kinds[0] == "header" and {"workspace", "wire", "model"} <= set(kinds)
+
+    result = iaccode("replay", str(out))
+    assert result.returncode == 0, result.stderr
+
+    same_build = iaccode("replay", str(out), "--agent", f"{sys.executable} -m iaccode acp")
+    assert same_build.returncode == 0, same_build.stderr
+
+
+def test_a_changed_byte_is_reported_with_a_diff(tmp_path: Path) -> None:
+    tampered = tmp_path / "tampered.jsonl"
+    lines = GOLDEN_PLAIN.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if '"text":"This is a Terraform ' in line)
+    lines[index] = lines[index].replace("This is a Terraform", "This is a Terrafork")
+    tampered.write_text("\n".join(lines) + "\n")
+    result = iaccode("replay", str(tampered))
+    assert result.returncode == 1
+    assert "replay diverged" in result.stderr
+    assert "params.update.content.text" in result.stderr
+    assert "Terrafork" in result.stderr and "Terraform" in result.stderr
+
+    fixed = iaccode("replay", str(tampered), "--update")
+    assert fixed.returncode == 0, fixed.stderr
+    assert iaccode("replay", str(tampered)).returncode == 0
+
+
+def test_a_newer_format_is_refused_clearly(tmp_path: Path) -> None:
+    future = tmp_path / "future.jsonl"
+    lines = GOLDEN_PLAIN.read_text().splitlines()
+    header = json.loads(lines[0]) | {"format": "2.0"}
+    future.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    result = iaccode("replay", str(future))
+    assert result.returncode == 2
+    assert "newer than this iaccode reads" in result.stderr
+
+
+def test_the_demo_runs_without_a_key(tmp_path: Path) -> None:
+    result = subprocess.run([*IACCODE, "demo", "--speed", "50"], capture_output=True,
+                            text=True, timeout=120, check=False,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    for shown in ("Tag the logs bucket", "Read main.tf", "Allow Edit main.tf",
+                  "Environment = var.environment", "end_turn"):
+        assert shown in result.stdout
+
+
+GOLDEN_PLAIN = Path(record.GOLDEN) / "plain-answer.jsonl"
