@@ -1,4 +1,5 @@
-"""Daily commands: `nox -s tests lint typecheck` (what CI runs), `nox -s conformance`."""
+"""Daily commands: `nox -s tests lint typecheck` (what CI runs), `nox -s conformance`;
+`nox -s bench` for the benchmarks (not run by default)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
-    """The agent-agnostic ACP conformance suite; `-- --agent "CMD ARGS"` checks another agent."""
-    session.install("-e", ".[test]")
-    session.run("pytest", "conformance", *session.posargs)
+    """The agent-agnostic ACP conformance suite; `-- --agent "CMD ARGS"` checks another agent.
+
+    Two agents run at a time (pytest-xdist); `-- -n 0` runs them one by one. The results table
+    is printed at the end; `.conformance/report.json` has the failures' wire transcripts.
+    """
+    session.install("-e", ".[test]", "pytest-xdist>=3.5")
+    session.run("pytest", "conformance", "-n", "2", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -34,3 +39,13 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     session.install("-e", ".", "mypy>=1.11")
     session.run("mypy", "iaccode")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks, each figure against a baseline measured in the same run: prints the table
+    and writes .bench/results.json (about 5 minutes). `-- --quick` for a smoke run,
+    `-- --only startup,streaming,cancel,sessions,memory,search`, `-- --readme` to put the
+    table in README.md. See tests/bench/."""
+    session.install("-e", ".", "psutil>=5.9")
+    session.run("python", "-m", "tests.bench", *session.posargs)

@@ -1,44 +1,206 @@
-"""Agent-agnostic ACP conformance checks.
+"""Agent-agnostic ACP conformance suite.
 
-    nox -s conformance                          # checks `iaccode acp` with a scripted model
+    nox -s conformance                          # checks `iaccode acp` against the fake model
     nox -s conformance -- --agent "CMD ARGS"    # checks any ACP agent command
+        [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
 
-Each test spawns a fresh agent process, so one crash cannot cascade. Every message the agent
-sends is validated against the official schema (npm `@agentclientprotocol/sdk`, pinned).
+Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
+(``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
+run by the test and a dummy ``ANTHROPIC_API_KEY``. Requirement ids, tiers and the result
+table: ``conformance/requirements.py``; what the suite checks: ``docs/conformance.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from iaccode.llm.script import dump_script, reply
-from tests.support.acp_schema import WireChecker
-from tests.support.agent_process import AgentProcess, agent_environment, spawn_agent
+from conformance.driver import AgentConnection, Transcript, spawn
+from conformance.requirements import EVIDENCE, Recorder, WireViolation, not_applicable, note
+from conformance.scenarios import PROFILES, Model, PaddedModelServer, ToolProfile, profile_for
+from tests.support.agent_process import agent_environment
+
+DEFAULT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
+PLUGIN = "acp-conformance"
+
+WIRE_ROWS = {
+    "schema": ("WIRE-SCHEMA", "every message the agent sends validates against the official "
+               "v1 schema (the unstable one for unstable methods it advertises)"),
+    "stdout": ("WIRE-STDOUT", "stdout carries only newline-terminated JSON-RPC objects"),
+    "caps": ("WIRE-CLIENT-CAPS", "the agent calls fs/* and terminal/* only when the client "
+             "advertised them"),
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--agent", default=None,
-                     help="agent command to check (default: iaccode acp with a scripted model)")
+    group = parser.getgroup("acp-conformance")
+    group.addoption("--agent", default=None,
+                    help="agent command to check (default: iaccode acp)")
+    group.addoption("--agent-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra environment for the agent (repeatable)")
+    group.addoption("--tools", default="auto", choices=["auto", "none", *PROFILES],
+                    help="tool profile for tool scenarios (auto: from agentInfo.name)")
+    group.addoption("--agent-timeout", type=float, default=20.0,
+                    help="seconds to wait for any one answer from the agent")
+    group.addoption("--report", default=None,
+                    help="JSON report path (default: .conformance/report.json)")
+    group.addoption("--markdown", default=None, metavar="PATH",
+                    help="also write the results table as Markdown to PATH")
+    group.addoption("--all-transcripts", action="store_true",
+                    help="keep the wire transcript of every test in the report, not only "
+                    "of failures")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "requirement(id, tier, summary): the ACP requirement a conformance test "
+        "checks; tier is MUST, CAPABILITY or SHOULD")
+    if not config.pluginmanager.has_plugin(PLUGIN):
+        config.pluginmanager.register(Recorder(config), PLUGIN)
+
+
+def _absolute(command: list[str], base: Path) -> list[str]:
+    """The agent runs in the test's workspace: make relative paths in its command absolute
+    (the program when it has a slash, and arguments naming existing files)."""
+    out = []
+    for number, arg in enumerate(command):
+        path = base / arg
+        relative = not Path(arg).is_absolute() and not arg.startswith("-")
+        if relative and (("/" in arg and number == 0) or (number > 0 and path.exists())):
+            arg = str(path)
+        out.append(arg)
+    return out
+
+
+class Harness:
+    """Spawns the agent under test (as often as a test needs) and watches the wire."""
+
+    def __init__(self, item: pytest.Item, root: Path, model: Model) -> None:
+        config = item.config
+        self.item = item
+        self.model = model
+        self.home = root / "home"
+        self.workspace = root / "workspace"
+        self.workspace.mkdir(parents=True)
+        self.root = root
+        given = config.getoption("--agent")
+        self.command = (_absolute(shlex.split(given), config.invocation_params.dir)
+                        if given else DEFAULT_COMMAND)
+        self.extra_env = dict(kv.split("=", 1) for kv in config.getoption("--agent-env"))
+        self.timeout = float(config.getoption("--agent-timeout"))
+        self.tools_choice = str(config.getoption("--tools"))
+        self.transcripts: list[Transcript] = []
+        self.connections: list[AgentConnection] = []
+        item.stash.setdefault(EVIDENCE, []).append(
+            lambda: [t.dump() for t in self.transcripts])
+
+    def environment(self, extra: dict[str, str] | None = None,
+                    without: tuple[str, ...] = ()) -> dict[str, str]:
+        env = agent_environment(self.home, {
+            "HOME": str(self.home),
+            "ANTHROPIC_API_KEY": "conformance-dummy-key",
+            "ANTHROPIC_BASE_URL": self.model.base_url,
+        })
+        env.update(self.extra_env)
+        env.update(extra or {})
+        for name in without:
+            env.pop(name, None)
+        return env
+
+    @contextlib.asynccontextmanager
+    async def spawn(self, extra_env: dict[str, str] | None = None,
+                    without: tuple[str, ...] = ()) -> AsyncIterator[AgentConnection]:
+        number = len(self.transcripts) + 1
+        transcript = Transcript(f"agent#{number}", self.command)
+        self.transcripts.append(transcript)
+        self.home.mkdir(exist_ok=True)
+        async with spawn(self.command, self.environment(extra_env, without), self.workspace,
+                         transcript,
+                         self.root / f"agent{number}.stderr", self.timeout) as connection:
+            self.connections.append(connection)
+            yield connection
+
+    def maybe_tools(self, connection: AgentConnection) -> ToolProfile | None:
+        """The agent's tool profile (``--tools``, or found from its agentInfo), if known."""
+        return profile_for(self.tools_choice, connection.init_result)
+
+    def tools(self, connection: AgentConnection) -> ToolProfile:
+        """The agent's tool profile, or end the test as n/a."""
+        profile = self.maybe_tools(connection)
+        if profile is None:
+            name = (connection.init_result.get("agentInfo") or {}).get("name")
+            not_applicable(f"no tool profile for agentInfo.name {name!r} (give --tools)")
+        assert profile is not None
+        return profile
+
+    def finish(self) -> None:
+        """Record the whole-wire rows; raise WireViolation when the agent broke one."""
+        if not self.connections:
+            return
+        found = {
+            "schema": [v for c in self.connections for v in c.schema_violations],
+            "stdout": [v for c in self.connections for v in c.stdout_violations],
+            "caps": [v for c in self.connections for v in c.services.violations],
+        }
+        evidence = [t.dump() for t in self.transcripts] if any(found.values()) else []
+        for key, (req_id, summary) in WIRE_ROWS.items():
+            problems = found[key]
+            status = "fail" if problems else "pass"
+            reason = problems[0] if problems else "ok"
+            if len(problems) > 1:
+                reason = f"{len(problems)} violations; first: {reason}"
+            note(self.item.user_properties, req_id, "MUST", summary, self.item.nodeid, status,
+                 reason, "\n".join(problems[:50]), evidence if problems else [])
+        broken = [f"{WIRE_ROWS[k][0]}: {v[0]}" for k, v in found.items() if v]
+        if broken:
+            raise WireViolation("; ".join(broken))
+
+
+class Checks:
+    """SHOULD-level sub-checks inside a test: recorded in the table, never failing it."""
+
+    def __init__(self, item: pytest.Item, harness: Harness) -> None:
+        self.item = item
+        self.harness = harness
+
+    def should(self, req_id: str, summary: str, ok: bool, reason: str = "") -> bool:
+        evidence = [] if ok else [t.dump() for t in self.harness.transcripts]
+        note(self.item.user_properties, req_id, "SHOULD", summary, self.item.nodeid,
+             "pass" if ok else "fail", "ok" if ok else (reason or summary), evidence=evidence)
+        return ok
 
 
 @pytest.fixture
-def agent_command(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
-    given = request.config.getoption("--agent")
-    if given:
-        return shlex.split(given)
-    script = tmp_path / "model-script.json"
-    dump_script([reply("Conformance check answer.")] * 4, script)
-    return [sys.executable, "-m", "iaccode", "acp", "--model-script", str(script)]
+def model() -> Iterator[Model]:
+    with PaddedModelServer() as server:
+        yield Model(server)
 
 
 @pytest.fixture
-async def agent(agent_command: list[str], tmp_path: Path) -> AsyncIterator[AgentProcess]:
-    env = agent_environment(tmp_path / "home")
-    async with spawn_agent(env, tmp_path / "agent.stderr", WireChecker(),
-                           command=agent_command) as process:
-        yield process
+def harness(request: pytest.FixtureRequest, tmp_path: Path, model: Model) -> Iterator[Harness]:
+    harness = Harness(request.node, tmp_path, model)
+    yield harness
+    harness.finish()
+
+
+@pytest.fixture
+def workspace(harness: Harness) -> Path:
+    return harness.workspace
+
+
+@pytest.fixture
+def check(request: pytest.FixtureRequest, harness: Harness) -> Checks:
+    return Checks(request.node, harness)
+
+
+@pytest.fixture
+async def agent(harness: Harness) -> AsyncIterator[AgentConnection]:
+    """A fresh agent process, not yet initialized."""
+    async with harness.spawn() as connection:
+        yield connection
+

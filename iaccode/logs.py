@@ -17,7 +17,7 @@ def setup_logging(level: str, log_file: Path) -> None:
     root.addHandler(stderr)
     try:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        to_file = logging.FileHandler(log_file, encoding="utf-8")
+        to_file = logging.FileHandler(log_file, encoding="utf-8", errors="backslashreplace")
     except OSError as exc:  # a read-only home must not stop the agent
         root.warning("cannot write the log file %s: %s", log_file, exc)
         return

@@ -12,12 +12,14 @@ not retried (the user has already seen part of it): it becomes a ModelError.
 
 from __future__ import annotations
 
+import email.utils
 import importlib
 import importlib.util
 import json
 import logging
 import os
 import re
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -42,6 +44,31 @@ CLOSE_TIMEOUT = 1.0
 """Bound on closing the HTTP stream after a cancel; the close itself is shielded."""
 
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+MAX_RETRY_WAIT = 60.0
+"""The longest ``retry-after`` we honour. The SDK would wait for whatever the server asks (up to
+49 days) with the turn silent; a longer wait is not retried: the user sees the error at once."""
+
+
+async def _no_long_retry_waits(response: Any) -> None:
+    """httpx response hook: mark an answer that asks for a wait over MAX_RETRY_WAIT as not to
+    be retried (the SDK obeys ``x-should-retry``)."""
+    headers = response.headers
+    wait: float | None = None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            wait = float(headers.get(name)) * scale
+            break
+        except (TypeError, ValueError):
+            continue
+    if wait is None and headers.get("retry-after"):
+        try:  # an HTTP date
+            moment = email.utils.parsedate_to_datetime(headers["retry-after"])
+            wait = moment.timestamp() - time.time()
+        except (TypeError, ValueError):
+            wait = None
+    if wait is not None and wait > MAX_RETRY_WAIT:
+        headers["x-should-retry"] = "false"
 
 
 def _import_sdk() -> Any:
@@ -101,6 +128,18 @@ def thinking_config(model: str, level: str, max_tokens: int) -> dict[str, Any]:
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
+def _encodable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as UTF-8 can carry them. A lone surrogate (valid as a JSON escape: a model
+    or a client may send one) would make the request impossible to encode, in this turn and
+    every later one; it goes out as "?" (the history keeps it)."""
+    text = json.dumps(messages, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.loads(text.encode("utf-8", "replace"))  # type: ignore[no-any-return]
+    return messages
+
+
 class AnthropicProvider:
     def __init__(self, *, max_retries: int, timeout: float) -> None:
         self._max_retries = max_retries
@@ -126,6 +165,8 @@ class AnthropicProvider:
             self._client = anthropic.AsyncAnthropic(
                 max_retries=self._max_retries,
                 timeout=anthropic.Timeout(self._timeout, connect=10.0),
+                http_client=anthropic.DefaultAsyncHttpxClient(
+                    event_hooks={"response": [_no_long_retry_waits]}),
             )
         return self._client
 
@@ -133,7 +174,7 @@ class AnthropicProvider:
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": request.messages,
+            "messages": _encodable(request.messages),
             "stream": True,
         }
         if request.system:

@@ -181,7 +181,9 @@ def to_wire(obj: Any) -> Any:
     Plain text chunks (one per model delta while streaming, one per message in a replay) are
     built directly, in the converter's exact form: the converter costs several times more.
     """
-    kind = (_TEXT_CHUNKS if _TEXT_CHUNKS is not None else _text_chunk_kinds()).get(type(obj))
+    kind = _TEXT_CHUNKS.get(type(obj), _UNSEEN)
+    if kind is _UNSEEN:
+        kind = _text_chunk_kind(type(obj))
     if kind is not None:
         content = obj.content
         if (type(content) is TextContent and obj.meta is None and content.annotations is None
@@ -190,28 +192,28 @@ def to_wire(obj: Any) -> Any:
     return converter.unstructure(obj)
 
 
-_TEXT_CHUNKS: dict[type, str] | None = None
-"""Chunk class -> its ``sessionUpdate``, for the classes ``to_wire`` builds directly."""
+_UNSEEN = object()
+_TEXT_CHUNKS: dict[type, Any] = {}
+"""Class -> its ``sessionUpdate`` if ``to_wire`` builds its plain text form directly, else
+None; filled as classes are met."""
+_CHUNK_CLASSES = ("AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk")
 
 
 def _text_chunk(kind: str, text: str) -> dict[str, Any]:
     return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind}
 
 
-def _text_chunk_kinds() -> dict[type, str]:
-    """The chunk classes whose plain text form ``_text_chunk`` builds exactly as the converter
-    does (checked once, on first use: a class whose form changes is left to the converter)."""
-    global _TEXT_CHUNKS
-    from iaccode.protocol.messages import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
-
-    kinds: dict[type, str] = {}
-    for cls in (AgentMessageChunk, AgentThoughtChunk, UserMessageChunk):
+def _text_chunk_kind(cls: type) -> str | None:
+    """For a chunk class whose plain text form ``_text_chunk`` builds exactly as the converter
+    does (checked the first time it is met), its ``sessionUpdate``; None for other classes."""
+    kind = None
+    if cls.__module__ == "iaccode.protocol.messages" and cls.__name__ in _CHUNK_CLASSES:
         sample = cls(TextContent("sample"))
         shape = _text_chunk(sample.session_update, "sample")
         if list(converter.unstructure(sample).items()) == list(shape.items()):
-            kinds[cls] = sample.session_update
-    _TEXT_CHUNKS = kinds
-    return kinds
+            kind = sample.session_update
+    _TEXT_CHUNKS[cls] = kind
+    return kind
 
 
 class ParamsError(Exception):

@@ -20,8 +20,9 @@ from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
 from iaccode.session.replay import replay_updates
-from iaccode.session.session import Session, now
-from iaccode.store.meta import SessionMeta
+from iaccode.session.session import Session
+from iaccode.store.listing import decode_cursor
+from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import (
     SessionFile,
     SessionLocked,
@@ -99,6 +100,9 @@ class Agent:
         )
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
+        if params.method_id != AUTH_METHOD.id:
+            raise errors.invalid_params({"params.methodId": (
+                f"unknown auth method {params.method_id!r}; ours is {AUTH_METHOD.id!r}")})
         self._require_credentials()
         return m.Empty()
 
@@ -137,7 +141,7 @@ class Agent:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
         self._snapshot(cwd)
-        stamp = now()
+        stamp = utc_now()
         meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                            updated_at=stamp, model=self.config.model,
                            mode=self.config.default_mode,
@@ -190,7 +194,7 @@ class Agent:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
         source, _ = await self._store_call(self.store.read, params.session_id)
-        stamp = now()
+        stamp = utc_now()
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                       updated_at=stamp,
                       title=f"{source.title} (fork)" if source.title else None)
@@ -203,6 +207,11 @@ class Agent:
             config_options=self._config_options(session)), session.announce)
 
     async def list_sessions(self, params: m.ListSessionsRequest) -> m.ListSessionsResponse:
+        if params.cursor is not None:
+            try:
+                decode_cursor(params.cursor)  # a cursor we did not make is bad params
+            except StoreError as exc:
+                raise errors.invalid_params({"params.cursor": str(exc)}) from exc
         metas, cursor = await self._store_call(
             lambda: self.store.list(cwd=params.cwd, cursor=params.cursor))
         return m.ListSessionsResponse(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from iaccode.protocol.messages import (
     Usage,
 )
 from iaccode.session.client_access import ClientFiles, ClientTerminal
-from iaccode.store.meta import SessionMeta
+from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import SessionFile, StoreError
 from iaccode.tools.base import FileAccess, ToolResult
 from iaccode.tools.local_files import LocalFiles
@@ -61,10 +60,6 @@ COMMANDS = [
     AvailableCommand("compact", "Summarise the conversation so far to free context"),
     AvailableCommand("clear", "Start a fresh context in this session (the history stays)"),
 ]
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Session:
@@ -121,7 +116,7 @@ class Session:
 
     def update_meta(self, **changes: Any) -> None:
         """Change settings and save them at once (atomically)."""
-        self.meta = evolve(self.meta, **changes, updated_at=now(),
+        self.meta = evolve(self.meta, **changes, updated_at=utc_now(),
                            remembered=dict(self.remembered),
                            message_count=self.transcript.message_count)
         if self._file is not None:
@@ -207,8 +202,10 @@ class Session:
                 failure.append(exc)
             finally:
                 self._turn = None
-                self.update_meta()  # message count, permission memory, updated_at
-                finished.set()
+                try:
+                    self.update_meta()  # message count, permission memory, updated_at
+                finally:
+                    finished.set()  # always: the prompt (and a shutdown) wait for it
 
         self._nursery.start_soon(run_turn)
         try:

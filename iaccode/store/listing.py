@@ -75,6 +75,16 @@ CREATE TABLE IF NOT EXISTS sessions (
 """
 
 
+def _index_cwd(cwd: str) -> str:
+    """``cwd`` as the index keeps it. SQLite takes UTF-8 only: a folder name that is not UTF-8
+    (a lone surrogate in Python) is kept as NUL + hex, which no real path can equal."""
+    try:
+        cwd.encode("utf-8")
+    except UnicodeEncodeError:
+        return "\0" + cwd.encode("utf-8", "surrogatepass").hex()
+    return cwd
+
+
 def encode_cursor(sort_key: int, session_id: str) -> str:
     raw = json.dumps([sort_key, session_id], separators=(",", ":")).encode("ascii")
     return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
@@ -219,7 +229,7 @@ class SessionListing:
                     gone.append(sid)
                 elif signature != (ino, mtime_ns, size):
                     stale.append(sid)
-                elif key is not None and (cwd is None or row_cwd == cwd):
+                elif key is not None and (cwd is None or row_cwd == _index_cwd(cwd)):
                     candidates.append((key, sid))
             fresh: dict[str, SessionMeta] = {}
             changed: list[Row] = []
@@ -231,7 +241,7 @@ class SessionListing:
                     changed.append((sid, *read_signature, None, None))
                 else:
                     key = timestamp_key(meta.updated_at)
-                    changed.append((sid, *read_signature, meta.cwd, key))
+                    changed.append((sid, *read_signature, _index_cwd(meta.cwd), key))
                     fresh[sid] = meta
                     if cwd is None or meta.cwd == cwd:
                         candidates.append((key, sid))

@@ -218,7 +218,9 @@ def read_meta(folder: Path, expected_id: str) -> SessionMeta:
 
 
 def meta_bytes(meta: SessionMeta) -> bytes:
-    return (json.dumps(meta.to_json(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    # A lone surrogate (a title from a prompt, a cwd) is written as its \uXXXX escape.
+    text = json.dumps(meta.to_json(), ensure_ascii=False, indent=2) + "\n"
+    return text.encode("utf-8", "backslashreplace")
 
 
 def write_json_atomic(path: Path, data: bytes) -> None:

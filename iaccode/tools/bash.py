@@ -317,6 +317,7 @@ async def _end_group(proc: trio.Process, grace: float) -> None:
         if sig == signal.SIGTERM:
             _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
         with trio.move_on_after(wait):
+            await proc.wait()  # the shell's exit wakes us at once (no polling it in steps)
             delay = 0.002
             while not _group_done(proc, pgid):
                 await trio.sleep(delay)

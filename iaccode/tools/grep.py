@@ -59,9 +59,9 @@ class _Search:
     is not shown the rules above the search root)."""
 
 
-def _rg_args(args: GrepInput, name: str) -> list[str]:
-    flags = ["--no-config", "--hidden", *RG_IGNORE_FLAGS, "--sort", "path", "--color",
-             "never", "--with-filename"]
+def _rg_args(args: GrepInput, name: str, sort: bool = True) -> list[str]:
+    flags = ["--no-config", "--hidden", *RG_IGNORE_FLAGS, *(["--sort", "path"] if sort else []),
+             "--color", "never", "--with-filename"]
     if args.case_insensitive:
         flags.append("--ignore-case")
     if args.output_mode == "files_with_matches":
@@ -239,12 +239,21 @@ async def _search(args: GrepInput, search: _Search, cap: int) -> list[tuple[str,
             rel, _ = _split(line, args.output_mode)
             return search.ignores is None or not search.ignores.ignored(rel, is_dir=False)
 
+        # rg searches in parallel unless told to sort (one thread: twice the time on two
+        # cores), so it runs unsorted and we sort. Past the cap only rg's own order tells which
+        # results come first: then it runs again, sorted (stopping at the cap again).
         try:
-            run = await run_rg(rg, _rg_args(args, search.name), search.base, cap, keep)
+            run = await run_rg(rg, _rg_args(args, search.name, sort=False), search.base, cap,
+                               keep)
+            if run.stopped:
+                run = await run_rg(rg, _rg_args(args, search.name), search.base, cap, keep)
         except OSError:
             run = None  # rg could not start: search in Python instead
         if run is not None and (run.returncode != 2 or run.lines or not run.errors):
-            return [_split(line, args.output_mode) for line in run.lines]
+            found = [_split(line, args.output_mode) for line in run.lines]
+            if not run.stopped:  # rg's path order: by name, folder by folder (stable: a
+                found.sort(key=lambda item: item[0].split("/"))  # file's lines stay in order)
+            return found
         if run is not None and "regex" not in run.errors:
             raise ToolFailure(f"grep failed: {run.errors.strip()}")
         # rg's engine refused the pattern: Python's may take it (look-around, \1, ...).

@@ -60,7 +60,8 @@ class Handler(Protocol):
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """What ``json.dumps`` with these options would build anew for every message."""
-_C_ENCODE = (None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # not in the type stubs
+_C_ENCODE = (None if _C_MAKE_ENCODER is None else _C_MAKE_ENCODER(
     None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True))
 """The C encoder ``_ENCODER.encode`` makes for each call (no circular-reference check: our
 messages are trees), made once; None where the C accelerator is missing."""
@@ -134,22 +135,22 @@ class Connection:
     async def notify(self, method: str, params: Any) -> None:
         """Queue a notification. Returns once queued; cancellation never tears a message.
 
-        A notification that finds room in the outbox yields to other tasks only once every
-        ``YIELD_EVERY`` (it still raises at once if the caller is cancelled), so a task that
-        streams updates hands the writer batches rather than one line per write; a full outbox
-        waits for the writer as before.
+        Only one notification in ``YIELD_EVERY`` is a checkpoint (it raises Cancelled, before
+        queueing, if the caller is cancelled, and yields to other tasks after): the others are
+        queued at once when the outbox has room, so a task that streams updates hands the
+        writer batches rather than one line per write, and a cancelled one stops within that
+        many. A full outbox waits for the writer as before.
         """
         line = self._encode({"jsonrpc": "2.0", "method": method, "params": params})
-        await trio.lowlevel.checkpoint_if_cancelled()
+        self._unyielded += 1
+        if self._unyielded >= YIELD_EVERY:
+            self._unyielded = 0
+            await self._outbox_send.send(line)
+            return
         try:
             self._outbox_send.send_nowait(line)
         except trio.WouldBlock:
             await self._outbox_send.send(line)
-            return
-        self._unyielded += 1
-        if self._unyielded >= YIELD_EVERY:
-            self._unyielded = 0
-            await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and wait for its answer.

@@ -1,0 +1,189 @@
+"""What the fake model says in each scenario, and which tools the agent under test has.
+
+The suite runs a fake Anthropic Messages API per test (``tests/fakes/model_server.py``) and
+points the agent at it (``ANTHROPIC_BASE_URL``, a dummy ``ANTHROPIC_API_KEY``). A test plans
+the model's answers in order; once they are used up the model answers a plain text, so that
+an agent making extra requests (titles, summaries) still gets answers. Agents that do not talk
+to the Messages API simply never ask; tests that depend on the model say ``n/a`` for them.
+
+Tool scenarios need the agent's own tool names and input shapes: a :class:`ToolProfile`,
+chosen with ``--tools NAME`` or found from ``agentInfo.name``. Unknown agents have none and
+their tool scenarios are ``n/a``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from conformance.driver import AgentConnection
+from conformance.requirements import not_applicable
+from iaccode.llm.script import Exchange, ToolUse, reply
+from tests.fakes.model_server import FakeModelServer
+
+FALLBACK_TEXT = "Conformance check answer."
+
+
+class PaddedModelServer(FakeModelServer):
+    """The fake Messages API, answering :data:`FALLBACK_TEXT` once the plan is used up (the
+    plain fake answers 500 then), so agents making extra requests (titles, summaries) and
+    tests that plan nothing still get answers."""
+
+    def _next_exchange(self) -> Exchange | None:
+        return super()._next_exchange() or copy.deepcopy(_FALLBACK)
+
+
+_FALLBACK = reply(FALLBACK_TEXT)
+assert hasattr(FakeModelServer, "_next_exchange"), "tests/fakes/model_server.py changed"
+
+
+class Model:
+    """The per-test fake model: ``plan`` its answers, then inspect what it was asked."""
+
+    def __init__(self, server: FakeModelServer) -> None:
+        self.server = server
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def plan(self, *exchanges: Mapping[str, Any]) -> None:
+        """Queue the model's next answers, in order (after those queued before)."""
+        self.server.enqueue(*exchanges)
+
+    @property
+    def used(self) -> bool:
+        """Did the agent talk to the fake Messages API at all?"""
+        return bool(self.server.requests)
+
+    async def wait_for_request(self, count: int = 1, timeout: float = 10.0) -> bool:
+        """Wait until the agent made ``count`` model requests in all; False on time-out."""
+        try:
+            await trio.to_thread.run_sync(self.server.wait_for_requests, count, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def request_count(self) -> int:
+        return len(self.server.requests)
+
+    def asked_text(self, start: int = 0) -> str:
+        """Everything the agent sent the model (request bodies, from request ``start`` on)."""
+        return "\n".join(r.raw_body.decode(errors="replace")
+                         for r in self.server.requests[start:])
+
+    def last_messages_text(self) -> str:
+        """The conversation (``messages``) of the latest model request, as JSON text."""
+        requests = [r for r in self.server.requests if isinstance(r.body, dict)]
+        return json.dumps(requests[-1].body.get("messages")) if requests else ""
+
+
+def slow_text(words: int = 60, delay: float = 0.05) -> dict[str, Any]:
+    """An answer that streams for a while (``words`` deltas, ``delay`` seconds apart)."""
+    return reply([f"word{i} " for i in range(words)], delay=delay)
+
+
+@dataclass(frozen=True)
+class ToolProfile:
+    name: str
+    write: Callable[[Path, str], tuple[str, dict[str, Any]]]
+    read: Callable[[Path], tuple[str, dict[str, Any]]]
+    shell: Callable[[str], tuple[str, dict[str, Any]]]
+
+    def call(self, call_id: str, tool: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+        """One model answer asking for one tool."""
+        name, arguments = tool
+        return reply(tool_uses=[ToolUse(call_id, name, arguments)])
+
+
+PROFILES = {
+    "iaccode": ToolProfile(
+        "iaccode",
+        write=lambda path, content: ("write_file", {"path": str(path), "content": content}),
+        read=lambda path: ("read_file", {"path": str(path)}),
+        shell=lambda command: ("bash", {"command": command}),
+    ),
+    "claude-code": ToolProfile(
+        "claude-code",
+        write=lambda path, content: ("Write", {"file_path": str(path), "content": content}),
+        read=lambda path: ("Read", {"file_path": str(path)}),
+        shell=lambda command: ("Bash", {"command": command, "description": "conformance"}),
+    ),
+}
+
+AGENT_PROFILES = {
+    "iaccode": "iaccode",
+    "@zed-industries/claude-agent-acp": "claude-code",
+    "@zed-industries/claude-code-acp": "claude-code",
+}
+"""``agentInfo.name`` -> profile, for agents whose tools the suite knows."""
+
+
+def profile_for(choice: str, init_result: Mapping[str, Any]) -> ToolProfile | None:
+    """The profile named by ``--tools`` (``auto``: by ``agentInfo.name``; ``none``: none)."""
+    if choice == "none":
+        return None
+    if choice != "auto":
+        return PROFILES[choice]
+    name = (init_result.get("agentInfo") or {}).get("name")
+    return PROFILES.get(AGENT_PROFILES.get(str(name), ""))
+
+
+# -- steps many tests share --------------------------------------------------------------
+
+STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+HISTORY_KINDS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk",
+                 "tool_call", "tool_call_update")
+"""Update kinds that replay a conversation."""
+
+
+def capability_or_na(agent: AgentConnection, path: str) -> Any:
+    """The advertised agent capability at ``path`` (``sessionCapabilities.fork``), or end
+    the test as n/a."""
+    value = agent.capability(path)
+    if value is None or value is False:
+        not_applicable(f"agent does not advertise {path}")
+    return value
+
+
+async def start(agent: AgentConnection, workspace: Path, **capabilities: Any) -> str:
+    """initialize (with these client capabilities) and open a session in ``workspace``."""
+    await agent.initialize(**capabilities)
+    return await agent.new_session(workspace)
+
+
+def stop_reason(answer: dict[str, Any]) -> str:
+    """The stopReason of a session/prompt answer; fails on an error answer."""
+    assert "result" in answer, f"session/prompt answered an error: {answer.get('error')}"
+    reason = (answer["result"] or {}).get("stopReason")
+    assert reason in STOP_REASONS, f"stopReason {reason!r} is not one of {sorted(STOP_REASONS)}"
+    return str(reason)
+
+
+def error_code(answer: dict[str, Any]) -> int | None:
+    """The error code of an answer (None when it is a result)."""
+    error = answer.get("error")
+    if not isinstance(error, dict):
+        return None
+    code = error.get("code")
+    return code if isinstance(code, int) else None
+
+
+def assert_error(answer: dict[str, Any], what: str, *codes: int) -> int:
+    """The answer is an error (with one of ``codes`` when given); returns the code."""
+    assert "error" in answer, f"{what}: expected an error, got result {answer.get('result')!r}"
+    code = error_code(answer)
+    assert code is not None, f"{what}: error without an integer code: {answer['error']!r}"
+    if codes:
+        assert code in codes, f"{what}: error code {code}, expected one of {list(codes)}"
+    return code
+
+
+def text_block(text: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "text", "text": text, **extra}
