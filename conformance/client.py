@@ -116,8 +116,8 @@ class ClientServices:
                                           stdin=subprocess.DEVNULL, check=False)
             output, exit_code = done.stdout, done.returncode
         limit = params.get("outputByteLimit")
-        truncated = limit is not None and len(output) > limit
-        if truncated:
+        truncated = limit is not None and len(output) > int(limit)
+        if limit is not None and truncated:
             output = output[-int(limit):]
         terminal_id = f"term_{len(self._terminals) + 1}"
         self._terminals[terminal_id] = {

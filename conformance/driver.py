@@ -87,7 +87,8 @@ def _unstable_methods() -> frozenset[str]:
 
 
 class SchemaRouter:
-    """Feeds both checkers and picks, per message, the verdict of the right schema."""
+    """Tells both checkers what the client sent; checks each agent message with one of them
+    (the same one for a request and its answer, so each keeps its pending ids right)."""
 
     def __init__(self) -> None:
         self.stable = WireChecker(unstable=False)
@@ -113,11 +114,9 @@ class SchemaRouter:
                 method = message["method"]
             elif "id" in message and message.get("id") is not None:
                 method = self._client_requests.pop(_id_key(message["id"]), None)
-        stable = self.stable.agent_sent(message)
-        unstable = self.unstable.agent_sent(message)
         if method in self._unstable_only:
-            return "unstable", unstable
-        return "stable", stable
+            return "unstable", self.unstable.agent_sent(message)
+        return "stable", self.stable.agent_sent(message)
 
 
 def _id_key(value: Any) -> tuple[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -16,7 +17,7 @@ CANCEL_DEADLINE = 5.0
 """Seconds a cancelled turn may take to answer."""
 
 
-async def streaming_turn(agent: AgentConnection, session: str, model: Model) -> int:
+async def streaming_turn(agent: AgentConnection, session: str, model: Model) -> Any:
     """Start a prompt whose model answer streams for seconds; wait for its first chunk
     (n/a when the agent does not stream that answer)."""
     request_id = await agent.send_request("session/prompt", {
@@ -35,8 +36,8 @@ async def streaming_turn(agent: AgentConnection, session: str, model: Model) -> 
     return request_id
 
 
-async def cancelled_answer(agent: AgentConnection, session: str, request_id: int
-                           ) -> list[dict]:
+async def cancelled_answer(agent: AgentConnection, session: str, request_id: Any
+                           ) -> list[dict[str, Any]]:
     """Cancel; the prompt must answer `cancelled` promptly. Returns what came before."""
     await agent.notify("session/cancel", {"sessionId": session})
     answer, before = await agent.response(request_id, timeout=CANCEL_DEADLINE)
