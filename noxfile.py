@@ -1,11 +1,12 @@
 """Daily commands: `nox -s tests lint typecheck` (what CI runs), `nox -s conformance`;
-`nox -s bench` for the benchmarks (not run by default)."""
+`nox -s bench` for the benchmarks (not run by default); `nox -s adversarial` (`-- --soak` for
+the long run)."""
 
 from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "conformance", "lint", "typecheck"]
+nox.options.sessions = ["tests", "conformance", "lint", "typecheck", "adversarial"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHON = ["3.11"]
@@ -49,3 +50,12 @@ def bench(session: nox.Session) -> None:
     table in README.md. See tests/bench/."""
     session.install("-e", ".", "psutil>=5.9")
     session.run("python", "-m", "tests.bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def adversarial(session: nox.Session) -> None:
+    """A hostile client, a hostile model, faults, kill -9 and load against a real `iaccode acp`
+    (tests/adversarial; under 4 minutes). `-- --soak` runs longer: 10x the examples, 200 kills,
+    3 minutes of load. Writes its figures to .adversarial/figures.json (README, Reliability)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "tests/adversarial", *session.posargs)

@@ -1,0 +1,89 @@
+"""The adversarial suite's figures as the README's Reliability table.
+
+    python -m tests.adversarial.figures            print the table from .adversarial/figures.json
+    python -m tests.adversarial.figures --readme   also put it in README.md, between the markers
+
+``nox -s adversarial`` writes the JSON; this only formats it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURES = ROOT / ".adversarial" / "figures.json"
+BEGIN = "<!-- adversarial-figures-begin -->"
+END = "<!-- adversarial-figures-end -->"
+
+ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
+    ("protocol", "hostile client (raw lines, Hypothesis)", [
+        ("cases", "{:,} cases"), ("lines_received", "{:,} lines checked on stdout"),
+        ("methods_with_wrong_params", "wrong params for {} routed methods"),
+        ("over_long_line_mib_discarded", "{} MiB over-long line discarded"),
+        ("over_long_line_rss_growth_kib", "RSS +{:,} KiB meanwhile")]),
+    ("files_and_commands", "hostile model: files and commands", [
+        ("path_escape_calls", "{} path escapes, all asked"),
+        ("special_file_calls", "{} calls on special files"),
+        ("command_cases", "{} hostile commands"),
+        ("processes_checked_dead", "{} started processes checked dead"),
+        ("secret_variables_checked", "{} secret variables kept out"),
+        ("known_limitation_setsid_escapee", "setsid escapee: {}")]),
+    ("web_fetch", "hostile model: web_fetch", [
+        ("urls_refused_through_the_agent", "{} internal URLs refused, 0 connections"),
+        ("address_disguises_checked", "{} IPv6 disguises checked")]),
+    ("malformed_tool_calls", "hostile model: malformed tool calls", [
+        ("cases", "{} kinds, none executed")]),
+    ("model_faults", "model faults", [
+        ("faults_injected", "{} faults injected"), ("cancels", "{} cancel points"),
+        ("slowest_cancel_seconds", "slowest cancel {} s")]),
+    ("persistence", "kill -9", [
+        ("kills_survived", "{} kills survived"), ("sessions", "{} sessions"),
+        ("session_loads", "{} loads"), ("turns_interrupted", "{} turns interrupted"),
+        ("torn_history_tails_seen", "{} torn tails repaired")]),
+    ("load", "load", [
+        ("sessions", "{} sessions at once"), ("prompts", "{:,} prompts"),
+        ("updates", "{:,} updates"), ("model_requests", "{:,} model requests"),
+        ("prompts_per_second", "{} prompts/s"), ("rss_growth_kib", "RSS +{:,} KiB")]),
+    ("regressions", "regression tests (one per bug found)", [("cases", "{} cases")]),
+]
+
+
+def table(data: dict[str, Any]) -> str:
+    run = data.get("run", {})
+    lines = [f"`nox -s adversarial{' -- --soak' if run.get('soak') else ''}` on "
+             f"{run.get('finished', '?')} ({run.get('seconds', '?')} s, exit status "
+             f"{run.get('exit_status', '?')}):", "",
+             "| area | tests | figures |", "|---|---|---|"]
+    categories = data.get("categories", {})
+    for key, title, figures in ROWS:
+        category = categories.get(key)
+        if category is None:
+            continue
+        tests = ", ".join(f"{n} {outcome}" for outcome, n in sorted(
+            category.get("tests", {}).items()))
+        shown = [form.format(category[name]) for name, form in figures if name in category]
+        lines.append(f"| {title} | {tests} | {'; '.join(shown)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    data = json.loads(FIGURES.read_text())
+    text = table(data)
+    print(text, end="")
+    if "--readme" in argv:
+        readme = ROOT / "README.md"
+        content = readme.read_text()
+        if BEGIN not in content or END not in content:
+            print("README.md has no adversarial figures markers; not updated", file=sys.stderr)
+            return 1
+        head, rest = content.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,61 @@
+"""Loaded into every agent the adversarial suite spawns (PYTHONPATH): a safety net that keeps
+the machine's traffic on loopback even if a bug under test would send it elsewhere.
+
+An audit hook refuses (PermissionError, an OSError the agent treats as a failed connection)
+``connect`` to any address that is not loopback, and name lookups of anything but a numeric
+address or ``localhost`` (a DNS query would leave the machine). Each refusal is appended to
+``$IAC_ADV_GUARD_LOG``; the suite fails a test whose agent tried.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+
+_LOG = os.environ.get("IAC_ADV_GUARD_LOG")
+
+
+def _numeric(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+        return True
+    except ValueError:
+        pass
+    try:
+        socket.inet_aton(host)  # the forms getaddrinfo reads without DNS: 127.1, 0x7f000001
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse(what: str) -> None:
+    if _LOG:
+        with open(_LOG, "a") as log:
+            log.write(f"{os.getpid()} {what}\n")
+    raise PermissionError(f"adversarial guard: {what} refused (loopback only)")
+
+
+def _hook(event: str, args: tuple[object, ...]) -> None:
+    if event == "socket.connect":
+        address = args[1]
+        if (isinstance(address, tuple) and address and isinstance(address[0], str)
+                and not _loopback(address[0])):
+            _refuse(f"connect {address!r}")
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+        if isinstance(host, bytes):
+            host = host.decode("ascii", "replace")
+        if isinstance(host, str) and host not in ("localhost", "") and not _numeric(host):
+            _refuse(f"getaddrinfo {host!r}")
+
+
+sys.addaudithook(_hook)
