@@ -17,6 +17,10 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[tools] bash_max_timeout`|                                 | 600       | seconds, > 0          |
 | `[tools] web_timeout`     |                                 | 30        | seconds, > 0          |
 | `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
+| `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
+
+``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
+loopback, private or link-local addresses: an intranet documentation server, say.
 
 Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
 ``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``.
@@ -98,7 +102,7 @@ class Config:
     """At shutdown, how long cancelled work may take to answer before it is cut off."""
     tool_limits: ToolLimits = field(factory=ToolLimits)
     """Bounds on tool calls; config.toml's ``[tools]`` table sets bash_timeout,
-    bash_max_timeout, web_timeout and output_chars."""
+    bash_max_timeout, web_timeout, output_chars and web_allowed_hosts."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -156,6 +160,15 @@ def _share(value: float) -> str | None:
     return None if 0 < value <= 1 else "must be more than 0 and at most 1"
 
 
+def _host_ports(hosts: frozenset[str]) -> str | None:
+    """Each entry is ``host:port`` (``[v6]:port`` for IPv6) with a port from 1 to 65535."""
+    for entry in sorted(hosts):
+        host, _, port = entry.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return f"must hold \"host:port\" entries, like \"docs.intranet:443\"; {entry!r} is not"
+    return None
+
+
 def _log_level(value: str) -> str | None:
     return _one_of(tuple(logging.getLevelNamesMapping()))(value.upper())
 
@@ -181,10 +194,12 @@ TOOL_SETTINGS: dict[str, _Setting] = {
     "bash_max_timeout": _Setting("bash_max_timeout", None, float, _positive),
     "web_timeout": _Setting("web_timeout", None, float, _positive),
     "output_chars": _Setting("output_chars", None, int, _at_least(1)),
+    "web_allowed_hosts": _Setting("web_allowed_hosts", None, frozenset, _host_ports),
 }
 """ToolLimits attribute -> its key in config.toml's ``[tools]`` table."""
 
-_KIND_NAMES = {int: "an integer", float: "a number", str: "a string"}
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string",
+               frozenset: "an array of strings"}
 
 
 def _type_name(value: object) -> str:
@@ -197,6 +212,10 @@ def _type_name(value: object) -> str:
 
 def _from_value(label: str, value: object, setting: _Setting) -> Any:
     """A typed value (from TOML or Python) checked; ``label`` starts the message."""
+    if setting.kind is frozenset:  # from TOML: an array of strings
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{label}must be {_KIND_NAMES[frozenset]}, got {value!r}")
+        value = frozenset(v.lower() for v in value)  # host names are case-insensitive
     kinds = (int, float) if setting.kind is float else (setting.kind,)
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")

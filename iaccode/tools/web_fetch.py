@@ -9,8 +9,9 @@ vetted address itself, not to the name again, so a DNS answer cannot change betw
 and the connect (DNS rebinding); that is why the HTTP exchange is done here, with h11 over a trio
 stream, and TLS checks the certificate against the host name the URL gave.
 
-``ToolLimits.web_allowed_hosts`` exempts exact ``host:port`` pairs from the address refusal
-(tests serve pages on 127.0.0.1); a redirect to any other host or port is vetted as usual.
+``ToolLimits.web_allowed_hosts`` (config.toml ``[tools] web_allowed_hosts``) exempts exact
+``host:port`` pairs from the address refusal (an intranet server; tests serve pages on
+127.0.0.1); a redirect to any other host or port is vetted as usual.
 
 What comes back is text: HTML made readable (markdown-ish, scripts, styles and hidden elements
 dropped), plain text and JSON as they are. It is wrapped in an ``<untrusted_web_content>``

@@ -334,12 +334,7 @@ class LineAgent:
         """Write ``data`` while reading whatever the agent writes meanwhile (a peer that does
         not read could otherwise deadlock us both). ``expect``: register the answers owed."""
         if expect:
-            for key, method in expected_answers(data):
-                if key[0] == "maybe":
-                    self.maybe[key[1]] += 1
-                    continue
-                self.owed[key] += 1
-                self._methods.setdefault(key, []).append(method)
+            self.expect(data)
         view = memoryview(data)
         deadline = time.monotonic() + timeout
         while view:
@@ -357,6 +352,15 @@ class LineAgent:
                 except BrokenPipeError:
                     raise self._died() from None
                 view = view[written:]
+
+    def expect(self, data: bytes) -> None:
+        """Register the answers the agent owes for ``data`` (whole lines)."""
+        for key, method in expected_answers(data):
+            if key[0] == "maybe":
+                self.maybe[key[1]] += 1
+                continue
+            self.owed[key] += 1
+            self._methods.setdefault(key, []).append(method)
 
     def send_message(self, message: Any, **kwargs: Any) -> None:
         self.send(json.dumps(message).encode() + b"\n", **kwargs)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from iaccode.llm.script import hang, reply
 from iaccode.server.routes import NOTIFICATIONS, REQUESTS
 from tests.adversarial.conftest import Figures
-from tests.adversarial.support import LineAgent, rss_kib, scripted_env
+from tests.adversarial.support import NULL_ID, LineAgent, rss_kib, scripted_env
 
 CATEGORY = "protocol"
 INIT = {"protocolVersion": 1, "clientCapabilities": {},
@@ -431,6 +431,65 @@ def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path,
             assert len(answers) == 2 and answers[-1]["result"]["stopReason"] == "cancelled"
         deep_probe(agent, workspace)
         finish(agent, figures, 2)
+
+
+# -- chunking ----------------------------------------------------------------------------------
+
+
+def mixed_stream(tag: str) -> bytes:
+    """Lines of every kind the reader must cut right: answered, refused, malformed, ignored;
+    CRLF, blank lines, multi-byte UTF-8 and invalid UTF-8 among them."""
+    def line(message: dict[str, Any]) -> bytes:
+        return json.dumps(message, ensure_ascii=False).encode()
+
+    return b"\n".join([
+        line({"jsonrpc": "2.0", "id": f"{tag}:1", "method": "session/list", "params": {}}),
+        line({"jsonrpc": "2.0", "id": f"{tag}:2", "method": "session/list",
+              "params": {"cwd": "/tmp/\u00fcn\u00ef/\U0001f642/\u4e2d"}}) + b"\r",
+        b"",
+        b'{"jsonrpc": "2.0", "id": "' + tag.encode() + b':3", "method"',
+        line({"jsonrpc": "2.0", "id": f"{tag}:4", "method": "nope/\u00e9", "params": {}}),
+        line({"jsonrpc": "2.0", "method": "session/cancel",
+              "params": {"sessionId": "sess_" + "0" * 32}}),
+        line({"jsonrpc": "2.0", "id": f"{tag}:5", "method": "session/prompt",
+              "params": {"sessionId": 5}}),
+        b'{"jsonrpc": "2.0", "id": "' + tag.encode() + b':6", "method": "\xff\xfe"}',
+        line({"jsonrpc": "2.0", "id": f"never-sent-{tag}", "result": None}),
+        b"   ",
+        line({"jsonrpc": "2.0", "id": f"{tag}:7", "method": "initialize", "params": INIT}),
+    ]) + b"\n"
+
+
+def test_a_stream_split_at_every_byte_boundary_parses_the_same(
+        tmp_path: Path, figures: Figures) -> None:
+    """The same stream, sent whole, in two pieces cut at every byte boundary, and one byte at
+    a time: the same answers every time (ids aside), and nothing else."""
+    with agent_for(tmp_path, "chunks") as agent:
+        agent.call("initialize", INIT)
+
+        def answers(tag: str, pieces: list[bytes], pause: float) -> list[Any]:
+            keys = [NULL_ID] + [("str", f"{tag}:{n}") for n in range(1, 8)]
+            before = {key: len(agent.answers.get(key, [])) for key in keys}
+            agent.expect(b"".join(pieces))
+            for piece in pieces:
+                agent.send(piece, expect=False)
+                time.sleep(pause)  # the agent reads each piece on its own
+            agent.settle()
+            return [[{k: v for k, v in a.items() if k != "id"}
+                     for a in agent.answers.get(key, [])[before[key]:]] for key in keys]
+
+        whole = answers("w", [mixed_stream("w")], 0)
+        assert [len(a) for a in whole] == [2, 1, 1, 0, 1, 1, 0, 1], whole
+        cuts = 0
+        for cut in range(1, len(mixed_stream("s"))):
+            data = mixed_stream("s")
+            assert answers("s", [data[:cut], data[cut:]], 0.001) == whole, f"cut at byte {cut}"
+            cuts += 1
+        data = mixed_stream("b")
+        assert answers("b", [data[i:i + 1] for i in range(len(data))], 0.0005) == whole
+        agent.probe()
+        finish(agent, figures, cuts + 2)
+    figures.add(CATEGORY, "byte_boundaries_cut", cuts + len(data) - 1)
 
 
 # -- size and depth ----------------------------------------------------------------------------

@@ -89,6 +89,24 @@ def test_partial_tools_table_keeps_other_limits(tmp_path: Path) -> None:
     assert config.tool_limits == ToolLimits(output_chars=99)
 
 
+def test_web_allowed_hosts_from_the_file(tmp_path: Path) -> None:
+    config = Config.from_env(home_with(
+        tmp_path, '[tools]\nweb_allowed_hosts = ["Docs.Intranet:443", "[fd00::1]:8080"]\n'))
+    assert config.tool_limits.web_allowed_hosts == {"docs.intranet:443", "[fd00::1]:8080"}
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ('"docs:443"', "tools.web_allowed_hosts must be an array of strings, got 'docs:443'"),
+    ("[443]", "tools.web_allowed_hosts must be an array of strings, got [443]"),
+    ('["docs"]', "\"host:port\" entries, like \"docs.intranet:443\"; 'docs' is not"),
+    ('["docs:0"]', "'docs:0' is not"),
+    ('[":80"]', "':80' is not"),
+])
+def test_bad_web_allowed_hosts_are_named(tmp_path: Path, value: str, expected: str) -> None:
+    message = config_error(home_with(tmp_path, f"[tools]\nweb_allowed_hosts = {value}\n"))
+    assert expected in message
+
+
 def test_integer_threshold_is_a_float(tmp_path: Path) -> None:
     config = Config.from_env(home_with(tmp_path, "compaction_threshold = 1\n"))
     assert config.compaction_threshold == 1.0

@@ -5,6 +5,10 @@ An audit hook refuses (PermissionError, an OSError the agent treats as a failed 
 ``connect`` to any address that is not loopback, and name lookups of anything but a numeric
 address or ``localhost`` (a DNS query would leave the machine). Each refusal is appended to
 ``$IAC_ADV_GUARD_LOG``; the suite fails a test whose agent tried.
+
+``$IAC_ADV_GUARD_HOSTS`` (``name=address[,address]; ...``) is a fake DNS: those names resolve
+to those addresses without a query, so a test can name an internal address the way an attacker
+would, with a host name that resolves there.
 """
 
 from __future__ import annotations
@@ -58,4 +62,23 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
             _refuse(f"getaddrinfo {host!r}")
 
 
+def _fake_dns(table: str) -> None:
+    names = {}
+    for entry in filter(None, (e.strip() for e in table.split(";"))):
+        name, _, addresses = entry.partition("=")
+        names[name.lower()] = [a.strip() for a in addresses.split(",")]
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+        key = host.decode("ascii", "replace") if isinstance(host, bytes) else host
+        if isinstance(key, str) and key.lower().rstrip(".") in names:
+            return [info for address in names[key.lower().rstrip(".")]
+                    for info in real(address, port, *args, **kwargs)]
+        return real(host, port, *args, **kwargs)
+
+    socket.getaddrinfo = getaddrinfo
+
+
+if os.environ.get("IAC_ADV_GUARD_HOSTS"):
+    _fake_dns(os.environ["IAC_ADV_GUARD_HOSTS"])
 sys.addaudithook(_hook)
