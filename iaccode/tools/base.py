@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -100,6 +100,15 @@ class ToolContext:
     report: Callable[[ToolCallProgress], Awaitable[None]]
     """Send a live ``tool_call_update`` for this call (e.g. terminal content as it starts)."""
     terminal: ClientTerminal | None = None
+    resolved: Mapping[str, Path] = field(factory=dict)
+    """The real path each of the call's paths (as the model wrote it) named when the permission
+    check judged it. The tool works on these, not on a fresh resolution: a symlink swapped since
+    the check cannot send it somewhere that was not checked (or shown to the user)."""
+
+    def path(self, raw: str) -> Path:
+        """The real path for ``raw``: the one the permission check judged, else resolved now."""
+        judged = self.resolved.get(raw)
+        return judged if judged is not None else resolve_path(self.cwd, raw)
 
 
 class Tool(ABC):
@@ -133,7 +142,11 @@ class Tool(ABC):
 
 
 def resolve_path(cwd: Path, raw: str) -> Path:
-    """The real path a model-given path names (relative to cwd; symlinks resolved)."""
+    """The real path a model-given path names (relative to cwd; symlinks resolved).
+
+    Resolve once per call (the tool runner does, before the permission check) and use that
+    path: resolving again later may give another answer if a symlink was swapped meanwhile.
+    """
     return Path(os.path.realpath(cwd / os.path.expanduser(raw)))
 
 

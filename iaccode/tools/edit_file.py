@@ -14,7 +14,7 @@ import trio
 from attrs import frozen
 
 from iaccode.protocol.tool_calls import DiffContent
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
 from iaccode.tools.local_files import display_path
 
 _WHITESPACE = re.compile(r"\s+")
@@ -87,7 +87,7 @@ class EditFile(Tool):
         return [args.path]
 
     async def run(self, args: EditFileInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_path(ctx.cwd, args.path)
+        path = ctx.path(args.path)
         shown = display_path(path, ctx.cwd)
         if not args.old_string:
             raise ToolFailure("old_string is empty. To create a file or replace all of its "

@@ -6,6 +6,10 @@ The pattern is matched here, in Python, for both: ``rg --glob`` would do it fast
 ``--glob`` overrides .gitignore (``--glob '*.log'`` lists ignored logs, ``--glob '*'`` enters
 ignored folders), so rg only lists the files that are not ignored. What rg lists is checked
 against :class:`GitIgnores` as well, so both ways follow the same rules.
+
+Symbolic links in the tree are never followed (rg runs without ``--follow``; the walk skips
+links), so a link to a folder outside the project leads nowhere. The folder searched is the
+real path the permission check judged (``ToolContext.path``), not a fresh resolution.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import TypeVar
 import trio
 from attrs import frozen
 
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
 from iaccode.tools.list_files import GitIgnores, glob_spec, walk_files
 from iaccode.tools.local_files import display_path
 
@@ -203,7 +207,7 @@ class Glob(Tool):
         return [args.path or "."]
 
     async def run(self, args: GlobInput, ctx: ToolContext) -> ToolResult:
-        root = resolve_path(ctx.cwd, args.path or ".")
+        root = ctx.path(args.path or ".")
         shown_root = display_path(root, ctx.cwd)
         if not await trio.to_thread.run_sync(root.is_dir):
             missing = not await trio.to_thread.run_sync(root.exists)

@@ -3,6 +3,8 @@
 ripgrep does the searching when it is there (see :mod:`iaccode.tools.glob`); otherwise, and for
 patterns rg's regex engine refuses but Python's accepts (look-around, backreferences), Python's
 ``re`` searches line by line. Output is in path order either way, so it is the same both ways.
+As with glob, links in the tree are not followed, and the path searched is the real path the
+permission check judged.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from iaccode.tools.base import (
     ToolFailure,
     ToolLimits,
     ToolResult,
-    resolve_path,
 )
 from iaccode.tools.glob import RG_IGNORE_FLAGS, find_rg, in_worker, join_display, run_rg
 from iaccode.tools.list_files import GitIgnores, glob_spec, walk_files
@@ -195,7 +196,7 @@ class Grep(Tool):
             raise ToolFailure(f"max_results must be at least 1, not {args.max_results}.")
         limit = ctx.limits.search_max_results
         cap = min(args.max_results or limit, 10 * limit)
-        target = resolve_path(ctx.cwd, args.path or ".")
+        target = ctx.path(args.path or ".")
         try:
             mode = (await trio.to_thread.run_sync(os.stat, target)).st_mode
         except OSError as exc:

@@ -1,5 +1,9 @@
 """list_files: one directory's entries, without what .gitignore leaves out.
 
+The directory is the real path the permission check judged, opened without following a
+symbolic link (:func:`~iaccode.tools.local_files.open_verified`); its entries are listed, never
+entered, so a link in it (to a folder outside, say) is only named.
+
 Also the .gitignore rules and the ignore-aware walk that glob and grep share (their pure-Python
 fallback walks with it; their ripgrep path filters with it).
 """
@@ -22,8 +26,8 @@ from iaccode.tools.base import (
     ToolFailure,
     ToolResult,
     is_inside,
-    resolve_path,
 )
+from iaccode.tools.local_files import open_verified
 
 GIT_DIR = ".git"
 MAX_SCAN = 100_000
@@ -179,10 +183,21 @@ class _Listing:
 
 def _list(folder: Path, cwd: Path, cap: int) -> _Listing:
     ignores = GitIgnores(folder, cwd)
+    # Opened without following a link anywhere on the way: the folder judged is the one read.
+    fd = open_verified(folder, os.O_RDONLY | os.O_DIRECTORY, "list")
+    try:
+        names, hidden, total, complete = _scan(fd, ignores)
+    finally:
+        os.close(fd)  # after the scan: its entries stat relative to it
+    names.sort()
+    return _Listing(names[:cap], hidden, total, complete)
+
+
+def _scan(fd: int, ignores: GitIgnores) -> tuple[list[str], int, int, bool]:
     names: list[str] = []
     hidden = total = 0
     complete = True
-    with os.scandir(folder) as found:
+    with os.scandir(fd) as found:
         for entry in found:
             if total + hidden >= MAX_SCAN:
                 complete = False
@@ -198,8 +213,7 @@ def _list(folder: Path, cwd: Path, cap: int) -> _Listing:
                 continue
             total += 1
             names.append(entry.name + ("/" if is_dir else ""))
-    names.sort()
-    return _Listing(names[:cap], hidden, total, complete)
+    return names, hidden, total, complete
 
 
 class ListFiles(Tool):
@@ -231,7 +245,7 @@ class ListFiles(Tool):
         return [args.path]
 
     async def run(self, args: ListFilesInput, ctx: ToolContext) -> ToolResult:
-        folder = resolve_path(ctx.cwd, args.path)
+        folder = ctx.path(args.path)
         cap = ctx.limits.search_max_results
         try:
             listing = await trio.to_thread.run_sync(_list, folder, ctx.cwd, cap,

@@ -11,15 +11,27 @@ Writing is atomic: the text goes to a temporary file beside the target, is flush
 then renamed over the target, keeping the old file's permission bits. A write that fails or is
 cancelled removes its temporary file and leaves the old file as it was.
 
+Paths given here are real paths (:func:`~iaccode.tools.base.resolve_path`), the very ones the
+permission check judged, and they are opened without following a symbolic link anywhere: from
+``/``, one folder at a time, each opened with ``O_NOFOLLOW`` relative to the descriptor of the
+one before (missing folders of a write are made the same way), then the file itself with
+``O_NOFOLLOW``. A link met on the way means the path changed after it was checked (a folder or
+the file swapped for a symlink that may lead out of the project): the call is refused ("changed
+while being opened"), never carried out somewhere else. A write keeps the folder's descriptor:
+its temporary file is created in it and renamed within it (``dir_fd``), so swapping the folder
+afterwards cannot redirect the write either.
+
 Disk work runs in worker threads, never on the trio loop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -55,6 +67,82 @@ def _kind_refusal(mode: int) -> str | None:
     return "is not a regular file"
 
 
+_DIR_FLAGS = (os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+              | getattr(os, "O_PATH", os.O_RDONLY))  # O_PATH: search permission is enough
+"""How each folder on the way to a file is opened: never through a symbolic link."""
+
+
+def changed(path: Path, verb: str) -> ToolFailure:
+    return ToolFailure(f"Cannot {verb} {path}: it changed while being opened (part of the path "
+                       "is now a symbolic link, which may lead somewhere that was not checked): "
+                       "refused.")
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_dir_at(dir_fd: int, name: str, path: Path, verb: str, create: bool) -> int:
+    try:
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, dir_fd=dir_fd)
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(name, dir_fd):
+            raise changed(path, verb) from exc
+        raise
+
+
+def open_parent(path: Path, verb: str, create: bool = False) -> int:
+    """A descriptor of the folder holding the real path ``path``, reached from ``/`` without
+    following a symbolic link (a link on the way: :func:`changed`); ``create`` makes missing
+    folders. Raises OSError as opening would (FileNotFoundError, NotADirectoryError, ...)."""
+    if not path.is_absolute():
+        raise ValueError(f"not an absolute path: {path}")
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for name in path.parent.parts[1:]:
+            inner = _open_dir_at(fd, name, path, verb, create)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_verified(path: Path, flags: int, verb: str,
+                  check: Callable[[os.stat_result], None] | None = None) -> int:
+    """Open the real path ``path`` with ``flags`` following no symbolic link on the way (see
+    the module's docstring). ``check`` sees the entry's ``lstat`` before it is opened (to
+    refuse FIFOs and devices unopened); a link there is refused as :func:`changed`."""
+    if not path.name:  # the root folder itself
+        return os.open(path, flags | os.O_CLOEXEC)
+    parent = open_parent(path, verb)
+    try:
+        if check is not None:
+            st = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                raise changed(path, verb)
+            check(st)
+        try:
+            return os.open(path.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        except OSError as exc:
+            if _is_link(path.name, parent):
+                raise changed(path, verb) from exc
+            raise
+    finally:
+        os.close(parent)
+
+
 def _os_failure(exc: OSError, path: Path, verb: str) -> ToolFailure:
     if verb == "read" and isinstance(exc, FileNotFoundError | NotADirectoryError):
         return ToolFailure(f"File not found: {path}")
@@ -85,9 +173,8 @@ class LocalFiles:
 
     def _read(self, path: Path) -> str:
         try:
-            self._check(os.stat(path), path)
-            flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
-            fd = os.open(path, flags)
+            flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+            fd = open_verified(path, flags, "read", lambda st: self._check(st, path))
         except OSError as exc:
             raise _os_failure(exc, path, "read") from exc
         try:
@@ -119,7 +206,7 @@ class LocalFiles:
 
     async def write_text(self, path: Path, text: str) -> None:
         data = text.encode("utf-8")
-        target, fd, temp = await trio.to_thread.run_sync(_open_temp, path)
+        folder, fd, temp = await trio.to_thread.run_sync(_open_temp, path)
         try:
             try:
                 view = memoryview(data)
@@ -129,48 +216,59 @@ class LocalFiles:
                 await trio.to_thread.run_sync(os.fsync, fd)
             finally:
                 os.close(fd)
-            await trio.to_thread.run_sync(_commit, temp, target)
+            await trio.to_thread.run_sync(_commit, folder, temp, path.name)
         except BaseException as exc:
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                os.unlink(temp, dir_fd=folder)
             if isinstance(exc, OSError):
                 raise _os_failure(exc, path, "write") from exc
             raise
+        finally:
+            os.close(folder)
 
 
-def _open_temp(path: Path) -> tuple[Path, int, Path]:
-    """The real target, and a new empty temporary file beside it (descriptor and path)."""
-    target = Path(os.path.realpath(path))  # writing through a symlink writes its target
+def _open_temp(path: Path) -> tuple[int, int, str]:
+    """The descriptor of the real path's folder (made if missing), and a new empty temporary
+    file in it (descriptor and name)."""
+    if not path.name:
+        raise ToolFailure(f"Cannot write {path}: it {_kind_refusal(stat.S_IFDIR)}.")
     try:
-        existing: os.stat_result | None = os.stat(target)
-    except (FileNotFoundError, NotADirectoryError):
-        existing = None
-    except OSError as exc:
-        raise _os_failure(exc, path, "write") from exc
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        raise ToolFailure(f"Cannot write {path}: it {_kind_refusal(existing.st_mode)}.")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        folder = open_parent(path, "write", create=True)
     except (FileExistsError, NotADirectoryError) as exc:
         raise ToolFailure(f"Cannot write {path}: a parent of it is a file, not a "
                           "directory.") from exc
     except OSError as exc:
         raise _os_failure(exc, path, "write") from exc
-    temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
     try:
+        try:
+            existing: os.stat_result | None = os.stat(path.name, dir_fd=folder,
+                                                      follow_symlinks=False)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None and stat.S_ISLNK(existing.st_mode):
+            raise changed(path, "write")
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            raise ToolFailure(f"Cannot write {path}: it {_kind_refusal(existing.st_mode)}.")
+        temp = f".{path.name}.{secrets.token_hex(6)}.tmp"
         # 0o666 less the umask, as a new file would get; an existing file's mode is kept.
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o666, dir_fd=folder)
     except OSError as exc:
+        os.close(folder)
         raise _os_failure(exc, path, "write") from exc
+    except BaseException:
+        os.close(folder)
+        raise
     if existing is not None:
         try:
             os.fchmod(fd, stat.S_IMODE(existing.st_mode))
         except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                os.unlink(temp, dir_fd=folder)
+            os.close(folder)
             raise _os_failure(exc, path, "write") from exc
-    return target, fd, temp
+    return folder, fd, temp
 
 
 def _write_all(fd: int, data: memoryview) -> None:
@@ -179,10 +277,12 @@ def _write_all(fd: int, data: memoryview) -> None:
         data = data[written:]
 
 
-def _commit(temp: Path, target: Path) -> None:
-    os.replace(temp, target)
+def _commit(folder: int, temp: str, name: str) -> None:
+    """Rename ``temp`` over ``name``, both in the folder ``folder`` was opened on (a link put
+    at ``name`` meanwhile is replaced, never followed)."""
+    os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     with contextlib.suppress(OSError):  # make the rename itself durable, where supported
-        dir_fd = os.open(target.parent, os.O_RDONLY | os.O_CLOEXEC)
+        dir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)
         try:
             os.fsync(dir_fd)
         finally:

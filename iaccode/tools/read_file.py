@@ -15,7 +15,6 @@ from iaccode.tools.base import (
     ToolFailure,
     ToolLimits,
     ToolResult,
-    resolve_path,
 )
 from iaccode.tools.local_files import display_path
 
@@ -98,7 +97,7 @@ class ReadFile(Tool):
             raise ToolFailure(f"offset is a line number starting at 1, not {args.offset}.")
         if args.limit is not None and args.limit < 1:
             raise ToolFailure(f"limit must be at least 1, not {args.limit}.")
-        path = resolve_path(ctx.cwd, args.path)
+        path = ctx.path(args.path)
         lines = split_lines(await ctx.files.read_text(path))
         shown_path = display_path(path, ctx.cwd)
         total = len(lines)

@@ -14,7 +14,7 @@ import trio
 from attrs import frozen
 
 from iaccode.protocol.tool_calls import DiffContent
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
 from iaccode.tools.local_files import display_path
 
 
@@ -75,7 +75,7 @@ class WriteFile(Tool):
         return [args.path]
 
     async def run(self, args: WriteFileInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_path(ctx.cwd, args.path)
+        path = ctx.path(args.path)
         shown = display_path(path, ctx.cwd)
         old = await read_existing(ctx, path, shown)
         await ctx.files.write_text(path, args.content)

@@ -6,13 +6,17 @@
 Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
+
+The real paths judged here are resolved once by the tool runner, shown to the user in the
+question, and handed to the tool, which opens exactly those (see
+:mod:`iaccode.tools.local_files`): a symlink swapped after the check cannot redirect the call.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +69,10 @@ class Verdict:
     """For REFUSE: what the model is told."""
 
 
-def decide(tool: Tool, args: Any, *, mode: str, cwd: Path,
-           remembered: dict[str, bool]) -> Verdict:
-    """What to do with one call, before running it."""
+def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
+           resolved: Mapping[str, Path] | None = None) -> Verdict:
+    """What to do with one call, before running it. ``resolved`` holds the call's paths as
+    resolved for running it (the same answer must be judged and used); others resolve now."""
     if mode == "plan" and not tool.read_only:
         return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
                        "Describe the change instead, or ask the user to switch modes.")
@@ -75,7 +80,9 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path,
         return Verdict(Decision.REFUSE, DENIED)
     if mode == "bypass" or remembered.get(tool.name) is True:
         return Verdict(Decision.RUN)
-    inside = all(is_inside(resolve_path(cwd, raw), cwd) for raw in tool.paths(args))
+    resolved = resolved or {}
+    inside = all(is_inside(resolved.get(raw) or resolve_path(cwd, raw), cwd)
+                 for raw in tool.paths(args))
     if tool.read_only and inside:
         return Verdict(Decision.RUN)
     if mode == "accept_edits" and tool.kind == "edit" and inside:

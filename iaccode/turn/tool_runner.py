@@ -5,6 +5,11 @@
       -> tool_call_update (in_progress)
       -> tool_call_update (completed | failed: rawOutput, content)
 
+Each call's paths are resolved to real paths once: the permission check judges them, the
+question shows them, and the tool works on them (``ToolContext.resolved``), so a symlink swapped
+in between cannot redirect a call that was judged inside the project (or approved for one path)
+to somewhere else.
+
 Read-only calls that need no question run concurrently (bounded); everything else runs one at
 a time, in order. Results go back to the model in the order it asked. A call we cannot run
 (unknown tool, input that is not valid JSON or does not fit the tool) is answered with an
@@ -14,6 +19,7 @@ error and never executed.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -126,12 +132,13 @@ class ToolRunner:
                                       f"Invalid input for {name}: {problems}. Not run.")
 
         title = tool.title(args)
-        locations = [ToolCallLocation(str(resolve_path(env.cwd, raw)))
-                     for raw in tool.paths(args)] or None
+        # Resolved once: what is judged, shown and used must be the same real path.
+        resolved = {raw: resolve_path(env.cwd, raw) for raw in tool.paths(args)}
+        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
         await self._start(ToolCallStart(call_id, title, tool.kind, "pending", locations,
                                         raw_input=raw_input, meta=env.tool_call_meta))
         verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
-                                     remembered=env.remembered)
+                                     remembered=env.remembered, resolved=resolved)
         if verdict.decision is Decision.ASK:
             answer = await permissions.ask(
                 env.request, env.session_id,
@@ -148,16 +155,18 @@ class ToolRunner:
 
         await env.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta))
-        return await self._finish(call_id, await self._execute(tool, args, call_id))
+        return await self._finish(call_id, await self._execute(tool, args, call_id, resolved))
 
-    async def _execute(self, tool: Tool, args: Any, call_id: str) -> ToolResult:
+    async def _execute(self, tool: Tool, args: Any, call_id: str,
+                       resolved: dict[str, Path]) -> ToolResult:
         env = self._env
 
         async def report(update: ToolCallProgress) -> None:
             await env.send_update(update)
 
         context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
-                              tool_call_id=call_id, report=report, terminal=env.terminal)
+                              tool_call_id=call_id, report=report, terminal=env.terminal,
+                              resolved=resolved)
         recorded = env.recorded_tools.get(call_id) if tool.name in MACHINE_DEPENDENT else None
         try:
             result = recorded if recorded is not None else await tool.run(args, context)

@@ -225,9 +225,10 @@ async def test_local_write_creates_parents_and_keeps_modes(cwd: Path) -> None:
         await files.write_text(script, "new")
         assert script.read_text() == "new"
         assert stat.S_IMODE(script.stat().st_mode) == 0o750
-        (cwd / "link.txt").symlink_to(script)
-        await files.write_text(cwd / "link.txt", "via link")
-        assert (cwd / "link.txt").is_symlink() and script.read_text() == "via link"
+        (cwd / "link.txt").symlink_to(script)  # given real paths: a link means a swap
+        with pytest.raises(ToolFailure, match="changed while being opened"):
+            await files.write_text(cwd / "link.txt", "via link")
+        assert (cwd / "link.txt").is_symlink() and script.read_text() == "new"
     assert names(cwd) == ["a", "link.txt", "run.sh"]
 
 
@@ -268,7 +269,7 @@ async def test_failed_replace_leaves_the_old_file_and_no_temp_file(
     target = cwd / "f.txt"
     target.write_text("old")
 
-    def broken_replace(*_: Any) -> None:
+    def broken_replace(*_: Any, **__: Any) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(local_files.os, "replace", broken_replace)
