@@ -1,12 +1,39 @@
-"""Logging to stderr and to a file under the data dir. Never to stdout: stdout is protocol."""
+"""Logging to stderr and to a file under the data dir. Never to stdout: stdout is protocol.
+
+A log file that cannot be written (disk full, read-only home) does not stop the agent or flood
+stderr: the first failure is reported on stderr once, the lines keep going to stderr, and the
+file is written again as soon as it can be (what its buffer held meanwhile included).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _LogFile(logging.FileHandler):
+    """A FileHandler that reports a failing file once instead of a traceback per line."""
+
+    failing = False
+    _failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        self._failed = True
+        if not self.failing:
+            self.failing = True
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"iaccode: cannot write the log file {self.baseFilename}: "
+                                 f"{sys.exc_info()[1]}; logging to stderr only until it can\n")
+
+    def emit(self, record: logging.LogRecord) -> None:  # under the handler's lock
+        self._failed = False
+        super().emit(record)  # calls handleError on failure
+        if self.failing and not self._failed:
+            self.failing = False
 
 
 def setup_logging(level: str, log_file: Path) -> None:
@@ -17,7 +44,7 @@ def setup_logging(level: str, log_file: Path) -> None:
     root.addHandler(stderr)
     try:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        to_file = logging.FileHandler(log_file, encoding="utf-8", errors="backslashreplace")
+        to_file = _LogFile(log_file, encoding="utf-8", errors="backslashreplace")
     except OSError as exc:  # a read-only home must not stop the agent
         root.warning("cannot write the log file %s: %s", log_file, exc)
         return

@@ -24,6 +24,7 @@ from iaccode.session.session import Session
 from iaccode.store.listing import decode_cursor
 from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import (
+    FormatTooNew,
     SessionFile,
     SessionLocked,
     SessionNotFound,
@@ -122,8 +123,8 @@ class Agent:
     # -- sessions ---------------------------------------------------------------------------
 
     def _open_session(self, meta: SessionMeta, file: SessionFile | None,
-                      records: list[dict[str, Any]], mcp_servers: list[dict[str, Any]]
-                      ) -> Session:
+                      records: list[dict[str, Any]], mcp_servers: list[dict[str, Any]],
+                      unsaved: str | None = None) -> Session:
         session_id = meta.session_id
         return Session(
             meta=meta, file=file, records=records, config=self.config, provider=self.provider,
@@ -131,7 +132,7 @@ class Agent:
             request=self.connection.request, client=self.client_capabilities,
             mcp_servers=mcp_servers,
             tool_tap=self._recorder.tool if self._recorder is not None else None,
-            recorded_tools=self._recorded_tools)
+            recorded_tools=self._recorded_tools, unsaved=unsaved)
 
     async def _start(self, session: Session) -> None:
         await self._session_nursery.start(session.serve)
@@ -180,10 +181,11 @@ class Agent:
                     "a prompt is running in this session; cancel it or use session/resume")})
             del self.sessions[live.id]
             await live.close()
-        file, meta, records = await self._store_call(self.store.open, params.session_id)
+        file, meta, records, unsaved = await self._store_call(self._open_stored,
+                                                              params.session_id)
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
-        session = self._open_session(meta, file, records, params.mcp_servers)
+        session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
         return session
@@ -225,6 +227,21 @@ class Agent:
         await self._store_call(self.store.delete, params.session_id)
         return m.Empty()
 
+    def _open_stored(self, session_id: str
+                     ) -> tuple[SessionFile | None, SessionMeta, list[dict[str, Any]], str | None]:
+        """Open a stored session for writing or, when it can be read but not written (a
+        read-only data dir), for reading only: then the file is None and the last item says
+        why. A session locked by another process is not opened."""
+        try:
+            file, meta, records = self.store.open(session_id)
+        except (SessionNotFound, SessionLocked, FormatTooNew):
+            raise
+        except StoreError as exc:
+            meta, records = self.store.read(session_id)
+            log.warning("session %s opened read-only: %s", session_id, exc)
+            return None, meta, records, str(exc)
+        return file, meta, records, None
+
     async def _store_call(self, function: Callable[..., T], *args: Any) -> T:
         """Run a store operation in a thread; its errors become answers the user can read."""
         try:
@@ -234,7 +251,9 @@ class Agent:
         except SessionLocked as exc:
             raise errors.invalid_params({"params.sessionId": str(exc)}) from exc
         except StoreError as exc:
-            raise errors.RpcError(errors.INTERNAL_ERROR, "Session store error",
+            # The message is what an editor shows: it says what failed and why ("No space
+            # left on device", "Read-only file system").
+            raise errors.RpcError(errors.INTERNAL_ERROR, f"Session store error: {exc}",
                                   {"detail": str(exc)}) from exc
 
     def _snapshot(self, cwd: Path) -> None:

@@ -7,6 +7,9 @@ request answers -32800. Either way the answer goes out after the turn's last upd
 
 Everything the session learns is written as it happens: each finished message to its history
 file, each settings change (model, mode, thinking, permission memory, title) to its metadata.
+When that fails (disk full, a read-only data dir) the session goes on and the user is told,
+once per run of failures, in an ``agent_message_chunk`` (with ``_meta.iaccode.error``) that is
+sent before the prompt answers.
 """
 
 from __future__ import annotations
@@ -68,7 +71,10 @@ class Session:
                  send_update: SendUpdate, request: Request, client: ClientCapabilities,
                  mcp_servers: list[dict[str, Any]],
                  tool_tap: Callable[[str, str, ToolResult], None] | None = None,
-                 recorded_tools: Mapping[str, ToolResult] | None = None) -> None:
+                 recorded_tools: Mapping[str, ToolResult] | None = None,
+                 unsaved: str | None = None) -> None:
+        """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
+        the user."""
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
@@ -79,6 +85,12 @@ class Session:
         self.records = records
         """The stored records this session was opened with (for replay)."""
         self._file = file
+        self._warnings: list[str] = []
+        """Store failures the user has not been told of yet."""
+        if unsaved is not None:
+            self._warnings.append(f"This session is open read-only: nothing from now on will be "
+                                  f"saved ({unsaved}).")
+        self._meta_failing = False
         self.transcript = Transcript.from_records(records, file, self._store_failed)
         self.transcript.repair()
         self._config = config
@@ -123,7 +135,12 @@ class Session:
             try:
                 self._file.write_meta(self.meta)
             except StoreError as exc:
-                self._store_failed(f"Could not save the session settings: {exc}")
+                if not self._meta_failing:
+                    log.error("%s", exc)
+                    self._store_failed(f"Could not save the session settings: {exc}")
+                self._meta_failing = True
+            else:
+                self._meta_failing = False
 
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
@@ -139,10 +156,17 @@ class Session:
         await self._send_update(AvailableCommandsUpdate(COMMANDS))
 
     def _store_failed(self, message: str) -> None:
-        """Saving failed: the session goes on, and the user is told (once per failure)."""
+        """Saving failed: the session goes on, and the user is told: at once, and at the latest
+        before the running prompt answers (``_tell_warnings``)."""
+        self._warnings.append(message)
         if self._nursery is not None:
-            self._nursery.start_soon(
-                self._send_update, AgentMessageChunk(TextContent(f"\n\n⚠ {message}\n")))
+            self._nursery.start_soon(self._tell_warnings)
+
+    async def _tell_warnings(self) -> None:
+        while self._warnings:
+            message = self._warnings.pop(0)
+            await self._send_update(AgentMessageChunk(
+                TextContent(f"\n\n⚠ {message}\n"), meta={"iaccode": {"error": message}}))
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -204,6 +228,9 @@ class Session:
                 self._turn = None
                 try:
                     self.update_meta()  # message count, permission memory, updated_at
+                    # Before the answer: a warning after it would belong to no turn.
+                    with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
+                        await self._tell_warnings()
                 finally:
                     finished.set()  # always: the prompt (and a shutdown) wait for it
 
@@ -220,6 +247,7 @@ class Session:
         return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn))
 
     async def _run(self, turn: Turn, blocks: list[ContentBlock]) -> StopReason:
+        await self._tell_warnings()  # e.g. that this session cannot be saved
         command = _command(blocks)
         if command == "compact":
             if not await turn.compact():
@@ -258,6 +286,7 @@ class Session:
             await self._turn_done.wait()
         self._serve_scope.cancel()
         if self._file is not None:
+            self.transcript.flush()
             self._file.close()
 
 

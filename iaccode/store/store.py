@@ -331,7 +331,11 @@ class SessionFile:
 
     def append_many(self, records: builtins.list[Record]) -> None:
         """Append several records with one write: all of them, or (on StoreError) none."""
-        data = b"".join(encode_record(record) for record in records)
+        self.append_encoded(b"".join(encode_record(record) for record in records))
+
+    def append_encoded(self, data: bytes) -> None:
+        """Append whole lines made by :func:`encode_record`, with one write: all of them, or
+        (on StoreError) none."""
         with self._mutex:
             self._check_open()
             if self._dirty:

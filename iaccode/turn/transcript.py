@@ -12,7 +12,11 @@ Records (one JSON object per line in the session's history file, see docs/sessio
         the records before it stay, so a load still shows what the user saw
 
 The history only grows by whole messages, so a crash loses at most the message being written,
-and ``repair`` makes any prefix of the records a history the API accepts.
+and ``repair`` makes any prefix of the records a history the API accepts. The file therefore
+always holds a prefix of the records: when one cannot be written (disk full, a write error) it
+and every later one wait in memory, in order, and each later write tries them all again; never
+is a record written while an earlier one is missing (a ``tool_result`` saved without the
+``tool_use`` it answers would make the history one the API refuses).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from iaccode.store.store import SessionFile, StoreError
+from iaccode.store.store import SessionFile, StoreError, encode_record
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,8 @@ class Transcript:
         self._on_store_error = on_store_error
         self.message_count = 0
         """Messages appended in all (compaction does not reduce it)."""
+        self._unsaved = bytearray()
+        """Encoded records not written yet (a write failed): the next write tries them first."""
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -59,15 +65,47 @@ class Transcript:
         self.messages = list(messages)
         self._write({"type": "compaction", "messages": self.messages})
 
+    @property
+    def unsaved_bytes(self) -> int:
+        """Size of the records waiting to be written (0: the file holds everything)."""
+        return len(self._unsaved)
+
     def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             return
         try:
-            self._file.append(record)
+            line = encode_record(record)
         except StoreError as exc:
-            # The session goes on in memory; the user hears that it is not being saved.
             log.error("cannot save session history: %s", exc)
             self._on_store_error(f"Could not save the session history: {exc}")
+            return
+        failing = bool(self._unsaved)
+        self._unsaved += line
+        try:
+            self._file.append_encoded(bytes(self._unsaved))
+        except StoreError as exc:
+            # The session goes on in memory; the user hears (once) that it is not being saved.
+            if not failing:
+                log.error("cannot save session history: %s", exc)
+                self._on_store_error(
+                    f"Could not save the session history: {exc}. The conversation goes on; "
+                    "what is not saved yet is kept in memory and saved as soon as writing "
+                    "works again (it is lost if iac-code exits before).")
+            return
+        if failing:
+            log.info("session history saved again (%d bytes had waited)", len(self._unsaved))
+        self._unsaved.clear()
+
+    def flush(self) -> None:
+        """Try once more to write what is waiting (the session is closing)."""
+        if self._file is None or not self._unsaved:
+            return
+        try:
+            self._file.append_encoded(bytes(self._unsaved))
+        except StoreError as exc:
+            log.error("%d bytes of session history are lost: %s", len(self._unsaved), exc)
+            return
+        self._unsaved.clear()
 
     def repair(self, text: str = INTERRUPTED) -> None:
         """Answer tool calls a crash or a cancel left unanswered (records the answer too), so
