@@ -9,10 +9,12 @@ outlive the call. We stop waiting when the shell exits rather than when the pipe
 (a background child holds the pipe open).
 
 A job that moves to a process group of its own (``set -m``, GNU ``timeout``) is still in the
-shell's session, and is ended with the group. Limitation: a process that leaves the session
-(``setsid``, a daemon that double-forks into a new session) escapes the kill; catching those
-would take a cgroup or a child subreaper. We only stop reading its output (after a short drain)
-and close our end of the pipe.
+shell's session, and is ended with the group. On Linux, a process that leaves the session
+(``setsid``, a daemon that double-forks into a new session) is ended too: the shell and the
+agent are child subreapers, so every process the command started stays findable through the
+``/proc`` parent links and gets the same TERM, grace, KILL (:mod:`iaccode.tools.process_tree`).
+Limitation, without prctl or ``/proc`` (macOS): such a process escapes the kill. We only stop
+reading its output (after a short drain) and close our end of the pipe.
 
 When the editor advertised ``terminal: true``, the command runs in the editor's terminal
 instead (``terminal/*``), which the editor embeds in the tool call while it runs.
@@ -33,6 +35,7 @@ import trio
 from attrs import frozen
 
 from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
+from iaccode.tools import process_tree
 from iaccode.tools.base import (
     ClientTerminal,
     Tool,
@@ -247,12 +250,13 @@ class _HeadTail:
 
 async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
     try:
-        proc = await trio.lowlevel.open_process(
+        proc = await process_tree.open_shell(
             [_shell(), "-c", command], cwd=ctx.cwd, env=command_env(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True)
     except OSError as exc:
         raise ToolFailure(f"Could not start the command: {exc}") from exc
+    tree = process_tree.Tree(proc)
     stdout = proc.stdout
     assert stdout is not None
     output = _HeadTail(ctx.limits.bash_output_bytes)
@@ -272,7 +276,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             with trio.move_on_after(limit) as deadline:
                 await proc.wait()  # the shell, not the pipe: a background job holds the pipe
             with trio.CancelScope(shield=True):
-                await _end_group(proc, ctx.limits.kill_grace)
+                await _end_group(proc, tree, ctx.limits.kill_grace)
                 ended = True
                 with trio.move_on_after(DRAIN_SECONDS):
                     await pipe_closed.wait()
@@ -280,7 +284,8 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     finally:
         with trio.CancelScope(shield=True):
             if not ended:  # cancelled (or failed) while it ran
-                await _end_group(proc, ctx.limits.kill_grace)
+                await _end_group(proc, tree, ctx.limits.kill_grace)
+            process_tree.forget(proc)
             await stdout.aclose()
 
     timed_out = deadline.cancelled_caught
@@ -304,26 +309,37 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-async def _end_group(proc: trio.Process, grace: float) -> None:
-    """End the shell's process group: TERM, up to ``grace`` seconds, KILL; reap the shell.
+async def _end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
+    """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
+    KILL; reap the shell.
 
-    Bounded by ``grace + KILL_WAIT``; call it shielded.
+    Bounded by ``grace + KILL_WAIT`` (and the odd look at ``/proc``); call it shielded.
     """
     pgid = proc.pid  # start_new_session: the shell leads its own session and group
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
-        if _group_done(proc, pgid):
+        if await _all_done(proc, tree, pgid):
             return
         _signal_group(pgid, sig)
         if sig == signal.SIGTERM:
             _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
+            await tree.terminate()
+        else:
+            await tree.kill()
         with trio.move_on_after(wait):
             await proc.wait()  # the shell's exit wakes us at once (no polling it in steps)
             delay = 0.002
-            while not _group_done(proc, pgid):
+            while not await _all_done(proc, tree, pgid):
                 await trio.sleep(delay)
                 delay = min(delay * 2, 0.05)
-    if not _group_done(proc, pgid):
+                if sig == signal.SIGKILL:  # forked before it was killed, or just orphaned
+                    await tree.kill()
+    if not await _all_done(proc, tree, pgid):
         log.warning("process group %d still has live processes after SIGKILL", pgid)
+
+
+async def _all_done(proc: trio.Process, tree: process_tree.Tree, pgid: int) -> bool:
+    # The tree last: looking at it reaps the orphans that died.
+    return _group_done(proc, pgid) and not await tree.alive()
 
 
 def _group_done(proc: trio.Process, pgid: int) -> bool:

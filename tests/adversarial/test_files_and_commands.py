@@ -40,7 +40,6 @@ from tests.adversarial.support import (
 from tests.fakes.model_server import FakeModelServer
 
 CATEGORY = "files_and_commands"
-BASH_DOC = (Path(__file__).resolve().parents[2] / "iaccode" / "tools" / "bash.py").read_text()
 SECRET = "TOP-SECRET-OUTSIDE"
 
 
@@ -284,26 +283,42 @@ async def test_commands_are_bounded_and_leave_nothing_running(
     figures.add(CATEGORY, "processes_checked_dead", len(pids))
 
 
-async def test_setsid_escapee_is_a_documented_limitation(
+ESCAPEES = {
+    # name: a command that starts a process outside the shell's session, its pid in "escapee"
+    "setsid": "setsid sleep 67 & echo $! >> escapee; sleep 0.2; echo spawned",
+    "double_fork": ("( setsid sh -c 'sleep 68 & echo $! >> escapee' & ); sleep 0.2; "
+                    "echo spawned"),
+    "nohup_setsid": "nohup setsid sleep 69 >/dev/null 2>&1 & echo $! >> escapee; echo spawned",
+    "term_ignored": ("setsid sh -c 'trap \"\" TERM; echo $$ >> escapee; sleep 70' & sleep 0.2; "
+                     "echo spawned"),
+}
+
+
+async def test_regression_setsid_escapee_is_killed(
         tmp_path: Path, workspace: Path, model_server: FakeModelServer,
         figures: Figures) -> None:
-    """iaccode/tools/bash.py: a process that starts its own session leaves the process group
-    that gets killed. This records the limitation (it must stay documented while it holds)."""
-    command = "setsid sleep 67 & echo $! > escapee; sleep 0.2; echo spawned"
-    model_server.enqueue(uses(("toolu_setsid", "bash", {"command": command})), reply("ok"))
+    """A process that starts its own session (``setsid``, a double-forking daemon) left the
+    process group that gets killed, and ran on after the call. The shell and the agent are now
+    child subreapers, so the whole tree is found and killed (iaccode/tools/process_tree.py)."""
+    calls = [(f"toolu_{name}", "bash", {"command": command})
+             for name, command in ESCAPEES.items()]
+    model_server.enqueue(uses(*calls), reply("ok"))
     try:
         async with http_agent(tmp_path, model_server.base_url) as agent:
             session = await start(agent, workspace)
-            await agent.run_prompt(session, "escape", allow)
-            escapees = survivors(workspace)
+            await agent.run_prompt(session, "escape", allow, timeout=60)
+            left = survivors(workspace)
+            pids = [int(p) for p in (workspace / "escapee").read_text().split()]
+            alive = [pid for pid in pids if pid_alive(pid)]
     finally:
         kill_quietly(survivors(workspace))
-    if escapees:
-        assert "setsid" in BASH_DOC, "a setsid escapee survives: document it"
-        figures.set(CATEGORY, "known_limitation_setsid_escapee", "survives (documented)")
-    else:
-        figures.set(CATEGORY, "known_limitation_setsid_escapee", "killed")
-    figures.add(CATEGORY, "cases", 1)
+    results = request_tool_results(model_server.requests[1].body)
+    for name in ESCAPEES:
+        assert "spawned" in results[f"toolu_{name}"]["content"], results[f"toolu_{name}"]
+    assert len(pids) == len(ESCAPEES)
+    assert left == [] and alive == [], f"escapees still running after the call: {left} {alive}"
+    figures.add(CATEGORY, "escapees_killed", len(pids))
+    figures.add(CATEGORY, "cases", len(calls))
 
 
 SECRETS = {

@@ -1,0 +1,232 @@
+"""Find and end every process a bash call started, whatever its session (Linux only).
+
+Killing the shell's process group and session misses a process that calls ``setsid`` (or a
+daemon that double-forks into a new session). Child subreapers (``prctl(PR_SET_CHILD_SUBREAPER)``)
+keep those findable: a process whose parent dies is reparented to its nearest living subreaper
+ancestor instead of init.
+
+- The shell is made a subreaper in the child before it execs (the flag survives execve but is
+  not inherited by fork), so while it lives everything the command started stays below it in
+  the ``/proc`` parent links, whatever its session.
+- The agent becomes one too (lazily, before its first shell), so what is orphaned when the
+  shell exits comes to us rather than to init. Such an *adopted* orphan is a child of ours that
+  we did not start: it is in another session than ours (a child we start ourselves, such as the
+  grep tool's ``rg``, shares our session unless started with a session of its own; a process can
+  never join our session), it is not one of our shells, and it was not a child of ours yet
+  when the oldest shell whose call is still ending was started (so a child an embedding
+  program started earlier is left alone).
+  Shells are started under a lock the search also takes, so a shell that is being started
+  (forked, not yet known) is never taken for an orphan.
+
+A call's :class:`Tree` is its shell's descendants while the shell lives, then the adopted
+orphans. Calls may run side by side: a live shell's processes are below it, never ours, so one
+call cannot reach another's while that one runs; adopted orphans may come from any call whose
+shell has exited, and that call is ending them too.
+
+Without prctl or ``/proc`` (macOS) :func:`supported` is False and the tree is always empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import trio
+from attrs import frozen
+
+PR_SET_CHILD_SUBREAPER = 36
+
+FREEZE_ROUNDS = 20
+"""How many times :meth:`Tree.kill` looks for processes forked before it froze their parent."""
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux") or not os.path.isdir("/proc"):
+        return None
+    try:
+        prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl  # type: ignore[no-any-return]
+
+
+_prctl = _load_prctl()  # None: not supported (set to None when the prctl fails)
+_we_are_subreaper = False
+# The shells whose calls are not over, oldest first -> our children when each was started.
+_shells: dict[int, frozenset[tuple[int, int]]] = {}
+_SPAWN_LOCK: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("process_tree_spawn")
+
+
+def supported() -> bool:
+    return _prctl is not None
+
+
+def _subreaper_in_child() -> None:
+    """Runs in the forked child before exec: nothing but the prctl (the parent has threads)."""
+    if _prctl is not None:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _spawn_lock() -> trio.Lock:
+    try:
+        return _SPAWN_LOCK.get()
+    except LookupError:
+        lock = trio.Lock()
+        _SPAWN_LOCK.set(lock)
+        return lock
+
+
+async def open_shell(argv: list[str], **options: Any) -> trio.Process:
+    """``trio.lowlevel.open_process`` for a bash call's shell, made a subreaper on Linux.
+
+    Call :func:`forget` once the call has ended everything the shell started.
+    """
+    global _prctl, _we_are_subreaper
+    if _prctl is not None and not _we_are_subreaper:
+        _we_are_subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        if not _we_are_subreaper:  # a kernel older than 3.4: do without, as on macOS
+            _prctl = None
+    if _prctl is None:
+        return await trio.lowlevel.open_process(argv, **options)
+    async with _spawn_lock():
+        before = _our_children(_table())
+        proc = await trio.lowlevel.open_process(argv, preexec_fn=_subreaper_in_child,
+                                                **options)
+        _shells[proc.pid] = before
+    return proc
+
+
+def forget(proc: trio.Process) -> None:
+    _shells.pop(proc.pid, None)
+
+
+@frozen
+class Stat:
+    ppid: int
+    session: int
+    zombie: bool
+    start: int  # clock ticks after boot
+
+
+def _stat(pid: int | str) -> Stat | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            data = file.read()
+    except OSError:  # gone meanwhile
+        return None
+    # "pid (comm) state ppid pgrp session ... starttime(22nd)"; comm may hold ") ".
+    fields = data[data.rfind(b")") + 2:].split()
+    try:
+        return Stat(ppid=int(fields[1]), session=int(fields[3]),
+                    zombie=fields[0] in (b"Z", b"X"), start=int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _table() -> dict[int, Stat]:
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (stat := _stat(name)) is not None:
+            table[int(name)] = stat
+    return table
+
+
+def _descendants(table: dict[int, Stat], roots: Iterable[int]) -> set[int]:
+    """``roots`` and everything below them."""
+    children: dict[int, list[int]] = {}
+    for pid, stat in table.items():
+        children.setdefault(stat.ppid, []).append(pid)
+    found: set[int] = set()
+    todo = [pid for pid in roots if pid in table]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, ())
+    return found
+
+
+def _our_children(table: dict[int, Stat]) -> frozenset[tuple[int, int]]:
+    me = os.getpid()
+    return frozenset((pid, stat.start) for pid, stat in table.items() if stat.ppid == me)
+
+
+def _adopted(table: dict[int, Stat]) -> list[int]:
+    """Orphans reparented to us (see the module docstring), zombies included."""
+    if not _shells:
+        return []
+    me, our_session = os.getpid(), os.getsid(0)
+    earlier = next(iter(_shells.values()))  # (pid, start time): pids are reused
+    return [pid for pid, stat in table.items()
+            if stat.ppid == me and stat.session != our_session and pid not in _shells
+            and (pid, stat.start) not in earlier]
+
+
+class Tree:
+    """Every process a bash call started, wherever its session; empty without support."""
+
+    def __init__(self, shell: trio.Process) -> None:
+        self.shell = shell
+        self.unkillable: set[int] = set()  # EPERM (a setuid program): not ours to end
+
+    async def _members(self) -> dict[int, Stat]:
+        """The live members (with their stat); reaps the adopted orphans that died."""
+        if _prctl is None:
+            return {}
+        async with _spawn_lock():
+            return self._look()
+
+    def _look(self) -> dict[int, Stat]:
+        # Poll first: while the shell is not reaped its pid cannot be reused, and once it has
+        # exited its children are ours already.
+        shell_alive = self.shell.poll() is None
+        table = _table()
+        roots = [self.shell.pid] if shell_alive else _adopted(table)
+        for pid in roots:
+            if not shell_alive and table[pid].zombie:
+                # Reap this pid only: trio waits for its own children itself.
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+        return {pid: table[pid] for pid in _descendants(table, roots)
+                if not table[pid].zombie and pid not in self.unkillable}
+
+    async def alive(self) -> bool:
+        return bool(await self._members())
+
+    async def terminate(self) -> None:
+        """TERM (and CONT, so a stopped one sees it) to the members outside the shell's
+        session: the caller signals the session itself, and twice could be seen as urgent."""
+        for pid, stat in (await self._members()).items():
+            if stat.session != self.shell.pid:
+                self._send(pid, signal.SIGTERM)
+                self._send(pid, signal.SIGCONT)
+
+    async def kill(self) -> None:
+        """SIGKILL every member. Stop them first, round after round until no new one turns
+        up, so none can fork a child we would not see."""
+        stopped: set[int] = set()
+        for _ in range(FREEZE_ROUNDS):
+            new = (await self._members()).keys() - stopped
+            if not new:
+                break
+            for pid in new:
+                self._send(pid, signal.SIGSTOP)
+            stopped |= new
+        for pid in stopped:
+            self._send(pid, signal.SIGKILL)
+
+    def _send(self, pid: int, sig: signal.Signals) -> None:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            self.unkillable.add(pid)
