@@ -1,6 +1,6 @@
-"""Daily commands: `nox -s tests lint typecheck` (what CI runs), `nox -s conformance`;
-`nox -s bench` for the benchmarks (not run by default); `nox -s adversarial` (`-- --soak` for
-the long run)."""
+"""Daily commands: `nox` runs what CI runs (tests, conformance, lint, typecheck, adversarial);
+`nox -s bench` for the benchmarks (not run by default); `nox -s adversarial -- --soak` for the
+long adversarial run."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def adversarial(session: nox.Session) -> None:
     """A hostile client, a hostile model, faults, kill -9 and load against a real `iaccode acp`
-    (tests/adversarial; under 4 minutes). `-- --soak` runs longer: 10x the examples, 200 kills,
-    3 minutes of load. Writes its figures to .adversarial/figures.json (README, Reliability)."""
+    (tests/adversarial; about 6 minutes). `-- --soak` runs longer: 10x the examples, 1000 kills,
+    5 minutes of load. Writes its figures to .adversarial/figures.json (README, Reliability)."""
     session.install("-e", ".[test]")
     session.run("pytest", "tests/adversarial", *session.posargs)

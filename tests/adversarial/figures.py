@@ -23,16 +23,23 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("cases", "{:,} cases"), ("lines_received", "{:,} lines checked on stdout"),
         ("methods_with_wrong_params", "wrong params for {} routed methods"),
         ("over_long_line_mib_discarded", "{} MiB over-long line discarded"),
-        ("over_long_line_rss_growth_kib", "RSS +{:,} KiB meanwhile")]),
+        ("over_long_line_rss_growth_kib", "RSS +{:,} KiB meanwhile"),
+        ("byte_boundaries_cut", "{:,} byte boundaries cut, same answers")]),
     ("files_and_commands", "hostile model: files and commands", [
         ("path_escape_calls", "{} path escapes, all asked"),
         ("special_file_calls", "{} calls on special files"),
         ("command_cases", "{} hostile commands"),
         ("processes_checked_dead", "{} started processes checked dead"),
         ("secret_variables_checked", "{} secret variables kept out"),
-        ("known_limitation_setsid_escapee", "setsid escapee: {}")]),
+        ("escapees_killed", "{} setsid escapees killed")]),
+    ("path_races", "hostile model: symlink flipped between check and use", [
+        ("racing_calls", "{} file-tool calls on flipping links"), ("cases", "{} cases"),
+        ("asked", "{} judged outside and asked"), ("link_flips", "{:,} flips meanwhile")]),
     ("web_fetch", "hostile model: web_fetch", [
         ("urls_refused_through_the_agent", "{} internal URLs refused, 0 connections"),
+        ("dns_names_refused", "{} names resolving inside refused"),
+        ("redirects_into_internal_refused", "{} redirects inside refused"),
+        ("capped_fetches", "{} drips, stalls and floods cut off"),
         ("address_disguises_checked", "{} IPv6 disguises checked")]),
     ("malformed_tool_calls", "hostile model: malformed tool calls", [
         ("cases", "{} kinds, none executed")]),
@@ -42,7 +49,13 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("persistence", "kill -9", [
         ("kills_survived", "{} kills survived"), ("sessions", "{} sessions"),
         ("session_loads", "{} loads"), ("turns_interrupted", "{} turns interrupted"),
-        ("torn_history_tails_seen", "{} torn tails repaired")]),
+        ("torn_history_tails_seen", "{} torn tails repaired"),
+        ("compactions_interrupted", "{} compactions interrupted"),
+        ("sessions_verified_on_sdk", "{} reloaded and prompted on the SDK")]),
+    ("disk_faults", "disk full, read-only data dir", [
+        ("faults_injected", "{} faults injected"),
+        ("prompts_on_a_full_disk", "{} prompts on a full disk, all answered"),
+        ("histories_checked", "{} histories reloaded valid"), ("fault_method", "by {}")]),
     ("load", "load", [
         ("sessions", "{} sessions at once"), ("prompts", "{:,} prompts"),
         ("updates", "{:,} updates"), ("model_requests", "{:,} model requests"),
