@@ -30,17 +30,18 @@ from tests.fakes.model_server import FakeModelServer
 CATEGORY = "web_fetch"
 
 
-class Canary:
-    """A TCP listener on 127.0.0.1 that counts connections (and answers a redirect)."""
+class Listener:
+    """A TCP server on 127.0.0.1: each connection is counted and handled in its own thread."""
 
     def __init__(self) -> None:
         self.connections = 0
+        self.handlers: list[threading.Thread] = []
+        self._stop = threading.Event()
         self._socket = socket.socket()
         self._socket.bind(("127.0.0.1", 0))
-        self._socket.listen()
+        self._socket.listen(64)
         self._socket.settimeout(0.1)
         self.port = self._socket.getsockname()[1]
-        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -51,16 +52,35 @@ class Canary:
             except OSError:
                 continue
             self.connections += 1
-            try:
-                conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n"
-                             b"Content-Length: 0\r\nConnection: close\r\n\r\n")
-            finally:
-                conn.close()
+            handler = threading.Thread(target=self._handle_and_close, args=(conn,), daemon=True)
+            self.handlers.append(handler)
+            handler.start()
+
+    def _handle_and_close(self, conn: socket.socket) -> None:
+        try:
+            self.handle(conn)
+        except OSError:
+            return  # the agent hung up: what a cap does
+        finally:
+            conn.close()
+
+    def handle(self, conn: socket.socket) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(1)
+        self._thread.join(2)
+        for handler in self.handlers:
+            handler.join(2)
         self._socket.close()
+
+
+class Canary(Listener):
+    """Must see no connection (it would answer a redirect to the metadata address)."""
+
+    def handle(self, conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n"
+                     b"Content-Length: 0\r\nConnection: close\r\n\r\n")
 
 
 def refused_urls(port: int) -> list[str]:
@@ -187,77 +207,47 @@ async def test_names_that_resolve_internal_are_refused(
     figures.add(CATEGORY, "cases", len(urls))
 
 
-class HostileServer:
-    """An HTTP server on 127.0.0.1 that the agent may reach (an intranet host): it redirects
-    into internal addresses, drips, floods and stalls. Counts what it sent."""
+class HostileServer(Listener):
+    """A server the agent may reach (an intranet host): it redirects into internal addresses,
+    drips, floods and stalls. Counts what it flooded."""
 
     def __init__(self, redirects: list[str]) -> None:
         self.redirects = redirects
         self.flood_bytes = 0
-        self.handlers: list[threading.Thread] = []
-        self._stop = threading.Event()
-        self._socket = socket.socket()
-        self._socket.bind(("127.0.0.1", 0))
-        self._socket.listen(64)
-        self._socket.settimeout(0.1)
-        self.port = self._socket.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._socket.accept()
-            except OSError:
-                continue
-            handler = threading.Thread(target=self._handle, args=(conn,), daemon=True)
-            self.handlers.append(handler)
-            handler.start()
-
-    def _handle(self, conn: socket.socket) -> None:
-        try:
-            conn.settimeout(60)
-            request = b""
-            while b"\r\n\r\n" not in request:
-                data = conn.recv(4096)
-                if not data:
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(60)
+        request = b""
+        while b"\r\n\r\n" not in request:
+            data = conn.recv(4096)
+            if not data:
+                return
+            request += data
+        path = request.split(b" ", 2)[1].decode()
+        if path.startswith("/redirect/"):
+            target = self.redirects[int(path.rsplit("/", 1)[1])]
+            conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {target}\r\n"
+                         "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+        elif path == "/drip":  # headers, then a byte every 0.2 s, forever
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                         b"Content-Length: 100000\r\n\r\n")
+            while not self._stop.wait(0.2):
+                conn.sendall(b"d")
+        elif path == "/drip-headers":  # the status line, one byte at a time
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"s" * 10_000:
+                if self._stop.wait(0.2):
                     return
-                request += data
-            path = request.split(b" ", 2)[1].decode()
-            if path.startswith("/redirect/"):
-                target = self.redirects[int(path.rsplit("/", 1)[1])]
-                conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {target}\r\n"
-                             "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
-            elif path == "/drip":  # headers, then a byte every 0.2 s, forever
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: 100000\r\n\r\n")
-                while not self._stop.wait(0.2):
-                    conn.sendall(b"d")
-            elif path == "/drip-headers":  # the status line, one byte at a time
-                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"s" * 10_000:
-                    if self._stop.wait(0.2):
-                        return
-                    conn.sendall(bytes([byte]))
-            elif path == "/flood":  # an endless chunked body, as fast as it is read
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n")
-                chunk = b"%x\r\n%s\r\n" % (65536, b"f" * 65536)
-                while not self._stop.is_set():
-                    conn.sendall(chunk)
-                    self.flood_bytes += 65536
-            elif path == "/silent":  # never a byte back
-                self._stop.wait(60)
-        except OSError:
-            return  # the agent hung up: what a cap does
-        finally:
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        for handler in self.handlers:
-            handler.join(2)
-        self._socket.close()
+                conn.sendall(bytes([byte]))
+        elif path == "/flood":  # an endless chunked body, as fast as it is read
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n%s\r\n" % (65536, b"f" * 65536)
+            while not self._stop.is_set():
+                conn.sendall(chunk)
+                self.flood_bytes += 65536
+        elif path == "/silent":  # never a byte back
+            self._stop.wait(60)
 
 
 async def test_an_allowed_host_cannot_redirect_inside_drip_or_flood(
