@@ -56,6 +56,16 @@ def deeper_than(value: Any, limit: int) -> bool:
     return True
 
 
+def _string(part: dict[str, Any], key: str) -> str:
+    """``part[key]`` when it is text ("" when absent). Anything else (a null, a number) is an
+    event we cannot read: a TypeError, which the provider turns into a readable ModelError,
+    rather than a non-string passed on to the editor or into the history."""
+    value = part.get(key, "")
+    if not isinstance(value, str):
+        raise TypeError(f"{part.get('type')!r} has a {key} that is not text: {value!r:.40}")
+    return value
+
+
 class StreamAssembler:
     """Feed raw events in order; get back the events the turn cares about."""
 
@@ -85,7 +95,7 @@ class StreamAssembler:
             self._pieces.pop((index, "thinking"), None)
             if block.get("type") == "tool_use":
                 self._partial_json[index] = []
-            text = block.get("text") or block.get("thinking")
+            text = _string(block, "text") or _string(block, "thinking")
             if text:  # the API starts blocks empty, but a start may carry text
                 return TextDelta(text) if block.get("type") == "text" else ThinkingDelta(text)
         elif kind == "content_block_stop":
@@ -113,17 +123,17 @@ class StreamAssembler:
             block = self._blocks[index] = {"type": "text", "text": ""}
         kind = delta.get("type")
         if kind == "text_delta":
-            text = delta.get("text", "")
+            text = _string(delta, "text")
             self._append(index, block, "text", text)
             return TextDelta(text)
         if kind == "thinking_delta":
-            text = delta.get("thinking", "")
+            text = _string(delta, "thinking")
             self._append(index, block, "thinking", text)
             return ThinkingDelta(text)
         if kind == "signature_delta":
-            block["signature"] = block.get("signature", "") + delta.get("signature", "")
+            block["signature"] = block.get("signature", "") + _string(delta, "signature")
         elif kind == "input_json_delta":
-            self._partial_json.setdefault(index, []).append(delta.get("partial_json", ""))
+            self._partial_json.setdefault(index, []).append(_string(delta, "partial_json"))
         return None
 
     def _append(self, index: int, block: dict[str, Any], key: str, text: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from iaccode.llm.assemble import StreamAssembler
@@ -278,6 +278,8 @@ def test_regression_malformed_stream_events_are_readable(figures: Figures) -> No
 
         @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
         @given(st.lists(events, max_size=6))
+        @example([{"type": "message_stop"},  # found by a --soak run: a null text was passed on
+                  {"type": "content_block_delta", "delta": {"type": "text_delta", "text": None}}])
         def run(stream: list[dict[str, Any]]) -> None:
             nonlocal count
             count += 1
@@ -336,6 +338,27 @@ async def provider(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-
         yield client, server
         if client._client is not None:  # its connections, before the server goes
             await client._client.close()
+
+
+@pytest.mark.parametrize(("start", "delta"), [
+    ({"type": "text", "text": ""}, {"type": "text_delta", "text": None}),
+    ({"type": "text", "text": ""}, {"type": "text_delta", "text": 5}),
+    ({"type": "thinking", "thinking": ""}, {"type": "thinking_delta", "thinking": ["x"]}),
+    ({"type": "thinking", "thinking": ""}, {"type": "signature_delta", "signature": None}),
+    ({"type": "tool_use", "id": "toolu_1", "name": "glob"},
+     {"type": "input_json_delta", "partial_json": {"pattern": "*"}}),
+    ({"type": "text", "text": 7}, None),
+])
+def test_regression_delta_text_that_is_not_a_string_is_unreadable(
+        start: dict[str, Any], delta: dict[str, Any] | None, figures: Figures) -> None:
+    """A delta (or a block start) whose text was null or a number went on to the editor as an
+    ``agent_message_chunk`` of no text, and into the history. Now it is an event we cannot
+    read (TypeError in the assembler: a readable ModelError in the provider)."""
+    assembler = StreamAssembler()
+    with pytest.raises(TypeError, match="not text"):
+        assembler.feed({"type": "content_block_start", "index": 0, "content_block": start})
+        assembler.feed({"type": "content_block_delta", "index": 0, "delta": delta})
+    figures.add(CATEGORY, "cases", 1)
 
 
 async def ask(provider: Any, messages: list[dict[str, Any]] | None = None) -> str:
