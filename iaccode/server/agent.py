@@ -359,6 +359,12 @@ class Agent:
         for session in self.sessions.values():
             session.cancel()
 
+    def save_all(self) -> None:
+        """At exit, after the turns have answered: one last try to write the history a full
+        disk held back (``Transcript.flush``), so room made meanwhile is not wasted."""
+        for session in self.sessions.values():
+            session.transcript.flush()
+
 
 async def _checked_cwd(raw: str) -> Path:
     cwd = Path(raw)

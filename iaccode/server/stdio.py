@@ -63,6 +63,7 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
                       recorder=recorder)
         background.start_soon(_stop_on_signal, connection)
         await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
+        agent.save_all()
         background.cancel_scope.cancel()
     if recorder is not None:
         recorder.close()

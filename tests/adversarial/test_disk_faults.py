@@ -343,6 +343,41 @@ async def test_data_dir_fills_up_mid_session(tmp_path: Path, workspace: Path,
     figures.add(CATEGORY, "cases", 1)
 
 
+def answered(records: list[dict[str, Any]]) -> bool:
+    """The big answer (50,000 w's) is in the records."""
+    return any(b.get("text") == "w" * 50_000 for r in records if r.get("type") == "message"
+               for b in r["message"].get("content") or [] if isinstance(b, dict))
+
+
+async def test_regression_what_waited_for_room_is_written_at_exit(
+        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    """Records held back by a full disk were written only by a later record: if the editor
+    closed the agent once there was room again, they were lost. Now the agent tries them once
+    more as it exits."""
+    with small_disk(tmp_path / "data") as disk:
+        home = disk.path / "home"
+        async with agent_on(environment(tmp_path, "a", home, [reply("first"),
+                                                              reply("w" * 50_000)]),
+                            tmp_path / "a.stderr") as agent:
+            await agent.initialize()
+            session = await agent.new_session(workspace)
+            response, _, _ = await agent.run_prompt(session, "before")
+            assert response["result"]["stopReason"] == "end_turn", response
+            disk.fill(agent, pad=[home / "logs" / "iaccode.log"])
+            response, updates, _ = await agent.run_prompt(session, "while-full")
+            assert response["result"]["stopReason"] == "end_turn", response
+            assert any(says_full(w) for w in warnings(updates)), updates
+            assert not answered(history_check(home, session)[0]), "the disk was not full"
+            disk.free(agent)
+            await agent.close_stdin()
+            assert await agent.wait_exit(10) == 0
+        records, problems = history_check(home, session)
+        assert user_texts(records) == ["before", "while-full"] and answered(records)
+        assert problems == [], problems
+    figures.add(CATEGORY, "faults_injected", 1)
+    figures.add(CATEGORY, "cases", 1)
+
+
 # -- 2. full at session/new --------------------------------------------------------------------
 
 
