@@ -122,42 +122,41 @@ batches = st.lists(raw_lines, min_size=1, max_size=4).map(lambda lines: b"\n".jo
 # -- random lines, envelopes -------------------------------------------------------------------
 
 
-def test_random_lines_keep_the_agent_serving(tmp_path: Path, workspace: Path,
-                                             figures: Figures, soak_run: bool) -> None:
-    with agent_for(tmp_path, "lines") as agent:
+def fuzz_lines(tmp_path: Path, workspace: Path, figures: Figures, name: str,
+               lines: st.SearchStrategy[bytes], count: int) -> None:
+    """One agent takes ``count`` Hypothesis examples of ``lines``; after each, a valid request
+    is still answered; at the end a whole turn still works."""
+    with agent_for(tmp_path, name) as agent:
         agent.call("initialize", INIT)
-        count = 0
+        done = 0
 
-        @fuzz_settings(examples(soak_run, 250))
-        @given(batches)
+        @fuzz_settings(count)
+        @given(lines)
         def run(data: bytes) -> None:
-            nonlocal count
-            count += 1
+            nonlocal done
+            done += 1
             agent.send(data)
             agent.probe()
 
         run()
         deep_probe(agent, workspace)
-        finish(agent, figures, count)
+        finish(agent, figures, done)
+
+
+def as_lines(messages: list[Any]) -> bytes:
+    return b"".join(dumps(m) + b"\n" for m in messages)
+
+
+def test_random_lines_keep_the_agent_serving(tmp_path: Path, workspace: Path,
+                                             figures: Figures, soak_run: bool) -> None:
+    fuzz_lines(tmp_path, workspace, figures, "lines", batches, examples(soak_run, 250))
 
 
 def test_jsonrpc_messages_of_every_shape(tmp_path: Path, workspace: Path,
                                          figures: Figures, soak_run: bool) -> None:
-    with agent_for(tmp_path, "shapes") as agent:
-        agent.call("initialize", INIT)
-        count = 0
-
-        @fuzz_settings(examples(soak_run, 250))
-        @given(st.lists(envelopes, min_size=1, max_size=3))
-        def run(messages: list[dict[str, Any]]) -> None:
-            nonlocal count
-            count += 1
-            agent.send(b"".join(dumps(m) + b"\n" for m in messages))
-            agent.probe()
-
-        run()
-        deep_probe(agent, workspace)
-        finish(agent, figures, count)
+    fuzz_lines(tmp_path, workspace, figures, "shapes",
+               st.lists(envelopes, min_size=1, max_size=3).map(as_lines),
+               examples(soak_run, 250))
 
 
 # -- wrong params for every routed method ------------------------------------------------------
@@ -347,21 +346,9 @@ def test_responses_to_ids_we_never_sent_are_never_answered(tmp_path: Path, works
         "method": st.sampled_from(["session/cancel", "$/cancel_request", "_x/y", "nope"]),
         "params": json_values | st.fixed_dictionaries({"sessionId": json_values}) |
         st.fixed_dictionaries({"requestId": ids})})
-    with agent_for(tmp_path, "responses") as agent:
-        agent.call("initialize", INIT)
-        count = 0
-
-        @fuzz_settings(examples(soak_run, 120))
-        @given(st.lists(responses | notifications, min_size=1, max_size=5))
-        def run(messages: list[dict[str, Any]]) -> None:
-            nonlocal count
-            count += 1
-            agent.send(b"".join(dumps(m) + b"\n" for m in messages))
-            agent.probe()
-
-        run()
-        deep_probe(agent, workspace)
-        finish(agent, figures, count)
+    fuzz_lines(tmp_path, workspace, figures, "responses",
+               st.lists(responses | notifications, min_size=1, max_size=5).map(as_lines),
+               examples(soak_run, 120))
 
 
 def test_requests_before_initialize(tmp_path: Path, workspace: Path, figures: Figures,
