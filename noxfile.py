@@ -55,7 +55,8 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def adversarial(session: nox.Session) -> None:
     """A hostile client, a hostile model, faults, kill -9 and load against a real `iaccode acp`
-    (tests/adversarial; about 6 minutes). `-- --soak` runs longer: 10x the examples, 1000 kills,
-    5 minutes of load. Writes its figures to .adversarial/figures.json (README, Reliability)."""
+    (tests/adversarial; about 5 minutes). `-- --soak` runs longer (about 18): 10x the examples,
+    1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
+    Reliability)."""
     session.install("-e", ".[test]")
     session.run("pytest", "tests/adversarial", *session.posargs)
