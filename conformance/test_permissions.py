@@ -165,14 +165,12 @@ async def test_error_answer(agent: AgentConnection, harness: Harness, model: Mod
     stop_reason((await agent.prompt(session, "Still there?"))[0])
 
 
-@requirement("CANCEL-PERMISSION", "MUST",
-             "session/cancel while a permission question is pending, then the cancelled "
-             "outcome: the prompt answers cancelled, the tool never runs, nothing comes after")
-async def test_cancel_during_permission(agent: AgentConnection, harness: Harness,
-                                        model: Model) -> None:
+async def held_write(agent: AgentConnection, harness: Harness, model: Model
+                     ) -> tuple[str, Any]:
+    """A new session whose prompt asks to write perm.txt, its permission question held
+    unanswered (``agent.held[0]``): the session and the prompt's request id."""
     session = await start(agent, harness.workspace)
-    turn = WriteTurn(agent, harness, model)
-    turn.plan("perm.txt")
+    WriteTurn(agent, harness, model).plan("perm.txt")
     agent.services.permission = lambda _: HOLD
     request_id = await agent.send_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": "Write perm.txt"}]})
@@ -181,6 +179,15 @@ async def test_cancel_during_permission(agent: AgentConnection, harness: Harness
             message = await agent.receive()
             if message.get("id") == request_id and "method" not in message:
                 not_applicable("the agent wrote the file without asking permission")
+    return session, request_id
+
+
+@requirement("CANCEL-PERMISSION", "MUST",
+             "session/cancel while a permission question is pending, then the cancelled "
+             "outcome: the prompt answers cancelled, the tool never runs, nothing comes after")
+async def test_cancel_during_permission(agent: AgentConnection, harness: Harness,
+                                        model: Model) -> None:
+    session, request_id = await held_write(agent, harness, model)
     await agent.notify("session/cancel", {"sessionId": session})
     await agent.reply(agent.held[0]["id"], {"outcome": {"outcome": "cancelled"}})
     answer, _ = await agent.response(request_id, timeout=5)
@@ -195,17 +202,7 @@ async def test_cancel_during_permission(agent: AgentConnection, harness: Harness
              "had not seen its own cancel yet): the prompt still answers cancelled")
 async def test_allow_after_cancel(agent: AgentConnection, harness: Harness, model: Model,
                                   check: Checks) -> None:
-    session = await start(agent, harness.workspace)
-    turn = WriteTurn(agent, harness, model)
-    turn.plan("perm.txt")
-    agent.services.permission = lambda _: HOLD
-    request_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "Write perm.txt"}]})
-    with deadline(agent.timeout, "no permission question"):
-        while not agent.held:
-            message = await agent.receive()
-            if message.get("id") == request_id and "method" not in message:
-                not_applicable("the agent wrote the file without asking permission")
+    session, request_id = await held_write(agent, harness, model)
     await agent.notify("session/cancel", {"sessionId": session})
     allow = choose("allow_once")(agent.held[0])
     await agent.reply(agent.held[0]["id"], allow)
