@@ -49,9 +49,9 @@ responses; a dead client shows up as a failed write)."""
 SSE_BATCH = 256
 """At most this many queued messages go out in one write of the SSE stream."""
 
-DRAIN_FACTOR = 4
-"""An over-long body is read (and dropped) up to this many times the limit before the 413, so
-a client still sending gets its answer instead of a reset."""
+# Every request's body is read to its end before the answer, an over-long one dropped as it
+# comes: a client still sending gets its answer instead of a reset, and Hypercorn 0.18's HTTP/2
+# stream fails on data for a stream that was already answered (a KeyError that ends the server).
 
 
 class Refusal(Exception):
@@ -153,14 +153,17 @@ class AcpApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = _headers(scope)
+        body = _Body(receive)
         try:
             self._check_access(scope, headers)
             method = scope["method"]
             if method == "POST":
-                await self._post(scope, headers, receive, send)
+                await self._post(scope, headers, body, send)
             elif method == "GET":
+                await body.drain()
                 await self._stream(headers, receive, send)
             elif method == "DELETE":
+                await body.drain()
                 remote = self._connection(headers)
                 remote.close("the client sent DELETE")
                 await _respond(send, 202)
@@ -170,42 +173,34 @@ class AcpApp:
         except Refusal as refusal:
             log.info("%s %s from %s: %d %s", scope["method"], scope.get("path"), _peer(scope),
                      refusal.status, refusal.text)
-            content_type, body = refusal.body()
-            await _respond(send, refusal.status, body,
+            await body.drain()
+            content_type, text = refusal.body()
+            await _respond(send, refusal.status, text,
                            [(b"content-type", content_type), *refusal.headers])
 
-    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes:
+    async def _read_body(self, receive: _Body) -> bytes:
         limit = self._settings.max_body_bytes
-        declared = headers.get("content-length", "")
-        too_big = Refusal(413, f"the body is over the limit of {limit} bytes")
-        if declared.isdigit() and int(declared) > limit * DRAIN_FACTOR:
-            raise too_big
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Refusal(400, "the client went away while sending")
-            chunk = message.get("body", b"")
+        while not receive.done:
+            chunk = await receive.chunk()
             size += len(chunk)
             if size <= limit:
                 chunks.append(chunk)
-            elif size > limit * DRAIN_FACTOR:
-                raise too_big
             else:
-                chunks.clear()  # over the limit: drop what came, keep reading to the end
-            if not message.get("more_body", False):
-                break
+                chunks.clear()  # over the limit: drop it as it comes, read on to the end
+        if receive.gone:
+            raise Refusal(400, "the client went away while sending")
         if size > limit:
-            raise too_big
+            raise Refusal(413, f"the body is over the limit of {limit} bytes")
         return b"".join(chunks)
 
-    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive,
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: _Body,
                     send: Send) -> None:
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
             raise Refusal(415, "the body must be application/json")
-        body = await self._read_body(headers, receive)
+        body = await self._read_body(receive)
         try:
             message = json.loads(body)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
@@ -319,6 +314,27 @@ class AcpApp:
             remote.streaming = False
             remote.close("its WebSocket closed")
             remote.outbound.close()  # nobody reads any more: the agent's sends fail at once
+
+
+class _Body:
+    """A request's body as it comes (read to its end: see the note above ``Refusal``)."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self.done = False
+        self.gone = False
+
+    async def chunk(self) -> bytes:
+        message = await self._receive()
+        if message["type"] == "http.disconnect":
+            self.done = self.gone = True
+            return b""
+        self.done = not message.get("more_body", False)
+        return bytes(message.get("body", b""))
+
+    async def drain(self) -> None:
+        while not self.done:
+            await self.chunk()
 
 
 async def _read_websocket(remote: RemoteConnection, receive: Receive) -> None:
