@@ -56,6 +56,8 @@ def conformance_remote(session: nox.Session) -> None:
            "HOME": home, "IAC_CODE_HOME": home, "IAC_CODE_SERVE_TOKEN": token,
            "ANTHROPIC_API_KEY": "conformance-dummy-key",
            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}"}
+    # As over stdio (IAC_CODE_MAX_LINE_BYTES), a 10 MiB prompt must fit in one message.
+    (Path(home) / "config.toml").write_text("[serve]\nmax_body_bytes = 33554432\n")
     stderr_path = Path(home) / "serve.stderr"
     with stderr_path.open("wb") as stderr:
         server = subprocess.Popen([session.bin + "/python", "-m", "iaccode", "serve", "--port",

@@ -220,6 +220,9 @@ async def connect(url: str, token: str | None, transport: str = "http2"
                 if not remote._ended.is_set():
                     with contextlib.suppress(httpx.HTTPError, ConnectionClosed, OSError):
                         await remote.end()
+                # The stream ends by itself after DELETE; cancelling a read instead races with
+                # httpcore closing its HTTP/2 connection.
+                await remote._ended.wait()
                 if remote._socket is not None:
                     with contextlib.suppress(trio.BrokenResourceError, OSError):
                         await remote._socket.aclose()
