@@ -239,7 +239,7 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 
 def _origins(origins: frozenset[str]) -> str | None:
     for origin in sorted(origins):
-        scheme, sep, rest = origin.partition("://")
+        scheme, sep, rest = origin.rstrip("/").partition("://")
         if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
             return f"must hold origins like \"https://acp.example.com\"; {origin!r} is not"
     return None
