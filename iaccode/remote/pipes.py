@@ -115,16 +115,17 @@ class Outbound(trio.abc.SendStream):
 
     async def _queue_line(self, line: bytes) -> None:
         try:
-            self._queue.send_nowait(line)
-            return
-        except trio.WouldBlock:
-            pass
-        except trio.ClosedResourceError:
+            try:
+                self._queue.send_nowait(line)
+                return
+            except trio.WouldBlock:
+                pass
+            with trio.move_on_after(self._send_timeout):
+                await self._queue.send(line)
+                return
+        except trio.ClosedResourceError:  # the WebSocket went away, or the connection ended
             self._broken = True
             raise trio.BrokenResourceError("the client's stream was closed") from None
-        with trio.move_on_after(self._send_timeout):
-            await self._queue.send(line)
-            return
         self._broken = True
         self._on_stall(f"the client read none of its stream for {self._send_timeout:g} s "
                        f"with {STREAM_BUFFER} messages waiting")
