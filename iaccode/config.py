@@ -278,15 +278,22 @@ def _read_token_file(path: Path, raw: str, home: Path) -> str:
     return _checked_token(label, text)
 
 
-def _serve_settings(path: Path, table: object) -> ServeSettings:
+def _read_table(path: Path, name: str, table: object,
+                settings: dict[str, _Setting]) -> dict[str, Any]:
+    """The checked values of one config.toml table (``[tools]``, ``[serve]``)."""
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: serve must be a table, got {_type_name(table)}")
+        raise ConfigError(f"{path}: {name} must be a table, got {_type_name(table)}")
     values: dict[str, Any] = {}
     for key, value in table.items():
-        if key not in SERVE_SETTINGS:
-            raise ConfigError(f"{path}: unknown key 'serve.{key}'; the [serve] keys are "
-                              f"{', '.join(SERVE_SETTINGS)}")
-        values[key] = _from_value(f"{path}: serve.{key} ", value, SERVE_SETTINGS[key])
+        if key not in settings:
+            raise ConfigError(f"{path}: unknown key '{name}.{key}'; the [{name}] keys are "
+                              f"{', '.join(settings)}")
+        values[key] = _from_value(f"{path}: {name}.{key} ", value, settings[key])
+    return values
+
+
+def _serve_settings(path: Path, table: object) -> ServeSettings:
+    values = _read_table(path, "serve", table, SERVE_SETTINGS)
     if "allowed_origins" in values:  # _from_value lower-cases them; origins are too
         values["allowed_origins"] = frozenset(o.rstrip("/") for o in values["allowed_origins"])
     if "token_file" in values:
@@ -359,14 +366,7 @@ def read_config_file(path: Path) -> dict[str, object]:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
                               f"{', '.join(attrs)} and the [tools] and [serve] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
-    if not isinstance(tools, dict):
-        raise ConfigError(f"{path}: tools must be a table, got {_type_name(tools)}")
-    limits: dict[str, Any] = {}
-    for key, value in tools.items():
-        if key not in TOOL_SETTINGS:
-            raise ConfigError(f"{path}: unknown key 'tools.{key}'; the [tools] keys are "
-                              f"{', '.join(TOOL_SETTINGS)}")
-        limits[key] = _from_value(f"{path}: tools.{key} ", value, TOOL_SETTINGS[key])
+    limits = _read_table(path, "tools", tools, TOOL_SETTINGS)
     if serve is not None:
         values["serve"] = _serve_settings(path, serve)
     if limits:
