@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import secrets
 import signal
 import sys
+import threading
 from functools import partial
 
 import trio
@@ -30,6 +32,10 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 SHUTDOWN_TIMEOUT = 5.0
 """Seconds the connections get to answer and flush at shutdown before Hypercorn stops."""
+HARD_STOP_AFTER = 10.0
+"""Seconds after a signal when the process exits even if Hypercorn has not finished: its
+writes to a client are shielded from cancellation, so a client that stopped reading would
+hold the shutdown forever. The agents have ended by then; only that write is abandoned."""
 
 
 class ServeError(Exception):
@@ -112,7 +118,16 @@ async def _stop_on_signal(stop: trio.Event) -> None:
         async for signum in signals:
             log.info("received %s; shutting down", signal.Signals(signum).name)
             stop.set()
+            timer = threading.Timer(HARD_STOP_AFTER, _hard_stop)
+            timer.daemon = True
+            timer.start()
             return
+
+
+def _hard_stop() -> None:
+    log.warning("a client is not reading what it was sent; exiting without it")
+    logging.shutdown()
+    os._exit(0)
 
 
 def run(config: Config, host: str, port: int) -> int:
