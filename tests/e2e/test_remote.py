@@ -187,9 +187,15 @@ async def test_every_error_status(server: ServerProcess, workspace: Path,
                 assert response.headers["www-authenticate"].startswith("Bearer")
             assert (await http.get(url, headers={"Accept": "text/event-stream", **conn})
                     ).status_code == 401
-            # 403: a browser page of another site.
-            response = await post(http, url, INIT, Origin="http://evil.example")
-            assert response.status_code == 403
+            # 403: a browser page of another site (a page of our own address may call us).
+            own = url[:-len("/acp")]
+            for origin in ("http://evil.example", "null", own.replace("127.0.0.1", "127.0.0.2")):
+                assert (await post(http, url, INIT, Origin=origin)).status_code == 403
+            for origin in (own, own.replace("127.0.0.1", "localhost")):
+                response = await post(http, url, INIT, Origin=origin)
+                assert response.status_code == 200
+                await http.delete(url, headers={**auth, "Acp-Connection-Id":
+                                                response.headers["acp-connection-id"]})
             # 404: another path; an unknown connection (POST, GET, DELETE).
             other_path = url[:-len("/acp")] + "/other"
             assert (await http.get(other_path, headers=auth)).status_code == 404
