@@ -112,6 +112,20 @@ async def test_notifications_and_stray_responses_are_never_answered(agent: Agent
     assert "unknown request id 999" in agent.stderr
 
 
+async def test_a_client_answering_notifications_is_logged_once_with_its_error(
+    agent: AgentProcess,
+) -> None:
+    await agent.initialize()
+    for stray_id in range(100, 108):
+        await agent.send({"jsonrpc": "2.0", "id": stray_id, "error": {
+            "code": -32601, "message": "Method not found: session/update"}})
+    request_id = await agent.send_request("initialize", INIT)
+    assert (await agent.receive())["id"] == request_id
+    warnings = [line for line in agent.stderr.splitlines() if "unknown request id" in line]
+    assert len(warnings) == 1, warnings
+    assert "-32601 'Method not found: session/update'" in warnings[0]
+
+
 async def test_version_negotiation(agent: AgentProcess) -> None:
     for asked in (1, 2, 99):
         result = await agent.call("initialize", {"protocolVersion": asked})
