@@ -45,7 +45,9 @@ class ClientCapabilities:
 
 @frozen
 class InitializeRequest:
-    protocol_version: int
+    protocol_version: Any
+    """Any JSON value: one we cannot read (``"1"``, ``1.5``, ``-1``) is negotiated like one we
+    do not support (the spec's rule), not refused. The other params stay strict."""
     client_capabilities: ClientCapabilities = field(factory=ClientCapabilities)
     client_info: Implementation | None = None
     meta: Meta = None

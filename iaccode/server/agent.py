@@ -6,6 +6,7 @@ answers. The method table and the decoding live in ``routes.py``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -84,9 +85,13 @@ class Agent:
         self.initialized = True
         if first:
             self._on_initialized()
+        asked = params.protocol_version
+        if type(asked) is not int or asked != PROTOCOL_VERSION:
+            # The spec's rule: a version we do not support, or cannot read, is answered with
+            # our latest; the client decides whether it can go on.
+            log.warning("the client asked for protocol version %s; we speak %d and answer "
+                        "that", json.dumps(asked), PROTOCOL_VERSION)
         return m.InitializeResponse(
-            # We speak version 1 only: echo it, and answer 1 to anything else (the client
-            # decides whether it can go on).
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=m.AgentCapabilities(
                 load_session=True,

@@ -374,7 +374,8 @@ def test_requests_before_initialize(tmp_path: Path, workspace: Path, figures: Fi
 
         run()
         # A malformed initialize is refused and does not count as the handshake.
-        assert agent.request("initialize", {"protocolVersion": "1"})["error"]["code"] == -32602
+        assert agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": []}
+                             )["error"]["code"] == -32602
         assert agent.request("session/list", {})["error"]["code"] == -32600
         agent.call("initialize", INIT)
         deep_probe(agent, workspace)
