@@ -51,8 +51,9 @@ def _message(record: dict[str, Any], shown_calls: set[Any]) -> Iterator[dict[str
             yield to_wire(AgentThoughtChunk(TextContent(block["thinking"])))
         elif kind == "tool_use" and block.get("id") not in shown_calls:
             # Interrupted before it finished: show it, failed, as the model will see it.
+            name = block.get("name") if isinstance(block.get("name"), str) else None
             yield to_wire(ToolCallStart(str(block.get("id")), str(block.get("name")), "other",
-                                        "pending", raw_input=block.get("input")))
+                                        "pending", raw_input=block.get("input"), name=name))
             yield to_wire(ToolCallProgress(
                 str(block.get("id")), status="failed",
-                content=[ContentToolCallContent(TextContent(INTERRUPTED))]))
+                content=[ContentToolCallContent(TextContent(INTERRUPTED))], name=name))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from attrs import evolve
 
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
@@ -64,6 +65,8 @@ class ToolRunner:
         self._transcript = transcript
         self._starts: dict[str, dict[str, Any]] = {}
         """Each call's ``tool_call`` update, kept for the record written when it ends."""
+        self._names: dict[str, str | None] = {}
+        """Each announced call's tool name (``name`` on every update of the call)."""
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``."""
@@ -136,13 +139,15 @@ class ToolRunner:
         resolved = {raw: resolve_path(env.cwd, raw) for raw in tool.paths(args)}
         locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
         await self._start(ToolCallStart(call_id, title, tool.kind, "pending", locations,
-                                        raw_input=raw_input, meta=env.tool_call_meta))
+                                        raw_input=raw_input, meta=env.tool_call_meta,
+                                        name=tool.name))
         verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
                                      remembered=env.remembered, resolved=resolved)
         if verdict.decision is Decision.ASK:
             answer = await permissions.ask(
                 env.request, env.session_id,
-                ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input),
+                ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input,
+                               name=tool.name),
                 tool.name, env.remembered)
             if answer is Answer.CANCELLED:
                 await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
@@ -154,7 +159,7 @@ class ToolRunner:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
 
         await env.send_update(ToolCallProgress(call_id, status="in_progress",
-                                               meta=env.tool_call_meta))
+                                               meta=env.tool_call_meta, name=tool.name))
         return await self._finish(call_id, await self._execute(tool, args, call_id, resolved))
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
@@ -162,7 +167,7 @@ class ToolRunner:
         env = self._env
 
         async def report(update: ToolCallProgress) -> None:
-            await env.send_update(update)
+            await env.send_update(evolve(update, name=tool.name))
 
         context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
                               tool_call_id=call_id, report=report, terminal=env.terminal,
@@ -189,11 +194,12 @@ class ToolRunner:
                       message: str) -> ToolResult:
         await self._start(ToolCallStart(
             call_id, name or "unknown tool", kind, "pending", raw_input=raw_input,
-            meta=self._env.tool_call_meta))
+            meta=self._env.tool_call_meta, name=name or None))
         return await self._finish(call_id, ToolResult(message, is_error=True))
 
     async def _start(self, start: ToolCallStart) -> None:
         self._starts[start.tool_call_id] = to_wire(start)
+        self._names[start.tool_call_id] = start.name
         await self._env.send_update(start)
 
     async def _finish(self, call_id: str, result: ToolResult) -> ToolResult:
@@ -204,6 +210,7 @@ class ToolRunner:
             content=result.content or [ContentToolCallContent(TextContent(shown))],
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
+            name=self._names.get(call_id),
         )
         self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
         await self._env.send_update(end)

@@ -1,0 +1,60 @@
+"""What third-party clients (Toad, Zed, acplint, dashboards) rely on: a tool's name on every
+update of its call, the diff in the permission question, a final update for every call
+whatever ends the turn. A real ``iaccode acp``, the fake model, the test as the editor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from iaccode.llm.script import ToolUse, reply
+from tests.e2e.test_tools import call, choose, start, tool_updates
+from tests.fakes.model_server import FakeModelServer
+from tests.support.agent_process import AgentProcess
+
+ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+
+async def load(agent: AgentProcess, session: str, cwd: Path) -> list[dict[str, Any]]:
+    """``session/load``; the replayed ``session/update`` messages."""
+    request_id = await agent.send_request("session/load", {
+        "sessionId": session, "cwd": str(cwd), "mcpServers": []})
+    answer, before = await agent.response(request_id)
+    assert "result" in answer, answer
+    return [m for m in before if m.get("method") == "session/update"]
+
+
+async def test_every_update_of_a_call_names_its_tool(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    (workspace / "main.tf").write_text('resource "x" "y" {}\n')
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_r", "read_file", {"path": "main.tf"}),
+                         ToolUse("toolu_b", "bash", {"command": "make plan"}),
+                         ToolUse("toolu_x", "no_such_tool", {})]),
+        reply("ok"))
+    session = await start(agent, workspace, terminal=True)
+
+    def editor(message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "session/request_permission": ALLOW,
+            "terminal/create": {"terminalId": "term-1"},
+            "terminal/wait_for_exit": {"exitCode": 0},
+            "terminal/output": {"output": "ok\n", "truncated": False},
+            "terminal/release": {},
+        }[message["method"]]
+
+    _, updates, requests = await agent.run_prompt(session, "go", editor)
+    for call_id, name in (("toolu_r", "read_file"), ("toolu_b", "bash"),
+                          ("toolu_x", "no_such_tool")):
+        lifecycle = tool_updates(updates, call_id)
+        assert lifecycle and all(u.get("name") == name for u in lifecycle), lifecycle
+    # The terminal's live update (sent by the tool itself) is named too.
+    assert any(c.get("type") == "terminal" for u in tool_updates(updates, "toolu_b")
+               for c in u.get("content") or [])
+    question = next(r for r in requests if r["method"] == "session/request_permission")
+    assert question["params"]["toolCall"]["name"] == "bash"
+    # And a reload shows the names again.
+    replayed = await load(agent, session, workspace)
+    assert tool_updates(replayed, "toolu_r")
+    assert all(u.get("name") == "read_file" for u in tool_updates(replayed, "toolu_r"))
