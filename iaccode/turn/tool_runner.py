@@ -144,10 +144,12 @@ class ToolRunner:
         verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
                                      remembered=env.remembered, resolved=resolved)
         if verdict.decision is Decision.ASK:
+            content = await permissions.question_content(
+                tool, args, self._context(tool, call_id, resolved))
             answer = await permissions.ask(
                 env.request, env.session_id,
                 ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input,
-                               name=tool.name),
+                               content, name=tool.name),
                 tool.name, env.remembered)
             if answer is Answer.CANCELLED:
                 await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
@@ -162,16 +164,20 @@ class ToolRunner:
                                                meta=env.tool_call_meta, name=tool.name))
         return await self._finish(call_id, await self._execute(tool, args, call_id, resolved))
 
-    async def _execute(self, tool: Tool, args: Any, call_id: str,
-                       resolved: dict[str, Path]) -> ToolResult:
+    def _context(self, tool: Tool, call_id: str, resolved: dict[str, Path]) -> ToolContext:
         env = self._env
 
         async def report(update: ToolCallProgress) -> None:
             await env.send_update(evolve(update, name=tool.name))
 
-        context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
-                              tool_call_id=call_id, report=report, terminal=env.terminal,
-                              resolved=resolved)
+        return ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
+                           tool_call_id=call_id, report=report, terminal=env.terminal,
+                           resolved=resolved)
+
+    async def _execute(self, tool: Tool, args: Any, call_id: str,
+                       resolved: dict[str, Path]) -> ToolResult:
+        env = self._env
+        context = self._context(tool, call_id, resolved)
         recorded = env.recorded_tools.get(call_id) if tool.name in MACHINE_DEPENDENT else None
         try:
             result = recorded if recorded is not None else await tool.run(args, context)
