@@ -112,3 +112,102 @@ async def test_an_edit_that_cannot_apply_asks_without_a_diff_and_fails_when_run(
     _, updates, requests = await agent.run_prompt(session, "edit", choose("allow_once"))
     assert "content" not in requests[0]["params"]["toolCall"]
     assert tool_updates(updates, "toolu_edit_file")[-1]["status"] == "failed"
+
+
+async def prompt_until_asked(agent: AgentProcess, session: str, text: str
+                             ) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    """Send a prompt; return its id, the first permission question, and what came before."""
+    prompt_id = await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
+    before: list[dict[str, Any]] = []
+    while True:
+        message = await agent.receive()
+        if message.get("method") == "session/request_permission":
+            return prompt_id, message, before
+        before.append(message)
+
+
+def final_states(updates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each tool call's last update (the start merged with every update after it)."""
+    calls: dict[str, dict[str, Any]] = {}
+    for message in updates:
+        if message.get("method") != "session/update":
+            continue
+        update = message["params"]["update"]
+        if update["sessionUpdate"] in ("tool_call", "tool_call_update"):
+            calls.setdefault(update["toolCallId"], {}).update(update)
+    return calls
+
+
+async def test_a_cancel_while_asking_fails_the_asked_call_and_the_queued_one(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(reply(tool_uses=[
+        ToolUse("toolu_first", "bash", {"command": "touch first"}),
+        ToolUse("toolu_second", "write_file", {"path": "second.txt", "content": "2"})]))
+    session = await start(agent, workspace)
+    prompt_id, question, before = await prompt_until_asked(agent, session, "both")
+    assert question["params"]["toolCall"]["toolCallId"] == "toolu_first"
+    # Both calls were announced before the question.
+    assert set(final_states(before)) == {"toolu_first", "toolu_second"}
+    await agent.notify("session/cancel", {"sessionId": session})
+    answer, after = await agent.response(prompt_id)
+    assert answer["result"]["stopReason"] == "cancelled"
+    states = final_states(before + after)
+    for call_id in ("toolu_first", "toolu_second"):
+        assert states[call_id]["status"] == "failed", states[call_id]
+    text_of = {k: v["content"][0]["content"]["text"] for k, v in states.items()}
+    assert "asked for permission" in text_of["toolu_first"]
+    assert "before the tool could run" in text_of["toolu_second"]
+    assert not (workspace / "first").exists() and not (workspace / "second.txt").exists()
+    # The late answer to the question is dropped harmlessly; the session takes a prompt.
+    await agent.reply(question["id"], {"outcome": {"outcome": "cancelled"}})
+    model_server.enqueue(reply("fine"))
+    response, _, _ = await agent.run_prompt(session, "next")
+    assert response["result"]["stopReason"] == "end_turn"
+
+
+async def test_session_close_while_asking_fails_the_call_before_close_answers(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(call("bash", command="touch ran"))
+    session = await start(agent, workspace)
+    prompt_id, _, before = await prompt_until_asked(agent, session, "run")
+    close_id = await agent.send_request("session/close", {"sessionId": session})
+    answers: dict[int, dict[str, Any]] = {}
+    after: list[dict[str, Any]] = []
+    while len(answers) < 2:
+        message = await agent.receive()
+        if message.get("id") in (prompt_id, close_id) and "method" not in message:
+            answers[message["id"]] = message
+        elif not answers.get(prompt_id):
+            after.append(message)
+    assert answers[prompt_id]["result"]["stopReason"] == "cancelled"
+    assert "result" in answers[close_id]
+    assert final_states(before + after)["toolu_bash"]["status"] == "failed"
+    assert not (workspace / "ran").exists()
+
+
+async def test_a_cancel_while_a_command_runs_fails_it_and_the_call_queued_behind(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(reply(tool_uses=[
+        ToolUse("toolu_sleep", "bash", {"command": "sleep 30"}),
+        ToolUse("toolu_after", "bash", {"command": "touch after"})]))
+    session = await start(agent, workspace)
+    prompt_id, question, before = await prompt_until_asked(agent, session, "sleep")
+    await agent.reply(question["id"], ALLOW)
+    while True:
+        message = await agent.receive()
+        before.append(message)
+        update = message.get("params", {}).get("update", {})
+        if update.get("status") == "in_progress":
+            break
+    await agent.notify("session/cancel", {"sessionId": session})
+    answer, after = await agent.response(prompt_id)
+    assert answer["result"]["stopReason"] == "cancelled"
+    states = final_states(before + after)
+    assert states["toolu_sleep"]["status"] == "failed"
+    assert "while the tool ran" in states["toolu_sleep"]["content"][0]["content"]["text"]
+    assert states["toolu_after"]["status"] == "failed"
+    assert not (workspace / "after").exists()
