@@ -4,13 +4,22 @@ whatever ends the turn. A real ``iaccode acp``, the fake model, the test as the 
 
 from __future__ import annotations
 
+import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+import trio
+
 from iaccode.llm.script import ToolUse, reply
+from iaccode.tools import process_tree
 from tests.e2e.test_tools import call, choose, start, tool_updates
 from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
+from tests.support.processes import pid_alive, pid_files_written, wait_until
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 
@@ -211,3 +220,88 @@ async def test_a_cancel_while_a_command_runs_fails_it_and_the_call_queued_behind
     assert "while the tool ran" in states["toolu_sleep"]["content"][0]["content"]["text"]
     assert states["toolu_after"]["status"] == "failed"
     assert not (workspace / "after").exists()
+
+
+class OuterShellTerminal:
+    """A client terminal as some real ones are: it runs the command under an outer shell of
+    its own and ``terminal/kill`` kills that shell alone (SIGKILL, no process group)."""
+
+    def __init__(self, agent: AgentProcess) -> None:
+        self.agent = agent
+        self.shells: dict[str, trio.Process] = {}
+        self.created: list[dict[str, Any]] = []
+        self._send = trio.Lock()
+
+    async def reply(self, request_id: Any, result: Any) -> None:
+        async with self._send:
+            await self.agent.reply(request_id, result)
+
+    async def serve(self, message: dict[str, Any], nursery: trio.Nursery) -> None:
+        method, params = message["method"], message["params"]
+        if method == "session/request_permission":
+            await self.reply(message["id"], ALLOW)
+        elif method == "terminal/create":
+            self.created.append(params)
+            line = shlex.join([params["command"], *params.get("args", [])])
+            # "; true" keeps the outer shell alive above the command (no exec shortcut).
+            shell = await trio.lowlevel.open_process(
+                ["/bin/bash", "-c", f"{line}; true"], cwd=params.get("cwd"),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            terminal_id = f"term-{len(self.shells) + 1}"
+            self.shells[terminal_id] = shell
+            await self.reply(message["id"], {"terminalId": terminal_id})
+        elif method == "terminal/wait_for_exit":
+            nursery.start_soon(self._wait, message)
+        elif method == "terminal/kill":
+            shell = self.shells[params["terminalId"]]
+            if shell.returncode is None:
+                shell.send_signal(signal.SIGKILL)
+            await self.reply(message["id"], {})
+        elif method == "terminal/output":
+            await self.reply(message["id"], {"output": "", "truncated": False})
+        elif method == "terminal/release":
+            await self.reply(message["id"], {})
+        else:
+            raise AssertionError(f"unexpected request {method}")
+
+    async def _wait(self, message: dict[str, Any]) -> None:
+        code = await self.shells[message["params"]["terminalId"]].wait()
+        status = {"exitCode": code} if code >= 0 else {"signal": signal.Signals(-code).name}
+        await self.reply(message["id"], status)
+
+
+@pytest.mark.skipif(not process_tree.supported(), reason="the supervisor needs Linux prctl")
+async def test_a_terminal_whose_outer_shell_alone_is_killed_leaves_nothing_alive(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    command = ("sleep 300 & echo $! > bg.pid; "
+               "setsid sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid; "
+               "sleep 300")
+    model_server.enqueue(call("bash", command=command))
+    session = await start(agent, workspace, terminal=True)
+    terminal = OuterShellTerminal(agent)
+    prompt_id = await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "start it"}]})
+
+    async def cancel_once_started() -> None:
+        await wait_until(lambda: pid_files_written(workspace, "bg.pid", "escaped.pid"), 30)
+        await agent.notify("session/cancel", {"sessionId": session})
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_once_started)
+            while True:
+                message = await agent.receive(timeout=30)
+                if "method" in message and "id" in message:
+                    await terminal.serve(message, nursery)
+                elif message.get("id") == prompt_id:
+                    break
+            nursery.cancel_scope.cancel()
+    assert message["result"]["stopReason"] == "cancelled"
+    pids = [int((workspace / name).read_text()) for name in ("bg.pid", "escaped.pid")]
+    await wait_until(lambda: not any(pid_alive(pid) for pid in pids))
+    # We handed the client our supervisor, run by the agent's interpreter, not a bare shell.
+    created = terminal.created[0]
+    assert created["command"] == sys.executable
+    assert created["args"][:3] == ["-P", "-m", "iaccode.tools.supervise"]
+    assert created["args"][-2:] == ["-c", command]
