@@ -251,13 +251,14 @@ class Session:
         command = _command(blocks)
         if command == "compact":
             if not await turn.compact():
-                await self._send_update(AgentMessageChunk(TextContent(
-                    "Nothing to compact yet: the conversation is a single turn.")))
+                text = "Nothing to compact yet: the conversation is a single turn."
+                self.transcript.notice(text)
+                await self._send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if command == "clear":
-            self.transcript.replace([])
-            await self._send_update(AgentMessageChunk(TextContent(
-                "Context cleared: the model starts fresh (the history stays in this session).")))
+            text = "Context cleared: the model starts fresh (the history stays in this session)."
+            self.transcript.replace([], notice=text)
+            await self._send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if self.meta.title is None:
             await self._set_title(blocks)

@@ -119,9 +119,10 @@ class Turn:
             await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
             return False
         self.usage = self.usage + finished.usage
-        self._transcript.replace(compaction.compacted(summary, recent))
-        await self._notify(f"\n\n[Context compacted: {len(older)} earlier messages were "
-                           f"summarised; the last {len(recent)} are kept whole.]\n")
+        text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
+        # The notice is kept in the compaction record: a replay shows it where it happened.
+        self._transcript.replace(compaction.compacted(summary, recent), notice=text)
+        await self._env.send_update(AgentMessageChunk(TextContent(text)))
         return True
 
     async def _notify(self, text: str) -> None:

@@ -305,3 +305,60 @@ async def test_a_terminal_whose_outer_shell_alone_is_killed_leaves_nothing_alive
     assert created["command"] == sys.executable
     assert created["args"][:3] == ["-P", "-m", "iaccode.tools.supervise"]
     assert created["args"][-2:] == ["-c", command]
+
+
+def chunks(updates: list[dict[str, Any]], kind: str = "agent_message_chunk") -> list[str]:
+    return [m["params"]["update"]["content"]["text"] for m in updates
+            if m["params"]["update"]["sessionUpdate"] == kind]
+
+
+async def test_a_replayed_terminal_command_shows_its_output_as_text(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(call("bash", command="terraform plan"), reply("planned"))
+    session = await start(agent, workspace, terminal=True)
+
+    def editor(message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "session/request_permission": ALLOW,
+            "terminal/create": {"terminalId": "term-1"},
+            "terminal/wait_for_exit": {"exitCode": 2},
+            "terminal/output": {"output": "Plan: 1 to add\n", "truncated": False,
+                                "exitStatus": {"exitCode": 2}},
+            "terminal/release": {},
+        }[message["method"]]
+
+    _, updates, _ = await agent.run_prompt(session, "plan", editor)
+    assert tool_updates(updates, "toolu_bash")[-1]["content"] == [
+        {"type": "terminal", "terminalId": "term-1"}]
+    replayed = tool_updates(await load(agent, session, workspace), "toolu_bash")
+    assert replayed[-1]["status"] == "failed"
+    assert replayed[-1]["content"] == [{"type": "content", "content": {
+        "type": "text", "text": "Plan: 1 to add\n[exit code 2]"}}]
+    assert not any(c.get("type") == "terminal" for u in replayed for c in u.get("content") or [])
+
+
+async def test_replay_shows_where_the_context_was_compacted_and_cleared(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(reply("a1"), reply("a2"), reply("a3"),
+                         reply("the summary", input_tokens=40_000, output_tokens=1_200),
+                         reply("fresh"))
+    session = await start(agent, workspace)
+    for text in ("one", "two", "three"):
+        await agent.run_prompt(session, text)
+    _, live, _ = await agent.run_prompt(session, "/compact")
+    # The first turn (2 messages) is summarised; the two recent ones fit in what is kept.
+    compacted = ("[Context compacted: Summarised 2 earlier messages (40k tokens) into 1.2k "
+                 "tokens; the last 2 turns are kept as they were.]")
+    assert [t.strip() for t in chunks(live)] == [compacted]
+    _, cleared_live, _ = await agent.run_prompt(session, "/clear")
+    await agent.run_prompt(session, "after")
+    replayed = await load(agent, session, workspace)
+    order = [(m["params"]["update"]["sessionUpdate"], m["params"]["update"]["content"]["text"])
+             for m in replayed if "content" in m["params"]["update"]]
+    texts = [text.strip() for _, text in order]
+    assert texts.index("three") < texts.index(compacted) < texts.index("after")
+    cleared = chunks(cleared_live)[0]
+    assert cleared.startswith("Context cleared")
+    assert texts.index(compacted) < texts.index(cleared) < texts.index("after")
