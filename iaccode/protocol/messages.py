@@ -236,6 +236,29 @@ class PromptRequest:
 
 
 @frozen
+class SteeringRequest:
+    """``_session/steering`` (the extension claude-agent-acp and codex-acp answer): a message
+    for the running turn, or, with none running, a new turn unless ``idle_behavior`` is
+    ``promptRequired``."""
+
+    session_id: str
+    prompt: list[ContentBlock]
+    idle_behavior: str | None = None
+    meta: Meta = None
+
+
+SteeringOutcome = Literal["injected", "startedNewTurn", "promptRequired"]
+
+
+@frozen
+class SteeringResponse:
+    outcome: SteeringOutcome
+    reason: str | None = None
+    """With ``promptRequired``: why (``noRunningTurn``)."""
+    meta: Meta = None
+
+
+@frozen
 class Usage:
     input_tokens: int
     output_tokens: int

@@ -103,6 +103,7 @@ class Agent:
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
             auth_methods=[] if self._has_credentials() else [AUTH_METHOD],
+            meta={"steering": {"supported": True}},  # _session/steering (see ``steer``)
         )
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
@@ -343,6 +344,11 @@ class Agent:
     async def prompt(self, params: m.PromptRequest, ready: Callable[[], None]) -> m.PromptResponse:
         self._require_credentials()
         return await self._session(params.session_id).prompt(params.prompt, ready)
+
+    async def steer(self, params: m.SteeringRequest) -> m.SteeringResponse:
+        """``_session/steering``: a message for the session's running turn, or a new turn."""
+        self._require_credentials()
+        return await self._session(params.session_id).steer(params.prompt, params.idle_behavior)
 
     def cancel(self, params: m.SessionRequest) -> None:
         session = self.sessions.get(params.session_id)

@@ -69,6 +69,24 @@ class Turn:
         self.usage = TokenUsage()
         self.final_text = ""
         """The text of the last model answer (a sub-agent's result)."""
+        self._steering: list[tuple[list[dict[str, Any]], list[Any]]] = []
+        """Messages the user added while the turn runs (model content, ACP blocks), waiting
+        for the next model request."""
+
+    def steer(self, user_content: list[dict[str, Any]], prompt: list[Any]) -> None:
+        """Add a user message to the running turn (``_session/steering``). It reaches the
+        model with the next request: after the current tool calls finish, never cutting an
+        answer that is streaming; an answer that would have ended the turn is followed by
+        one more request for it."""
+        self._steering.append((user_content, prompt))
+
+    def _take_steering(self) -> bool:
+        """Put the waiting steering messages into the history; True if there were any."""
+        taken = bool(self._steering)
+        while self._steering:
+            content, prompt = self._steering.pop(0)
+            self._transcript.append({"role": "user", "content": content}, prompt)
+        return taken
 
     async def run(self, user_content: list[dict[str, Any]],
                   prompt: list[Any] | None = None) -> StopReason:
@@ -85,10 +103,13 @@ class Turn:
                     return "end_turn"
                 tool_uses = [b for b in finished.content if b.get("type") == "tool_use"]
                 if not tool_uses:
+                    if self._take_steering():
+                        continue  # the user said more meanwhile: the model answers that too
                     return STOP_REASONS.get(finished.stop_reason, "end_turn")
                 runner = ToolRunner(self._env, finished.invalid_tool_inputs, self._transcript)
                 results = await runner.run_all(tool_uses)
                 self._transcript.append({"role": "user", "content": results})
+                self._take_steering()
                 if self._context_nearly_full(finished.usage):
                     await self.compact()
             # The last answer's tool calls are not run: the model would never see their results.
@@ -96,6 +117,8 @@ class Turn:
             return "max_turn_requests"
         finally:
             self._transcript.repair(INTERRUPTED)
+            # Steering that came too late for a request is still the user's: kept for the next.
+            self._take_steering()
 
     def _context_nearly_full(self, usage: TokenUsage) -> bool:
         config = self._env.config

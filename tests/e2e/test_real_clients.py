@@ -362,3 +362,119 @@ async def test_replay_shows_where_the_context_was_compacted_and_cleared(
     cleared = chunks(cleared_live)[0]
     assert cleared.startswith("Context cleared")
     assert texts.index(compacted) < texts.index(cleared) < texts.index("after")
+
+
+def user_texts(request_body: dict[str, Any]) -> list[str]:
+    """Every text block of the user messages the model received, in order."""
+    return [b["text"] for m in request_body["messages"] if m["role"] == "user"
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == "text"]
+
+
+async def test_initialize_advertises_steering(agent: AgentProcess) -> None:
+    result = await agent.initialize()
+    assert result["_meta"]["steering"] == {"supported": True}
+
+
+async def test_steering_during_a_tool_call_reaches_the_next_request_and_the_history(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(call("bash", command="echo checked"), reply("Done, and noted."))
+    session = await start(agent, workspace)
+    prompt_id, question, _ = await prompt_until_asked(agent, session, "check it")
+    steered = await agent.request("_session/steering", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "Also look at prod."}]})
+    assert steered["result"] == {"outcome": "injected"}
+    await agent.reply(question["id"], ALLOW)
+    answer, _ = await agent.response(prompt_id)
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert len(model_server.requests) == 2  # no request of its own: it rode with the results
+    second = model_server.requests[1].body
+    last = second["messages"][-1]
+    assert last["role"] == "user"
+    assert [b["type"] for b in last["content"]] == ["tool_result", "text"]
+    assert last["content"][1]["text"] == "Also look at prod."
+    # Saved as a user message: a reload shows it where it came.
+    replayed = await load(agent, session, workspace)
+    said = chunks(replayed, "user_message_chunk")
+    assert said == ["check it", "Also look at prod."]
+
+
+async def test_steering_after_the_last_answer_gets_an_answer_of_its_own(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """An answer that is streaming is not cut; the turn goes on with one more request."""
+    model_server.enqueue(reply(["Slow ", "answer."], delay=0.3), reply("About prod: fine."))
+    session = await start(agent, workspace)
+    prompt_id = await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "first"}]})
+    await agent.receive_update("agent_message_chunk")  # the answer is streaming
+    steered = await agent.request("_session/steering", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "And prod?"}]})
+    assert steered["result"] == {"outcome": "injected"}
+    answer, before = await agent.response(prompt_id)
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert "".join(chunks([m for m in agent.received if m.get("method") == "session/update"])
+                   ).startswith("Slow answer.")
+    assert user_texts(model_server.requests[1].body)[-1] == "And prod?"
+    assert model_server.requests[1].body["messages"][-2]["content"][0]["text"] == "Slow answer."
+
+
+async def test_steering_while_idle_follows_idle_behavior(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(reply("Started by steering."))
+    session = await start(agent, workspace)
+    refused = await agent.call("_session/steering", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "hello"}],
+        "idleBehavior": "promptRequired"})
+    assert refused == {"outcome": "promptRequired", "reason": "noRunningTurn"}
+    assert model_server.requests == []
+    started = await agent.call("_session/steering", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "hello"}]})
+    assert started == {"outcome": "startedNewTurn"}
+    update = await agent.receive_update("agent_message_chunk")
+    assert update["params"]["update"]["content"]["text"] == "Started by steering."
+    assert user_texts(model_server.requests[0].body) == ["hello"]
+
+
+async def test_two_prompts_queue_behind_a_running_turn_and_run_in_order(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(call("bash", command="echo one"), reply("first done"),
+                         reply("second done"), reply("third done"))
+    session = await start(agent, workspace)
+    first, question, _ = await prompt_until_asked(agent, session, "first")
+    later = [await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
+        for text in ("second", "third")]
+    await agent.reply(question["id"], ALLOW)
+    answers: list[tuple[Any, dict[str, Any]]] = []
+    while len(answers) < 3:
+        message = await agent.receive()
+        if message.get("id") in (first, *later) and "method" not in message:
+            answers.append((message["id"], message))
+    assert [request_id for request_id, _ in answers] == [first, *later]
+    assert all(m["result"]["stopReason"] == "end_turn" for _, m in answers)
+    assert [user_texts(r.body)[-1] for r in model_server.requests] == [
+        "first", "first", "second", "third"]
+
+
+async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(call("bash", command="touch ran"), reply("next one"))
+    session = await start(agent, workspace)
+    first, _, _ = await prompt_until_asked(agent, session, "first")
+    queued = await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "queued"}]})
+    await agent.notify("session/cancel", {"sessionId": session})
+    answers: dict[Any, dict[str, Any]] = {}
+    while len(answers) < 2:
+        message = await agent.receive()
+        if message.get("id") in (first, queued) and "method" not in message:
+            answers[message["id"]] = message
+    assert answers[first]["result"]["stopReason"] == "cancelled"
+    assert answers[queued]["result"]["stopReason"] == "cancelled"
+    assert len(model_server.requests) == 1  # the queued prompt never reached the model
+    response, _, _ = await agent.run_prompt(session, "after")
+    assert response["result"]["stopReason"] == "end_turn"
