@@ -478,3 +478,24 @@ async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
     assert len(model_server.requests) == 1  # the queued prompt never reached the model
     response, _, _ = await agent.run_prompt(session, "after")
     assert response["result"]["stopReason"] == "end_turn"
+
+
+async def test_cancel_request_for_a_queued_prompt_drops_that_one_only(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(call("bash", command="echo one"), reply("first done"),
+                         reply("third done"))
+    session = await start(agent, workspace)
+    first, question, _ = await prompt_until_asked(agent, session, "first")
+    dropped, third = [await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
+        for text in ("second", "third")]
+    await agent.notify("$/cancel_request", {"requestId": dropped})
+    answer, _ = await agent.response(dropped)
+    assert answer["error"]["code"] == -32800
+    await agent.reply(question["id"], ALLOW)
+    for request_id in (first, third):
+        answer, _ = await agent.response(request_id)
+        assert answer["result"]["stopReason"] == "end_turn"
+    assert [user_texts(r.body)[-1] for r in model_server.requests] == [
+        "first", "first", "third"]
