@@ -300,6 +300,8 @@ class Session:
     async def _run(self, turn: Turn, blocks: list[ContentBlock]) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
         command = _command(blocks)
+        if command is not None:
+            self._running = None  # no model turn to steer: steering starts one after this
         if command == "compact":
             if not await turn.compact():
                 text = "Nothing to compact yet: the conversation is a single turn."

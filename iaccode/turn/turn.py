@@ -80,13 +80,11 @@ class Turn:
         one more request for it."""
         self._steering.append((user_content, prompt))
 
-    def _take_steering(self) -> bool:
-        """Put the waiting steering messages into the history; True if there were any."""
-        taken = bool(self._steering)
+    def _take_steering(self) -> None:
+        """Put the waiting steering messages into the history (as user messages)."""
         while self._steering:
             content, prompt = self._steering.pop(0)
             self._transcript.append({"role": "user", "content": content}, prompt)
-        return taken
 
     async def run(self, user_content: list[dict[str, Any]],
                   prompt: list[Any] | None = None) -> StopReason:
@@ -98,18 +96,18 @@ class Turn:
         self._transcript.append({"role": "user", "content": user_content}, prompt)
         try:
             for _ in range(self._env.config.max_turn_requests):
+                self._take_steering()  # what the user added meanwhile rides with this request
                 finished = await self._model_request()
                 if finished is None:
                     return "end_turn"
                 tool_uses = [b for b in finished.content if b.get("type") == "tool_use"]
                 if not tool_uses:
-                    if self._take_steering():
+                    if self._steering:
                         continue  # the user said more meanwhile: the model answers that too
                     return STOP_REASONS.get(finished.stop_reason, "end_turn")
                 runner = ToolRunner(self._env, finished.invalid_tool_inputs, self._transcript)
                 results = await runner.run_all(tool_uses)
                 self._transcript.append({"role": "user", "content": results})
-                self._take_steering()
                 if self._context_nearly_full(finished.usage):
                     await self.compact()
             # The last answer's tool calls are not run: the model would never see their results.
