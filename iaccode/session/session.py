@@ -203,7 +203,8 @@ class Session:
             cwd=self.cwd, send_update=self._send_update, request=self._request,
             files=self._files, terminal=self._terminal, tools=tools,
             mode=lambda: self.mode, thinking=lambda: self.thought_level,
-            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel,
+            remembered=self.remembered, limits=self._config.tool_limits,
+            cancel_turn=self._cancel_running,
             tool_tap=self._tool_tap, recorded_tools=self._recorded_tools)
         sub_agent.bind(env)
         return env
@@ -330,6 +331,11 @@ class Session:
     def cancel(self) -> None:
         """Cancel the running turn, if any, and every prompt queued behind it. Never blocks."""
         self._cancels += 1
+        self._cancel_running()
+
+    def _cancel_running(self) -> None:
+        """Cancel the running turn only (a permission question answered ``cancelled``): the
+        prompts queued behind it still run."""
         if self._turn is not None:
             self._turn.cancel()
 
