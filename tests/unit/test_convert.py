@@ -470,7 +470,7 @@ UPDATES: list[tuple[Any, dict[str, Any]]] = [
      {"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
       "content": [
           {"type": "content", "content": {"type": "text", "text": "ok"}},
-          {"type": "diff", "path": "/w/a.py", "newText": "new"},
+          {"type": "diff", "path": "/w/a.py", "newText": "new", "oldText": None},
           {"type": "diff", "path": "/w/b.py", "newText": "", "oldText": "old"},
           {"type": "terminal", "terminalId": "term-1"},
       ], "rawOutput": ["x"]}),
