@@ -136,6 +136,21 @@ async def prompt_until_asked(agent: AgentProcess, session: str, text: str
         before.append(message)
 
 
+async def answers_to(agent: AgentProcess, *request_ids: int
+                     ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    """Wait until every request is answered: the answers (in the order they came) and the
+    other messages before the last one."""
+    answers: dict[int, dict[str, Any]] = {}
+    others: list[dict[str, Any]] = []
+    while len(answers) < len(request_ids):
+        message = await agent.receive()
+        if message.get("id") in request_ids and "method" not in message:
+            answers[message["id"]] = message
+        else:
+            others.append(message)
+    return answers, others
+
+
 def final_states(updates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each tool call's last update (the start merged with every update after it)."""
     calls: dict[str, dict[str, Any]] = {}
@@ -183,14 +198,7 @@ async def test_session_close_while_asking_fails_the_call_before_close_answers(
     session = await start(agent, workspace)
     prompt_id, _, before = await prompt_until_asked(agent, session, "run")
     close_id = await agent.send_request("session/close", {"sessionId": session})
-    answers: dict[int, dict[str, Any]] = {}
-    after: list[dict[str, Any]] = []
-    while len(answers) < 2:
-        message = await agent.receive()
-        if message.get("id") in (prompt_id, close_id) and "method" not in message:
-            answers[message["id"]] = message
-        elif not answers.get(prompt_id):
-            after.append(message)
+    answers, after = await answers_to(agent, prompt_id, close_id)
     assert answers[prompt_id]["result"]["stopReason"] == "cancelled"
     assert "result" in answers[close_id]
     assert final_states(before + after)["toolu_bash"]["status"] == "failed"
@@ -448,13 +456,9 @@ async def test_two_prompts_queue_behind_a_running_turn_and_run_in_order(
         "sessionId": session, "prompt": [{"type": "text", "text": text}]})
         for text in ("second", "third")]
     await agent.reply(question["id"], ALLOW)
-    answers: list[tuple[Any, dict[str, Any]]] = []
-    while len(answers) < 3:
-        message = await agent.receive()
-        if message.get("id") in (first, *later) and "method" not in message:
-            answers.append((message["id"], message))
-    assert [request_id for request_id, _ in answers] == [first, *later]
-    assert all(m["result"]["stopReason"] == "end_turn" for _, m in answers)
+    answers, _ = await answers_to(agent, first, *later)
+    assert list(answers) == [first, *later]
+    assert all(m["result"]["stopReason"] == "end_turn" for m in answers.values())
     assert [user_texts(r.body)[-1] for r in model_server.requests] == [
         "first", "first", "second", "third"]
 
@@ -468,11 +472,7 @@ async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
     queued = await agent.send_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": "queued"}]})
     await agent.notify("session/cancel", {"sessionId": session})
-    answers: dict[Any, dict[str, Any]] = {}
-    while len(answers) < 2:
-        message = await agent.receive()
-        if message.get("id") in (first, queued) and "method" not in message:
-            answers[message["id"]] = message
+    answers, _ = await answers_to(agent, first, queued)
     assert answers[first]["result"]["stopReason"] == "cancelled"
     assert answers[queued]["result"]["stopReason"] == "cancelled"
     assert len(model_server.requests) == 1  # the queued prompt never reached the model
