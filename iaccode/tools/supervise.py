@@ -8,8 +8,10 @@ module, run by the agent's own interpreter, instead of the bare shell. It
 
 - makes itself a child subreaper, so everything the command starts (``&``, ``nohup``,
   ``setsid``, a daemon that double-forks) stays below it, findable through ``/proc``;
-- asks for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``): the client killing the
-  outer shell, or the client itself going away, reaches it;
+- asks for a signal when its parent dies (``PR_SET_PDEATHSIG``): the client killing the
+  outer shell, or the client itself going away, reaches it. The kernel also sends it when
+  only the *thread* that started us exits (a client spawning from a pool thread), so it is
+  SIGUSR1, not TERM, and counts only when our parent really changed;
 - runs the command and exits with its status (128 + N when a signal N ended it);
 - ends the whole tree (TERM, ``--grace`` seconds, KILL) when it gets TERM, HUP or INT, when its
   parent dies, and when the command exits (nothing outlives the call, as with a local bash).
@@ -33,6 +35,9 @@ from iaccode.tools import process_tree
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
+PARENT_DEATH = signal.SIGUSR1
+"""Our parent-death signal (see the module docstring for why not TERM)."""
+
 
 class _Stop(Exception):
     def __init__(self, signum: int) -> None:
@@ -42,6 +47,14 @@ class _Stop(Exception):
 
 def _stop(signum: int, _frame: FrameType | None) -> None:
     raise _Stop(signum)
+
+
+def _on_parent_death(parent: int) -> None:
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        if os.getppid() != parent:  # reparented: the parent process is gone
+            raise _Stop(signal.SIGHUP)
+
+    signal.signal(PARENT_DEATH, handler)
 
 
 def command_line(argv: list[str], grace: float) -> tuple[str, list[str]]:
@@ -65,19 +78,21 @@ def main(argv: list[str] | None = None) -> int:
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
     if not command:
         parser.error("no command to run")
+    parent = os.getppid()
     for sig in STOP_SIGNALS:
         signal.signal(sig, _stop)
+    _on_parent_death(parent)
     try:
         if not process_tree.become_subreaper():
             print("iaccode supervise: no child subreaper here; what the command leaves "
                   "behind may outlive it", file=sys.stderr)
-        process_tree.set_parent_death_signal(signal.SIGTERM)
+        process_tree.set_parent_death_signal(PARENT_DEATH)
         if os.getppid() == 1:  # the parent died before we asked to hear of it
-            raise _Stop(signal.SIGTERM)
+            raise _Stop(signal.SIGHUP)
         status = _run(command)
     except _Stop as stop:
         status = 128 + stop.signum
-    for sig in STOP_SIGNALS:
+    for sig in (*STOP_SIGNALS, PARENT_DEATH):
         signal.signal(sig, signal.SIG_IGN)  # the tree is being ended; a repeat changes nothing
     process_tree.end_descendants(options.grace)
     return status

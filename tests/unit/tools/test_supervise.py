@@ -53,3 +53,13 @@ def test_refuses_to_run_nothing() -> None:
     done = subprocess.run([sys.executable, "-P", "-m", "iaccode.tools.supervise", "--"],
                           capture_output=True, check=False)
     assert done.returncode == 2 and b"no command to run" in done.stderr
+
+
+async def test_a_parent_death_signal_with_the_parent_alive_is_not_a_stop(tmp_path: Path) -> None:
+    """The kernel sends the parent-death signal when the thread that started us exits (a
+    client spawning from a pool thread); while the parent process lives, it is ignored."""
+    proc = start(tmp_path, "echo $$ > shell.pid; sleep 1; exit 4")
+    await wait_until(lambda: pid_files_written(tmp_path, "shell.pid"))
+    proc.send_signal(supervise.PARENT_DEATH)
+    proc.communicate(timeout=20)
+    assert proc.returncode == 4
