@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 
-from iaccode.llm.script import ToolUse, reply
+from iaccode.llm.script import ToolUse, error_status, reply
 from iaccode.tools import process_tree
 from tests.e2e.test_tools import call, choose, start, tool_updates
 from tests.fakes.model_server import FakeModelServer
@@ -499,3 +499,19 @@ async def test_cancel_request_for_a_queued_prompt_drops_that_one_only(
         assert answer["result"]["stopReason"] == "end_turn"
     assert [user_texts(r.body)[-1] for r in model_server.requests] == [
         "first", "first", "third"]
+
+
+async def test_a_model_error_inside_a_sub_agent_still_ends_its_call(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """A model error ends the sub-agent's turn: the parent's `agent` call gets its final
+    update (failed, saying why) and the parent turn goes on."""
+    model_server.enqueue(call("agent", prompt="Look around", description="explore"),
+                         error_status(400, "prompt is too long"),
+                         reply("The helper failed; I will look myself."))
+    session = await start(agent, workspace)
+    response, updates, _ = await agent.run_prompt(session, "explore", choose("allow_once"))
+    assert response["result"]["stopReason"] == "end_turn"
+    done = final_states(updates)["toolu_agent"]
+    assert done["status"] == "failed" and done["name"] == "agent"
+    assert "without an answer" in done["content"][0]["content"]["text"]
