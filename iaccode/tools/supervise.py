@@ -24,7 +24,6 @@ parent-death signal) and what the shell started may live on.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -70,6 +69,8 @@ def _kill_shell_with_us() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse  # here: the agent imports this module at start-up for command_line()
+
     parser = argparse.ArgumentParser(prog="python -m iaccode.tools.supervise")
     parser.add_argument("--grace", type=float, default=2.0,
                         help="seconds between TERM and KILL when the tree is ended")
