@@ -24,6 +24,7 @@ import trio
 from attrs import evolve
 
 from iaccode.config import Config
+from iaccode.context import SessionContext
 from iaccode.llm.base import Provider
 from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.convert import to_wire
@@ -111,6 +112,8 @@ class Session:
         self._turn_done.set()
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
+        self.context = SessionContext(self.cwd, config.home, self)
+        """The system prompt, built from sections (``iaccode.context``)."""
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -176,8 +179,13 @@ class Session:
         with self._serve_scope:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._build_context)
                 task_status.started()
                 await trio.sleep_forever()
+
+    async def _build_context(self) -> None:
+        """The system prompt, built as the session opens (off the request path)."""
+        await self.context.refresh()
 
     @property
     def busy(self) -> bool:
@@ -193,7 +201,9 @@ class Session:
             files=self._files, terminal=self._terminal, tools=tools,
             mode=lambda: self.mode, thinking=lambda: self.thought_level,
             remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel,
-            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools)
+            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
+            system=lambda: self.context.current.main,
+            subagent_system=lambda: self.context.current.subagent)
         sub_agent.bind(env)
         return env
 
@@ -259,6 +269,7 @@ class Session:
             await self._send_update(AgentMessageChunk(TextContent(
                 "Context cleared: the model starts fresh (the history stays in this session).")))
             return "end_turn"
+        await self.context.refresh()  # a rebuild only if an instruction file changed
         if self.meta.title is None:
             await self._set_title(blocks)
         return await turn.run(to_model_content(blocks), [to_wire(b) for b in blocks])

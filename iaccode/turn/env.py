@@ -46,8 +46,12 @@ class TurnEnv:
     """Results to use instead of running machine-dependent tools (a replay)."""
     tool_call_meta: dict[str, Any] | None = None
     """``_meta`` added to this turn's tool-call updates (a sub-agent names its parent call)."""
+    system: Callable[[], str] = lambda: ""
+    """The system prompt of this turn's requests (the session's, built from sections)."""
+    subagent_system: Callable[[], str] = lambda: ""
+    """The system prompt a sub-agent started from this turn gets."""
 
     def nested(self, *, tools: dict[str, Tool], parent_tool_call_id: str) -> TurnEnv:
         """The environment of a sub-agent running inside one of this turn's tool calls."""
-        return evolve(self, tools=tools, tool_call_meta={
+        return evolve(self, tools=tools, system=self.subagent_system, tool_call_meta={
             "iaccode": {"parentToolCallId": parent_tool_call_id}})

@@ -47,12 +47,6 @@ STOP_REASONS: dict[str, StopReason] = {
 }
 """The API's stop reasons -> ACP's. Unknown ones end the turn normally."""
 
-SYSTEM_PROMPT = (
-    "You are iac-code, a coding agent working in the user's project through their editor. "
-    "Use the tools to read, search, edit and run commands in the project; prefer small, "
-    "verifiable steps. Be direct and precise."
-)
-
 INTERRUPTED = "The turn was interrupted before this tool finished; it may not have run."
 LIMIT_REACHED = "Not run: the turn reached its limit of model requests."
 
@@ -135,7 +129,7 @@ class Turn:
             model=env.model,
             messages=api_messages(self._transcript.messages),
             max_tokens=env.config.max_tokens,
-            system=SYSTEM_PROMPT,
+            system=env.system() or None,
             thinking=env.thinking(),
             tools=[tool.definition() for tool in env.tools.values()],
         )
