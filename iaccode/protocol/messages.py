@@ -240,6 +240,7 @@ class Usage:
     total_tokens: int
     cached_read_tokens: int | None = None
     cached_write_tokens: int | None = None
+    thought_tokens: int | None = None
 
 
 @frozen
@@ -271,11 +272,19 @@ class UserMessageChunk:
 
 
 @frozen
+class Cost:
+    amount: float
+    currency: str = "USD"
+
+
+@frozen
 class UsageUpdate:
     """Tokens in the context window now, and the window's size."""
 
     used: int
     size: int
+    cost: Cost | None = None
+    """The session's cost so far (only for models with a known price)."""
     session_update: Literal["usage_update"] = "usage_update"
     meta: Meta = None
 

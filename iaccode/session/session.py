@@ -26,6 +26,7 @@ from attrs import evolve
 from iaccode.config import Config
 from iaccode.context import SessionContext
 from iaccode.llm.base import Provider
+from iaccode.llm.prices import CostMeter
 from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import (
@@ -112,6 +113,8 @@ class Session:
         self._turn_done.set()
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
+        self.cost = CostMeter()
+        """What the session's requests cost since it was opened (known models only)."""
         self.context = SessionContext(self.cwd, config.home, self)
         """The system prompt, built from sections (``iaccode.context``)."""
 
@@ -203,7 +206,7 @@ class Session:
             remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel,
             tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
             system=lambda: self.context.current.main,
-            subagent_system=lambda: self.context.current.subagent)
+            subagent_system=lambda: self.context.current.subagent, cost=self.cost)
         sub_agent.bind(env)
         return env
 
@@ -319,4 +322,5 @@ def _usage(turn: Turn) -> Usage:
         total_tokens=inputs + usage.output_tokens,
         cached_read_tokens=usage.cache_read_input_tokens or None,
         cached_write_tokens=usage.cache_creation_input_tokens or None,
+        thought_tokens=usage.thought_tokens or None,
     )

@@ -10,6 +10,7 @@ from attrs import evolve, field, frozen
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
+from iaccode.llm.prices import CostMeter
 from iaccode.protocol.messages import SessionUpdate
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool, ToolLimits, ToolResult
 
@@ -50,6 +51,8 @@ class TurnEnv:
     """The system prompt of this turn's requests (the session's, built from sections)."""
     subagent_system: Callable[[], str] = lambda: ""
     """The system prompt a sub-agent started from this turn gets."""
+    cost: CostMeter = field(factory=CostMeter)
+    """The session's cost so far (shared with the session and its sub-agents)."""
 
     def nested(self, *, tools: dict[str, Tool], parent_tool_call_id: str) -> TurnEnv:
         """The environment of a sub-agent running inside one of this turn's tool calls."""

@@ -26,6 +26,7 @@ from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    Cost,
     StopReason,
     UsageUpdate,
 )
@@ -113,6 +114,7 @@ class Turn:
             await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
             return False
         self.usage = self.usage + finished.usage
+        env.cost.add(env.model, finished.usage)
         self._transcript.replace(compaction.compacted(summary, recent))
         await self._notify(f"\n\n[Context compacted: {len(older)} earlier messages were "
                            f"summarised; the last {len(recent)} are kept whole.]\n")
@@ -163,7 +165,9 @@ class Turn:
             self._transcript.append({"role": "assistant", "content": finished.content})
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
+        spent = env.cost.add(env.model, finished.usage)
         if self._stream_text:
-            await env.send_update(UsageUpdate(used=finished.usage.context_tokens,
-                                              size=env.config.context_window))
+            await env.send_update(UsageUpdate(
+                used=finished.usage.context_tokens, size=env.config.context_window,
+                cost=Cost(round(spent, 6)) if spent is not None else None))
         return finished

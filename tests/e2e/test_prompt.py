@@ -47,8 +47,9 @@ async def test_streamed_answer_with_thinking_and_usage(
 
     sent = model_server.requests[0].body
     assert sent["stream"] is True
-    assert sent["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
+    assert sent["messages"] == [  # the newest block is a prompt-cache breakpoint
+        {"role": "user", "content": [{"type": "text", "text": "Say hello",
+                                      "cache_control": {"type": "ephemeral"}}]}]
     assert sent["model"] == "claude-sonnet-5-5"
     assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}
     headers = model_server.requests[0].headers

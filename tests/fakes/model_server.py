@@ -98,6 +98,16 @@ class RecordedRequest:
     """The parsed JSON body, or None when there was no body or it was not JSON."""
     raw_body: bytes
 
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The body's messages without their prompt-cache marks (``cache_control``): what the
+        model reads, for tests about content rather than caching."""
+        return [{**message, "content": [
+            {k: v for k, v in block.items() if k != "cache_control"}
+            if isinstance(block, dict) else block for block in message["content"]]}
+            if isinstance(message.get("content"), list) else message
+            for message in (self.body or {}).get("messages", [])]
+
 
 class FakeModelServer:
     """A scripted Anthropic Messages API on ``127.0.0.1`` (ephemeral port by default).
