@@ -60,7 +60,8 @@ class SessionContext:
                 if stamp == self._stamp:
                     return self._prompt
                 log.info("instruction files changed: rebuilding the system prompt")
-            self._prompt, self._paths, self._stamp = await trio.to_thread.run_sync(
+            prompt, self._paths, self._stamp = await trio.to_thread.run_sync(
                 _build, self._cwd, self._home, self._session, abandon_on_cancel=True)
+            self._prompt = prompt
             self.builds += 1
-            return self._prompt
+            return prompt

@@ -58,7 +58,7 @@ class Section:
             if isinstance(function, str):
                 module, _, name = function.partition(":")
                 function = getattr(importlib.import_module(module), name)
-            self._resolved.append(function)  # type: ignore[arg-type]
+            self._resolved.append(function)
         text = self._resolved[0](facts)
         return text.strip() if text and text.strip() else None
 

@@ -140,7 +140,7 @@ def _encodable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-EPHEMERAL = {"type": "ephemeral"}
+EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4
 """The API refuses a request with more ``cache_control`` breakpoints than this."""
 UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
@@ -160,16 +160,17 @@ def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
     marks = _count_marks(body.get("messages", []))
     if body.get("system"):
         system = body["system"]
-        blocks = ([{"type": "text", "text": system}] if isinstance(system, str)
+        blocks: list[dict[str, Any]] = (
+                  [{"type": "text", "text": system}] if isinstance(system, str)
                   else [dict(block) for block in system])
         if not any("cache_control" in block for block in blocks):
-            blocks[-1]["cache_control"] = EPHEMERAL
+            blocks[-1]["cache_control"] = dict(EPHEMERAL)
         body["system"] = blocks
         marks += sum("cache_control" in block for block in blocks)
     elif body.get("tools"):
         tools = [dict(tool) for tool in body["tools"]]
         if not any("cache_control" in tool for tool in tools):
-            tools[-1]["cache_control"] = EPHEMERAL
+            tools[-1]["cache_control"] = dict(EPHEMERAL)
         body["tools"] = tools
         marks += sum("cache_control" in tool for tool in tools)
     messages = body.get("messages") or []
@@ -194,7 +195,7 @@ def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
             continue
         if block.get("type") == "text" and not block.get("text"):
             continue  # an empty text block cannot be cached (nor sent)
-        blocks[index] = {**block, "cache_control": EPHEMERAL}
+        blocks[index] = {**block, "cache_control": dict(EPHEMERAL)}
         return {**message, "content": blocks}
     return message
 

@@ -26,6 +26,10 @@ def system_text(body: dict) -> str:
     return "".join(block["text"] for block in system or [])
 
 
+def real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
 def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
                    check=True, capture_output=True)
@@ -47,7 +51,7 @@ async def test_environment_section_outside_git(agent: AgentProcess,
                                                model_server: FakeModelServer,
                                                workspace: Path) -> None:
     [system] = await ask(agent, model_server, workspace)
-    assert f"Working directory: {os.path.realpath(workspace)}" in system
+    assert f"Working directory: {real(workspace)}" in system
     assert f"Today's date: {datetime.date.today().isoformat()}" in system
     expected_platform = {"Linux": "Linux", "Darwin": "macOS"}[platform.system()]
     assert f"Platform: {expected_platform}" in system
@@ -70,7 +74,7 @@ async def test_git_branch_and_status(agent: AgentProcess, model_server: FakeMode
     sub.mkdir(parents=True)
     [system] = await ask(agent, model_server, sub)
     assert "Git: branch feature-x, 2 changed files" in system  # main.tf and new.tf
-    assert f"repository root: {os.path.realpath(workspace)}" in system
+    assert f"repository root: {real(workspace)}" in system
 
 
 async def test_clean_repository(agent: AgentProcess, model_server: FakeModelServer,
@@ -103,8 +107,8 @@ async def test_agents_md_nesting_precedence_and_the_users_own(
     positions = [system.index(marker) for marker in order]
     assert positions == sorted(positions), system
     assert "ROOT CLAUDE" not in system and "ABOVE THE REPO" not in system
-    real = Path(os.path.realpath(workspace))
-    assert f"## {real / 'envs' / 'prod' / 'AGENTS.md'}" in system
+    root = real(workspace)
+    assert f"## {root / 'envs' / 'prod' / 'AGENTS.md'}" in system
     assert f"## {home / 'AGENTS.md'}" in system
     assert "the later one wins" in system
 
@@ -122,9 +126,9 @@ async def test_instructions_are_capped_with_a_marker(agent: AgentProcess,
     assert "A" * (CAP_CHARS - 100) in system
     assert "B" * 100 in system and "B" * 101 not in system
     assert "C" * 10 not in system
-    real = Path(os.path.realpath(sub))
-    assert f"cut short: {real / 'AGENTS.md'} (4900 of 5000 characters)" in system
-    assert f"left out: {real / 'IAC-CODE.md'}" in system
+    deep = real(sub)
+    assert f"cut short: {deep / 'AGENTS.md'} (4900 of 5000 characters)" in system
+    assert f"left out: {deep / 'IAC-CODE.md'}" in system
 
 
 async def test_prompt_is_stable_and_rebuilt_only_when_instructions_change(
@@ -165,5 +169,5 @@ async def test_sub_agent_gets_environment_and_instructions_with_its_own_identity
     assert "You are iac-code" in main and "sub-agent of iac-code" not in main
     assert "sub-agent of iac-code" in sub and "You are iac-code," not in sub
     for system in (main, sub):
-        assert f"Working directory: {os.path.realpath(workspace)}" in system
+        assert f"Working directory: {real(workspace)}" in system
         assert "PROJECT RULE" in system
