@@ -324,10 +324,31 @@ class SessionInfoUpdate:
     meta: Meta = None
 
 
+PlanEntryStatus = Literal["pending", "in_progress", "completed"]
+PlanEntryPriority = Literal["high", "medium", "low"]
+
+
+@frozen
+class PlanEntry:
+    content: str
+    priority: PlanEntryPriority
+    status: PlanEntryStatus
+    meta: Meta = None
+
+
+@frozen
+class PlanUpdate:
+    """The agent's whole plan; each update replaces the one before (ACP "Agent Plan")."""
+
+    entries: list[PlanEntry]
+    session_update: Literal["plan"] = "plan"
+    meta: Meta = None
+
+
 SessionUpdate = (
     AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
     | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
-    | AvailableCommandsUpdate | SessionInfoUpdate
+    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate
 )
 
 

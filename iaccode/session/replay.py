@@ -17,7 +17,8 @@ from iaccode.turn.transcript import INTERRUPTED
 
 
 def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Wire-form ``update`` objects, in the order the user first saw them."""
+    """Wire-form ``update`` objects, in the order the user first saw them; then the last plan
+    (each plan replaces the one before, so the last is the one the user had)."""
     shown_calls = {r["start"].get("toolCallId") for r in records
                    if r.get("type") == "tool_call" and isinstance(r.get("start"), dict)}
     for record in records:
@@ -31,6 +32,10 @@ def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                 yield record["end"]
         elif kind == "notice" and isinstance(record.get("text"), str):
             yield to_wire(AgentMessageChunk(TextContent(record["text"])))
+    plans = [r["entries"] for r in records
+             if r.get("type") == "plan" and isinstance(r.get("entries"), list)]
+    if plans:
+        yield {"sessionUpdate": "plan", "entries": plans[-1]}
 
 
 def _message(record: dict[str, Any], shown_calls: set[Any]) -> Iterator[dict[str, Any]]:

@@ -35,6 +35,8 @@ from iaccode.protocol.messages import (
     AvailableCommandsUpdate,
     ClientCapabilities,
     CurrentModeUpdate,
+    PlanEntry,
+    PlanUpdate,
     PromptResponse,
     SessionInfoUpdate,
     StopReason,
@@ -186,6 +188,13 @@ class Session:
                 task_status.started()
                 await trio.sleep_forever()
 
+    async def _show_plan(self, entries: list[PlanEntry]) -> None:
+        """todo_write: keep the plan with the history (``session/load`` shows the last one)
+        and show it."""
+        update = PlanUpdate(entries)
+        self.transcript.plan(to_wire(update)["entries"])
+        await self._send_update(update)
+
     async def _build_context(self) -> None:
         """The system prompt, built as the session opens (off the request path)."""
         await self.context.refresh()
@@ -196,7 +205,8 @@ class Session:
 
     def _turn_env(self) -> TurnEnv:
         tools = builtin_tools()
-        sub_agent = SubAgent({name: tool for name, tool in tools.items() if tool.read_only})
+        sub_agent = SubAgent({name: tool for name, tool in tools.items()
+                              if tool.read_only and name != "todo_write"})  # the plan is ours
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
             config=self._config, provider=self._provider, model=self.model, session_id=self.id,
@@ -206,7 +216,8 @@ class Session:
             remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel,
             tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
             system=lambda: self.context.current.main,
-            subagent_system=lambda: self.context.current.subagent, cost=self.cost)
+            subagent_system=lambda: self.context.current.subagent, cost=self.cost,
+            show_plan=self._show_plan)
         sub_agent.bind(env)
         return env
 

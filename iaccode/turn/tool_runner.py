@@ -166,7 +166,7 @@ class ToolRunner:
 
         context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
                               tool_call_id=call_id, report=report, terminal=env.terminal,
-                              resolved=resolved)
+                              resolved=resolved, show_plan=env.show_plan)
         recorded = env.recorded_tools.get(call_id) if tool.name in MACHINE_DEPENDENT else None
         try:
             result = recorded if recorded is not None else await tool.run(args, context)
