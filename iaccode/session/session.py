@@ -50,7 +50,7 @@ from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.turn.env import Request, SendUpdate, TurnEnv
 from iaccode.turn.permissions import MODES
-from iaccode.turn.prompt_input import to_model_content
+from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
 from iaccode.turn.turn import Turn
@@ -235,6 +235,10 @@ class Session:
                                    "send session/cancel first"})
         if self._nursery is None:
             raise RuntimeError("Session.serve must be started before prompts")
+        try:  # before any model request: a bad image is the prompt's error, and loses nothing
+            content = to_model_content(blocks)
+        except PromptInputError as exc:
+            raise errors.invalid_params({exc.field: str(exc)}) from None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
         ready()
@@ -245,7 +249,7 @@ class Session:
         async def run_turn() -> None:
             try:
                 with scope:
-                    stop_reason.append(await self._run(turn, blocks))
+                    stop_reason.append(await self._run(turn, blocks, content))
             except Exception as exc:  # handed to the prompt's task, which reports it
                 failure.append(exc)
             finally:
@@ -270,7 +274,8 @@ class Session:
             raise failure[0]
         return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn))
 
-    async def _run(self, turn: Turn, blocks: list[ContentBlock]) -> StopReason:
+    async def _run(self, turn: Turn, blocks: list[ContentBlock],
+                   content: list[dict[str, Any]]) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
         command = _command(blocks)
         if command == "compact":
@@ -286,7 +291,7 @@ class Session:
         await self.context.refresh()  # a rebuild only if an instruction file changed
         if self.meta.title is None:
             await self._set_title(blocks)
-        return await turn.run(to_model_content(blocks), [to_wire(b) for b in blocks])
+        return await turn.run(content, [to_wire(b) for b in blocks])
 
     async def _set_title(self, blocks: list[ContentBlock]) -> None:
         text = " ".join(b.text for b in blocks if isinstance(b, TextContent)).split()

@@ -68,6 +68,8 @@ class ToolResult:
     """``rawOutput`` for the editor; defaults to ``{"output": text}``."""
     content: list[ToolCallContent] | None = None
     """What the editor shows; defaults to ``text`` as a text block."""
+    model_content: list[dict[str, Any]] | None = None
+    """What the model gets instead of ``text``: API content blocks (an image, say)."""
 
 
 class FileAccess(Protocol):

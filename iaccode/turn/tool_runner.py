@@ -109,7 +109,8 @@ class ToolRunner:
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
-            "content": truncate(result.text, self._env.limits.output_chars),
+            "content": (result.model_content if result.model_content is not None
+                        else truncate(result.text, self._env.limits.output_chars)),
             "is_error": result.is_error,
         }
 

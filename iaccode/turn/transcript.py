@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from iaccode.store.store import SessionFile, StoreError, encode_record
+from iaccode.turn.stored_images import externalize
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,10 @@ class Transcript:
     def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             return
+        try:
+            record = externalize(record, self._file.save_image)
+        except StoreError as exc:  # the image goes inline, in the line itself
+            log.warning("%s", exc)
         try:
             line = encode_record(record)
         except StoreError as exc:
