@@ -32,6 +32,7 @@ from iaccode.store.store import (
     StoreError,
     new_session_id,
 )
+from iaccode.tools import tool_output
 from iaccode.transcript.playback import recorded_tool_results
 from iaccode.turn.permissions import MODES
 from iaccode.turn.stored_images import restore
@@ -226,6 +227,7 @@ class Agent:
         if live is not None:
             await live.close()
         await self._store_call(self.store.delete, params.session_id)
+        await trio.to_thread.run_sync(tool_output.remove, self.config.home, params.session_id)
         return m.Empty()
 
     def _open_stored(self, session_id: str

@@ -48,6 +48,7 @@ from iaccode.store.store import SessionFile, StoreError
 from iaccode.tools.base import FileAccess, ToolResult
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
+from iaccode.tools.tool_output import output_dir
 from iaccode.turn.env import Request, SendUpdate, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
@@ -115,6 +116,7 @@ class Session:
         self._turn_done.set()
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
+        self._saved_output = Path(os.path.realpath(output_dir(config.home, self.id)))
         self.cost = CostMeter()
         """What the session's requests cost since it was opened (known models only)."""
         self.context = SessionContext(self.cwd, config.home, self)
@@ -217,7 +219,7 @@ class Session:
             tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
             system=lambda: self.context.current.main,
             subagent_system=lambda: self.context.current.subagent, cost=self.cost,
-            show_plan=self._show_plan)
+            show_plan=self._show_plan, saved_output=self._saved_output)
         sub_agent.bind(env)
         return env
 

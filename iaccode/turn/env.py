@@ -53,6 +53,8 @@ class TurnEnv:
     """The system prompt a sub-agent started from this turn gets."""
     show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
     """Show the plan (todo_write) and keep it with the session; None in a sub-agent."""
+    saved_output: Path | None = None
+    """Where over-long tool output is kept whole (a real path; read_file may read it freely)."""
     cost: CostMeter = field(factory=CostMeter)
     """The session's cost so far (shared with the session and its sub-agents)."""
 

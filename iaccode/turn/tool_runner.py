@@ -33,6 +33,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
+from iaccode.tools import tool_output
 from iaccode.tools.base import (
     MACHINE_DEPENDENT,
     Tool,
@@ -95,7 +96,8 @@ class ToolRunner:
         except ParamsError:
             return False
         verdict = permissions.decide(tool, args, mode=self._env.mode(), cwd=self._env.cwd,
-                                     remembered=self._env.remembered)
+                                     remembered=self._env.remembered,
+                                     ours=self._env.saved_output)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, use: dict[str, Any], results: dict[str, dict[str, Any]],
@@ -110,9 +112,24 @@ class ToolRunner:
             "type": "tool_result",
             "tool_use_id": call_id,
             "content": (result.model_content if result.model_content is not None
-                        else truncate(result.text, self._env.limits.output_chars)),
+                        else await self._for_model(call_id, result.text)),
             "is_error": result.is_error,
         }
+
+    async def _for_model(self, call_id: str, text: str) -> str:
+        """The text, or, when it is over the limit, its head and tail and the file keeping
+        all of it."""
+        env = self._env
+        limit = env.limits.output_chars
+        if len(text) <= limit or env.saved_output is None:
+            return truncate(text, limit)
+        try:
+            saved: Path | None = await trio.to_thread.run_sync(
+                tool_output.save, env.saved_output, call_id, text)
+        except OSError as exc:
+            log.warning("could not save the output of %s: %s", call_id, exc)
+            saved = None
+        return tool_output.shortened(text, limit, saved)
 
     async def _call(self, call_id: str, name: str, raw_input: Any) -> ToolResult:
         env = self._env
@@ -139,7 +156,8 @@ class ToolRunner:
         await self._start(ToolCallStart(call_id, title, tool.kind, "pending", locations,
                                         raw_input=raw_input, meta=env.tool_call_meta))
         verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
-                                     remembered=env.remembered, resolved=resolved)
+                                     remembered=env.remembered, resolved=resolved,
+                                     ours=env.saved_output)
         if verdict.decision is Decision.ASK:
             answer = await permissions.ask(
                 env.request, env.session_id,
