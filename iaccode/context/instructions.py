@@ -19,6 +19,9 @@ from attrs import frozen
 CAP_CHARS = 32 * 1024
 """Instruction text the system prompt holds in all (about 32 KiB)."""
 
+MAX_READ_CHARS = 1024 * 1024
+"""Most of one file that is read at all (the rest is said to be cut)."""
+
 MAIN_NAMES = ("AGENTS.md", "CLAUDE.md")
 """Per folder: the first that exists is read."""
 EXTRA_NAME = "IAC-CODE.md"
@@ -88,16 +91,22 @@ def read(cwd: Path, root: Path | None, home: Path, cap: int = CAP_CHARS) -> Inst
     partly: list[str] = []
     dropped: list[str] = []
     for path in chosen(cwd, root, home):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            continue
-        if not text:
-            continue
         if left <= 0:
             dropped.append(str(path))
-        elif len(text) > left:
-            partly.append(f"{path} ({len(text) - left} of {len(text)} characters)")
+            continue
+        try:
+            with path.open(encoding="utf-8", errors="replace") as file:
+                text = file.read(MAX_READ_CHARS + 1)  # bounded, however big the file
+        except OSError:
+            continue
+        more = len(text) > MAX_READ_CHARS
+        text = text[:MAX_READ_CHARS].strip()
+        if not text:
+            continue
+        if len(text) > left:
+            size = f"{'over ' if more else ''}{len(text)}"
+            partly.append(f"{path} ({len(text) - left}{'+' if more else ''} of {size} "
+                          "characters)")
             included.append(InstructionFile(path, text[:left]))
             left = 0
         else:
