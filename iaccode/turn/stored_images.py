@@ -30,39 +30,38 @@ Load = Callable[[str], "bytes | None"]
 
 def externalize(record: dict[str, Any], save: Save) -> dict[str, Any]:
     """``record`` with its large images saved to files (a copy; the record is not changed)."""
-    kind = record.get("type")
-    if kind == "message" and isinstance(record.get("message"), dict):
-        out = {**record, "message": _message(record["message"], lambda b: _api_out(b, save))}
-        if isinstance(record.get("prompt"), list):
-            out["prompt"] = [_acp_out(block, save) for block in record["prompt"]]
-        return out
-    if kind == "compaction" and isinstance(record.get("messages"), list):
-        return {**record, "messages": [_message(m, lambda b: _api_out(b, save))
-                                       for m in record["messages"]]}
-    return record
+    return _each_image(record, lambda b: _api_out(b, save), lambda b: _acp_out(b, save))
 
 
 def restore(record: dict[str, Any], load: Load) -> dict[str, Any]:
     """``record`` with the images :func:`externalize` saved read back in."""
+    return _each_image(record, lambda b: _api_in(b, load), lambda b: _acp_in(b, load))
+
+
+Change = Callable[[dict[str, Any]], Any]
+
+
+def _each_image(record: dict[str, Any], api: Change, acp: Change) -> dict[str, Any]:
+    """``record`` with ``api`` applied to its API image blocks, ``acp`` to its ACP ones."""
     kind = record.get("type")
     if kind == "message" and isinstance(record.get("message"), dict):
-        out = {**record, "message": _message(record["message"], lambda b: _api_in(b, load))}
+        out = {**record, "message": _message(record["message"], api)}
         if isinstance(record.get("prompt"), list):
-            out["prompt"] = [_acp_in(block, load) for block in record["prompt"]]
+            out["prompt"] = [acp(block) if isinstance(block, dict) else block
+                             for block in record["prompt"]]
         return out
     if kind == "compaction" and isinstance(record.get("messages"), list):
-        return {**record, "messages": [_message(m, lambda b: _api_in(b, load))
-                                       for m in record["messages"]]}
+        return {**record, "messages": [_message(m, api) for m in record["messages"]]}
     return record
 
 
-def _message(message: Any, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+def _message(message: Any, change: Change) -> Any:
     if not isinstance(message, dict) or not isinstance(message.get("content"), list):
         return message
     return {**message, "content": [_block(block, change) for block in message["content"]]}
 
 
-def _block(block: Any, change: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+def _block(block: Any, change: Change) -> Any:
     if not isinstance(block, dict):
         return block
     if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
