@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import subprocess
 from pathlib import Path
 
 from attrs import frozen
@@ -60,6 +59,8 @@ def git_root(cwd: Path) -> Path | None:
 
 
 def git_state(cwd: Path) -> GitState:
+    import subprocess  # here, not at start-up: the editor waits for initialize
+
     root = git_root(cwd)
     if root is None:
         return GitState(None, "not a git repository")

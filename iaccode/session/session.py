@@ -18,13 +18,12 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from attrs import evolve
 
 from iaccode.config import Config
-from iaccode.context import SessionContext
 from iaccode.llm.base import Provider
 from iaccode.llm.prices import CostMeter
 from iaccode.protocol.content import ContentBlock, TextContent
@@ -56,6 +55,9 @@ from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
 from iaccode.turn.turn import Turn
 from iaccode.wire import errors
+
+if TYPE_CHECKING:
+    from iaccode.context import SessionContext
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +121,9 @@ class Session:
         self._saved_output = Path(os.path.realpath(output_dir(config.home, self.id)))
         self.cost = CostMeter()
         """What the session's requests cost since it was opened (known models only)."""
-        self.context = SessionContext(self.cwd, config.home, self)
+        from iaccode.context import SessionContext  # with the first session, not at start-up
+
+        self.context: SessionContext = SessionContext(self.cwd, config.home, self)
         """The system prompt, built from sections (``iaccode.context``)."""
 
     # -- settings ---------------------------------------------------------------------------
@@ -198,8 +202,12 @@ class Session:
         await self._send_update(update)
 
     async def _build_context(self) -> None:
-        """The system prompt, built as the session opens (off the request path)."""
-        await self.context.refresh()
+        """The system prompt, built as the session opens (off the request path). A failure
+        is logged and the first prompt tries again; the session itself goes on."""
+        try:
+            await self.context.refresh()
+        except Exception:  # a bug in building the prompt must not end the session
+            log.exception("session %s: building the system prompt failed", self.id)
 
     @property
     def busy(self) -> bool:
