@@ -109,7 +109,7 @@ async def test_prompt_content_blocks_reach_the_model(
         {"type": "resource_link", "name": "main.tf", "uri": "file:///p/main.tf"},
         {"type": "resource", "resource": {"uri": "file:///p/vars.tf", "text": "variable x {}",
                                           "mimeType": "text/plain"}},
-        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "image", "data": "", "mimeType": "image/png", "uri": "file:///p/shot.png"},
         {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
     ]})
     assert response["result"]["stopReason"] == "end_turn"
@@ -118,7 +118,7 @@ async def test_prompt_content_blocks_reach_the_model(
         "Look:",
         "[resource: main.tf <file:///p/main.tf>]",
         '<resource uri="file:///p/vars.tf">\nvariable x {}\n</resource>',
-        "[image: image/png]",
+        "[image: image/png <file:///p/shot.png>]",  # no data: only its uri
         "[audio: audio/wav]",
     ]
 
