@@ -8,13 +8,14 @@ not imported at start-up). See the package docstring for how to add one.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 
 from iaccode.context.environment import Environment
 from iaccode.context.instructions import Instructions
@@ -50,17 +51,19 @@ class Section:
     """In the prompt of the session's own turns."""
     subagent: bool = True
     """In the prompt of a sub-agent (the ``agent`` tool)."""
-    _resolved: list[SectionFunction] = field(factory=list, eq=False, repr=False)
 
     def render(self, facts: SessionFacts) -> str | None:
-        if not self._resolved:
-            function = self.function
-            if isinstance(function, str):
-                module, _, name = function.partition(":")
-                function = getattr(importlib.import_module(module), name)
-            self._resolved.append(function)
-        text = self._resolved[0](facts)
+        function = _imported(self.function) if isinstance(self.function, str) else self.function
+        text = function(facts)
         return text.strip() if text and text.strip() else None
+
+
+@functools.cache
+def _imported(spec: str) -> SectionFunction:
+    """``"package.module:function"`` -> the function (imported once)."""
+    module, _, name = spec.partition(":")
+    function: SectionFunction = getattr(importlib.import_module(module), name)
+    return function
 
 
 SECTIONS: list[Section] = [
