@@ -253,10 +253,7 @@ class Session:
         running. Cancelling the calling task cancels the turn, waits for it, and re-raises.
         Errors: a bug in the turn is re-raised here (the request answers -32603).
         """
-        try:  # before any model request: a bad image is the prompt's error, and loses nothing
-            content = to_model_content(blocks)
-        except PromptInputError as exc:
-            raise errors.invalid_params({exc.field: str(exc)}) from None
+        content = _model_content(blocks)  # before any model request (and before queueing)
         arrived = self._cancels
         self._queued += 1
         waiting = True
@@ -322,7 +319,7 @@ class Session:
             raise errors.invalid_params({exc.field: str(exc)}) from None
         if self._running is not None and self._turn is not None \
                 and not self._turn.cancel_called:
-            self._running.steer(content, [to_wire(b) for b in blocks])
+            self._running.steer(_model_content(blocks), [to_wire(b) for b in blocks])
             return SteeringResponse("injected")
         if idle_behavior == "promptRequired":
             return SteeringResponse("promptRequired", reason="noRunningTurn")
@@ -394,6 +391,15 @@ class Session:
         if self._file is not None:
             self.transcript.flush()
             self._file.close()
+
+
+def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
+    """The prompt as the model gets it; a bad image is the request's error (-32602), found
+    before any model request, so nothing is lost."""
+    try:
+        return to_model_content(blocks)
+    except PromptInputError as exc:
+        raise errors.invalid_params({exc.field: str(exc)}) from None
 
 
 def _command(blocks: list[ContentBlock]) -> str | None:

@@ -134,7 +134,8 @@ class ToolRunner:
             return False
         verdict = permissions.decide(call.tool, call.args, mode=self._env.mode(),
                                      cwd=self._env.cwd, remembered=self._env.remembered,
-                                     resolved=call.resolved, ours=self._env.saved_output)
+                                     resolved=call.resolved,
+                                     ours=self._env.saved_output)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -146,7 +147,7 @@ class ToolRunner:
         await self._keep(call.call_id, await self._call(call), results)
 
     async def _keep(self, call_id: str, result: ToolResult,
-                    results: dict[str, dict[str, Any]]) -> None:
+              results: dict[str, dict[str, Any]]) -> None:
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
