@@ -313,10 +313,6 @@ class Session:
         with the next request and is saved as a user message); with no turn running, answer
         ``promptRequired`` when asked to, else start a turn with it (nobody waits for its
         answer; its updates stream as usual)."""
-        try:  # a bad image is refused before it reaches the turn, as for a prompt
-            content = to_model_content(blocks)
-        except PromptInputError as exc:
-            raise errors.invalid_params({exc.field: str(exc)}) from None
         if self._running is not None and self._turn is not None \
                 and not self._turn.cancel_called:
             self._running.steer(_model_content(blocks), [to_wire(b) for b in blocks])

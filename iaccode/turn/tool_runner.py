@@ -147,7 +147,7 @@ class ToolRunner:
         await self._keep(call.call_id, await self._call(call), results)
 
     async def _keep(self, call_id: str, result: ToolResult,
-              results: dict[str, dict[str, Any]]) -> None:
+                    results: dict[str, dict[str, Any]]) -> None:
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
