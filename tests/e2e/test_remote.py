@@ -263,8 +263,11 @@ async def test_a_20_mib_prompt_within_a_raised_limit(
     write_config(tmp_path / "home", max_body_bytes=32 << 20)
     model_server.enqueue(reply("Read it all."))
     big = "terraform " * (2 << 20)  # 20 MiB of text
+    # HTTP/1.1: over h2c, httpx's upload of a body this big sometimes stalls in its flow
+    # control while another task reads the event stream on the same connection (the server
+    # side of HTTP/2 is covered above: the flow, and the 413 for a 20 MiB body).
     async with spawn_server(agent_env, tmp_path / "serve.stderr", TOKEN) as server, \
-            client(server, "http2") as agent:
+            client(server, "http1") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         request_id = await agent.send_request("session/prompt", {
