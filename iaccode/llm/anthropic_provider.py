@@ -12,16 +12,14 @@ not retried (the user has already seen part of it): it becomes a ModelError.
 
 from __future__ import annotations
 
-import email.utils
 import importlib
 import importlib.util
 import json
 import logging
 import os
 import re
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -34,41 +32,14 @@ from iaccode.llm.base import (
     ModelRequest,
     RawTap,
 )
+from iaccode.llm.sdk_stream import CLOSE_TIMEOUT, encodable, no_long_retry_waits, sse_data
 
 if TYPE_CHECKING:
     import anthropic
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT = 1.0
-"""Bound on closing the HTTP stream after a cancel; the close itself is shielded."""
-
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-
-MAX_RETRY_WAIT = 60.0
-"""The longest ``retry-after`` we honour. The SDK would wait for whatever the server asks (up to
-49 days) with the turn silent; a longer wait is not retried: the user sees the error at once."""
-
-
-async def _no_long_retry_waits(response: Any) -> None:
-    """httpx response hook: mark an answer that asks for a wait over MAX_RETRY_WAIT as not to
-    be retried (the SDK obeys ``x-should-retry``)."""
-    headers = response.headers
-    wait: float | None = None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            wait = float(headers.get(name)) * scale
-            break
-        except (TypeError, ValueError):
-            continue
-    if wait is None and headers.get("retry-after"):
-        try:  # an HTTP date
-            moment = email.utils.parsedate_to_datetime(headers["retry-after"])
-            wait = moment.timestamp() - time.time()
-        except (TypeError, ValueError):
-            wait = None
-    if wait is not None and wait > MAX_RETRY_WAIT:
-        headers["x-should-retry"] = "false"
 
 
 def _import_sdk() -> Any:
@@ -128,22 +99,15 @@ def thinking_config(model: str, level: str, max_tokens: int) -> dict[str, Any]:
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-def _encodable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` as UTF-8 can carry them. A lone surrogate (valid as a JSON escape: a model
-    or a client may send one) would make the request impossible to encode, in this turn and
-    every later one; it goes out as "?" (the history keeps it)."""
-    text = json.dumps(messages, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.loads(text.encode("utf-8", "replace"))  # type: ignore[no-any-return]
-    return messages
-
-
 class AnthropicProvider:
-    def __init__(self, *, max_retries: int, timeout: float) -> None:
+    def __init__(self, *, max_retries: int, timeout: float, base_url: str | None = None,
+                 key_variable: str | None = None) -> None:
+        """``base_url`` and ``key_variable`` (IAC_CODE_BASE_URL, IAC_CODE_API_KEY or config's
+        ``api_key_env``) replace ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY when given."""
         self._max_retries = max_retries
         self._timeout = timeout
+        self._base_url = base_url
+        self._key_variable = key_variable
         self._client: anthropic.AsyncAnthropic | None = None
 
     async def preload(self) -> None:
@@ -151,9 +115,10 @@ class AnthropicProvider:
         await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
 
     def check_credentials(self) -> None:
-        if not any(os.environ.get(name) for name in CREDENTIAL_VARIABLES):
+        variables = (self._key_variable,) if self._key_variable else CREDENTIAL_VARIABLES
+        if not any(os.environ.get(name) for name in variables):
             raise MissingCredentials(
-                "No Anthropic credentials: set ANTHROPIC_API_KEY in the environment the editor "
+                f"No Anthropic credentials: set {variables[0]} in the environment the editor "
                 "starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted model offline)."
             )
 
@@ -163,10 +128,12 @@ class AnthropicProvider:
             anthropic = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
             # The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
             self._client = anthropic.AsyncAnthropic(
+                api_key=os.environ.get(self._key_variable) if self._key_variable else None,
+                base_url=self._base_url,
                 max_retries=self._max_retries,
                 timeout=anthropic.Timeout(self._timeout, connect=10.0),
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    event_hooks={"response": [_no_long_retry_waits]}),
+                    event_hooks={"response": [no_long_retry_waits]}),
             )
         return self._client
 
@@ -174,7 +141,7 @@ class AnthropicProvider:
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": _encodable(request.messages),
+            "messages": encodable(request.messages),
             "stream": True,
         }
         if request.system:
@@ -210,22 +177,12 @@ class AnthropicProvider:
         tap: RawTap | None,
     ) -> AsyncGenerator[ModelEvent, None]:
         assembler = StreamAssembler(tap)
-        data: list[str] = []
         try:
-            async for line in lines:
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip())
-                    continue
-                if line or not data:
-                    continue  # "event:" lines name the type the data repeats; comments; blanks
-                event = assembler.feed(json.loads("\n".join(data)))
-                data.clear()
-                if event is not None:
-                    yield event
-            if data:  # a last event without its terminating blank line
-                event = assembler.feed(json.loads("\n".join(data)))
-                if event is not None:
-                    yield event
+            async with aclosing(sse_data(lines)) as datas:
+                async for data in datas:
+                    event = assembler.feed(json.loads(data))
+                    if event is not None:
+                        yield event
         except errors as exc:
             raise ModelError(_describe(exc)) from exc
         except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:

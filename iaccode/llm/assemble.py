@@ -37,6 +37,7 @@ def _usage(raw: Any, previous: TokenUsage) -> TokenUsage:
         pick("output_tokens", previous.output_tokens),
         pick("cache_read_input_tokens", previous.cache_read_input_tokens),
         pick("cache_creation_input_tokens", previous.cache_creation_input_tokens),
+        pick("thought_tokens", previous.thought_tokens),  # not Anthropic's: see openai_stream
     )
 
 
@@ -151,6 +152,8 @@ class StreamAssembler:
         raw = "".join(self._partial_json.pop(index, []))
         try:
             block["input"] = json.loads(raw) if raw else {}
+            if not isinstance(block["input"], dict):  # "[1]" or "5": valid JSON, no input
+                raise ValueError("not an object")
             if deeper_than(block["input"], MAX_INPUT_DEPTH):
                 raise ValueError("nested too deeply")
         except (ValueError, RecursionError):

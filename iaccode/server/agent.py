@@ -15,8 +15,9 @@ import trio
 from attrs import evolve
 
 import iaccode
-from iaccode.config import MODELS, Config
+from iaccode.config import Config
 from iaccode.llm.base import MissingCredentials, Provider
+from iaccode.llm.providers import auth_method_text, offered_models
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
 from iaccode.session.replay import replay_updates
@@ -49,11 +50,10 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 
-AUTH_METHOD = m.AuthMethod(
-    id="anthropic-api-key",
-    name="Anthropic API key",
-    description="Set ANTHROPIC_API_KEY in the environment the editor starts `iaccode acp` with.",
-)
+
+def auth_method(config: Config) -> m.AuthMethod:
+    """The configured provider's auth method: which variable to set."""
+    return m.AuthMethod(*auth_method_text(config))
 
 
 
@@ -75,6 +75,10 @@ class Agent:
         self._recorder = recorder
         self._recorded_tools = (recorded_tool_results(config.recorded_tools)
                                 if config.recorded_tools is not None else {})
+        self._auth_method = auth_method(config)
+        """Where the configured provider's key goes (offered while it is missing)."""
+        self._offered = offered_models(config)
+        """The configured provider's models (no network: the preset's list or config's)."""
 
     # -- handshake --------------------------------------------------------------------------
 
@@ -97,13 +101,13 @@ class Agent:
             ),
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
-            auth_methods=[] if self._has_credentials() else [AUTH_METHOD],
+            auth_methods=[] if self._has_credentials() else [self._auth_method],
         )
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
-        if params.method_id != AUTH_METHOD.id:
+        if params.method_id != self._auth_method.id:
             raise errors.invalid_params({"params.methodId": (
-                f"unknown auth method {params.method_id!r}; ours is {AUTH_METHOD.id!r}")})
+                f"unknown auth method {params.method_id!r}; ours is {self._auth_method.id!r}")})
         self._require_credentials()
         return m.Empty()
 
@@ -321,8 +325,7 @@ class Agent:
         return m.SetConfigOptionResponse(options)
 
     def _offered_models(self) -> dict[str, str]:
-        # A model named in IAC_CODE_MODEL is offered even if we do not list it.
-        return {**MODELS, self.config.model: MODELS.get(self.config.model, self.config.model)}
+        return self._offered
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
