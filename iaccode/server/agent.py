@@ -189,6 +189,11 @@ class Agent:
                                                               params.session_id)
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
+        if meta.model not in self._offered:
+            # Written under another provider (or model list): its model is not served here.
+            log.info("session %s: model %s is not offered by provider %s; using %s",
+                     meta.session_id, meta.model, self.config.provider, self.config.model)
+            meta = evolve(meta, model=self.config.model)
         session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))

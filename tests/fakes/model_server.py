@@ -158,6 +158,12 @@ class FakeModelServer:
             return list(self._requests)
 
     @property
+    def open_connections(self) -> int:
+        """Client connections the server holds open now (a closed stream is gone from it)."""
+        with self._lock:
+            return len(self._connections)
+
+    @property
     def problems(self) -> list[str]:
         """Requests the fake itself refused (no exchange left, unknown path, bad body)."""
         with self._lock:
