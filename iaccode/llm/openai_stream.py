@@ -7,8 +7,8 @@ JSON, over-deep input and duplicate ids are handled in one place). A transcript 
 translated events, so a recorded OpenAI session replays on the offline provider unchanged.
 
 - ``delta.content`` -> a text block; ``delta.reasoning_content`` (DeepSeek, Qwen) or
-  ``delta.reasoning`` (OpenRouter, Ollama) -> a thinking block, with no signature, so the
-  assembled message leaves it out (no API wants it back);
+  ``delta.reasoning`` (OpenRouter, Ollama) -> a thinking block with no signature: kept in the
+  history (``session/load`` replays it), never sent back (``turn.transcript.api_messages``);
 - ``delta.tool_calls`` are gathered by ``index`` (several in parallel, arguments in pieces)
   and become ``tool_use`` blocks when the answer ends;
 - ``finish_reason``: stop -> end_turn, length -> max_tokens, tool_calls -> tool_use,

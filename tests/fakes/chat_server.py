@@ -29,13 +29,11 @@ message must answer such a call; Anthropic-only fields and content blocks are re
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 import uuid
 from typing import Any
 
-from iaccode.llm.script import Exchange, reply
 from tests.fakes.model_server import FakeModelServer
 
 CHAT_PATH = "/v1/chat/completions"
@@ -100,15 +98,6 @@ class FakeChatServer(FakeModelServer):
         return 200, {"id": encoder.id, "object": "chat.completion", "created": encoder.created,
                      "model": encoder.model, "usage": usage, "choices": [
                          {"index": 0, "message": message, "finish_reason": finish}]}
-
-
-class PaddedChatServer(FakeChatServer):
-    """Answers a plain text once the plan is used up (as conformance's PaddedModelServer)."""
-
-    fallback: Exchange = reply("Conformance check answer.")
-
-    def _next_exchange(self) -> Exchange | None:
-        return super()._next_exchange() or copy.deepcopy(self.fallback)
 
 
 class _ChunkEncoder:

@@ -157,11 +157,13 @@ class FakeModelServer:
         with self._lock:
             return list(self._requests)
 
-    @property
-    def open_connections(self) -> int:
-        """Client connections the server holds open now (a closed stream is gone from it)."""
-        with self._lock:
-            return len(self._connections)
+    def wait_for_no_connections(self, timeout: float = 5.0) -> None:
+        """Block until the clients have closed every connection (a cancelled stream's too);
+        raise TimeoutError after ``timeout``."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: not self._connections, timeout):
+                raise TimeoutError(f"fake model server: {len(self._connections)} connection(s) "
+                                   f"still open after {timeout}s")
 
     @property
     def problems(self) -> list[str]:
@@ -268,9 +270,10 @@ class FakeModelServer:
             self._handler_threads.add(threading.current_thread())
 
     def _untrack(self, conn: socket.socket) -> None:
-        with self._lock:
+        with self._changed:
             self._connections.discard(conn)
             self._handler_threads.discard(threading.current_thread())
+            self._changed.notify_all()
 
 
 class _HTTPServer(ThreadingHTTPServer):
