@@ -25,15 +25,21 @@ message must answer such a call; Anthropic-only fields and content blocks are re
     with FakeChatServer() as server:
         server.enqueue(reply(["Hel", "lo"]))
         client = openai.AsyncOpenAI(api_key="test", base_url=server.base_url)  # .../v1
+
+As a program, like the Messages fake (``READY <base_url>`` on stdout, until SIGTERM):
+
+    python -m tests.fakes.chat_server --script FILE [--port N] [--loop]
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from typing import Any
 
+from tests.fakes import model_server
 from tests.fakes.model_server import FakeModelServer
 
 CHAT_PATH = "/v1/chat/completions"
@@ -241,3 +247,11 @@ def _content_problem(where: str, role: str, message: dict[str, Any]) -> str | No
                                            ).startswith(("data:", "http")):
             return f"Invalid '{where}.content': image_url needs a URL or a data URL."
     return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return model_server.main(argv, FakeChatServer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

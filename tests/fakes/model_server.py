@@ -553,10 +553,14 @@ def _fold_events(events: list[dict[str, Any]]) -> tuple[int, Any]:
     return 200, message
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None,
+         server_class: type[FakeModelServer] | None = None) -> int:
+    """Serve a script until SIGTERM/SIGINT; ``server_class`` serves another API (the fake
+    Chat Completions API's ``main`` passes its own)."""
+    server_class = server_class or FakeModelServer
     parser = argparse.ArgumentParser(
-        prog="python -m tests.fakes.model_server",
-        description="Serve a model script as a fake Anthropic Messages API.",
+        prog=f"python -m {server_class.__module__}",
+        description=f"Serve a model script as a fake model API ({server_class.__name__}).",
     )
     parser.add_argument("--script", required=True, help="script file (JSON)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -574,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     stop_signals = {signal.SIGINT, signal.SIGTERM}
     # Block the signals before any thread starts, so that only sigwait() sees them.
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-    with FakeModelServer(exchanges, host=args.host, port=args.port, loop=args.loop) as server:
+    with server_class(exchanges, host=args.host, port=args.port, loop=args.loop) as server:
         print(f"READY {server.base_url}", flush=True)
         signal.sigwait(stop_signals)
     return 0
