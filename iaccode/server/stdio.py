@@ -27,7 +27,8 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
     if config.record_path is not None:
         from iaccode.transcript.recorder import Recorder
 
-        recorder = Recorder(config.record_path, model=config.model, home=config.home)
+        recorder = Recorder(config.record_path, model=config.model, home=config.home,
+                            provider=config.provider)
     provider = make_provider(config, recorder)
     connection = Connection(
         trio.lowlevel.FdStream(protocol_in),

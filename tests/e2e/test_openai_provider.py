@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -345,3 +347,38 @@ async def test_a_session_continues_on_another_provider(
         assert sent["messages"][-2] == {"role": "assistant",
                                         "content": [{"type": "text", "text": "Nothing else."}]}
         assert sent["messages"][1]["content"][0]["signature"] == "fake-signature"
+
+
+def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
+                                                   chat_server: FakeChatServer) -> None:
+    """``--record`` wraps the OpenAI-compatible provider too; the transcript keeps the
+    translated events and the provider, so ``iaccode replay`` plays it with no network."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.tf").write_text('variable "region" {}\n')
+    chat_server.enqueue(
+        reply("Reading.", thinking="Look first.",
+              tool_uses=[ToolUse("call_1", "read_file", {"path": "main.tf"})]),
+        reply(["It declares ", "region."]))
+    out = tmp_path / "session.jsonl"
+    env = agent_environment(tmp_path / "home", {
+        "IAC_CODE_PROVIDER": "dashscope", "DASHSCOPE_API_KEY": "sk-recorded-secret",
+        "IAC_CODE_BASE_URL": chat_server.base_url})
+
+    async def record() -> None:
+        async with spawn_agent(env, tmp_path / "stderr", command=[
+                sys.executable, "-m", "iaccode", "acp", "--record", str(out)]) as agent:
+            session = await start(agent, project)
+            response, _, _ = await agent.run_prompt(session, "what is in main.tf?")
+            assert response["result"]["stopReason"] == "end_turn"
+            await agent.close_stdin()
+            assert await agent.wait_exit(10) == 0
+
+    trio.run(record)
+    text = out.read_text()
+    assert "sk-recorded-secret" not in text
+    assert json.loads(text.splitlines()[0])["provider"] == "dashscope"
+    replay = subprocess.run([sys.executable, "-m", "iaccode", "replay", str(out)],
+                            capture_output=True, text=True, timeout=90, check=False)
+    assert replay.returncode == 0, replay.stderr
+    assert "agent messages match" in replay.stdout
