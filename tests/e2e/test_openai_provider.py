@@ -188,6 +188,26 @@ async def test_429_then_success(agent: AgentProcess, chat_server: FakeChatServer
     assert len(chat_server.requests) == 3
 
 
+async def test_a_wait_over_a_minute_is_not_retried_and_a_retry_wait_is_cancelled(
+    agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
+) -> None:
+    chat_server.enqueue(error_status(429, "Come back in an hour", retry_after=3600),
+                        error_status(429, retry_after=30))
+    session = await start(agent, workspace)
+    response, before = await agent.prompt(session, "hi")
+    assert response["result"]["stopReason"] == "end_turn"
+    assert "answered 429: Come back in an hour" in text_of(before, "agent_message_chunk")
+    assert len(chat_server.requests) == 1  # not retried
+
+    request_id = await agent.send_request("session/prompt", {
+        "sessionId": session, "prompt": [{"type": "text", "text": "again"}]})
+    await trio.to_thread.run_sync(chat_server.wait_for_requests, 2, 10)
+    await agent.notify("session/cancel", {"sessionId": session})
+    response, _ = await agent.response(request_id, timeout=5)  # not after the 30 s wait
+    assert response["result"]["stopReason"] == "cancelled"
+    assert len(chat_server.requests) == 2
+
+
 async def test_an_error_answer_is_shown_with_what_the_api_said(
     agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
 ) -> None:
