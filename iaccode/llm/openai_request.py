@@ -30,6 +30,9 @@ NO_RESULT = "No result was recorded for this tool call."
 _REASONING_MODEL = re.compile(r"(?:^|/)(?:o\d|gpt-5)")
 """OpenAI's reasoning models (o1, o3, o4-mini, gpt-5...), also behind a gateway (openai/o3)."""
 
+_NON_THINKING_QWEN = re.compile(r"coder")
+"""Qwen models that never think (the Qwen3 Coder family): no ``enable_thinking`` for them."""
+
 
 def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str) -> dict[str, Any]:
     """The request body (streamed, with usage in the last chunk).
@@ -49,7 +52,7 @@ def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str) ->
     if request.thinking in ("low", "medium", "high"):
         if thinking == "reasoning_effort" and _REASONING_MODEL.search(request.model):
             body["reasoning_effort"] = request.thinking
-        elif thinking == "enable_thinking":
+        elif thinking == "enable_thinking" and not _NON_THINKING_QWEN.search(request.model):
             body["extra_body"] = {"enable_thinking": True}
     return body
 

@@ -189,12 +189,8 @@ class Agent:
                                                               params.session_id)
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
-        if meta.model not in self._offered:
-            # Written under another provider (or model list): its model is not served here.
-            log.info("session %s: model %s is not offered by provider %s; using %s",
-                     meta.session_id, meta.model, self.config.provider, self.config.model)
-            meta = evolve(meta, model=self.config.model)
-        session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
+        session = self._open_session(self._served(meta), file, records, params.mcp_servers,
+                                     unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
         return session
@@ -210,7 +206,7 @@ class Agent:
                       updated_at=stamp,
                       title=f"{source.title} (fork)" if source.title else None)
         file, records = await self._store_call(self.store.fork, params.session_id, meta)
-        session = self._open_session(meta, file, records, params.mcp_servers)
+        session = self._open_session(self._served(meta), file, records, params.mcp_servers)
         session.update_meta()
         await self._start(session)
         return ThenNotify(m.NewSessionResponse(
@@ -235,6 +231,15 @@ class Agent:
             await live.close()
         await self._store_call(self.store.delete, params.session_id)
         return m.Empty()
+
+    def _served(self, meta: SessionMeta) -> SessionMeta:
+        """A stored session's meta with a model this provider offers: one written under
+        another provider (or model list) goes on with the configured model."""
+        if meta.model in self._offered:
+            return meta
+        log.info("session %s: model %s is not offered by provider %s; using %s",
+                 meta.session_id, meta.model, self.config.provider, self.config.model)
+        return evolve(meta, model=self.config.model)
 
     def _open_stored(self, session_id: str
                      ) -> tuple[SessionFile | None, SessionMeta, list[dict[str, Any]], str | None]:

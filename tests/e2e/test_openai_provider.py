@@ -286,7 +286,7 @@ async def test_the_dashscope_preset(tmp_path: Path, workspace: Path,
         "IAC_CODE_PROVIDER": "dashscope", "DASHSCOPE_API_KEY": "sk-dashscope",
         # Only the address is the fake's; everything else is the preset's.
         "IAC_CODE_BASE_URL": chat_server.base_url, "IAC_CODE_THOUGHT_LEVEL": "high"})
-    chat_server.enqueue(reply("你好", thinking="想一想"), reply("again"))
+    chat_server.enqueue(reply("你好", thinking="想一想"), reply("more"), reply("again"))
     async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
         result = await agent.initialize()
         assert result["authMethods"] == []
@@ -304,17 +304,20 @@ async def test_the_dashscope_preset(tmp_path: Path, workspace: Path,
         request = chat_server.requests[0]
         assert request.headers["authorization"] == "Bearer sk-dashscope"
         assert request.body["model"] == "qwen3-coder-plus"
-        assert request.body["enable_thinking"] is True
+        assert "enable_thinking" not in request.body  # Qwen3 Coder never thinks
         assert "reasoning_effort" not in request.body
         assert request.body["max_tokens"] == 16_000
 
         await agent.call("session/set_config_option", {
             "sessionId": new["sessionId"], "configId": "model", "value": "qwen3-max"})
+        await agent.prompt(new["sessionId"], "more")
+        body = chat_server.requests[1].body
+        assert body["model"] == "qwen3-max" and body["enable_thinking"] is True
+
         await agent.call("session/set_config_option", {
             "sessionId": new["sessionId"], "configId": "thought_level", "value": "off"})
         await agent.prompt(new["sessionId"], "again")
-        body = chat_server.requests[1].body
-        assert body["model"] == "qwen3-max"
+        body = chat_server.requests[2].body
         assert "enable_thinking" not in body and "reasoning_effort" not in body
 
 

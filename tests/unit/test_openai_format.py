@@ -92,6 +92,7 @@ def test_thinking_levels() -> None:
     assert "reasoning_effort" not in body(history, "gpt-4.1", "high", "reasoning_effort")
     assert body(history, "qwen3-max", "medium", "enable_thinking")["extra_body"] == {
         "enable_thinking": True}
+    assert "extra_body" not in body(history, "qwen3-coder-plus", "high", "enable_thinking")
     for style in ("reasoning_effort", "enable_thinking"):
         off = body(history, "o3", "off", style)
         assert "reasoning_effort" not in off and "extra_body" not in off
