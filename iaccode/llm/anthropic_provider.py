@@ -6,14 +6,12 @@ handshake is done.
 
 Retries: the SDK retries 408/409/429/5xx/529 before the stream starts, honouring
 ``retry-after`` and backing off with jitter otherwise; its waits are trio sleeps, so
-``session/cancel`` interrupts them. We add no second retry loop. A stream that breaks midway is
-not retried (the user has already seen part of it): it becomes a ModelError.
+``session/cancel`` interrupts them. We add no second retry loop. Opening, reading and closing
+the stream, and its errors, are shared with the OpenAI-compatible provider (``sdk_stream.py``).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import logging
 import os
@@ -24,15 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from iaccode.llm.assemble import StreamAssembler
 from iaccode.llm.base import (
     MissingCredentials,
-    ModelError,
     ModelEvent,
     ModelRequest,
     RawTap,
 )
-from iaccode.llm.sdk_stream import CLOSE_TIMEOUT, encodable, no_long_retry_waits, sse_data
+from iaccode.llm.sdk_stream import encodable, no_long_retry_waits, open_stream, sse_data
 
 if TYPE_CHECKING:
     import anthropic
@@ -46,29 +42,6 @@ def _import_sdk() -> Any:
     import anthropic
 
     return anthropic
-
-
-def _http_errors() -> tuple[type[BaseException], ...]:
-    """Transport errors raised while iterating a stream (the SDK does not wrap those)."""
-    anthropic = _import_sdk()
-    # Its transport: httpx2 in SDK 2.x, httpx before.
-    transport = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
-    return (anthropic.APIError, transport.HTTPError)
-
-
-def _describe(exc: BaseException) -> str:
-    anthropic = _import_sdk()
-    if isinstance(exc, anthropic.APIStatusError):
-        message = exc.message
-        body = exc.body
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            message = body["error"].get("message", message)
-        return f"The model API answered {exc.status_code}: {message}"
-    if isinstance(exc, anthropic.APITimeoutError):
-        return "The model API did not answer in time."
-    if isinstance(exc, anthropic.APIConnectionError):
-        return f"Could not reach the model API: {exc.__cause__ or exc}"
-    return f"The model's answer broke off: {type(exc).__name__}: {exc}"
 
 
 _VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d{1,2}))?(?:-|$)")
@@ -155,38 +128,15 @@ class AnthropicProvider:
     async def stream(self, request: ModelRequest, tap: RawTap | None = None
                      ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         client = await self._get_client()
-        errors = _http_errors()
-        try:
-            # Raw SSE lines instead of the SDK's typed events: we need plain dicts for the
-            # assembler (shared with the offline provider) and skip building pydantic objects
-            # per delta.
-            response_cm = client.messages.with_streaming_response.create(**self._body(request))
-            response = await response_cm.__aenter__()
-        except errors as exc:
-            raise ModelError(_describe(exc)) from exc
-        events = self._events(response.http_response.aiter_lines(), errors, tap)
-        try:
+        # Raw SSE lines instead of the SDK's typed events: we need plain dicts for the
+        # assembler (shared with the offline provider) and skip building pydantic objects
+        # per delta.
+        response = client.messages.with_streaming_response.create(**self._body(request))
+        async with open_stream(_import_sdk(), response, _raw_events, tap) as events:
             yield events
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
-                await events.aclose()
-                await response_cm.__aexit__(None, None, None)
 
-    async def _events(
-        self, lines: AsyncIterator[str], errors: tuple[type[BaseException], ...],
-        tap: RawTap | None,
-    ) -> AsyncGenerator[ModelEvent, None]:
-        assembler = StreamAssembler(tap)
-        try:
-            async with aclosing(sse_data(lines)) as datas:
-                async for data in datas:
-                    event = assembler.feed(json.loads(data))
-                    if event is not None:
-                        yield event
-        except errors as exc:
-            raise ModelError(_describe(exc)) from exc
-        except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
-            # Events of a shape the assembler cannot read (malformed JSON, wrong types).
-            raise ModelError(f"The model API sent an unreadable event: {exc}") from exc
-        if not assembler.finished:
-            raise ModelError("The model's answer broke off before it was complete.")
+
+async def _raw_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
+    async with aclosing(sse_data(lines)) as datas:
+        async for data in datas:
+            yield json.loads(data)

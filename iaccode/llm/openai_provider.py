@@ -12,16 +12,14 @@ handshake.
 Requests are Chat Completions with ``stream: true`` and ``stream_options.include_usage``
 (``openai_request.py``); the chunks are translated into Anthropic events and assembled by the
 same code as the Anthropic provider's (``openai_stream.py``), so the turn loop cannot tell
-which provider runs. Retries, cancellation and errors are the Anthropic provider's: the SDK
-retries 408/409/429/5xx before the stream starts (``IAC_CODE_MAX_RETRIES``, honouring
-``retry-after`` up to a minute: ``sdk_stream.no_long_retry_waits``); a stream that breaks
+which provider runs. Retries, cancellation and errors are the Anthropic provider's, in the code
+both share (``sdk_stream.py``): the SDK retries 408/409/429/5xx before the stream starts
+(``IAC_CODE_MAX_RETRIES``, honouring ``retry-after`` up to a minute); a stream that breaks
 midway becomes a ModelError; leaving the stream early closes the HTTP response at once.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -30,11 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from iaccode.llm.assemble import StreamAssembler
-from iaccode.llm.base import MissingCredentials, ModelError, ModelEvent, ModelRequest, RawTap
+from iaccode.llm.base import MissingCredentials, ModelEvent, ModelRequest, RawTap
 from iaccode.llm.openai_request import chat_body
 from iaccode.llm.openai_stream import ChunkTranslator
-from iaccode.llm.sdk_stream import CLOSE_TIMEOUT, encodable, no_long_retry_waits, sse_data
+from iaccode.llm.sdk_stream import encodable, no_long_retry_waits, open_stream, sse_data
 
 if TYPE_CHECKING:
     import openai
@@ -51,30 +48,6 @@ def _import_sdk() -> Any:
     import openai
 
     return openai
-
-
-def _http_errors() -> tuple[type[BaseException], ...]:
-    """Transport errors raised while iterating a stream (the SDK does not wrap those)."""
-    openai = _import_sdk()
-    # Its transport: httpx2 in SDK 3.x, httpx before.
-    transport = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
-    return (openai.APIError, transport.HTTPError)
-
-
-def _describe(exc: BaseException) -> str:
-    openai = _import_sdk()
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body
-        message = exc.message
-        if isinstance(body, dict):  # the SDK gives the "error" object, or the whole body
-            inner = body.get("error")
-            message = str((inner if isinstance(inner, dict) else body).get("message") or message)
-        return f"The model API answered {exc.status_code}: {message}"
-    if isinstance(exc, openai.APITimeoutError):
-        return "The model API did not answer in time."
-    if isinstance(exc, openai.APIConnectionError):
-        return f"Could not reach the model API: {exc.__cause__ or exc}"
-    return f"The model's answer broke off: {type(exc).__name__}: {exc}"
 
 
 class OpenAIProvider:
@@ -119,52 +92,28 @@ class OpenAIProvider:
     async def stream(self, request: ModelRequest, tap: RawTap | None = None
                      ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         client = await self._get_client()
-        errors = _http_errors()
-        try:
-            # The raw response, not the SDK's typed chunks: plain dicts for the translator.
-            response_cm = client.chat.completions.with_streaming_response.create(
-                **self._body(request))
-            response = await response_cm.__aenter__()
-        except errors as exc:
-            raise ModelError(_describe(exc)) from exc
-        events = self._events(response.http_response.aiter_lines(), errors, tap)
-        try:
+        # The raw response, not the SDK's typed chunks: plain dicts for the translator.
+        response = client.chat.completions.with_streaming_response.create(**self._body(request))
+        async with open_stream(_import_sdk(), response, _raw_events, tap) as events:
             yield events
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
-                await events.aclose()
-                await response_cm.__aexit__(None, None, None)
 
-    async def _events(
-        self, lines: AsyncIterator[str], errors: tuple[type[BaseException], ...],
-        tap: RawTap | None,
-    ) -> AsyncGenerator[ModelEvent, None]:
-        translator = ChunkTranslator()
-        assembler = StreamAssembler(tap)
-        done = False
-        try:
-            async with aclosing(sse_data(lines)) as datas:
-                async for data in datas:
-                    if data.strip() == DONE:
-                        done = True
-                        break
-                    chunk = json.loads(data)
-                    if not isinstance(chunk, dict):
-                        raise TypeError(f"a chunk is not an object: {data:.40}")
-                    for raw in translator.feed(chunk):
-                        event = assembler.feed(raw)
-                        if event is not None:
-                            yield event
-            # Some servers end without [DONE]; a body that ended after the finish reason is
-            # complete (a cut one raised above).
-            if done or translator.finish_reason is not None:
-                for raw in translator.finish():
-                    event = assembler.feed(raw)
-                    if event is not None:
-                        yield event
-        except errors as exc:
-            raise ModelError(_describe(exc)) from exc
-        except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
-            raise ModelError(f"The model API sent an unreadable event: {exc}") from exc
-        if not assembler.finished:
-            raise ModelError("The model's answer broke off before it was complete.")
+
+async def _raw_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
+    """The chunks of the body, as the Anthropic events they translate into."""
+    translator = ChunkTranslator()
+    done = False
+    async with aclosing(sse_data(lines)) as datas:
+        async for data in datas:
+            if data.strip() == DONE:
+                done = True
+                break
+            chunk = json.loads(data)
+            if not isinstance(chunk, dict):
+                raise TypeError(f"a chunk is not an object: {data:.40}")
+            for event in translator.feed(chunk):
+                yield event
+    # Some servers end without [DONE]; a body that ended after the finish reason is complete
+    # (a cut one raised above, in the transport).
+    if done or translator.finish_reason is not None:
+        for event in translator.finish():
+            yield event
