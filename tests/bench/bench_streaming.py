@@ -45,6 +45,18 @@ PROVIDERS = {
 """Provider -> (the fake API serving it, the environment pointing the agent at it)."""
 
 
+def _one_answer(agent: Client, project: Path, deltas: int) -> tuple[float, int, int]:
+    """(seconds, updates, bytes) of one prompt in a new session, answered with ``deltas``."""
+    session = agent.new_session(project)
+    before = agent.bytes_read
+    began = time.perf_counter()
+    response, updates = agent.count_until_response(agent.prompt_request(session))
+    elapsed = time.perf_counter() - began
+    assert response["result"]["stopReason"] == "end_turn", response
+    assert updates >= deltas, updates
+    return elapsed, updates, agent.bytes_read - before
+
+
 def _runs(root: Path, repeats: int, deltas: int
           ) -> tuple[list[tuple[float, int, int]], list[tuple[float, int, int]]]:
     """(seconds, updates, bytes) of each run, the agent's and the bare loop's, alternating (the
@@ -62,14 +74,7 @@ def _runs(root: Path, repeats: int, deltas: int
         agent.initialize()
         assert bare.line(30) == b"ready"
         for _ in range(repeats):
-            session = agent.new_session(project)
-            before = agent.bytes_read
-            began = time.perf_counter()
-            response, updates = agent.count_until_response(agent.prompt_request(session))
-            elapsed = time.perf_counter() - began
-            assert response["result"]["stopReason"] == "end_turn", response
-            assert updates >= deltas, updates
-            agent_runs.append((elapsed, updates, agent.bytes_read - before))
+            agent_runs.append(_one_answer(agent, project, deltas))
 
             before = bare.bytes_read
             began = time.perf_counter()
@@ -90,7 +95,6 @@ def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
     script = write_script(folder / "script.json",
                           [reply("warm up"), *[reply(text_chunks(deltas))] * repeats])
     server_argv = [sys.executable, "-m", module, "--script", str(script)]
-    runs: list[tuple[float, int, int]] = []
     with Client(server_argv, cwd=ROOT, stderr=folder / "server.log") as server:
         ready = server.line(30).decode()
         assert ready.startswith("READY "), ready
@@ -100,15 +104,7 @@ def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
             response, _ = agent.count_until_response(
                 agent.prompt_request(agent.new_session(root / "project")))
             assert response["result"]["stopReason"] == "end_turn", response
-            for _ in range(repeats):
-                session = agent.new_session(root / "project")
-                before = agent.bytes_read
-                began = time.perf_counter()
-                response, updates = agent.count_until_response(agent.prompt_request(session))
-                elapsed = time.perf_counter() - began
-                assert response["result"]["stopReason"] == "end_turn", response
-                assert updates >= deltas, updates
-                runs.append((elapsed, updates, agent.bytes_read - before))
+            runs = [_one_answer(agent, root / "project", deltas) for _ in range(repeats)]
         server.proc.terminate()  # the fake serves until SIGTERM
     return runs
 
