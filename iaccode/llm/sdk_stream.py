@@ -131,12 +131,14 @@ async def open_stream(sdk: Any, response: AbstractAsyncContextManager[Any], raw_
         opened = await response.__aenter__()
     except errors as exc:
         raise ModelError(describe(sdk, exc)) from exc
-    events = _assembled(raw_events(opened.http_response.aiter_lines()), sdk, errors, tap)
+    lines = opened.http_response.aiter_lines()
+    events = _assembled(raw_events(lines), sdk, errors, tap)
     try:
         yield events
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             await events.aclose()
+            await lines.aclose()  # httpx's generator: not left for the garbage collector
             await response.__aexit__(None, None, None)
 
 
