@@ -2,9 +2,7 @@
 
 ``provider`` (config.toml, IAC_CODE_PROVIDER, ``--provider``) names a preset; each preset knows
 its API, its default base URL, the variable holding its key, its model list and how it is asked
-to think:
-
-`anthropic` (the default) speaks the Messages API; `openai`, `dashscope`, `deepseek`,
+to think. `anthropic` (the default) speaks the Messages API; `openai`, `dashscope`, `deepseek`,
 `openrouter`, `ollama` and `openai_compatible` speak Chat Completions (``PRESETS`` below has
 their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_URL`` (config
 ``base_url``) overrides any preset's URL; `openai_compatible` has none and needs it.
