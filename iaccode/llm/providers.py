@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
-from attrs import field, frozen
+from typing import TYPE_CHECKING, NamedTuple
 
 from iaccode.llm.base import Provider
 
@@ -30,8 +28,9 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
 
-@frozen
-class Preset:
+class Preset(NamedTuple):
+    # NamedTuples, not attrs classes: this module is imported at start-up, and each attrs
+    # class costs about a millisecond there.
     title: str
     """The provider's name as a user knows it."""
     base_url: str | None
@@ -92,8 +91,7 @@ NO_KEY = "no-key"
 """What a keyless API (Ollama, a local server) gets: the OpenAI SDK insists on some key."""
 
 
-@frozen
-class Endpoint:
+class Endpoint(NamedTuple):
     """Where and how one provider is reached, with the configuration applied."""
 
     provider: str
@@ -101,7 +99,7 @@ class Endpoint:
     base_url: str | None
     key_variable: str | None
     """The variable the key is read from (None: no key needed)."""
-    models: dict[str, str] = field(factory=dict)
+    models: dict[str, str]
 
     def api_key(self, env: Mapping[str, str] = os.environ) -> str | None:
         return env.get(self.key_variable) if self.key_variable else NO_KEY
