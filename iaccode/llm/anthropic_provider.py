@@ -72,6 +72,30 @@ def thinking_config(model: str, level: str, max_tokens: int) -> dict[str, Any]:
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
+def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history without thinking that has no signature (an OpenAI-compatible model's
+    reasoning, kept for replay after a provider switch): the Messages API refuses it. A message
+    left empty goes too (the API joins the turns around it)."""
+    if not any(_unsigned(block) for message in messages
+               if isinstance(message.get("content"), list) for block in message["content"]):
+        return messages
+    kept = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [block for block in content if not _unsigned(block)]
+            if not content:
+                continue
+            message = {**message, "content": content}
+        kept.append(message)
+    return kept
+
+
+def _unsigned(block: Any) -> bool:
+    return (isinstance(block, dict) and block.get("type") == "thinking"
+            and not block.get("signature"))
+
+
 class AnthropicProvider:
     def __init__(self, *, max_retries: int, timeout: float, base_url: str | None = None,
                  key_variable: str | None = None) -> None:
@@ -114,7 +138,7 @@ class AnthropicProvider:
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": encodable(request.messages),
+            "messages": encodable(sendable(request.messages)),
             "stream": True,
         }
         if request.system:

@@ -166,7 +166,7 @@ class StreamAssembler:
 
         Empty text and thinking blocks are rejected by the API and left out. Thinking without
         a signature (an OpenAI-compatible model's reasoning, or a hostile stream) is kept for
-        replay; ``turn.transcript.api_messages`` leaves it out of requests.
+        replay; the Anthropic provider leaves it out of its requests.
         """
         for (index, key), pieces in self._pieces.items():
             joined = "".join(pieces)

@@ -84,7 +84,8 @@ class OpenAIProvider:
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         preset = self._endpoint.preset
         body = chat_body(request, thinking=preset.thinking,
-                         max_tokens_field=preset.max_tokens_field)
+                         max_tokens_field=preset.max_tokens_field,
+                         reasoning_back=preset.reasoning_back)
         body["messages"] = encodable(body["messages"])
         return body
 

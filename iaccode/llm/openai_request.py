@@ -9,7 +9,9 @@ wrote it, so a session can change provider halfway. Here it becomes Chat Complet
   assistant message that asked (images inside a result follow in a user message: tool messages
   carry text only);
 - assistant text -> ``content``; ``tool_use`` blocks -> ``tool_calls`` (arguments as JSON text);
-  thinking blocks are not sent back (the APIs want only the answer).
+  thinking blocks are not sent back (the APIs want only the answer), except to DeepSeek
+  (``reasoning_back``), whose thinking mode wants every assistant message's
+  ``reasoning_content`` back once a turn called tools (it ignores it elsewhere).
 
 The Chat Completions API refuses a tool call without its answer, or an answer to no call. Our
 turn loop never stores either, but a history repaired after a crash or written by another
@@ -34,7 +36,8 @@ _NON_THINKING_QWEN = re.compile(r"coder")
 """Qwen models that never think (the Qwen3 Coder family): no ``enable_thinking`` for them."""
 
 
-def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str) -> dict[str, Any]:
+def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str,
+              reasoning_back: bool = False) -> dict[str, Any]:
     """The request body (streamed, with usage in the last chunk).
 
     ``thinking`` is the preset's style (see ``Preset.thinking``); provider-specific fields go
@@ -42,7 +45,7 @@ def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str) ->
     """
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": chat_messages(request.system, request.messages),
+        "messages": chat_messages(request.system, request.messages, reasoning_back),
         "stream": True,
         "stream_options": {"include_usage": True},
         max_tokens_field: request.max_tokens,
@@ -64,7 +67,8 @@ def chat_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def chat_messages(system: str | None, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def chat_messages(system: str | None, messages: list[dict[str, Any]],
+                  reasoning_back: bool = False) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     unanswered: list[str] = []
     """Ids of the last assistant message's tool calls not answered yet."""
@@ -72,7 +76,7 @@ def chat_messages(system: str | None, messages: list[dict[str, Any]]) -> list[di
         blocks = _blocks(message.get("content"))
         if message.get("role") == "assistant":
             _answer_missing(out, unanswered)
-            converted = _assistant(blocks)
+            converted = _assistant(blocks, reasoning_back)
             if converted is not None:
                 out.append(converted)
                 unanswered = [call["id"] for call in converted.get("tool_calls", [])]
@@ -112,8 +116,9 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return [block for block in content or [] if isinstance(block, dict)]
 
 
-def _assistant(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _assistant(blocks: list[dict[str, Any]], reasoning_back: bool) -> dict[str, Any] | None:
     text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    reasoning = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
     calls = [{"id": str(b["id"]), "type": "function",
               "function": {"name": str(b.get("name", "")),
                            "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
@@ -121,6 +126,8 @@ def _assistant(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not text and not calls:
         return None  # only thinking: nothing the API wants back
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if reasoning_back:
+        message["reasoning_content"] = reasoning
     if calls:
         message["tool_calls"] = calls
     return message

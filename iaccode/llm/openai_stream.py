@@ -8,7 +8,7 @@ translated events, so a recorded OpenAI session replays on the offline provider 
 
 - ``delta.content`` -> a text block; ``delta.reasoning_content`` (DeepSeek, Qwen) or
   ``delta.reasoning`` (OpenRouter, Ollama) -> a thinking block with no signature: kept in the
-  history (``session/load`` replays it), never sent back (``turn.transcript.api_messages``);
+  history (``session/load`` replays it), sent back only where an API wants it (DeepSeek);
 - ``delta.tool_calls`` are gathered by ``index`` (several in parallel, arguments in pieces)
   and become ``tool_use`` blocks when the answer ends;
 - ``finish_reason``: stop -> end_turn, length -> max_tokens, tool_calls -> tool_use,

@@ -48,6 +48,9 @@ class Preset(NamedTuple):
     max_tokens_field: str = "max_tokens"
     """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
     ``max_tokens``); the compatible APIs know ``max_tokens``."""
+    reasoning_back: bool = False
+    """Send the model's reasoning back as ``reasoning_content`` on assistant messages: DeepSeek's
+    thinking mode answers 400 when a tool-calling turn's reasoning is missing."""
 
 
 ANTHROPIC_MODELS = {
@@ -70,7 +73,7 @@ PRESETS: dict[str, Preset] = {
                         thinking="enable_thinking"),
     "deepseek": Preset("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY",
                        {"deepseek-chat": "DeepSeek Chat",
-                        "deepseek-reasoner": "DeepSeek Reasoner"}),
+                        "deepseek-reasoner": "DeepSeek Reasoner"}, reasoning_back=True),
     "openrouter": Preset("OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
                          {"qwen/qwen3-coder": "Qwen3 Coder", "openai/gpt-5.1": "GPT-5.1",
                           "deepseek/deepseek-chat-v3.1": "DeepSeek V3.1",

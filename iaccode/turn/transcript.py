@@ -146,28 +146,15 @@ def unanswered_tool_uses(messages: list[dict[str, Any]]) -> list[str]:
 
 def api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The history as the API wants it: roles alternate (consecutive messages of one role,
-    e.g. a prompt after a turn cancelled before any answer, are merged), and thinking without
-    a signature is left out (an OpenAI-compatible model's reasoning: kept in the history for
-    replay, but no API takes it back)."""
+    e.g. a prompt after a turn cancelled before any answer, are merged)."""
     merged: list[dict[str, Any]] = []
     for message in messages:
-        content = message.get("content")
-        if isinstance(content, list) and any(_unsigned_thinking(b) for b in content):
-            kept = [b for b in content if not _unsigned_thinking(b)]
-            if not kept:
-                continue
-            message = {**message, "content": kept}
         if merged and merged[-1]["role"] == message["role"]:
             merged[-1] = {"role": message["role"],
                           "content": [*_blocks(merged[-1]), *_blocks(message)]}
         else:
             merged.append(message)
     return merged
-
-
-def _unsigned_thinking(block: Any) -> bool:
-    return (isinstance(block, dict) and block.get("type") == "thinking"
-            and not block.get("signature"))
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -146,6 +146,32 @@ async def test_parallel_tool_calls_and_the_history_sent_back(
     assert "Two files." not in json.dumps(messages)
 
 
+async def test_deepseek_gets_its_reasoning_back_after_a_tool_call(
+    tmp_path: Path, workspace: Path, chat_server: FakeChatServer
+) -> None:
+    """DeepSeek's thinking mode answers 400 when a tool-calling turn's reasoning_content is
+    not sent back; the other APIs never get it."""
+    (workspace / "main.tf").write_text('variable "region" {}\n')
+    env = agent_environment(tmp_path / "home", {
+        "IAC_CODE_PROVIDER": "deepseek", "DEEPSEEK_API_KEY": "sk-deepseek",
+        "IAC_CODE_BASE_URL": chat_server.base_url, "IAC_CODE_MODEL": "deepseek-reasoner"})
+    chat_server.enqueue(
+        reply(thinking="I should read main.tf.",
+              tool_uses=[ToolUse("call_r", "read_file", {"path": "main.tf"})]),
+        reply("It declares region.", thinking="Now I know."))
+    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
+        session = await start(agent, workspace)
+        response, seen, _ = await agent.run_prompt(session, "what is in main.tf?")
+        assert response["result"]["stopReason"] == "end_turn"
+        assert text_of(seen, "agent_thought_chunk") == "I should read main.tf.Now I know."
+    request = chat_server.requests[1]
+    assert request.headers["authorization"] == "Bearer sk-deepseek"
+    assert request.body["model"] == "deepseek-reasoner"
+    assistant = request.body["messages"][2]
+    assert assistant["tool_calls"][0]["id"] == "call_r"
+    assert assistant["reasoning_content"] == "I should read main.tf."
+
+
 async def test_each_finish_reason(agent: AgentProcess, chat_server: FakeChatServer,
                                   workspace: Path) -> None:
     chat_server.enqueue(reply("cut", stop_reason="max_tokens"),

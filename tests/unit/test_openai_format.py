@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from iaccode.llm.anthropic_provider import sendable
 from iaccode.llm.assemble import StreamAssembler
 from iaccode.llm.base import Finished, ModelEvent, ModelRequest, TextDelta, ThinkingDelta
 from iaccode.llm.openai_request import NO_RESULT, chat_body, chat_messages
 from iaccode.llm.openai_stream import ChunkTranslator
-from iaccode.turn.transcript import api_messages
 from tests.fakes.chat_server import refusal
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
@@ -176,7 +176,7 @@ def test_invalid_arguments_and_finish_reasons() -> None:
         assert isinstance(last, Finished) and last.stop_reason == ours
 
 
-def test_unsigned_thinking_is_kept_in_the_history_but_never_sent() -> None:
+def test_unsigned_thinking_is_kept_in_the_history_but_never_sent_to_anthropic() -> None:
     history = [
         {"role": "user", "content": [{"type": "text", "text": "one"}]},
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "only reasoning"}]},
@@ -186,10 +186,15 @@ def test_unsigned_thinking_is_kept_in_the_history_but_never_sent() -> None:
                                            "signature": "sig"},
                                           {"type": "text", "text": "answer"}]},
     ]
-    assert api_messages(history) == [
-        {"role": "user", "content": [{"type": "text", "text": "one"},
-                                     {"type": "text", "text": "two"}]},
+    assert sendable(history) == [
+        {"role": "user", "content": [{"type": "text", "text": "one"}]},
+        {"role": "user", "content": [{"type": "text", "text": "two"}]},
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "signed",
                                            "signature": "sig"},
                                           {"type": "text", "text": "answer"}]},
     ]
+    # Chat Completions APIs get no reasoning back, except DeepSeek (reasoning_back).
+    assert "hm" not in str(chat_messages(None, history))
+    deepseek = chat_messages(None, history, reasoning_back=True)
+    assert [m.get("reasoning_content") for m in deepseek if m["role"] == "assistant"] == [
+        "hmsigned"]
