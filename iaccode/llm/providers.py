@@ -191,9 +191,11 @@ def _base_provider(config: Config) -> Provider:
 
 
 def auth_method_text(config: Config) -> tuple[str, str, str]:
-    """(id, name, description) of the ACP auth method: where the key goes."""
+    """(id, name, description) of the ACP auth method: where the key goes (or, for an API
+    that needs none, what else is missing)."""
     where = endpoint(config)
-    variable = where.key_variable or "IAC_CODE_BASE_URL"
-    return (f"{config.provider}-api-key".replace("_", "-"), f"{where.preset.title} API key",
-            f"Set {variable} in the environment the editor starts `iaccode acp` with.")
+    what = (f"Set {where.key_variable} in the environment the editor starts `iaccode acp` with."
+            if where.key_variable else where.missing(config.model)
+            or "This API needs no key.")
+    return (f"{config.provider}-api-key".replace("_", "-"), f"{where.preset.title} API key", what)
 

@@ -431,3 +431,17 @@ def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
                             capture_output=True, text=True, timeout=90, check=False)
     assert replay.returncode == 0, replay.stderr
     assert "agent messages match" in replay.stdout
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_no_sdk_is_imported_before_initialize(tmp_path: Path, provider: str) -> None:
+    """Editors wait for ``initialize``: the SDKs (about a second each) load after it."""
+    env = agent_environment(tmp_path / "home", {
+        "IAC_CODE_PROVIDER": provider, "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "iaccode", "acp"],
+                            input=b"", capture_output=True, env=env, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in
+                result.stderr.decode(errors="replace").splitlines() if "import time:" in line}
+    assert "iaccode.llm.providers" in imported  # the measurement works
+    assert not imported & {"openai", "anthropic", "httpx", "httpx2", "pydantic"}
