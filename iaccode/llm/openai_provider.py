@@ -21,7 +21,6 @@ midway becomes a ModelError; leaving the stream early closes the HTTP response a
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 
     from iaccode.llm.providers import Endpoint
 
-log = logging.getLogger(__name__)
 
 DONE = "[DONE]"
 """The data of the stream's last event."""
