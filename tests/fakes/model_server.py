@@ -23,6 +23,11 @@ ends the connection without the final chunk (clients see an incomplete body);
 ``"stream"`` not true gets the events folded into one JSON message (an ``error`` event
 becomes the matching error status).
 
+The serving (threads, connections, chunked SSE, hangs, resets, cuts) is shared with the fake
+Chat Completions API (``tests/fakes/chat_server.py``), which overrides the few methods that
+speak the API (``path``, ``refuse``, ``error_body``, ``stream_frames``, ``stream_tail``,
+``fold``).
+
 As a program, it serves a script file until SIGTERM or SIGINT (then exits 0), after
 printing ``READY <base_url>`` on stdout:
 
