@@ -44,8 +44,7 @@ class TokenUsage:
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     thought_tokens: int = 0
-    """Output tokens spent thinking, when the API reports them (they are part of
-    ``output_tokens``)."""
+    """Of ``output_tokens``, those spent thinking, where the API says."""
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(

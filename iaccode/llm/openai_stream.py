@@ -16,7 +16,8 @@ translated events, so a recorded OpenAI session replays on the offline provider 
 - ``usage`` (the last chunk, with ``stream_options.include_usage``): prompt tokens less the
   cached ones -> input, ``prompt_tokens_details.cached_tokens`` (DeepSeek:
   ``prompt_cache_hit_tokens``) -> cache read, completion tokens -> output,
-  ``completion_tokens_details.reasoning_tokens`` -> thought tokens;
+  ``completion_tokens_details.reasoning_tokens`` -> thought tokens (as the Messages API's
+  ``output_tokens_details.thinking_tokens``);
 - a chunk ``{"error": {...}}`` -> an ``error`` event (a ModelError with the API's message).
 """
 
@@ -42,8 +43,8 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def usage_fields(usage: dict[str, Any]) -> dict[str, int]:
-    """A Chat Completions usage object in our (Anthropic) terms."""
+def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions usage object in the Messages API's terms."""
     prompt = (usage.get("prompt_tokens_details") or {})
     completion = (usage.get("completion_tokens_details") or {})
     cached = _count(prompt.get("cached_tokens")) or _count(usage.get("prompt_cache_hit_tokens"))
@@ -51,7 +52,7 @@ def usage_fields(usage: dict[str, Any]) -> dict[str, int]:
         "input_tokens": max(0, _count(usage.get("prompt_tokens")) - cached),
         "output_tokens": _count(usage.get("completion_tokens")),
         "cache_read_input_tokens": cached,
-        "thought_tokens": _count(completion.get("reasoning_tokens")),
+        "output_tokens_details": {"thinking_tokens": _count(completion.get("reasoning_tokens"))},
     }
 
 
@@ -67,7 +68,7 @@ class ChunkTranslator:
         self._calls: dict[int, dict[str, Any]] = {}
         """Tool-call index -> {"id", "name", "arguments": [pieces]}."""
         self.finish_reason: str | None = None
-        self._usage: dict[str, int] = {}
+        self._usage: dict[str, Any] = {}
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []

@@ -238,9 +238,9 @@ class Usage:
     input_tokens: int
     output_tokens: int
     total_tokens: int
-    thought_tokens: int | None = None
     cached_read_tokens: int | None = None
     cached_write_tokens: int | None = None
+    thought_tokens: int | None = None
 
 
 @frozen

@@ -306,7 +306,7 @@ def _usage(turn: Turn) -> Usage:
         input_tokens=inputs,
         output_tokens=usage.output_tokens,
         total_tokens=inputs + usage.output_tokens,
-        thought_tokens=usage.thought_tokens or None,
         cached_read_tokens=usage.cache_read_input_tokens or None,
         cached_write_tokens=usage.cache_creation_input_tokens or None,
+        thought_tokens=usage.thought_tokens or None,
     )
