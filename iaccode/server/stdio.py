@@ -13,6 +13,7 @@ import signal
 import trio
 
 from iaccode.config import Config
+from iaccode.llm.base import Provider
 from iaccode.llm.providers import make_provider
 from iaccode.server.agent import Agent
 from iaccode.server.routes import Dispatcher
@@ -29,7 +30,7 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
 
         recorder = Recorder(config.record_path, model=config.model, home=config.home,
                             provider=config.provider)
-    provider = make_provider(config, recorder)
+    provider: Provider = make_provider(config, recorder)
     connection = Connection(
         trio.lowlevel.FdStream(protocol_in),
         trio.lowlevel.FdStream(protocol_out),
