@@ -53,7 +53,8 @@ def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str,
     if request.tools:
         body["tools"] = [chat_tool(tool) for tool in request.tools]
     if request.thinking in ("low", "medium", "high"):
-        if thinking == "reasoning_effort" and _REASONING_MODEL.search(request.model):
+        if thinking == "reasoning_effort_any" or (
+                thinking == "reasoning_effort" and _REASONING_MODEL.search(request.model)):
             body["reasoning_effort"] = request.thinking
         elif thinking == "enable_thinking" and not _NON_THINKING_QWEN.search(request.model):
             body["extra_body"] = {"enable_thinking": True}

@@ -43,7 +43,8 @@ class Preset(NamedTuple):
     api: str = "chat_completions"
     """"messages" (Anthropic) or "chat_completions" (OpenAI-compatible)."""
     thinking: str = "none"
-    """How a thinking level is sent: "reasoning_effort" (OpenAI reasoning models),
+    """How a thinking level is sent: "reasoning_effort" (to OpenAI's reasoning models),
+    "reasoning_effort_any" (to every model: OpenRouter maps it to each one's own form),
     "enable_thinking" (DashScope/Qwen) or "none" (the model decides)."""
     max_tokens_field: str = "max_tokens"
     """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
@@ -78,7 +79,7 @@ PRESETS: dict[str, Preset] = {
                          {"qwen/qwen3-coder": "Qwen3 Coder", "openai/gpt-5.1": "GPT-5.1",
                           "deepseek/deepseek-chat-v3.1": "DeepSeek V3.1",
                           "anthropic/claude-sonnet-4.5": "Claude Sonnet 4.5"},
-                         thinking="reasoning_effort"),
+                         thinking="reasoning_effort_any"),
     "ollama": Preset("Ollama", "http://localhost:11434/v1", None,
                      {"qwen3-coder": "Qwen3 Coder", "qwen3": "Qwen3",
                       "gpt-oss:20b": "gpt-oss 20B"}),

@@ -90,10 +90,13 @@ def test_thinking_levels() -> None:
     assert body(history, "o4-mini", "high", "reasoning_effort")["reasoning_effort"] == "high"
     assert body(history, "openai/gpt-5.1", "low", "reasoning_effort")["reasoning_effort"] == "low"
     assert "reasoning_effort" not in body(history, "gpt-4.1", "high", "reasoning_effort")
+    # OpenRouter maps the effort to each model's own form (Claude's budget, Qwen's switch).
+    assert body(history, "qwen/qwen3-coder", "high", "reasoning_effort_any")[
+        "reasoning_effort"] == "high"
     assert body(history, "qwen3-max", "medium", "enable_thinking")["extra_body"] == {
         "enable_thinking": True}
     assert "extra_body" not in body(history, "qwen3-coder-plus", "high", "enable_thinking")
-    for style in ("reasoning_effort", "enable_thinking"):
+    for style in ("reasoning_effort", "reasoning_effort_any", "enable_thinking"):
         off = body(history, "o3", "off", style)
         assert "reasoning_effort" not in off and "extra_body" not in off
 
