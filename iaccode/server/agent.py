@@ -189,8 +189,8 @@ class Agent:
                                                               params.session_id)
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
-        session = self._open_session(self._served(meta), file, records, params.mcp_servers,
-                                     unsaved)
+        meta = self._served(meta)
+        session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
         return session
@@ -205,8 +205,9 @@ class Agent:
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                       updated_at=stamp,
                       title=f"{source.title} (fork)" if source.title else None)
+        meta = self._served(meta)
         file, records = await self._store_call(self.store.fork, params.session_id, meta)
-        session = self._open_session(self._served(meta), file, records, params.mcp_servers)
+        session = self._open_session(meta, file, records, params.mcp_servers)
         session.update_meta()
         await self._start(session)
         return ThenNotify(m.NewSessionResponse(
