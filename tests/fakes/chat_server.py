@@ -18,9 +18,10 @@ scripted Anthropic event becomes the Chat Completions chunks the real API would 
   translation cannot make); the stream ends with ``data: [DONE]``.
 
 Like the real API it is strict about the request, answering 400 with the API's message: the
-route is ``POST /v1/chat/completions``; messages need known roles; every assistant
-``tool_calls`` entry must be answered by a ``tool`` message right after it, and a ``tool``
-message must answer such a call; Anthropic-only fields and content blocks are refused.
+route is ``POST /v1/chat/completions``; tools must be ``{"type": "function", "function":
+{...}}``; messages need known roles; every assistant ``tool_calls`` entry must be answered by
+a ``tool`` message right after it, and a ``tool`` message must answer such a call;
+Anthropic-only fields and content blocks are refused.
 
     with FakeChatServer() as server:
         server.enqueue(reply(["Hel", "lo"]))
@@ -191,6 +192,13 @@ def refusal(body: dict[str, Any]) -> str | None:
         return "Invalid 'messages': empty array. Expected an array with minimum length 1."
     if "stream_options" in body and body.get("stream") is not True:
         return "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+    for number, tool in enumerate(body.get("tools") or []):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if tool.get("type") != "function" or not isinstance(function, dict):
+            return f"Missing required parameter: 'tools[{number}].type' (and 'function')."
+        if not isinstance(function.get("name"), str) or not isinstance(
+                function.get("parameters", {}), dict):
+            return f"Invalid 'tools[{number}].function': needs a name and object parameters."
     pending: list[str] = []
     """Tool call ids of the last assistant message, not yet answered."""
     for number, message in enumerate(messages):

@@ -114,6 +114,9 @@ def test_the_fake_refuses_what_the_real_api_refuses() -> None:
     anthropic_block = [{"role": "user", "content": [{"type": "tool_result"}]}]
     assert "Invalid value" in str(refusal({"model": "m", "messages": anthropic_block}))
     assert "thinking" in str(refusal({"model": "m", "thinking": {}, "messages": unanswered[:1]}))
+    anthropic_tool = {"name": "bash", "input_schema": {"type": "object"}}
+    assert "tools[0].type" in str(refusal({"model": "m", "messages": unanswered[:1],
+                                           "tools": [anthropic_tool]}))
 
 
 def play(chunks: list[dict[str, Any]]) -> list[ModelEvent]:
