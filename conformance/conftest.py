@@ -3,10 +3,15 @@
     nox -s conformance                          # checks `iaccode acp` against the fake model
     nox -s conformance -- --agent "CMD ARGS"    # checks any ACP agent command
         [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
+        [--model-api messages|chat]
 
 Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
 (``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
-run by the test and a dummy ``ANTHROPIC_API_KEY``. Requirement ids, tiers and the result
+run by the test and a dummy ``ANTHROPIC_API_KEY``. With ``--model-api chat`` the fake is an
+OpenAI Chat Completions API instead (``tests/fakes/chat_server.py``), and the agent is told of it
+the way iac-code's OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=openai``,
+``IAC_CODE_BASE_URL``, a dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement
+ids, tiers and the result
 table: ``conformance/requirements.py``; what the suite checks: ``docs/conformance.md``.
 """
 
@@ -22,7 +27,14 @@ import pytest
 
 from conformance.driver import AgentConnection, Transcript, spawn
 from conformance.requirements import EVIDENCE, Recorder, WireViolation, not_applicable, note
-from conformance.scenarios import PROFILES, Model, PaddedModelServer, ToolProfile, profile_for
+from conformance.scenarios import (
+    PROFILES,
+    Model,
+    PaddedChatServer,
+    PaddedModelServer,
+    ToolProfile,
+    profile_for,
+)
 from tests.support.agent_process import agent_environment
 
 DEFAULT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
@@ -45,6 +57,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="extra environment for the agent (repeatable)")
     group.addoption("--tools", default="auto", choices=["auto", "none", *PROFILES],
                     help="tool profile for tool scenarios (auto: from agentInfo.name)")
+    group.addoption("--model-api", default="messages", choices=sorted(MODEL_APIS),
+                    help="the fake model's API: messages (Anthropic) or chat (OpenAI Chat "
+                    "Completions, for iac-code's OpenAI-compatible provider)")
     group.addoption("--agent-timeout", type=float, default=20.0,
                     help="seconds to wait for any one answer from the agent")
     group.addoption("--report", default=None,
@@ -77,6 +92,16 @@ def _absolute(command: list[str], base: Path) -> list[str]:
     return out
 
 
+MODEL_APIS = {
+    "messages": (PaddedModelServer, lambda url: {
+        "ANTHROPIC_API_KEY": "conformance-dummy-key", "ANTHROPIC_BASE_URL": url}),
+    "chat": (PaddedChatServer, lambda url: {
+        "IAC_CODE_PROVIDER": "openai", "IAC_CODE_BASE_URL": url,
+        "OPENAI_API_KEY": "conformance-dummy-key"}),
+}
+"""--model-api -> (the fake model server, the environment that points an agent at it)."""
+
+
 class Harness:
     """Spawns the agent under test (as often as a test needs) and watches the wire."""
 
@@ -94,6 +119,11 @@ class Harness:
         self.extra_env = dict(kv.split("=", 1) for kv in config.getoption("--agent-env"))
         self.timeout = float(config.getoption("--agent-timeout"))
         self.tools_choice = str(config.getoption("--tools"))
+        self.model_env = MODEL_APIS[str(config.getoption("--model-api"))][1](model.base_url)
+        self.credential_variables = (
+            ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+            if "ANTHROPIC_API_KEY" in self.model_env else ("OPENAI_API_KEY",))
+        """What to leave out of the environment for an agent without credentials."""
         self.transcripts: list[Transcript] = []
         self.connections: list[AgentConnection] = []
         item.stash.setdefault(EVIDENCE, []).append(
@@ -101,11 +131,7 @@ class Harness:
 
     def environment(self, extra: dict[str, str] | None = None,
                     without: tuple[str, ...] = ()) -> dict[str, str]:
-        env = agent_environment(self.home, {
-            "HOME": str(self.home),
-            "ANTHROPIC_API_KEY": "conformance-dummy-key",
-            "ANTHROPIC_BASE_URL": self.model.base_url,
-        })
+        env = agent_environment(self.home, {"HOME": str(self.home), **self.model_env})
         env.update(self.extra_env)
         env.update(extra or {})
         for name in without:
@@ -176,8 +202,9 @@ class Checks:
 
 
 @pytest.fixture
-def model() -> Iterator[Model]:
-    with PaddedModelServer() as server:
+def model(request: pytest.FixtureRequest) -> Iterator[Model]:
+    server_class = MODEL_APIS[str(request.config.getoption("--model-api"))][0]
+    with server_class() as server:
         yield Model(server)
 
 

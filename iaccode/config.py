@@ -6,7 +6,11 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 
 | config.toml key           | environment variable            | default   | what                  |
 |---------------------------|---------------------------------|-----------|-----------------------|
-| `model`                   | `IAC_CODE_MODEL`                | `claude-sonnet-5-5` | model id    |
+| `provider`                | `IAC_CODE_PROVIDER`             | `anthropic` | a preset (1)     |
+| `base_url`                | `IAC_CODE_BASE_URL`             | preset's  | the API's address     |
+| `api_key_env`             |                                 | preset's  | variable with the key |
+| `models`                  |                                 | preset's  | model ids offered     |
+| `model`                   | `IAC_CODE_MODEL`                | first of `models` | model id      |
 | `mode`                    | `IAC_CODE_MODE`                 | `default` | one of MODES          |
 | `thought_level`           | `IAC_CODE_THOUGHT_LEVEL`        | `medium`  | one of THOUGHT_LEVELS |
 | `max_turn_requests`       | `IAC_CODE_MAX_TURN_REQUESTS`    | 100       | requests per prompt   |
@@ -19,11 +23,15 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
 | `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
 
+(1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
+openrouter, ollama, openai_compatible.
+
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
 
 Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
-``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``.
+``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, and the key itself (``IAC_CODE_API_KEY``
+or the preset's variable, read by the provider: keys are never kept in the Config).
 A value we cannot use is a ConfigError naming the file and key, or the variable.
 """
 
@@ -39,16 +47,10 @@ from typing import Any, NamedTuple
 
 from attrs import field, frozen
 
+from iaccode.llm.providers import DEFAULT_PROVIDER, PRESETS, default_model
 from iaccode.tools.base import ToolLimits
 
-MODELS: dict[str, str] = {
-    "claude-sonnet-5-5": "Claude Sonnet 5.5",
-    "claude-opus-5-5": "Claude Opus 5.5",
-    "claude-haiku-5-5": "Claude Haiku 5.5",
-}
-"""Models offered in the session's model option (id -> display name)."""
-
-DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_MODEL = default_model(DEFAULT_PROVIDER, None)
 MODES = ("default", "accept_edits", "plan", "bypass")
 """Session modes (kept in step with ``iaccode.turn.permissions.MODES``)."""
 THOUGHT_LEVELS = ("off", "low", "medium", "high")
@@ -68,8 +70,18 @@ def _upper(text: str) -> str:
 class Config:
     home: Path
     """Data dir (IAC_CODE_HOME, default ~/.iac-code): config.toml, logs/ and sessions/ live here."""
+    provider: str = DEFAULT_PROVIDER
+    """Which API answers, a preset of ``iaccode.llm.providers`` (config.toml ``provider``,
+    IAC_CODE_PROVIDER, ``--provider``)."""
+    base_url: str | None = None
+    """The API's address instead of the preset's (``base_url``, IAC_CODE_BASE_URL)."""
+    api_key_env: str | None = None
+    """The environment variable holding the key instead of the preset's (``api_key_env``)."""
+    models: tuple[str, ...] | None = None
+    """Model ids offered instead of the preset's list (``models``)."""
     model: str = DEFAULT_MODEL
-    """Model id for new sessions (config.toml ``model``, IAC_CODE_MODEL, ``--model``)."""
+    """Model id for new sessions (config.toml ``model``, IAC_CODE_MODEL, ``--model``); when
+    unset, the first of the provider's models."""
     default_mode: str = "default"
     """Mode of new sessions, one of MODES (config.toml ``mode``, IAC_CODE_MODE)."""
     thought_level: str = "medium"
@@ -129,6 +141,9 @@ class Config:
         for attr, value in overrides.items():
             known = SETTINGS.get(attr)
             values[attr] = _from_value(f"{attr} ", value, known) if known else value
+        if "model" not in values:
+            values["model"] = default_model(str(values.get("provider", DEFAULT_PROVIDER)),
+                                            values.get("models"))  # type: ignore[arg-type]
         config = cls(**values)  # type: ignore[arg-type]
         return config
 
@@ -173,7 +188,21 @@ def _log_level(value: str) -> str | None:
     return _one_of(tuple(logging.getLevelNamesMapping()))(value.upper())
 
 
+def _variable_name(value: str) -> str | None:
+    return None if value.isidentifier() else "must be an environment variable's name"
+
+
+def _model_ids(value: tuple[str, ...]) -> str | None:
+    return None if value and all(value) else "must list at least one model id, none empty"
+
+
 SETTINGS: dict[str, _Setting] = {
+    "provider": _Setting("provider", "IAC_CODE_PROVIDER", str, _one_of(tuple(PRESETS))),
+    "base_url": _Setting("base_url", "IAC_CODE_BASE_URL", str,
+                         lambda v: None if v.startswith(("http://", "https://"))
+                         else "must be an http:// or https:// URL"),
+    "api_key_env": _Setting("api_key_env", None, str, _variable_name),
+    "models": _Setting("models", None, tuple, _model_ids),
     "model": _Setting("model", "IAC_CODE_MODEL", str, lambda v: None if v else "must not be empty"),
     "default_mode": _Setting("mode", "IAC_CODE_MODE", str, _one_of(MODES)),
     "thought_level": _Setting("thought_level", "IAC_CODE_THOUGHT_LEVEL", str,
@@ -199,7 +228,7 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 """ToolLimits attribute -> its key in config.toml's ``[tools]`` table."""
 
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string",
-               frozenset: "an array of strings"}
+               frozenset: "an array of strings", tuple: "an array of strings"}
 
 
 def _type_name(value: object) -> str:
@@ -216,6 +245,10 @@ def _from_value(label: str, value: object, setting: _Setting) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{label}must be {_KIND_NAMES[frozenset]}, got {value!r}")
         value = frozenset(v.lower() for v in value)  # host names are case-insensitive
+    if setting.kind is tuple:  # from TOML: an array of strings, in order
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{label}must be {_KIND_NAMES[tuple]}, got {value!r}")
+        value = tuple(value)
     kinds = (int, float) if setting.kind is float else (setting.kind,)
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")

@@ -16,8 +16,9 @@ import trio
 from attrs import evolve
 
 import iaccode
-from iaccode.config import MODELS, Config
+from iaccode.config import Config
 from iaccode.llm.base import MissingCredentials, Provider
+from iaccode.llm.providers import auth_method_text, offered_models
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
 from iaccode.session.replay import replay_updates
@@ -52,11 +53,10 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 
-AUTH_METHOD = m.AuthMethod(
-    id="anthropic-api-key",
-    name="Anthropic API key",
-    description="Set ANTHROPIC_API_KEY in the environment the editor starts `iaccode acp` with.",
-)
+
+def auth_method(config: Config) -> m.AuthMethod:
+    """The configured provider's auth method: which variable to set."""
+    return m.AuthMethod(*auth_method_text(config))
 
 
 
@@ -78,6 +78,10 @@ class Agent:
         self._recorder = recorder
         self._recorded_tools = (recorded_tool_results(config.recorded_tools)
                                 if config.recorded_tools is not None else {})
+        self._auth_method = auth_method(config)
+        """Where the configured provider's key goes (offered while it is missing)."""
+        self._offered = offered_models(config)
+        """The configured provider's models (no network: the preset's list or config's)."""
 
     # -- handshake --------------------------------------------------------------------------
 
@@ -104,14 +108,14 @@ class Agent:
             ),
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
-            auth_methods=[] if self._has_credentials() else [AUTH_METHOD],
+            auth_methods=[] if self._has_credentials() else [self._auth_method],
             meta={"steering": {"supported": True}},  # _session/steering (see ``steer``)
         )
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
-        if params.method_id != AUTH_METHOD.id:
+        if params.method_id != self._auth_method.id:
             raise errors.invalid_params({"params.methodId": (
-                f"unknown auth method {params.method_id!r}; ours is {AUTH_METHOD.id!r}")})
+                f"unknown auth method {params.method_id!r}; ours is {self._auth_method.id!r}")})
         self._require_credentials()
         return m.Empty()
 
@@ -193,6 +197,7 @@ class Agent:
                                                               params.session_id)
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
+        meta = self._served(meta)
         session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
@@ -208,6 +213,7 @@ class Agent:
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                       updated_at=stamp,
                       title=f"{source.title} (fork)" if source.title else None)
+        meta = self._served(meta)
         file, records = await self._store_call(self._fork_stored, params.session_id, meta)
         session = self._open_session(meta, file, records, params.mcp_servers)
         session.update_meta()
@@ -235,6 +241,15 @@ class Agent:
         await self._store_call(self.store.delete, params.session_id)
         await trio.to_thread.run_sync(tool_output.remove, self.config.home, params.session_id)
         return m.Empty()
+
+    def _served(self, meta: SessionMeta) -> SessionMeta:
+        """A stored session's meta with a model this provider offers: one written under
+        another provider (or model list) goes on with the configured model."""
+        if meta.model in self._offered:
+            return meta
+        log.info("session %s: model %s is not offered by provider %s; using %s",
+                 meta.session_id, meta.model, self.config.provider, self.config.model)
+        return evolve(meta, model=self.config.model)
 
     def _open_stored(self, session_id: str
                      ) -> tuple[SessionFile | None, SessionMeta, list[dict[str, Any]], str | None]:
@@ -335,8 +350,7 @@ class Agent:
         return m.SetConfigOptionResponse(options)
 
     def _offered_models(self) -> dict[str, str]:
-        # A model named in IAC_CODE_MODEL is offered even if we do not list it.
-        return {**MODELS, self.config.model: MODELS.get(self.config.model, self.config.model)}
+        return self._offered
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
