@@ -65,6 +65,8 @@ class ToolResult:
     """``rawOutput`` for the editor; defaults to ``{"output": text}``."""
     content: list[ToolCallContent] | None = None
     """What the editor shows; defaults to ``text`` as a text block."""
+    images: tuple[dict[str, Any], ...] = ()
+    """Images for the model beside ``text`` (Messages API ``image`` blocks; an MCP result)."""
 
 
 class FileAccess(Protocol):

@@ -90,6 +90,14 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     return Verdict(Decision.ASK)
 
 
+def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool counts as read-only: it runs without a question (like the read
+    tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
+    no hint, or any other, means it may change something, so it asks (``*_always`` holds for
+    that tool), plan mode refuses it and bypass runs it, like a command."""
+    return annotations.get("readOnlyHint") is True
+
+
 async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
               tool_call: ToolCallFields, tool_name: str, remembered: dict[str, bool]) -> Answer:
     """Ask the user; remember ``*_always`` answers for this tool in ``remembered``.

@@ -106,10 +106,12 @@ class ToolRunner:
     async def _run_one(self, use: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
         call_id = str(use["id"])
         result = await self._call(call_id, str(use.get("name", "")), use.get("input"))
+        text = truncate(result.text, self._env.limits.output_chars)
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
-            "content": truncate(result.text, self._env.limits.output_chars),
+            "content": [{"type": "text", "text": text}, *result.images] if result.images
+            else text,
             "is_error": result.is_error,
         }
 
