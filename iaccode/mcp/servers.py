@@ -5,7 +5,7 @@ The servers start with the session (``serve``), in the background: ``session/new
 wait. The first model request of each prompt waits for those still starting, up to
 ``mcp_startup_timeout`` (``prepare``), and goes on without the late ones (their tools join at a
 later prompt). A server that failed is reported to the user once (an agent message naming it
-and the reason; the log has its stderr tail) and tried again at the next prompt. Closing the
+and the reason; the log has its stderr tail) and tried again at each next prompt. Closing the
 session (``aclose``) ends every connection; a stdio server's whole process tree with it.
 """
 
@@ -20,13 +20,14 @@ import trio
 from attrs import frozen
 
 from iaccode.mcp.config import ServerSpec
-from iaccode.mcp.connection import ServerConnection
 from iaccode.mcp.names import shortened, tool_name
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
 from iaccode.tools.base import Tool, ToolFailure
 
 if TYPE_CHECKING:
     from mcp_types import Prompt
+
+    from iaccode.mcp.connection import ServerConnection
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,11 @@ class PromptCommand:
 class McpServers:
     def __init__(self, specs: list[ServerSpec], cwd: Path,
                  on_change: Callable[[], None] = lambda: None) -> None:
-        self.connections = [ServerConnection(spec, cwd) for spec in specs]
+        self.connections: list[ServerConnection] = []
+        if specs:  # the connection (and with it the transports) only when there are servers
+            from iaccode.mcp.connection import ServerConnection
+
+            self.connections = [ServerConnection(spec, cwd) for spec in specs]
         self._on_change = on_change
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
         self._told: dict[str, str] = {}
@@ -99,12 +104,12 @@ class McpServers:
                 await self._ended.wait()
 
     async def prepare(self, timeout: float) -> list[str]:  # noqa: ASYNC109 - a setting
-        """Before a prompt's first model request: start again the servers whose failure was
-        told, wait up to ``timeout`` for those starting, and return the failures to tell
-        (each once)."""
+        """Before a prompt's first model request: start again the servers that failed, wait
+        up to ``timeout`` for those starting, and return the failures to tell the user (a
+        failure is told once, however often the retry fails the same way)."""
+        messages = self._untold_failures()
         for connection in self.connections:
-            if (connection.status == "failed" and connection.name in self._told
-                    and self._nursery is not None):
+            if connection.status == "failed" and self._nursery is not None:
                 connection.restart()
                 self._nursery.start_soon(self._run, connection)
         with trio.move_on_after(timeout):
@@ -114,6 +119,9 @@ class McpServers:
             if connection.status == "starting":
                 log.warning("MCP server %s still starting after %g s; going on without it",
                             connection.name, timeout)
+        return messages + self._untold_failures()
+
+    def _untold_failures(self) -> list[str]:
         messages = []
         for connection in self.connections:
             if connection.status == "connected":

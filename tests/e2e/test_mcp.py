@@ -242,7 +242,7 @@ async def test_remote_servers_http_and_sse(
     assert tool_updates(updates)[-1]["status"] == "completed"
     assert result_for(model_server, 1)["content"] == "value of bug-1"
     _, updates, _ = await agent.run_prompt(session, "/mcp")
-    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 7 tools" \
+    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 8 tools" \
         in messages_text(updates)
 
 
@@ -268,8 +268,27 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     listing = messages_text(updates)
     assert ("broken-db (stdio, /nonexistent/db-mcp, from the editor): failed: "
             "/nonexistent/db-mcp: not found") in listing
-    assert "db (stdio" in listing and "connected, 7 tools" in listing
+    assert "db (stdio" in listing and "connected, 8 tools" in listing
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
+
+
+async def test_a_server_that_goes_away_fails_the_call_and_comes_back_at_the_next_prompt(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+) -> None:
+    model_server.enqueue(call("mcp__db__crash"), reply("It went away."))
+    session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
+    response, updates, _ = await agent.run_prompt(session, "crash it")
+    assert response["result"]["stopReason"] == "end_turn"
+    assert tool_updates(updates)[-1]["status"] == "failed"
+    result = result_for(model_server, 1)
+    assert result["is_error"] is True
+    assert result["content"].startswith("MCP server db went away during the call")
+    assert "It went away." in messages_text(updates)
+    model_server.enqueue(call("mcp__db__lookup", "toolu_2", key="k"), reply("back"))
+    response, updates, _ = await agent.run_prompt(session, "again")
+    assert "MCP server db stopped: exited with status 3" in messages_text(updates)
+    assert tool_updates(updates, "toolu_2")[-1]["status"] == "completed"  # started again
+    assert [c["tool"] for c in calls(calls_log)] == ["crash", "lookup"]
 
 
 async def test_bad_mcp_servers_are_invalid_params(agent: AgentProcess, workspace: Path) -> None:

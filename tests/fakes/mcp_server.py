@@ -12,6 +12,7 @@ Its tools:
 - ``stats``: read-only, answers structured content;
 - ``fetch_page {url}``: ``openWorldHint``, read-only;
 - ``slow {seconds}``: read-only; sleeps shielded, so it ignores ``notifications/cancelled``;
+- ``crash``: read-only; the server exits (status 3) before it answers;
 
 and a prompt ``review {topic}``. Every tool call is appended to ``--log`` as a JSON line
 (``{"tool": ..., "arguments": ...}``), so a test sees what ran. ``--spawn-child FILE`` starts
@@ -88,6 +89,12 @@ def build(log: Path | None) -> MCPServer:
         with anyio.CancelScope(shield=True):
             await anyio.sleep(seconds)
         return "slept"
+
+    @server.tool(description="Makes the server exit in the middle of the call.",
+                 annotations=READ_ONLY)
+    def crash() -> str:
+        record("crash", {})
+        os._exit(3)
 
     @server.prompt(description="Ask for a review of a topic.")
     def review(topic: str) -> str:
