@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,47 +14,19 @@ import pytest
 import trio
 
 from iaccode.llm.script import ToolUse, reply
+from tests.fakes.mcp_server import RemoteServer, acp_stdio_server, calls
 from tests.fakes.model_server import FakeModelServer
 from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
 from tests.support.processes import pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = [sys.executable, "-m", "tests.fakes.mcp_server"]
-
-
-def stdio_server(name: str, log: Path, *extra: str) -> dict[str, Any]:
-    """An ACP ``McpServerStdio`` running the fake server (env as ACP gives it: a list)."""
-    return {"name": name, "command": sys.executable,
-            "args": ["-m", "tests.fakes.mcp_server", "stdio", "--log", str(log), *extra],
-            "env": [{"name": "PYTHONPATH", "value": str(ROOT)}]}
-
-
-class RemoteServer:
-    """The fake server over HTTP or SSE on 127.0.0.1, in a process of its own."""
-
-    def __init__(self, transport: str, log: Path) -> None:
-        self.process = subprocess.Popen([*SERVER, transport, "--log", str(log)], cwd=ROOT,
-                                        stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        ready = self.process.stdout.readline().split()
-        assert ready and ready[0] == "READY", ready
-        self.url = ready[1]
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+stdio_server = acp_stdio_server
 
 
 @pytest.fixture
 def calls_log(tmp_path: Path) -> Path:
     return tmp_path / "mcp-calls.jsonl"
-
-
-def calls(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 @pytest.fixture(params=["http", "sse"])
@@ -232,11 +202,10 @@ async def test_remote_servers_http_and_sse(
     agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path,
     remote_server: RemoteServer,
 ) -> None:
-    transport = "http" if remote_server.url.endswith("/mcp") else "sse"
+    transport = remote_server.transport
     model_server.enqueue(call("mcp__tracker__lookup", key="bug-1"), reply("found"))
     session = await open_session(agent, workspace, [
-        {"type": transport, "name": "tracker", "url": remote_server.url,
-         "headers": [{"name": "X-Test", "value": "1"}]}])
+        {**remote_server.acp("tracker"), "headers": [{"name": "X-Test", "value": "1"}]}])
     _, updates, asked = await agent.run_prompt(session, "look")
     assert asked == []
     assert tool_updates(updates)[-1]["status"] == "completed"

@@ -19,6 +19,10 @@ and a prompt ``review {topic}``. Every tool call is appended to ``--log`` as a J
 a ``sleep`` in a session of its own (as a daemon would) and writes the server's pid and the
 sleep's to FILE: the agent must end both. HTTP and SSE listen on 127.0.0.1, on a port the
 system picks.
+
+For tests: :func:`acp_stdio_server` describes it as an editor does in ``mcpServers``;
+:class:`RemoteServer` runs it over HTTP or SSE in a process of its own; :func:`calls` reads
+the log.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
+ROOT = Path(__file__).resolve().parents[2]
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -101,6 +106,45 @@ def build(log: Path | None) -> MCPServer:
         return f"Please review {topic} carefully."
 
     return server
+
+
+def acp_stdio_server(name: str, log: Path, *extra: str) -> dict[str, Any]:
+    """ACP's ``McpServerStdio`` for this server (``env`` as ACP gives it: a list)."""
+    return {"name": name, "command": sys.executable,
+            "args": ["-m", "tests.fakes.mcp_server", "stdio", "--log", str(log), *extra],
+            "env": [{"name": "PYTHONPATH", "value": str(ROOT)}]}
+
+
+class RemoteServer:
+    """This server over ``http`` (streamable HTTP) or ``sse`` on 127.0.0.1, in a process of
+    its own; ``url`` is its endpoint. ``close()`` ends it."""
+
+    def __init__(self, transport: str, log: Path) -> None:
+        self.transport = transport
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.mcp_server", transport, "--log", str(log)],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().split()
+        if not ready or ready[0] != "READY":
+            self.close()
+            raise RuntimeError(f"the MCP server did not start: {ready}")
+        self.url = ready[1]
+
+    def acp(self, name: str) -> dict[str, Any]:
+        """ACP's ``McpServerHttp`` / ``McpServerSse`` for it."""
+        return {"type": self.transport, "name": name, "url": self.url, "headers": []}
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+def calls(log: Path) -> list[dict[str, Any]]:
+    """The tool calls the server logged, in order."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def main(argv: list[str] | None = None) -> int:
