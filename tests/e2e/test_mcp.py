@@ -260,6 +260,50 @@ async def test_a_server_that_goes_away_fails_the_call_and_comes_back_at_the_next
     assert [c["tool"] for c in calls(calls_log)] == ["crash", "lookup"]
 
 
+async def test_a_late_server_does_not_hold_session_new_or_the_prompt(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
+    calls_log: Path, tmp_path: Path,
+) -> None:
+    write_config(Path(agent_env["IAC_CODE_HOME"]), "mcp_startup_timeout = 0.2\n")
+    server = stdio_server("late", calls_log)
+    late = {**server, "command": "/bin/sh",
+            "args": ["-c", 'sleep 3; exec "$0" "$@"', server["command"], *server["args"]]}
+    model_server.enqueue(reply("without it"), reply("with it"))
+    checker = WireChecker(aliases=SEED_ALIASES)
+    async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
+        session = await open_session(agent, workspace, [late])  # answered while it sleeps
+        response, updates, _ = await agent.run_prompt(session, "hi")
+        assert "without it" in messages_text(updates)
+        assert not any(t["name"].startswith("mcp__")
+                       for t in model_server.requests[0].body["tools"])
+        _, updates, _ = await agent.run_prompt(session, "/mcp")
+        assert "late (stdio, /bin/sh, from the editor): starting" in messages_text(updates)
+        with trio.fail_after(20):
+            while True:  # it connects in the background: its prompt becomes a command
+                update = (await agent.receive_update("available_commands_update"))["params"]
+                if any(c["name"] == "late:review" for c in update["update"]["availableCommands"]):
+                    break
+        response, updates, _ = await agent.run_prompt(session, "now")
+        assert "mcp__late__lookup" in {t["name"] for t in model_server.requests[1].body["tools"]}
+
+
+async def test_load_and_resume_connect_the_servers_they_are_given(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+) -> None:
+    model_server.enqueue(reply("one"), reply("two"), reply("three"))
+    session = await open_session(agent, workspace, [])
+    await agent.run_prompt(session, "first")
+    assert not any(t["name"].startswith("mcp__") for t in model_server.requests[0].body["tools"])
+    for index, method in enumerate(["session/load", "session/resume"], start=1):
+        if method == "session/resume":  # a live session is reattached as it is: close it
+            await agent.call("session/close", {"sessionId": session})
+        await agent.call(method, {"sessionId": session, "cwd": str(workspace),
+                                  "mcpServers": [stdio_server(f"db{index}", calls_log)]})
+        await agent.run_prompt(session, "again")
+        names = {t["name"] for t in model_server.requests[index].body["tools"]}
+        assert f"mcp__db{index}__lookup" in names
+
+
 async def test_bad_mcp_servers_are_invalid_params(agent: AgentProcess, workspace: Path) -> None:
     await agent.initialize()
     answer = await agent.request("session/new", {"cwd": str(workspace), "mcpServers": [
