@@ -14,9 +14,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
@@ -33,8 +32,6 @@ log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 60.0
 """Seconds a server may take to answer the handshake and its tool and prompt lists."""
-STDERR_TAIL = 2000
-"""Characters of a failed stdio server's stderr written to the log."""
 
 Status = Literal["starting", "connected", "failed"]
 
@@ -80,7 +77,6 @@ class ServerConnection:
         from mcp_types import Implementation
 
         process: StdioProcess | None = None
-        errlog: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finally
         # One scope around the whole connection (a deadline only until it is up): the
         # client's task groups live inside it, so no narrower scope may close before them.
         connecting = trio.CancelScope(deadline=trio.current_time() + CONNECT_TIMEOUT)
@@ -88,7 +84,7 @@ class ServerConnection:
             with connecting:
                 async with contextlib.AsyncExitStack() as stack:
                     if self.spec.transport == "stdio":
-                        process = StdioProcess(self.spec, self._cwd, errlog)
+                        process = StdioProcess(self.spec, self._cwd)
                         transport: Any = process.open()
                     else:
                         transport = remote(self.spec, stack)
@@ -106,16 +102,18 @@ class ServerConnection:
                              self.spec.transport, len(self.tools), len(self.prompts))
                     await self._until_gone(process)
             if connecting.cancelled_caught:
-                self._failed(f"no answer within {CONNECT_TIMEOUT:g} s", errlog)
+                self._failed(f"no answer within {CONNECT_TIMEOUT:g} s", process)
         except Exception as exc:  # ServerGone, or the SDK's error: the reason for the user
             log.debug("MCP server %s: %r", self.name, exc, exc_info=exc)
-            if process is not None and process.ended.is_set() and process.returncode is not None:
-                self._failed(f"exited with status {process.returncode}", errlog)
+            if process is not None and process.problem is not None:
+                self._failed(process.problem, process)
+            elif (process is not None and process.ended.is_set()
+                  and process.returncode is not None):
+                self._failed(f"exited with status {process.returncode}", process)
             else:
-                self._failed(str(exc) if isinstance(exc, ServerGone) else _reason(exc), errlog)
+                self._failed(str(exc) if isinstance(exc, ServerGone) else _reason(exc), process)
         finally:
             self._client = None
-            errlog.close()
 
     async def _until_gone(self, process: StdioProcess | None) -> None:
         async with trio.open_nursery() as nursery:
@@ -133,17 +131,13 @@ class ServerConnection:
             self._gone_reason = reason
             self._gone.set()
 
-    def _failed(self, reason: str, errlog: IO[bytes]) -> None:
+    def _failed(self, reason: str, process: StdioProcess | None) -> None:
         self.status, self.reason = "failed", reason
         self.tools, self.prompts = [], []
         self.settled.set()
-        errlog.seek(0, 2)
-        size = errlog.tell()
-        errlog.seek(max(0, size - STDERR_TAIL))
-        tail = errlog.read().decode(errors="replace").strip()
+        tail = process.stderr_tail if process is not None else ""
         log.warning("MCP server %s (%s) failed: %s%s", self.name, self.spec.transport, reason,
-                    f"\n--- its stderr (last {STDERR_TAIL} characters) ---\n{tail}"
-                    if tail else " (no stderr)")
+                    f"\n--- the end of its stderr ---\n{tail}" if tail else "")
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool. Raises ToolFailure when the server is not connected, answers an error

@@ -19,7 +19,7 @@ import logging
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import trio
@@ -30,27 +30,36 @@ from iaccode.tools.bash import end_group
 
 log = logging.getLogger(__name__)
 
-STDIN_CLOSE_GRACE = 2.0
+STDIN_CLOSE_GRACE = 1.0
 """Seconds a stdio server may take to exit by itself once its stdin is closed."""
-KILL_GRACE = 2.0
+KILL_GRACE = 1.0
 """Then seconds between TERM and KILL for what is left of its tree."""
+STDERR_DRAIN = 0.5
+"""After it has ended, how long we read what is left of its stderr."""
+STDERR_TAIL = 4000
+"""Bytes of a stdio server's stderr kept for the log (the rest is read and dropped)."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest JSON-RPC line taken from a stdio server; a longer one ends the connection."""
 READ_CHUNK = 1 << 16
-
-
-class ServerExited(Exception):
-    """A stdio server's output ended (it exited, or closed its stdout)."""
 
 
 class StdioProcess:
     """One stdio server process; :meth:`open` is the SDK transport (read and write streams)."""
 
-    def __init__(self, spec: ServerSpec, cwd: Path, errlog: IO[bytes]) -> None:
+    def __init__(self, spec: ServerSpec, cwd: Path) -> None:
         self._spec = spec
         self._cwd = cwd
-        self._errlog = errlog
         self.ended = trio.Event()
         """Set when the server's stdout ends: it exited, or will not talk any more."""
         self.returncode: int | None = None
+        self.problem: str | None = None
+        """Why we stopped reading it, when it was not the end of its output."""
+        self._stderr = bytearray()
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last :data:`STDERR_TAIL` bytes it wrote to stderr (for the log)."""
+        return self._stderr.decode(errors="replace").strip()
 
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[Any]:
@@ -59,13 +68,12 @@ class StdioProcess:
         Raises OSError when it cannot be started (the message says why).
         """
         from mcp.client.stdio import get_default_environment
-        from mcp.shared.message import SessionMessage
 
         spec = self._spec
         try:
             proc = await process_tree.open_shell(
                 [spec.command, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=self._errlog, cwd=self._cwd, start_new_session=True,
+                stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
                 env=get_default_environment() | dict(spec.env))
         except FileNotFoundError:
             raise OSError(f"{spec.command}: not found") from None
@@ -74,6 +82,30 @@ class StdioProcess:
         except OSError as exc:
             raise OSError(f"{spec.command}: {exc.strerror or exc}") from None
         tree = process_tree.Tree(proc)
+        stderr_done = trio.Event()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._keep_stderr, proc, stderr_done)
+                try:
+                    async with self._talk(proc) as streams:
+                        yield streams
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._stop(proc, tree)
+                        with trio.move_on_after(STDERR_DRAIN):  # a survivor may hold it open
+                            await stderr_done.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream is not None:
+                        await stream.aclose()
+
+    @contextlib.asynccontextmanager
+    async def _talk(self, proc: trio.Process) -> AsyncIterator[Any]:
+        """JSON-RPC lines in and out, as the SDK's ``stdio_client`` reads and writes them."""
+        from mcp.shared.message import SessionMessage
+
         assert proc.stdin is not None and proc.stdout is not None
         stdin, stdout = proc.stdin, proc.stdout
         read_in, read_out = anyio.create_memory_object_stream[Any](0)
@@ -90,6 +122,9 @@ class StdioProcess:
                             del buffer[:end + 1]
                             if line.strip():
                                 await read_in.send(_parse(line))
+                        if len(buffer) > MAX_LINE_BYTES:
+                            self.problem = f"it sent a line of over {MAX_LINE_BYTES} bytes"
+                            return
             except (anyio.ClosedResourceError, anyio.BrokenResourceError,
                     trio.ClosedResourceError):
                 pass  # our side is closing
@@ -106,17 +141,25 @@ class StdioProcess:
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 await read_in.aclose()  # the server stopped reading: pending requests fail
 
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read)
+            nursery.start_soon(write)
+            try:
+                yield read_out, write_in
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _keep_stderr(self, proc: trio.Process, done: trio.Event) -> None:
+        """Read its stderr to the end, keeping the tail (memory stays bounded)."""
+        assert proc.stderr is not None
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(read)
-                nursery.start_soon(write)
-                try:
-                    yield read_out, write_in
-                finally:
-                    nursery.cancel_scope.cancel()
+            while chunk := await proc.stderr.receive_some(READ_CHUNK):
+                self._stderr += chunk
+                del self._stderr[:-STDERR_TAIL]
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
         finally:
-            with trio.CancelScope(shield=True):
-                await self._stop(proc, tree)
+            done.set()
 
     async def _stop(self, proc: trio.Process, tree: process_tree.Tree) -> None:
         """Close its stdin (MCP's shutdown), wait a little, then end the whole tree."""
@@ -131,8 +174,6 @@ class StdioProcess:
         finally:
             process_tree.forget(proc)
             self.returncode = proc.returncode
-            assert proc.stdout is not None
-            await proc.stdout.aclose()
 
 
 def _parse(line: bytes) -> Any:

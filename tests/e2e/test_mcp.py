@@ -221,11 +221,14 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     model_server.enqueue(reply("first"), reply("second"))
     session = await open_session(agent, workspace, [
         {"name": "broken-db", "command": "/nonexistent/db-mcp", "args": [], "env": []},
+        {"name": "noisy", "command": "/bin/sh", "args": ["-c", "echo boom-db-error >&2; exit 4"],
+         "env": []},
         stdio_server("db", calls_log)])
     response, updates, _ = await agent.run_prompt(session, "hello")
     assert response["result"]["stopReason"] == "end_turn"
     text = messages_text(updates)
     assert "MCP server broken-db could not start: /nonexistent/db-mcp: not found" in text
+    assert "MCP server noisy could not start: exited with status 4" in text
     assert "first" in text
     names = {t["name"] for t in model_server.requests[0].body["tools"]}
     assert "mcp__db__lookup" in names and not any("broken" in n for n in names
@@ -239,6 +242,8 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
             "/nonexistent/db-mcp: not found") in listing
     assert "db (stdio" in listing and "connected, 8 tools" in listing
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
+    assert "MCP server noisy (stdio) failed: exited with status 4" in agent.stderr
+    assert "boom-db-error" in agent.stderr  # its stderr's tail, in the log
 
 
 async def test_a_server_that_goes_away_fails_the_call_and_comes_back_at_the_next_prompt(
