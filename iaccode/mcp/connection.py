@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -180,23 +181,23 @@ class ServerConnection:
 
 
 async def _all_tools(client: Client) -> list[Tool]:
-    tools, cursor = [], None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        tools += page.tools
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
+    return await _all_pages(client.list_tools, "tools")
 
 
 async def _all_prompts(client: Client) -> list[Prompt]:
-    prompts, cursor = [], None
+    return await _all_pages(client.list_prompts, "prompts")
+
+
+async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated list (``tools/list``, ``prompts/list``)."""
+    items: list[Any] = []
+    cursor = None
     while True:
-        page = await client.list_prompts(cursor=cursor)
-        prompts += page.prompts
+        page = await list_page(cursor=cursor)
+        items += getattr(page, field)
         cursor = page.next_cursor
         if not cursor:
-            return prompts
+            return items
 
 
 def _reason(exc: BaseException) -> str:

@@ -231,8 +231,8 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     assert "MCP server noisy could not start: exited with status 4" in text
     assert "first" in text
     names = {t["name"] for t in model_server.requests[0].body["tools"]}
-    assert "mcp__db__lookup" in names and not any("broken" in n for n in names
-                                                    if n.startswith("mcp__broken"))
+    assert "mcp__db__lookup" in names
+    assert not any(n.startswith(("mcp__broken-db__", "mcp__noisy__")) for n in names)
     response, updates, _ = await agent.run_prompt(session, "again")  # retried, not re-told
     assert "could not start" not in messages_text(updates)
     assert "second" in messages_text(updates)
@@ -382,8 +382,9 @@ async def wait_file(path: Path) -> None:
     await wait_for(lambda: len(pids(path)) == 2)
 
 
-async def test_close_ends_the_server_and_what_it_started(
-    agent: AgentProcess, workspace: Path, calls_log: Path, tmp_path: Path
+@pytest.mark.parametrize("method", ["session/close", "session/delete"])
+async def test_close_and_delete_end_the_server_and_what_it_started(
+    agent: AgentProcess, workspace: Path, calls_log: Path, tmp_path: Path, method: str
 ) -> None:
     pid_file = tmp_path / "pids"
     session = await open_session(agent, workspace, [
@@ -391,13 +392,14 @@ async def test_close_ends_the_server_and_what_it_started(
     await wait_file(pid_file)
     server_pid, child_pid = pids(pid_file)
     assert pid_alive(server_pid) and pid_alive(child_pid)
-    await agent.call("session/close", {"sessionId": session})
+    await agent.call(method, {"sessionId": session})
     await wait_gone(server_pid, child_pid)
 
 
-@pytest.mark.parametrize("how", ["eof", "sigterm"])
+@pytest.mark.parametrize("how", ["eof", signal.SIGTERM, signal.SIGINT])
 async def test_agent_exit_leaves_no_server_process(
-    agent_env: dict[str, str], workspace: Path, calls_log: Path, tmp_path: Path, how: str
+    agent_env: dict[str, str], workspace: Path, calls_log: Path, tmp_path: Path,
+    how: str | signal.Signals,
 ) -> None:
     pid_file = tmp_path / "pids"
     checker = WireChecker(aliases=SEED_ALIASES)
@@ -409,7 +411,7 @@ async def test_agent_exit_leaves_no_server_process(
         if how == "eof":
             await agent.close_stdin()
         else:
-            agent.process.send_signal(signal.SIGTERM)
+            agent.process.send_signal(how)
         assert await agent.wait_exit(15) == 0
         assert not pid_alive(server_pid) and not pid_alive(child_pid)
 
