@@ -108,9 +108,8 @@ class ServerConnection:
             log.debug("MCP server %s: %r", self.name, exc, exc_info=exc)
             if process is not None and process.problem is not None:
                 self._failed(process.problem, process)
-            elif (process is not None and process.ended.is_set()
-                  and process.returncode is not None):
-                self._failed(f"exited with status {process.returncode}", process)
+            elif process is not None and process.ended_by_itself:
+                self._failed(process.exit_reason, process)
             else:
                 self._failed(str(exc) if isinstance(exc, ServerGone) else _reason(exc), process)
         finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -51,10 +52,24 @@ class StdioProcess:
         self._cwd = cwd
         self.ended = trio.Event()
         """Set when the server's stdout ends: it exited, or will not talk any more."""
+        self.ended_by_itself = False
+        """Its stdout ended before we began to stop it (it exited, or it crashed)."""
+        self._stopping = False
         self.returncode: int | None = None
         self.problem: str | None = None
         """Why we stopped reading it, when it was not the end of its output."""
         self._stderr = bytearray()
+
+    @property
+    def exit_reason(self) -> str:
+        """How it ended, once it has: "exited with status 1", "was killed by SIGKILL"."""
+        code = self.returncode
+        if code is None or code >= 0:
+            return f"exited with status {code}"
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
 
     @property
     def stderr_tail(self) -> str:
@@ -115,7 +130,11 @@ class StdioProcess:
             buffer = bytearray()
             try:
                 async with read_in:
-                    while chunk := await stdout.receive_some(READ_CHUNK):
+                    while True:
+                        chunk = await stdout.receive_some(READ_CHUNK)
+                        if not chunk:
+                            self.ended_by_itself = not self._stopping
+                            return
                         buffer += chunk
                         while (end := buffer.find(b"\n")) >= 0:
                             line = bytes(buffer[:end])
@@ -163,6 +182,7 @@ class StdioProcess:
 
     async def _stop(self, proc: trio.Process, tree: process_tree.Tree) -> None:
         """Close its stdin (MCP's shutdown), wait a little, then end the whole tree."""
+        self._stopping = True
         try:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError,
                                      OSError):
