@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT = 8.0
+CLOSE_TIMEOUT = 5.0
 """How long closing waits for the servers to end (a stdio server: stdin, TERM, then KILL)."""
 
 
@@ -61,6 +61,8 @@ class McpServers:
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
         self._told: dict[str, str] = {}
         """Server name -> the failure the user was told of (not told twice running)."""
+        self._tools: dict[str, Tool] | None = None
+        """The tools as last built (each is a class of its own): until a server changes."""
         self._nursery: trio.Nursery | None = None
         self._scope = trio.CancelScope()
         self._ended = trio.Event()
@@ -89,11 +91,15 @@ class McpServers:
 
         async def announce_when_settled() -> None:
             await settled.wait()
-            self._on_change()
+            self._changed()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(announce_when_settled)
             await connection.serve()
+        self._changed()
+
+    def _changed(self) -> None:
+        self._tools = None
         self._on_change()
 
     async def aclose(self) -> None:
@@ -137,6 +143,8 @@ class McpServers:
         """The connected servers' tools, by the name the model calls them."""
         from iaccode.mcp.tool import mcp_tool
 
+        if self._tools is not None:
+            return dict(self._tools)
         tools: dict[str, Tool] = {}
         for connection in self.connections:
             if connection.status != "connected":
@@ -146,7 +154,8 @@ class McpServers:
                 if name in tools:  # two names that sanitise alike: tell them apart
                     name = shortened(f"{connection.name}\0{spec.name}", name)
                 tools[name] = mcp_tool(connection, spec, name)
-        return tools
+        self._tools = tools
+        return dict(tools)
 
     def prompt_commands(self) -> dict[str, PromptCommand]:
         """``<server>:<prompt>`` -> the prompt, for the connected servers."""

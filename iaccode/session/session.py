@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +272,7 @@ class Session:
     async def _run(self, turn: Turn, blocks: list[ContentBlock],
                    tools: dict[str, Tool]) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
-        command = self._command(blocks)
+        command = _command(blocks, self.mcp.prompt_commands())
         if command == "mcp":
             await self._send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
             return "end_turn"
@@ -341,16 +341,16 @@ class Session:
             self._file.close()
 
 
-    def _command(self, blocks: list[ContentBlock]) -> str | None:
-        """``compact`` / ``clear`` / ``mcp`` when the prompt is that slash command;
-        ``/<server>:<prompt>`` for an MCP prompt's command."""
-        if len(blocks) == 1 and isinstance(blocks[0], TextContent):
-            word = blocks[0].text.strip().split(maxsplit=1)
-            if word and word[0] in ("/compact", "/clear", "/mcp"):
-                return word[0][1:]
-            if word and word[0][1:] in self.mcp.prompt_commands():
-                return word[0]
-        return None
+def _command(blocks: list[ContentBlock], prompts: Collection[str] = ()) -> str | None:
+    """``compact`` / ``clear`` / ``mcp`` when the prompt is that slash command;
+    ``/<server>:<prompt>`` for one of the MCP ``prompts``."""
+    if len(blocks) == 1 and isinstance(blocks[0], TextContent):
+        word = blocks[0].text.strip().split(maxsplit=1)
+        if word and word[0] in ("/compact", "/clear", "/mcp"):
+            return word[0][1:]
+        if word and word[0][1:] in prompts:
+            return word[0]
+    return None
 
 
 def _usage(turn: Turn) -> Usage:
