@@ -335,6 +335,7 @@ async def test_cancel_during_a_slow_tool_the_server_ignores(
     response, before = await agent.response(prompt_id, timeout=5)
     assert response["result"]["stopReason"] == "cancelled"
     assert tool_updates(before)[-1]["status"] == "failed"
+    await wait_for(lambda: {"tool": "slow: cancelled", "arguments": {}} in calls(calls_log))
     model_server.enqueue(call("mcp__db__lookup", "toolu_2", key="k"), reply("still there"))
     response, updates, _ = await agent.run_prompt(session, "next")
     assert tool_updates(updates, "toolu_2")[-1]["status"] == "completed"

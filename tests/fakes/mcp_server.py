@@ -11,7 +11,8 @@ Its tools:
 - ``broken``: read-only, answers an ``isError`` result;
 - ``stats``: read-only, answers structured content;
 - ``fetch_page {url}``: ``openWorldHint``, read-only;
-- ``slow {seconds}``: read-only; sleeps shielded, so it ignores ``notifications/cancelled``;
+- ``slow {seconds}``: read-only; sleeps; on ``notifications/cancelled`` it logs
+  ``slow: cancelled`` and sleeps as long again before it gives up (a server that ignores it);
 - ``crash``: read-only; the server exits (status 3) before it answers;
 
 and a prompt ``review {topic}``. Every tool call is appended to ``--log`` as a JSON line
@@ -91,8 +92,13 @@ def build(log: Path | None) -> MCPServer:
     @server.tool(description="Takes its time, and will not be cancelled.", annotations=READ_ONLY)
     async def slow(seconds: float) -> str:
         record("slow", {"seconds": seconds})
-        with anyio.CancelScope(shield=True):
+        try:
             await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            record("slow: cancelled", {})  # notifications/cancelled came: ignore it a while
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(seconds)
+            raise
         return "slept"
 
     @server.tool(description="Makes the server exit in the middle of the call.",
