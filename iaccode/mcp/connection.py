@@ -16,7 +16,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import trio
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult, GetPromptResult, Prompt, Tool
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CONNECT_TIMEOUT = 60.0
 """Seconds a server may take to answer the handshake and its tool and prompt lists."""
@@ -143,40 +145,37 @@ class ServerConnection:
         """Call a tool. Raises ToolFailure when the server is not connected, answers an error
         or goes away meanwhile (then it is marked failed). Cancellation: the SDK tells the
         server (``notifications/cancelled``) and we do not wait for it."""
+        return await self._ask(lambda client: client.call_tool(tool, arguments))
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> GetPromptResult:
+        """A prompt's messages; raises ToolFailure as ``call_tool`` does."""
+        return await self._ask(lambda client: client.get_prompt(prompt, arguments))
+
+    async def _ask(self, send: Callable[[Client], Awaitable[T]]) -> T:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
+        from pydantic import ValidationError
 
         client = self._client
         if client is None or self.status != "connected":
             raise ToolFailure(f"MCP server {self.name} is not connected"
                               f"{': ' + self.reason if self.reason else ''}.")
         try:
-            return await client.call_tool(tool, arguments)
+            return await send(client)
         except MCPError as exc:
             if exc.error.code == CONNECTION_CLOSED:
                 self._lost("the connection closed")
                 raise ToolFailure(f"MCP server {self.name} went away during the call.") from exc
             raise ToolFailure(f"MCP server {self.name} answered an error: "
                               f"{exc.error.message}") from exc
-        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        except ValidationError as exc:  # it answered, but not with a result: it is still there
+            raise ToolFailure(f"MCP server {self.name} answered with an invalid result: "
+                              f"{exc.error_count()} problem(s), the first: "
+                              f"{exc.errors()[0]['msg']}") from exc
+        except Exception as exc:  # the transport's errors (OSError, httpx, anyio): it is gone
             self._lost(_reason(exc))
             raise ToolFailure(f"MCP server {self.name} went away during the call: "
                               f"{_reason(exc)}") from exc
-        except Exception as exc:  # the SDK's transport errors (httpx, anyio): one message
-            self._lost(_reason(exc))
-            raise ToolFailure(f"MCP server {self.name} failed the call: {_reason(exc)}") from exc
-
-    async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> GetPromptResult:
-        from mcp.shared.exceptions import MCPError
-
-        client = self._client
-        if client is None:
-            raise ToolFailure(f"MCP server {self.name} is not connected.")
-        try:
-            return await client.get_prompt(prompt, arguments)
-        except MCPError as exc:
-            raise ToolFailure(f"MCP server {self.name} answered an error: "
-                              f"{exc.error.message}") from exc
 
 
 async def _all_tools(client: Client) -> list[Tool]:
