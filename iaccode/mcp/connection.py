@@ -56,6 +56,8 @@ class ServerConnection:
         self.prompts: list[Prompt] = []
         self.settled = trio.Event()
         """Set when this attempt is connected or failed."""
+        self.ended = trio.Event()
+        """Set when this attempt is over (failed, or cancelled)."""
         self._client: Client | None = None
         self._gone = trio.Event()
         self._gone_reason = ""
@@ -68,6 +70,7 @@ class ServerConnection:
         """Make ready for a new attempt (call ``serve`` again)."""
         self.status, self.reason, self.was_connected = "starting", "", False
         self.settled = trio.Event()
+        self.ended = trio.Event()
         self._gone = trio.Event()
 
     async def serve(self) -> None:
@@ -113,9 +116,10 @@ class ServerConnection:
             elif process is not None and process.ended_by_itself:
                 self._failed(process.exit_reason, process)
             else:
-                self._failed(str(exc) if isinstance(exc, ServerGone) else _reason(exc), process)
+                self._failed(_reason(exc), process)
         finally:
             self._client = None
+            self.ended.set()
 
     async def _until_gone(self, process: StdioProcess | None) -> None:
         async with trio.open_nursery() as nursery:
@@ -140,6 +144,24 @@ class ServerConnection:
         tail = process.stderr_tail if process is not None else ""
         log.warning("MCP server %s (%s) failed: %s%s", self.name, self.spec.transport, reason,
                     f"\n--- the end of its stderr ---\n{tail}" if tail else "")
+
+    async def check(self, timeout: float) -> None:  # noqa: ASYNC109 - a bound, not a deadline
+        """For a connected HTTP or SSE server (a stdio one is watched all along): ping it, and
+        when it does not answer within ``timeout``, end the connection and wait (as long
+        again) until it has ended; then ``status`` is "failed"."""
+        client = self._client
+        if client is None or self.spec.transport == "stdio":
+            return
+        with trio.move_on_after(timeout) as waited:
+            try:
+                await client.send_ping()
+            except Exception as exc:  # any failure: the server is not there to use
+                self._lost(_reason(exc))
+        if waited.cancelled_caught:
+            self._lost(f"no answer to a ping within {timeout:g} s")
+        if self._gone.is_set():
+            with trio.move_on_after(timeout):
+                await self.ended.wait()
 
     async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool. Raises ToolFailure when the server is not connected, answers an error
@@ -200,10 +222,12 @@ async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> li
 
 def _reason(exc: BaseException) -> str:
     """The innermost useful message of an error (task groups wrap them in groups)."""
+    from mcp.shared.exceptions import MCPError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     text = str(exc).strip()
-    if isinstance(exc, OSError) and not exc.errno:
-        return text or type(exc).__name__
+    if isinstance(exc, ServerGone | MCPError) or (isinstance(exc, OSError) and not exc.errno):
+        return text or type(exc).__name__  # our own words, or the server's
     return text if text and type(exc).__name__ in text else (
         f"{type(exc).__name__}: {text}" if text else type(exc).__name__)

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PING_TIMEOUT = 5.0
+"""Seconds a connected HTTP or SSE server has to answer the ping before a prompt."""
 CLOSE_TIMEOUT = 5.0
 """How long closing waits for the servers to end (a stdio server: stdin, TERM, then KILL)."""
 
@@ -110,9 +112,14 @@ class McpServers:
                 await self._ended.wait()
 
     async def prepare(self, timeout: float) -> list[str]:  # noqa: ASYNC109 - a setting
-        """Before a prompt's first model request: start again the servers that failed, wait
-        up to ``timeout`` for those starting, and return the failures to tell the user (a
-        failure is told once, however often the retry fails the same way)."""
+        """Before a prompt's first model request: ping the remote servers (one that is gone
+        counts as failed), start again the servers that failed, wait up to ``timeout`` for
+        those starting, and return the failures to tell the user (a failure is told once,
+        however often the retry fails the same way)."""
+        async with trio.open_nursery() as nursery:  # is each remote one still there?
+            for connection in self.connections:
+                if connection.status == "connected":
+                    nursery.start_soon(connection.check, min(timeout, PING_TIMEOUT))
         messages = self._untold_failures()
         for connection in self.connections:
             if connection.status == "failed" and self._nursery is not None:

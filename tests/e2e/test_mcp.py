@@ -213,6 +213,16 @@ async def test_remote_servers_http_and_sse(
     _, updates, _ = await agent.run_prompt(session, "/mcp")
     assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 8 tools" \
         in messages_text(updates)
+    remote_server.close()  # it goes away between prompts: the next one finds out and says so
+    model_server.enqueue(reply("on without it"))
+    response, updates, _ = await agent.run_prompt(session, "still there?")
+    assert response["result"]["stopReason"] == "end_turn"
+    assert "MCP server tracker stopped: " in messages_text(updates)
+    assert "on without it" in messages_text(updates)
+    assert not any(t["name"].startswith("mcp__") for t in model_server.requests[2].body["tools"])
+    _, updates, _ = await agent.run_prompt(session, "/mcp")
+    assert f"tracker ({transport}, {remote_server.url}, from the editor): failed: " \
+        in messages_text(updates)
 
 
 async def test_a_failing_server_is_reported_once_and_the_session_goes_on(

@@ -142,8 +142,9 @@ class RemoteServer:
         return {"type": self.transport, "name": name, "url": self.url, "headers": []}
 
     def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
         assert self.process.stdout is not None
         self.process.stdout.close()
 
