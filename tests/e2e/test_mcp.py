@@ -203,15 +203,17 @@ async def test_remote_servers_http_and_sse(
     remote_server: RemoteServer,
 ) -> None:
     transport = remote_server.transport
-    model_server.enqueue(call("mcp__tracker__lookup", key="bug-1"), reply("found"))
+    model_server.enqueue(call("mcp__tracker__lookup", key="bug-1"),
+                         call("mcp__tracker__echo_header", "toolu_2"), reply("found"))
     session = await open_session(agent, workspace, [
-        {**remote_server.acp("tracker"), "headers": [{"name": "X-Test", "value": "1"}]}])
+        {**remote_server.acp("tracker"), "headers": [{"name": "X-Test", "value": "sent"}]}])
     _, updates, asked = await agent.run_prompt(session, "look")
     assert asked == []
     assert tool_updates(updates)[-1]["status"] == "completed"
     assert result_for(model_server, 1)["content"] == "value of bug-1"
+    assert result_for(model_server, 2, "toolu_2")["content"] == "sent"  # the editor's header
     _, updates, _ = await agent.run_prompt(session, "/mcp")
-    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 8 tools" \
+    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 9 tools" \
         in messages_text(updates)
     remote_server.close()  # it goes away between prompts: the next one finds out and says so
     model_server.enqueue(reply("on without it"))
@@ -219,7 +221,7 @@ async def test_remote_servers_http_and_sse(
     assert response["result"]["stopReason"] == "end_turn"
     assert "MCP server tracker stopped: " in messages_text(updates)
     assert "on without it" in messages_text(updates)
-    assert not any(t["name"].startswith("mcp__") for t in model_server.requests[2].body["tools"])
+    assert not any(t["name"].startswith("mcp__") for t in model_server.requests[3].body["tools"])
     _, updates, _ = await agent.run_prompt(session, "/mcp")
     assert f"tracker ({transport}, {remote_server.url}, from the editor): failed: " \
         in messages_text(updates)
@@ -250,7 +252,7 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     listing = messages_text(updates)
     assert ("broken-db (stdio, /nonexistent/db-mcp, from the editor): failed: "
             "/nonexistent/db-mcp: not found") in listing
-    assert "db (stdio" in listing and "connected, 8 tools" in listing
+    assert "db (stdio" in listing and "connected, 9 tools" in listing
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
     assert "MCP server noisy (stdio) failed: exited with status 4" in agent.stderr
     assert "boom-db-error" in agent.stderr  # its stderr's tail, in the log
@@ -455,3 +457,22 @@ async def test_config_toml_servers_are_merged_and_the_editors_win(
         listing = messages_text(updates)
         assert "user-db (stdio" in listing and "from the config.toml): connected" in listing
         assert "shared (stdio" in listing and "from the editor): connected" in listing
+
+
+async def test_a_config_toml_http_server_sends_its_headers(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
+    calls_log: Path, tmp_path: Path,
+) -> None:
+    remote = RemoteServer("http", calls_log)
+    try:
+        write_config(Path(agent_env["IAC_CODE_HOME"]),
+                     f"[mcp_servers.remote]\nurl = {json.dumps(remote.url)}\n"
+                     f"headers = {{ X-Test = \"from config.toml\" }}\n")
+        model_server.enqueue(call("mcp__remote__echo_header"), reply("ok"))
+        checker = WireChecker(aliases=SEED_ALIASES)
+        async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
+            session = await open_session(agent, workspace, [])
+            _, updates, _ = await agent.run_prompt(session, "which header?")
+            assert result_for(model_server, 1)["content"] == "from config.toml"
+    finally:
+        remote.close()

@@ -14,6 +14,7 @@ Its tools:
 - ``slow {seconds}``: read-only; sleeps; on ``notifications/cancelled`` it logs
   ``slow: cancelled`` and sleeps as long again before it gives up (a server that ignores it);
 - ``crash``: read-only; the server exits (status 3) before it answers;
+- ``echo_header``: read-only, answers the request's ``X-Test`` header (HTTP and SSE);
 
 and a prompt ``review {topic}``. Every tool call is appended to ``--log`` as a JSON line
 (``{"tool": ..., "arguments": ...}``), so a test sees what ran. ``--spawn-child FILE`` starts
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -106,6 +107,12 @@ def build(log: Path | None) -> MCPServer:
     def crash() -> str:
         record("crash", {})
         os._exit(3)
+
+    @server.tool(description="The X-Test header of the request (HTTP and SSE).",
+                 annotations=READ_ONLY)
+    def echo_header(ctx: Context) -> str:
+        record("echo_header", {})
+        return (ctx.headers or {}).get("x-test", "(no X-Test header)")
 
     @server.prompt(description="Ask for a review of a topic.")
     def review(topic: str) -> str:
