@@ -24,8 +24,13 @@ from attrs import frozen
 
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import SessionMode
-from iaccode.protocol.tool_calls import PermissionOption, RequestPermissionRequest, ToolCallFields
-from iaccode.tools.base import Tool, is_inside, resolve_path
+from iaccode.protocol.tool_calls import (
+    PermissionOption,
+    RequestPermissionRequest,
+    ToolCallContent,
+    ToolCallFields,
+)
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
 from iaccode.wire.errors import RpcError
 
 log = logging.getLogger(__name__)
@@ -121,6 +126,18 @@ async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
     if kind is None:
         log.warning("unreadable permission answer %r: not running the tool", response)
     return Answer.REJECT
+
+
+async def question_content(tool: Tool, args: Any, context: ToolContext
+                           ) -> list[ToolCallContent] | None:
+    """What the question shows of the call's effect (the diff an edit would make), worked out
+    without writing anything, so a client that shows diffs before approval has one. None when
+    the tool shows nothing or cannot work it out (running the call then reports why)."""
+    try:
+        return await tool.preview(args, context)
+    except ToolFailure as exc:
+        log.info("no preview for the %s question: %s", tool.name, exc)
+        return None
 
 
 def _selected_kind(response: Any) -> str | None:
