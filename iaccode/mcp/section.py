@@ -1,13 +1,18 @@
-"""The system prompt's section on MCP tools: which servers' tools this turn has.
+"""The system prompt's section on MCP tools: which servers' tools the session has.
 
-A function of the session's servers, returning None when no server is connected (then the
-prompt has no such section). The context package's list of sections takes it as
-``lambda session: mcp_section(session.mcp)``.
+``mcp_tools_section`` is the section as ``iaccode.context`` calls it (``SECTIONS``, order 40,
+main agent only: sub-agents get no MCP tools); None when no server is connected, so the
+prompt has no such section. The session rebuilds its prompt when the set of tools changes.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from iaccode.mcp.servers import McpServers
+
+if TYPE_CHECKING:
+    from iaccode.context.sections import SessionFacts
 
 DESCRIPTION_CHARS = 200
 """Characters of each tool's description repeated here (the tool list has it whole)."""
@@ -28,3 +33,8 @@ def mcp_section(servers: McpServers) -> str | None:
         marker = " (read-only)" if tool.read_only else ""
         lines.append(f"- {name}{marker}: {description}")
     return "\n".join(lines)
+
+
+def mcp_tools_section(facts: SessionFacts) -> str | None:
+    servers = getattr(facts.session, "mcp", None)  # None in unit tests of the context
+    return mcp_section(servers) if isinstance(servers, McpServers) else None

@@ -111,8 +111,10 @@ def tool_result(result: CallToolResult, limit: int) -> ToolResult:
     raw: dict[str, Any] = {"output": truncate(text, limit), "isError": bool(result.is_error)}
     if structured is not None:
         raw["structuredContent"] = structured
+    # With images the model gets blocks (the text cut here, as the loop cuts a plain one).
+    model_content = [{"type": "text", "text": truncate(text, limit)}, *images] if images else None
     return ToolResult(text, is_error=bool(result.is_error), raw_output=raw,
-                      content=shown or None, images=tuple(images))
+                      content=shown or None, model_content=model_content)
 
 
 def _image_problem(data: str, mime_type: str) -> str | None:

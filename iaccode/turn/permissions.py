@@ -75,9 +75,11 @@ class Verdict:
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
-           resolved: Mapping[str, Path] | None = None) -> Verdict:
+           resolved: Mapping[str, Path] | None = None, ours: Path | None = None) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
-    resolved for running it (the same answer must be judged and used); others resolve now."""
+    resolved for running it (the same answer must be judged and used); others resolve now.
+    ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
+    without asking."""
     if mode == "plan" and not tool.read_only:
         return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
                        "Describe the change instead, or ask the user to switch modes.")
@@ -90,6 +92,8 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
                  for raw in tool.paths(args))
     if tool.read_only and inside:
         return Verdict(Decision.RUN)
+    if tool.read_only and _only_ours(tool, args, resolved, cwd, ours):
+        return Verdict(Decision.RUN)
     if mode == "accept_edits" and tool.kind == "edit" and inside:
         return Verdict(Decision.RUN)
     return Verdict(Decision.ASK)
@@ -101,6 +105,11 @@ def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
     no hint, or any other, means it may change something, so it asks (``*_always`` holds for
     that tool), plan mode refuses it and bypass runs it, like a command."""
     return annotations.get("readOnlyHint") is True
+def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
+               ours: Path | None) -> bool:
+    """Every path of the call is in our own folder (saved tool output), read-only."""
+    paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
+    return ours is not None and bool(paths) and all(is_inside(path, ours) for path in paths)
 
 
 async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
