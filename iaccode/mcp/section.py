@@ -19,7 +19,7 @@ DESCRIPTION_CHARS = 200
 
 
 def mcp_section(servers: McpServers) -> str | None:
-    tools = servers.tools()
+    tools = servers.offered  # as of the prompt's ``prepare``: only read here (a worker thread)
     if not tools:
         return None
     lines = ["# MCP tools",

@@ -63,8 +63,9 @@ class McpServers:
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
         self._told: dict[str, str] = {}
         """Server name -> the failure the user was told of (not told twice running)."""
-        self._tools: dict[str, Tool] | None = None
-        """The tools as last built (each is a class of its own): until a server changes."""
+        self.offered: dict[str, Tool] = {}
+        """The connected servers' tools as of the last ``prepare`` (replaced, never changed:
+        the system prompt's section reads it from a worker thread)."""
         self._nursery: trio.Nursery | None = None
         self._scope = trio.CancelScope()
         self._ended = trio.Event()
@@ -93,15 +94,11 @@ class McpServers:
 
         async def announce_when_settled() -> None:
             await settled.wait()
-            self._changed()
+            self._on_change()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(announce_when_settled)
             await connection.serve()
-        self._changed()
-
-    def _changed(self) -> None:
-        self._tools = None
         self._on_change()
 
     async def aclose(self) -> None:
@@ -114,8 +111,9 @@ class McpServers:
     async def prepare(self, timeout: float) -> list[str]:  # noqa: ASYNC109 - a setting
         """Before a prompt's first model request: ping the remote servers (one that is gone
         counts as failed), start again the servers that failed, wait up to ``timeout`` for
-        those starting, and return the failures to tell the user (a failure is told once,
-        however often the retry fails the same way)."""
+        those starting, take the connected ones' tools (``offered``), and return the failures
+        to tell the user (a failure is told once, however often the retry fails the same
+        way)."""
         async with trio.open_nursery() as nursery:  # is each remote one still there?
             for connection in self.connections:
                 if connection.status == "connected":
@@ -132,6 +130,7 @@ class McpServers:
             if connection.status == "starting":
                 log.warning("MCP server %s still starting after %g s; going on without it",
                             connection.name, timeout)
+        self.offered = self._connected_tools()
         return messages + self._untold_failures()
 
     def _untold_failures(self) -> list[str]:
@@ -147,11 +146,13 @@ class McpServers:
         return messages
 
     def tools(self) -> dict[str, Tool]:
-        """The connected servers' tools, by the name the model calls them."""
+        """The tools for this prompt's turn (as of ``prepare``), by the name the model calls
+        them."""
+        return dict(self.offered)
+
+    def _connected_tools(self) -> dict[str, Tool]:
         from iaccode.mcp.tool import mcp_tool
 
-        if self._tools is not None:
-            return dict(self._tools)
         tools: dict[str, Tool] = {}
         for connection in self.connections:
             if connection.status != "connected":
@@ -161,8 +162,7 @@ class McpServers:
                 if name in tools:  # two names that sanitise alike: tell them apart
                     name = shortened(f"{connection.name}\0{spec.name}", name)
                 tools[name] = mcp_tool(connection, spec, name)
-        self._tools = tools
-        return dict(tools)
+        return tools
 
     def prompt_commands(self) -> dict[str, PromptCommand]:
         """``<server>:<prompt>`` -> the prompt, for the connected servers."""

@@ -84,6 +84,9 @@ async def test_stdio_tools_reach_the_model_and_a_read_only_one_runs_without_aski
     assert requests == []  # readOnlyHint: no question
     tools = {t["name"]: t for t in model_server.requests[0].body["tools"]}
     assert {"read_file", "bash", "mcp__db__lookup", "mcp__db__drop_table"} <= tools.keys()
+    system = json.dumps(model_server.requests[0].body["system"])
+    assert "- mcp__db__lookup (read-only): Look a key up in the database." in system
+    assert "- mcp__db__drop_table: Drop a table." in system  # the system prompt names them
     lookup = tools["mcp__db__lookup"]
     assert lookup["description"] == "Look a key up in the database."
     assert lookup["input_schema"]["properties"]["key"]["type"] == "string"
@@ -293,6 +296,7 @@ async def test_a_late_server_does_not_hold_session_new_or_the_prompt(
         assert "without it" in messages_text(updates)
         assert not any(t["name"].startswith("mcp__")
                        for t in model_server.requests[0].body["tools"])
+        assert "mcp__" not in json.dumps(model_server.requests[0].body["system"])
         _, updates, _ = await agent.run_prompt(session, "/mcp")
         assert "late (stdio, /bin/sh, from the editor): starting" in messages_text(updates)
         with trio.fail_after(20):
@@ -302,6 +306,7 @@ async def test_a_late_server_does_not_hold_session_new_or_the_prompt(
                     break
         response, updates, _ = await agent.run_prompt(session, "now")
         assert "mcp__late__lookup" in {t["name"] for t in model_server.requests[1].body["tools"]}
+        assert "mcp__late__lookup" in json.dumps(model_server.requests[1].body["system"])
 
 
 async def test_load_and_resume_connect_the_servers_they_are_given(
