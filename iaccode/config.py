@@ -22,6 +22,8 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[tools] web_timeout`     |                                 | 30        | seconds, > 0          |
 | `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
 | `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
+| `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
+| `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 
 (1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
 openrouter, ollama, openai_compatible.
@@ -48,6 +50,7 @@ from typing import Any, NamedTuple
 from attrs import field, frozen
 
 from iaccode.llm.providers import DEFAULT_PROVIDER, PRESETS, default_model
+from iaccode.mcp.config import ServerConfigError, ServerSpec, from_toml
 from iaccode.tools.base import ToolLimits
 
 DEFAULT_MODEL = default_model(DEFAULT_PROVIDER, None)
@@ -115,6 +118,12 @@ class Config:
     tool_limits: ToolLimits = field(factory=ToolLimits)
     """Bounds on tool calls; config.toml's ``[tools]`` table sets bash_timeout,
     bash_max_timeout, web_timeout, output_chars and web_allowed_hosts."""
+    mcp_servers: tuple[ServerSpec, ...] = ()
+    """The user's MCP servers (config.toml ``[mcp_servers.NAME]``), for every session; an
+    editor's server of the same name replaces one."""
+    mcp_startup_timeout: float = 10.0
+    """Seconds the first model request of a prompt waits for MCP servers still starting
+    (``mcp_startup_timeout``); later ones join at a later prompt."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -213,6 +222,7 @@ SETTINGS: dict[str, _Setting] = {
     "compaction_threshold": _Setting("compaction_threshold", "IAC_CODE_COMPACTION_THRESHOLD",
                                      float, _share),
     "log_level": _Setting("log_level", "IAC_CODE_LOG_LEVEL", str, _log_level),
+    "mcp_startup_timeout": _Setting("mcp_startup_timeout", None, float, _positive),
     "max_retries": _Setting(None, "IAC_CODE_MAX_RETRIES", int, _at_least(0)),
     "max_line_bytes": _Setting(None, "IAC_CODE_MAX_LINE_BYTES", int, _at_least(0)),
 }
@@ -291,10 +301,15 @@ def read_config_file(path: Path) -> dict[str, object]:
     attrs = {s.key: attr for attr, s in SETTINGS.items() if s.key}
     tools = data.pop("tools", {})
     values: dict[str, object] = {}
+    if "mcp_servers" in data:
+        try:
+            values["mcp_servers"] = tuple(from_toml(data.pop("mcp_servers")))
+        except ServerConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)} and the [tools] table")
+                              f"{', '.join(attrs)}, the [tools] and the [mcp_servers] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
     if not isinstance(tools, dict):
         raise ConfigError(f"{path}: tools must be a table, got {_type_name(tools)}")

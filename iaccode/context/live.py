@@ -39,6 +39,7 @@ class SessionContext:
         self._prompt: SystemPrompt | None = None
         self._paths: list[Path] = []
         self._stamp: tuple[Any, ...] = ()
+        self._stale = False
         self.builds = 0
         """How many times the prompt was built (tests check it is not per request)."""
 
@@ -47,6 +48,11 @@ class SessionContext:
         """The prompt as last built (empty before the first build)."""
         return self._prompt or SystemPrompt("", "", {})
 
+    def invalidate(self) -> None:
+        """Build again at the next ``refresh``: a fact a section reads changed (the session's
+        MCP tools, say). The current prompt stays in use until then."""
+        self._stale = True
+
     async def refresh(self) -> SystemPrompt:
         """The prompt, built now if never built or if an instruction file changed.
 
@@ -54,7 +60,7 @@ class SessionContext:
         cut short leaves the previous prompt in place.
         """
         async with self._lock:
-            if self._prompt is not None:
+            if self._prompt is not None and not self._stale:
                 stamp = await trio.to_thread.run_sync(instructions.signature, self._paths,
                                                       abandon_on_cancel=True)
                 if stamp == self._stamp:
@@ -63,5 +69,6 @@ class SessionContext:
             prompt, self._paths, self._stamp = await trio.to_thread.run_sync(
                 _build, self._cwd, self._home, self._session, abandon_on_cancel=True)
             self._prompt = prompt
+            self._stale = False
             self.builds += 1
             return prompt

@@ -19,6 +19,7 @@ import iaccode
 from iaccode.config import Config
 from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.llm.providers import auth_method_text, offered_models
+from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, merge
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
 from iaccode.session.replay import replay_updates
@@ -105,6 +106,7 @@ class Agent:
                     image=True, audio=False, embedded_context=True),
                 session_capabilities=m.SessionCapabilities(
                     list={}, close={}, resume={}, fork={}, delete={}),
+                mcp_capabilities=m.McpCapabilities(http=True, sse=True),
             ),
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
@@ -135,7 +137,7 @@ class Agent:
     # -- sessions ---------------------------------------------------------------------------
 
     def _open_session(self, meta: SessionMeta, file: SessionFile | None,
-                      records: list[dict[str, Any]], mcp_servers: list[dict[str, Any]],
+                      records: list[dict[str, Any]], mcp_servers: list[ServerSpec],
                       unsaved: str | None = None) -> Session:
         session_id = meta.session_id
         return Session(
@@ -146,6 +148,13 @@ class Agent:
             tool_tap=self._recorder.tool if self._recorder is not None else None,
             recorded_tools=self._recorded_tools, unsaved=unsaved)
 
+    def _mcp_servers(self, raw: list[Any]) -> list[ServerSpec]:
+        """The editor's ``mcpServers`` over config.toml's; a bad one is -32602 naming it."""
+        try:
+            return merge(self.config.mcp_servers, from_acp(raw))
+        except ServerConfigError as exc:
+            raise errors.invalid_params({f"params.{exc.where}": exc.problem}) from exc
+
     async def _start(self, session: Session) -> None:
         await self._session_nursery.start(session.serve)
         self.sessions[session.id] = session
@@ -153,6 +162,7 @@ class Agent:
     async def new_session(self, params: m.NewSessionRequest) -> ThenNotify:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        servers = self._mcp_servers(params.mcp_servers)
         self._snapshot(cwd)
         stamp = utc_now()
         meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
@@ -160,7 +170,7 @@ class Agent:
                            mode=self.config.default_mode,
                            thought_level=self.config.thought_level)
         file = await self._store_call(self.store.create, meta)
-        session = self._open_session(meta, file, [], params.mcp_servers)
+        session = self._open_session(meta, file, [], servers)
         await self._start(session)
         log.info("session %s opened in %s", session.id, cwd)
         return ThenNotify(m.NewSessionResponse(
@@ -183,6 +193,7 @@ class Agent:
     async def _restore(self, params: m.LoadSessionRequest, *, reattach: bool) -> Session:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        servers = self._mcp_servers(params.mcp_servers)
         self._snapshot(cwd)
         live = self.sessions.get(params.session_id)
         if live is not None:
@@ -198,7 +209,7 @@ class Agent:
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
         meta = self._served(meta)
-        session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
+        session = self._open_session(meta, file, records, servers, unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
         return session
@@ -208,6 +219,7 @@ class Agent:
         message; a turn running in the source goes on undisturbed."""
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        servers = self._mcp_servers(params.mcp_servers)
         source, _ = await self._store_call(self.store.read, params.session_id)
         stamp = utc_now()
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
@@ -215,7 +227,7 @@ class Agent:
                       title=f"{source.title} (fork)" if source.title else None)
         meta = self._served(meta)
         file, records = await self._store_call(self._fork_stored, params.session_id, meta)
-        session = self._open_session(meta, file, records, params.mcp_servers)
+        session = self._open_session(meta, file, records, servers)
         session.update_meta()
         await self._start(session)
         return ThenNotify(m.NewSessionResponse(

@@ -278,7 +278,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             with trio.move_on_after(limit) as deadline:
                 await proc.wait()  # the shell, not the pipe: a background job holds the pipe
             with trio.CancelScope(shield=True):
-                await _end_group(proc, tree, ctx.limits.kill_grace)
+                await end_group(proc, tree, ctx.limits.kill_grace)
                 ended = True
                 with trio.move_on_after(DRAIN_SECONDS):
                     await pipe_closed.wait()
@@ -286,7 +286,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     finally:
         with trio.CancelScope(shield=True):
             if not ended:  # cancelled (or failed) while it ran
-                await _end_group(proc, tree, ctx.limits.kill_grace)
+                await end_group(proc, tree, ctx.limits.kill_grace)
             process_tree.forget(proc)
             await stdout.aclose()
 
@@ -311,7 +311,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-async def _end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
+async def end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
     """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
     KILL; reap the shell.
 

@@ -99,6 +99,12 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     return Verdict(Decision.ASK)
 
 
+def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool counts as read-only: it runs without a question (like the read
+    tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
+    no hint, or any other, means it may change something, so it asks (``*_always`` holds for
+    that tool), plan mode refuses it and bypass runs it, like a command."""
+    return annotations.get("readOnlyHint") is True
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
                ours: Path | None) -> bool:
     """Every path of the call is in our own folder (saved tool output), read-only."""
