@@ -18,9 +18,13 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[tools] web_timeout`     |                                 | 30        | seconds, > 0          |
 | `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
 | `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
+| `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
 
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
+``confirm_infra_changes = false`` lets bash commands that change real infrastructure
+(``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
+bash permissions instead of always asking.
 
 Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
 ``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``.
@@ -103,6 +107,9 @@ class Config:
     tool_limits: ToolLimits = field(factory=ToolLimits)
     """Bounds on tool calls; config.toml's ``[tools]`` table sets bash_timeout,
     bash_max_timeout, web_timeout, output_chars and web_allowed_hosts."""
+    confirm_infra_changes: bool = True
+    """Bash commands that change real infrastructure always ask, in every mode (config.toml
+    ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -198,7 +205,12 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 }
 """ToolLimits attribute -> its key in config.toml's ``[tools]`` table."""
 
-_KIND_NAMES = {int: "an integer", float: "a number", str: "a string",
+IAC_SETTINGS: dict[str, _Setting] = {
+    "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
+}
+"""Config attribute -> its key in config.toml's ``[iac]`` table."""
+
+_KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                frozenset: "an array of strings"}
 
 
@@ -217,7 +229,7 @@ def _from_value(label: str, value: object, setting: _Setting) -> Any:
             raise ConfigError(f"{label}must be {_KIND_NAMES[frozenset]}, got {value!r}")
         value = frozenset(v.lower() for v in value)  # host names are case-insensitive
     kinds = (int, float) if setting.kind is float else (setting.kind,)
-    if isinstance(value, bool) or not isinstance(value, kinds):
+    if (isinstance(value, bool) and setting.kind is not bool) or not isinstance(value, kinds):
         raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")
     if setting.kind is float:
         value = float(value)  # type: ignore[arg-type]
@@ -257,14 +269,22 @@ def read_config_file(path: Path) -> dict[str, object]:
         raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     attrs = {s.key: attr for attr, s in SETTINGS.items() if s.key}
     tools = data.pop("tools", {})
+    iac = data.pop("iac", {})
     values: dict[str, object] = {}
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)} and the [tools] table")
+                              f"{', '.join(attrs)} and the [tools] and [iac] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
     if not isinstance(tools, dict):
         raise ConfigError(f"{path}: tools must be a table, got {_type_name(tools)}")
+    if not isinstance(iac, dict):
+        raise ConfigError(f"{path}: iac must be a table, got {_type_name(iac)}")
+    for key, value in iac.items():
+        if key not in IAC_SETTINGS:
+            raise ConfigError(f"{path}: unknown key 'iac.{key}'; the [iac] keys are "
+                              f"{', '.join(IAC_SETTINGS)}")
+        values[key] = _from_value(f"{path}: iac.{key} ", value, IAC_SETTINGS[key])
     limits: dict[str, Any] = {}
     for key, value in tools.items():
         if key not in TOOL_SETTINGS:

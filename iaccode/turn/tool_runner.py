@@ -138,12 +138,16 @@ class ToolRunner:
         await self._start(ToolCallStart(call_id, title, tool.kind, "pending", locations,
                                         raw_input=raw_input, meta=env.tool_call_meta))
         verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
-                                     remembered=env.remembered, resolved=resolved)
+                                     remembered=env.remembered, resolved=resolved,
+                                     confirm_infra_changes=env.config.confirm_infra_changes)
         if verdict.decision is Decision.ASK:
-            answer = await permissions.ask(
-                env.request, env.session_id,
-                ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input),
-                tool.name, env.remembered)
+            fields = ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input)
+            options = permissions.OPTIONS
+            if verdict.infra_change is not None:
+                fields = permissions.infra_question(fields, verdict.infra_change, args.command)
+                options = permissions.INFRA_OPTIONS
+            answer = await permissions.ask(env.request, env.session_id, fields, tool.name,
+                                           env.remembered, options)
             if answer is Answer.CANCELLED:
                 await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
                 env.cancel_turn()
