@@ -82,22 +82,50 @@ _ALIYUN_VALUE_OPTIONS = frozenset({"--profile", "-p", "--region", "--endpoint", 
 
 def infra_change(command: str) -> str | None:
     """What in ``command`` changes real infrastructure ("terraform apply"), or None."""
-    return _in_line(command, 0)
-
-
-def _in_line(command: str, depth: int) -> str | None:
-    if depth > MAX_DEPTH:
-        return "a deeply nested shell command"
-    for inner in re.findall(r"`([^`]*)`", command):  # backquote substitutions, in any quotes
-        if found := _in_line(inner, depth + 1):
-            return found
-    for words in _simple_commands(command.replace("`", " ")):
-        if found := _in_command(words, depth):
+    for words in simple_commands(command):
+        if words == [TOO_DEEP]:
+            return "a deeply nested shell command"
+        name = os.path.basename(words[0])
+        check = _PROGRAMS.get(name)
+        if (check is not None and not _HELP.intersection(words[1:])
+                and (found := check(name, words[1:]))):
             return found
     return None
 
 
-def _simple_commands(command: str) -> Iterator[list[str]]:
+TOO_DEEP = "\0too deep"
+"""The one word :func:`simple_commands` yields for a command nested deeper than MAX_DEPTH."""
+
+
+def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
+    """Each command ``command`` runs, as words, with the wrappers (``sudo``, ``env X=1``,
+    ...) taken off and the strings of ``sh -c``, ``eval``, ``$( )`` and backquotes looked
+    into (their commands come first). Never an empty list."""
+    if depth > MAX_DEPTH:
+        yield [TOO_DEEP]
+        return
+    for inner in re.findall(r"`([^`]*)`", command):  # backquote substitutions, in any quotes
+        yield from simple_commands(inner, depth + 1)
+    for words in _split_commands(command.replace("`", " ")):
+        # A $( ) inside double quotes stays one word: it is a command line of its own.
+        for word in words:
+            if "$(" in word:
+                yield from simple_commands(word[word.index("$(") + 2:].rstrip(")"), depth + 1)
+        words = _unwrap(words)
+        if not words:
+            continue
+        name = os.path.basename(words[0])
+        if name in _SHELLS:
+            if (script := _shell_string(words[1:])) is not None:
+                yield from simple_commands(script, depth + 1)
+                continue
+        elif name == "eval":
+            yield from simple_commands(" ".join(words[1:]), depth + 1)
+            continue
+        yield words
+
+
+def _split_commands(command: str) -> Iterator[list[str]]:
     """The words of each simple command in ``command``, redirections left out."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
@@ -123,28 +151,6 @@ def _simple_commands(command: str) -> Iterator[list[str]]:
             words.append(token)
     if words:
         yield words
-
-
-def _in_command(words: list[str], depth: int) -> str | None:
-    # A $( ) inside double quotes stays one word: look into it as a command line of its own.
-    for word in words:
-        if "$(" in word:
-            inner = word[word.index("$(") + 2:].rstrip(")")
-            if found := _in_line(inner, depth + 1):
-                return found
-    words = _unwrap(words)
-    if not words:
-        return None
-    name = os.path.basename(words[0])
-    args = words[1:]
-    if name in _SHELLS:
-        return _in_shell(args, depth)
-    if name == "eval":
-        return _in_line(" ".join(args), depth + 1)
-    check = _PROGRAMS.get(name)
-    if check is None or _HELP.intersection(args):
-        return None
-    return check(name, args)
 
 
 def _unwrap(words: list[str]) -> list[str]:
@@ -197,13 +203,11 @@ def _after_wrapper(name: str, words: list[str], index: int) -> int:
     return index
 
 
-def _in_shell(args: list[str], depth: int) -> str | None:
-    """``sh -c STRING``: the string is a command line; ``sh script.sh`` is not looked into."""
+def _shell_string(args: list[str]) -> str | None:
+    """The STRING of ``sh -c STRING`` (``-lc``, ``-ec`` too); None for ``sh script.sh``."""
     for position, arg in enumerate(args):
         if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            if position + 1 < len(args):
-                return _in_line(args[position + 1], depth + 1)
-            return None
+            return args[position + 1] if position + 1 < len(args) else None
         if not arg.startswith("-"):
             return None
     return None

@@ -18,6 +18,10 @@ reading its output (after a short drain) and close our end of the pipe.
 
 When the editor advertised ``terminal: true``, the command runs in the editor's terminal
 instead (``terminal/*``), which the editor embeds in the tool call while it runs.
+
+A command that runs a Terraform / OpenTofu plan gets a summary of it before its output
+(:mod:`iaccode.iac.plan_summary`), read from all of the output as it streams, so it holds
+even when the middle of the output is dropped here or cut for the model.
 """
 
 from __future__ import annotations
@@ -34,7 +38,14 @@ from typing import Any
 import trio
 from attrs import frozen
 
-from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
+from iaccode.iac.plan_summary import PlanReader, runs_plan
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.tool_calls import (
+    ContentToolCallContent,
+    TerminalContent,
+    ToolCallContent,
+    ToolCallProgress,
+)
 from iaccode.tools import process_tree
 from iaccode.tools.base import (
     ClientTerminal,
@@ -200,12 +211,13 @@ def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool
     return None
 
 
-def _result_text(output: str, status: str | None) -> str:
+def _result_text(output: str, status: str | None, plan: str | None = None) -> str:
+    before = f"{plan}\n\n" if plan else ""
     if status is None:
-        return output or "(no output)"
+        return before + (output or "(no output)")
     if output and not output.endswith("\n"):
         output += "\n"
-    return output + status
+    return before + output + status
 
 
 # --- local execution -------------------------------------------------------------------------
@@ -260,6 +272,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     stdout = proc.stdout
     assert stdout is not None
     output = _HeadTail(ctx.limits.bash_output_bytes)
+    plan = PlanReader() if runs_plan(command) else None
     pipe_closed = trio.Event()
     ended = False
 
@@ -267,6 +280,8 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
         try:
             while chunk := await stdout.receive_some(READ_CHUNK):
                 output.feed(chunk)
+                if plan is not None:
+                    plan.feed(chunk)
         finally:
             pipe_closed.set()
 
@@ -294,12 +309,14 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     signal_name = _signal_name(-code) if code is not None and code < 0 else None
     text = output.text()
     status = _status_line(exit_code, signal_name, timed_out, limit)
-    return ToolResult(
-        _result_text(text, status),
-        is_error=status is not None,
-        raw_output={"exit_code": exit_code, "signal": signal_name, "timed_out": timed_out,
-                    "output": text, "truncated_bytes": output.dropped},
-    )
+    summary = plan.summary() if plan is not None else None
+    raw: dict[str, Any] = {"exit_code": exit_code, "signal": signal_name,
+                           "timed_out": timed_out, "output": text,
+                           "truncated_bytes": output.dropped}
+    if summary is not None:
+        raw["plan_summary"] = summary
+    return ToolResult(_result_text(text, status, summary), is_error=status is not None,
+                      raw_output=raw)
 
 
 def _signal_name(number: int) -> str:
@@ -436,7 +453,8 @@ async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
                 await _bounded(terminal.kill, created[0], bound)
             await _bounded(terminal.release, created[0], bound)
 
-    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit)
+    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit,
+                            runs_plan(command))
 
 
 async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolContext,
@@ -481,7 +499,7 @@ async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,
 
 def _terminal_result(terminal_id: str, answer: dict[str, Any] | None,
                      exit_status: dict[str, Any] | None, timed_out: bool,
-                     timeout: float) -> ToolResult:
+                     timeout: float, plan: bool = False) -> ToolResult:
     answer = answer if isinstance(answer, dict) else {}
     text = answer.get("output")
     if not isinstance(text, str):
@@ -497,10 +515,17 @@ def _terminal_result(terminal_id: str, answer: dict[str, Any] | None,
     signal_name = status.get("signal")
     signal_name = signal_name if isinstance(signal_name, str) else None
     line = _status_line(exit_code, signal_name, timed_out, timeout)
-    return ToolResult(
-        _result_text(text, line),
-        is_error=line is not None,
-        raw_output={"exit_code": exit_code, "signal": signal_name, "timed_out": timed_out,
-                    "output": text, "truncated": truncated, "terminal_id": terminal_id},
-        content=[TerminalContent(terminal_id)],
-    )
+    summary = None
+    if plan:  # only what the terminal kept: its limit may have cut the start
+        reader = PlanReader()
+        reader.feed(text.encode("utf-8", "replace"))
+        summary = reader.summary()
+    raw: dict[str, Any] = {"exit_code": exit_code, "signal": signal_name,
+                           "timed_out": timed_out, "output": text, "truncated": truncated,
+                           "terminal_id": terminal_id}
+    content: list[ToolCallContent] = [TerminalContent(terminal_id)]
+    if summary is not None:
+        raw["plan_summary"] = summary
+        content.insert(0, ContentToolCallContent(TextContent(summary)))
+    return ToolResult(_result_text(text, line, summary), is_error=line is not None,
+                      raw_output=raw, content=content)
