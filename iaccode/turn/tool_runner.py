@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from iaccode.iac import diagnostics
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
@@ -185,6 +186,11 @@ class ToolRunner:
             log.exception("tool %s failed", tool.name)
             result = ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
                                 is_error=True)
+        if tool.name in diagnostics.CHECKED_TOOLS and not result.is_error:
+            # An IaC file just written is checked, as an editor would; a replay leaves the
+            # machine's programs (terraform, cfn-lint) out.
+            result = await diagnostics.annotate(result, env.cwd,
+                                                external=env.config.recorded_tools is None)
         if env.tool_tap is not None:
             env.tool_tap(call_id, tool.name, result)
         return result
