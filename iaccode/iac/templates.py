@@ -102,7 +102,11 @@ def load_documents(text: str, name: str) -> list[Any]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-        problem = " ".join(part for part in (exc.context, exc.problem) if part)
+        problem = exc.problem or "a syntax error"
+        if exc.context:
+            problem += f" ({exc.context})"
+        if "<block end>" in problem or "indentation" in problem:
+            problem += "; check the indentation of this line and the one before"
         raise TemplateError(line, column, f"not valid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise TemplateError(0, 0, f"not valid YAML: {exc}") from None
