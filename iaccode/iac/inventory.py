@@ -296,9 +296,10 @@ def render(entries: list[Entry], complete: bool = True, limit: int = MAX_CHARS) 
     """The section text, biggest entries first, at most ``limit`` characters; None if empty."""
     if not entries:
         return None
-    head = ("Infrastructure as code in this project (parsed from its files; biggest first"
+    head = ("# Infrastructure as code in this project\n"
+            "What its files declare (read with real parsers; biggest folders first"
             + ("" if complete else "; the project is too big to read whole, this is part of it")
-            + "):")
+            + "). Read a file before relying on a detail.")
     parts = [head]
     size = len(head)
     ordered = sorted(entries, key=lambda e: (-e.weight, e.where))
@@ -429,9 +430,18 @@ async def inventory_section(cwd: Path) -> str | None:
     when it holds no IaC. The first call waits up to FIRST_BUILD_WAIT for the first build; a
     later one returns at once what was last built, and a rebuild picks up changed files for
     the next."""
+    return await trio.to_thread.run_sync(inventory_text, cwd, abandon_on_cancel=True)
+
+
+def inventory_text(cwd: Path) -> str | None:
+    """:func:`inventory_section`, blocking (for a caller already in a worker thread)."""
     inventory = project_inventory(cwd)
     inventory.start()
-    if not inventory.ready.is_set():
-        await trio.to_thread.run_sync(inventory.ready.wait, FIRST_BUILD_WAIT,
-                                      abandon_on_cancel=True)
+    inventory.ready.wait(FIRST_BUILD_WAIT)
     return inventory.current()
+
+
+def iac_inventory(facts: Any) -> str | None:
+    """The system-prompt section (``iaccode.context`` calls it, in a worker thread, with the
+    session's facts: only ``facts.cwd`` is used)."""
+    return inventory_text(Path(facts.cwd))

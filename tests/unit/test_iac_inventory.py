@@ -7,10 +7,17 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from iaccode.iac.inventory import MAX_CHARS, ProjectInventory, find_files, inventory_section
+from iaccode.iac.inventory import (
+    MAX_CHARS,
+    ProjectInventory,
+    find_files,
+    iac_inventory,
+    inventory_section,
+)
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
 
@@ -97,7 +104,7 @@ def test_biggest_folders_first_and_capped(tmp_path: Path) -> None:
     text = ProjectInventory(tmp_path).build()
     assert text is not None
     assert len(text) <= MAX_CHARS
-    first = text.splitlines()[2]
+    first = text.splitlines()[3]
     assert first.endswith("(Terraform module, 1 file)") and "module006/" in first  # 7 buckets
     assert text.rstrip().endswith(f"the inventory is capped at {MAX_CHARS} characters]")
     assert "more not shown" in text
@@ -140,5 +147,6 @@ def test_no_iac_no_section(tmp_path: Path) -> None:
 
 async def test_the_section_is_built_in_a_thread_and_shared(project: Path) -> None:
     text = await inventory_section(project)
-    assert text is not None and text.startswith("Infrastructure as code in this project")
+    assert text is not None and text.startswith("# Infrastructure as code in this project\n")
     assert await inventory_section(project) == text
+    assert iac_inventory(SimpleNamespace(cwd=project)) == text
