@@ -9,6 +9,10 @@ another command (``VAR=value``, ``env``, ``sudo``, ``time``, ``xargs``, ``nohup`
 
 A line we cannot parse (an unclosed quote) is split on white space instead: a wrong guess
 there asks one question too many, never one too few for the words it holds.
+
+What the guard cannot see: a program named through a variable or a substitution (``$TF
+apply``), and what a script, a Makefile or another program runs (``make deploy``). It reads the
+command line, as the user reading the permission question would.
 """
 
 from __future__ import annotations
@@ -128,9 +132,9 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
 def _split_commands(command: str) -> Iterator[list[str]]:
     """The words of each simple command in ``command``, redirections left out."""
     try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer = shlex.shlex(_without_comments(command), posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
-        lexer.commenters = "#"
+        lexer.commenters = ""  # shlex would start a comment at a "#" inside a word (a#b)
         tokens = list(lexer)
     except ValueError:  # an unclosed quote: the words as they stand
         tokens = re.split(r"\s+|(?=[;&|()])|(?<=[;&|()])", command)
@@ -169,6 +173,38 @@ def _unwrap(words: list[str]) -> list[str]:
         else:
             break
     return words[index:]
+
+
+def _without_comments(line: str) -> str:
+    """``line`` without its shell comments (from a ``#`` that starts a word, outside quotes,
+    to the end of that line), its new lines outside quotes as ``;`` (shlex would take them for
+    spaces) and its backslash-newline continuations joined."""
+    out: list[str] = []
+    quote: str | None = None
+    previous = " "
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if char == "\\" and quote != "'" and index + 1 < len(line):
+            out.append(" " if line[index + 1] == "\n" else line[index:index + 2])
+            previous, index = "x", index + 2
+            continue
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (previous.isspace() or previous in ";&|()"):
+            end = line.find("\n", index)
+            if end < 0:
+                break
+            index = end
+            continue
+        elif char == "\n":
+            char = ";"
+        out.append(char)
+        previous, index = char, index + 1
+    return "".join(out)
 
 
 def _split(line: str) -> list[str]:
