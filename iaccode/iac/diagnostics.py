@@ -58,6 +58,8 @@ FMT_TIMEOUT = 15.0
 VALIDATE_TIMEOUT = 60.0
 """Seconds ``terraform validate`` may take (it loads the providers' schemas)."""
 CFN_LINT_TIMEOUT = 60.0
+MAX_TEMPLATE_CHARS = 4 * 1024 * 1024
+"""Bigger YAML/JSON files are not read as templates (PyYAML would take seconds)."""
 OUTPUT_LINES = 40
 """Lines of a program's output (a fmt diff, say) kept in the report."""
 
@@ -139,7 +141,8 @@ async def _check_terraform(path: Path, text: str, external: bool) -> Report:
 
 
 def _terraform_program(path: Path) -> str | None:
-    names = ("tofu", "terraform") if ".tofu" in path.name else ("terraform", "tofu")
+    # terraform refuses *.tofu files; OpenTofu reads both.
+    names = ("tofu",) if ".tofu" in path.name else ("terraform", "tofu")
     return next((found for name in names if (found := shutil.which(name))), None)
 
 
@@ -209,12 +212,12 @@ async def _validate(program: str, path: Path) -> list[str]:
 
 
 async def _check_template(path: Path, text: str, external: bool) -> Report | None:
+    if len(text) > MAX_TEMPLATE_CHARS or not any(hint in text for hint in _TEMPLATE_HINTS):
+        return None  # some other YAML or JSON file (a lock file, a workflow): not ours
     try:
         documents = await trio.to_thread.run_sync(load_documents, text, path.name,
                                                   abandon_on_cancel=True)
     except TemplateError as error:
-        if not any(hint in text for hint in _TEMPLATE_HINTS):
-            return None  # some other YAML file: not ours to judge
         return Report("template", [f"line {error.line}, column {error.column}: "
                                    f"{error.message}"])
     document = documents[0] if len(documents) == 1 else None
