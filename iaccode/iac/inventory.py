@@ -337,6 +337,8 @@ class ProjectInventory:
         self._building = False
         self.ready = threading.Event()
         """Set once the first build is done."""
+        self.version = 0
+        """Counts the builds that changed the text (a prompt built from an older one is stale)."""
 
     def current(self) -> str | None:
         """The latest text (None: no IaC, or not built yet); starts a rebuild check in the
@@ -383,7 +385,10 @@ class ProjectInventory:
             else:
                 complete = False
         self._parsed, self._stamps, self._complete = parsed, stamps, complete
-        self._text = render(entries(parsed), complete)
+        text = render(entries(parsed), complete)
+        if text != self._text:
+            self._text = text
+            self.version += 1
         return self._text
 
 
@@ -439,6 +444,14 @@ def inventory_text(cwd: Path) -> str | None:
     inventory.start()
     inventory.ready.wait(FIRST_BUILD_WAIT)
     return inventory.current()
+
+
+def inventory_version(cwd: Path) -> int:
+    """Changes when the project's inventory text changed (a rebuild check starts in the
+    background, for the next call): the system prompt is rebuilt when it differs."""
+    inventory = project_inventory(cwd)
+    inventory.start()
+    return inventory.version
 
 
 def iac_inventory(facts: Any) -> str | None:

@@ -123,12 +123,13 @@ def test_a_syntax_error_is_listed_not_fatal(tmp_path: Path) -> None:
 def test_rebuilt_when_a_file_changes(project: Path) -> None:
     inventory = ProjectInventory(project)
     before = inventory.build()
-    assert before is not None and inventory.build() == before
+    assert before is not None and inventory.build() == before and inventory.version == 1
     main = project / "network" / "main.tf"
     main.write_text(main.read_text() + 'resource "aws_eip" "nat" {}\n')
     os.utime(main, ns=(1, 1))  # a different stamp even on a coarse-grained clock
     after = inventory.build()
     assert after is not None and "aws_eip.nat" in after and "aws_eip.nat" not in before
+    assert inventory.version == 2
     shutil.rmtree(project / "ros")
     assert "ros/vpc.yaml" not in (inventory.build() or "")
 
