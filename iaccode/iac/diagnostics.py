@@ -214,20 +214,28 @@ async def _validate(program: str, path: Path) -> list[str]:
 async def _check_template(path: Path, text: str, external: bool) -> Report | None:
     if len(text) > MAX_TEMPLATE_CHARS or not any(hint in text for hint in _TEMPLATE_HINTS):
         return None  # some other YAML or JSON file (a lock file, a workflow): not ours
+    found = await trio.to_thread.run_sync(_template_report, text, path.name,
+                                          abandon_on_cancel=True)
+    if found is None:
+        return None
+    family, report = found
+    if family == "cloudformation" and external:
+        report.problems.extend(await _cfn_lint(path))
+    return report
+
+
+def _template_report(text: str, name: str) -> tuple[str | None, Report] | None:
+    """(family, report) of a template's text; None when it is not a template. Blocking."""
     try:
-        documents = await trio.to_thread.run_sync(load_documents, text, path.name,
-                                                  abandon_on_cancel=True)
+        documents = load_documents(text, name)
     except TemplateError as error:
-        return Report("template", [f"line {error.line}, column {error.column}: "
-                                   f"{error.message}"])
+        return None, Report("template", [f"line {error.line}, column {error.column}: "
+                                         f"{error.message}"])
     document = documents[0] if len(documents) == 1 else None
     family = template_family(document)
     if family is None or not isinstance(document, dict):
         return None
-    problems = template_problems(document, family)
-    if family == "cloudformation" and external:
-        problems.extend(await _cfn_lint(path))
-    return Report(_FAMILY[family][0], problems)
+    return family, Report(_FAMILY[family][0], template_problems(document, family))
 
 
 def template_problems(document: dict[str, Any], family: str) -> list[str]:

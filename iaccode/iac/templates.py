@@ -136,10 +136,16 @@ def section(document: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def walk(value: Any) -> Iterator[Located]:
-    """Every mapping in ``value``, depth first."""
+    """Every mapping in ``value``, depth first, each once (YAML aliases share objects: a
+    "billion laughs" template must not be walked a billion times)."""
     stack = [value]
+    seen: set[int] = set()
     while stack:
         item = stack.pop()
+        if isinstance(item, dict | list):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if isinstance(item, Located):
             yield item
             stack.extend(reversed(list(item.values())))

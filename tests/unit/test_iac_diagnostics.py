@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 from iaccode.iac.diagnostics import annotate, check_file
 from iaccode.protocol.content import TextContent
@@ -301,3 +302,15 @@ async def test_annotate_appends_to_the_result_and_its_content(tmp_path: Path) ->
     assert result.content[1].content.text == result.text.split("\n\n", 1)[1]
     other = ToolResult("Wrote notes.txt", content=[DiffContent(str(tmp_path / "notes.txt"), "x")])
     assert await annotate(other, tmp_path) is other
+
+
+@pytest.mark.usefixtures("no_tools")
+async def test_a_template_of_aliases_is_checked_once_per_object(tmp_path: Path) -> None:
+    laughs = ["AWSTemplateFormatVersion: '2010-09-09'", "a0: &a0 {Ref: Missing}"]
+    laughs += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]" for n in range(1, 10)]
+    laughs += ["Resources:", "  Queue:", "    Type: AWS::SQS::Queue",
+               "    Properties: {Tags: *a9}"]
+    with trio.fail_after(20):  # 9**9 references if walked naively
+        report = await report_of(written(tmp_path, "laughs.yaml", "\n".join(laughs) + "\n"))
+    assert report.splitlines()[1:] == ["- line 2: Ref target (it must be a parameter, resource "
+                                       "or pseudo-parameter): Missing is not defined"]
