@@ -15,6 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iaccode.iac.plan_summary import PlanReader, runs_plan
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.tool_calls import ContentToolCallContent, TerminalContent
+from iaccode.tools.bash import _terminal_result
 
 PLANS = Path(__file__).parents[1] / "fixtures" / "iac" / "plans"
 
@@ -136,3 +139,19 @@ def test_no_changes_is_said_and_other_output_gives_nothing() -> None:
 ])
 def test_runs_plan(command: str, expected: bool) -> None:
     assert runs_plan(command) is expected
+
+
+def test_a_plan_run_in_the_editors_terminal_is_summarised_too() -> None:
+    output = (PLANS / "show-plan.txt").read_text()
+    result = _terminal_result("term-1", {"output": output, "exitStatus": {"exitCode": 0}},
+                              None, False, 120.0, plan=True)
+    summary = summarise(output.encode())
+    assert summary is not None
+    assert result.text.startswith(summary + "\n\n")
+    assert result.raw_output["plan_summary"] == summary
+    assert result.content is not None
+    first, terminal = result.content
+    assert isinstance(first, ContentToolCallContent) and isinstance(terminal, TerminalContent)
+    assert first.content == TextContent(summary) and terminal.terminal_id == "term-1"
+    plain = _terminal_result("term-2", {"output": output}, None, False, 120.0)
+    assert "plan_summary" not in plain.raw_output and not plain.text.startswith("Plan")
