@@ -113,8 +113,8 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
     for words in _split_commands(command.replace("`", " ")):
         # A $( ) inside double quotes stays one word: it is a command line of its own.
         for word in words:
-            if "$(" in word:
-                yield from simple_commands(word[word.index("$(") + 2:].rstrip(")"), depth + 1)
+            for inner in _substitutions(word):
+                yield from simple_commands(inner, depth + 1)
         words = _unwrap(words)
         if not words:
             continue
@@ -127,6 +127,18 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
             yield from simple_commands(" ".join(words[1:]), depth + 1)
             continue
         yield words
+
+
+def _substitutions(word: str) -> Iterator[str]:
+    """The command lines of the ``$( )`` in ``word`` (to the matching parenthesis)."""
+    start = word.find("$(")
+    while start >= 0:
+        depth, index = 1, start + 2
+        while index < len(word) and depth:
+            depth += {"(": 1, ")": -1}.get(word[index], 0)
+            index += 1
+        yield word[start + 2:index - 1 if depth == 0 else index]
+        start = word.find("$(", index)
 
 
 def _split_commands(command: str) -> Iterator[list[str]]:
@@ -145,7 +157,8 @@ def _split_commands(command: str) -> Iterator[list[str]]:
         if skip_target:
             skip_target = False
             continue
-        if token in _SEPARATORS:
+        # shlex gives a run of operators as one token: ")&&", "((", ";;"
+        if token in _SEPARATORS or (token and not token.strip("();|&")):
             if words:
                 yield words
             words = []

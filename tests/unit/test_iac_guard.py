@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iaccode.iac.guard import infra_change
 
@@ -164,3 +168,40 @@ def test_the_table_is_large_enough() -> None:
 def test_an_unclosed_quote_still_finds_the_change() -> None:
     assert infra_change("terraform apply -var 'name=x") == "terraform apply"
     assert infra_change("echo 'unfinished; terraform plan") is None
+
+
+_PREFIXES = ["sudo ", "sudo -u deploy ", "env A=1 ", "time ", "nohup ", "X=1 Y=2 ", "timeout 5 ",
+             "nice -n 5 ", "command ", "exec "]
+_CONTEXTS = ["{}", "cd infra && {}", "true; {}", "false || {}", "echo yes | {}", "({})",
+             "{} > out.log 2>&1", "if true; then {}; fi", "echo $({})", "{} &"]
+
+
+@given(st.sampled_from([c for c in CHANGES if "'" not in c[0] and '"' not in c[0]
+                        and "`" not in c[0] and "$(" not in c[0] and "#" not in c[0]]),
+       st.lists(st.sampled_from(_PREFIXES), max_size=3),
+       st.lists(st.sampled_from(_CONTEXTS), max_size=3),
+       st.lists(st.booleans(), max_size=2))
+def test_wrapped_and_chained_changes_are_still_found(
+        case: tuple[str, str], prefixes: list[str], contexts: list[str], shells: list[bool]
+) -> None:
+    command, change = case
+    line = "".join(prefixes) + command
+    for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
+        line = context.format(line)
+        if shell:
+            line = f"bash -c {shlex.quote(line)}"
+    assert infra_change(line) == change, line
+
+
+@given(st.sampled_from([c for c in READ_ONLY if c and "#" not in c]),
+       st.lists(st.sampled_from(_PREFIXES), max_size=3),
+       st.lists(st.sampled_from(_CONTEXTS), max_size=3),
+       st.lists(st.booleans(), max_size=2))
+def test_wrapped_and_chained_reads_stay_ordinary(
+        command: str, prefixes: list[str], contexts: list[str], shells: list[bool]) -> None:
+    line = "".join(prefixes) + command
+    for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
+        line = context.format(line)
+        if shell:
+            line = f"bash -c {shlex.quote(line)}"
+    assert infra_change(line) is None, line
