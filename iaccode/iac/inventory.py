@@ -330,6 +330,8 @@ class ProjectInventory:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+        """One build at a time (the background one, or a caller's)."""
         self._parsed: dict[str, _Parsed] = {}
         self._text: str | None = None
         self._stamps: dict[str, tuple[int, int]] | None = None
@@ -364,7 +366,11 @@ class ProjectInventory:
             self.ready.set()
 
     def build(self) -> str | None:
-        """Walk, read what changed, render. Synchronous: run it in a thread."""
+        """Walk, read what changed, render. Blocking: run it in a worker thread."""
+        with self._build_lock:
+            return self._build()
+
+    def _build(self) -> str | None:
         if self._stamps is not None and not self._complete:
             files = list(self._stamps)  # a huge tree: only look at the files we know again
             complete = False
@@ -447,10 +453,13 @@ def inventory_text(cwd: Path) -> str | None:
 
 
 def inventory_version(cwd: Path) -> int:
-    """Changes when the project's inventory text changed (a rebuild check starts in the
-    background, for the next call): the system prompt is rebuilt when it differs."""
+    """Changes when the project's inventory text changes: a caller that built its prompt from
+    an older version rebuilds it. Blocking (it looks at the files again): call it from a
+    worker thread, before a prompt."""
     inventory = project_inventory(cwd)
     inventory.start()
+    inventory.ready.wait(FIRST_BUILD_WAIT)
+    inventory.build()
     return inventory.version
 
 

@@ -17,6 +17,7 @@ from iaccode.iac.inventory import (
     find_files,
     iac_inventory,
     inventory_section,
+    inventory_version,
 )
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
@@ -151,3 +152,9 @@ async def test_the_section_is_built_in_a_thread_and_shared(project: Path) -> Non
     assert text is not None and text.startswith("# Infrastructure as code in this project\n")
     assert await inventory_section(project) == text
     assert iac_inventory(SimpleNamespace(cwd=project)) == text
+    version = inventory_version(project)
+    assert inventory_version(project) == version  # nothing changed
+    (project / "k8s" / "job.yaml").write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n")
+    assert inventory_version(project) == version + 1
+    assert "Job/migrate" in (iac_inventory(SimpleNamespace(cwd=project)) or "")
