@@ -32,13 +32,13 @@ from typing import Any
 import trio
 from attrs import evolve, frozen
 
-from iaccode.iac.hcl import HclError, is_terraform_file, parse_terraform
+from iaccode.iac.hcl import is_terraform_file, parse_terraform
+from iaccode.iac.parse_error import ParseError
 from iaccode.iac.templates import (
     AWS_VERSIONS,
     ROS_VERSIONS,
     TEMPLATE_SUFFIXES,
     Located,
-    TemplateError,
     load_documents,
     section,
     template_family,
@@ -127,7 +127,7 @@ async def _check_terraform(path: Path, text: str, external: bool) -> Report:
     what = "OpenTofu" if ".tofu" in path.name else "Terraform"
     try:
         await trio.to_thread.run_sync(parse_terraform, text, path.name, abandon_on_cancel=True)
-    except HclError as error:
+    except ParseError as error:
         return Report(what, [f"line {error.line}, column {error.column}: syntax error: "
                              f"{error.message}"])
     problems: list[str] = []
@@ -228,7 +228,7 @@ def _template_report(text: str, name: str) -> tuple[str | None, Report] | None:
     """(family, report) of a template's text; None when it is not a template. Blocking."""
     try:
         documents = load_documents(text, name)
-    except TemplateError as error:
+    except ParseError as error:
         return None, Report("template", [f"line {error.line}, column {error.column}: "
                                          f"{error.message}"])
     document = documents[0] if len(documents) == 1 else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attrs import frozen
+from iaccode.iac.parse_error import ParseError
 
 TERRAFORM_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
 
@@ -22,32 +22,20 @@ _EXPRESSION_START = frozenset({"INT_LITERAL", "FLOAT_LITERAL", "TRUE", "FALSE", 
                                "HEREDOC_TEMPLATE", "TEMPLATE_STRING"})
 
 
-@frozen
-class HclError(Exception):
-    """A syntax error: 1-based ``line`` and ``column`` (0 when unknown) and what is wrong."""
-
-    line: int
-    column: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}, column {self.column}: {self.message}"
-
-
 def is_terraform_file(name: str) -> bool:
     return name.endswith(TERRAFORM_SUFFIXES)
 
 
 def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     """The file as python-hcl2 reads it (string quotes stripped, no comments); ``*.tf.json``
-    as JSON. Raises HclError."""
+    as JSON. Raises ParseError."""
     if name.endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise HclError(exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
+            raise ParseError(exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
         if not isinstance(data, dict):
-            raise HclError(1, 1, "a Terraform JSON file must hold an object")
+            raise ParseError(1, 1, "a Terraform JSON file must hold an object")
         return data
     import hcl2
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -57,15 +45,15 @@ def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     try:
         data = hcl2.loads(text, serialization_options=options)
     except UnexpectedToken as exc:
-        raise HclError(exc.line, exc.column, _unexpected_token(exc)) from None
+        raise ParseError(exc.line, exc.column, _unexpected_token(exc)) from None
     except UnexpectedCharacters as exc:
-        raise HclError(exc.line, exc.column,
+        raise ParseError(exc.line, exc.column,
                        f"unexpected character {exc.char!r}") from None
     except UnexpectedInput as exc:
-        raise HclError(getattr(exc, "line", 0), getattr(exc, "column", 0),
+        raise ParseError(getattr(exc, "line", 0), getattr(exc, "column", 0),
                        "the file does not parse as HCL") from None
     except Exception as exc:  # python-hcl2 raises plain errors for some invalid files
-        raise HclError(0, 0, f"the file does not parse as HCL: {exc}") from None
+        raise ParseError(0, 0, f"the file does not parse as HCL: {exc}") from None
     return data if isinstance(data, dict) else {}
 
 

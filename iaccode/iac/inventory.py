@@ -30,9 +30,9 @@ from typing import Any
 import trio
 from attrs import define, frozen
 
-from iaccode.iac.hcl import HclError, is_terraform_file, parse_terraform, unquote
+from iaccode.iac.hcl import is_terraform_file, parse_terraform, unquote
+from iaccode.iac.parse_error import ParseError
 from iaccode.iac.templates import (
-    TemplateError,
     kube_objects,
     load_documents,
     section,
@@ -126,14 +126,14 @@ def _read(root: Path, rel: str) -> _Parsed | None:
     if is_terraform_file(name):
         try:
             return _Parsed(stamp, "terraform", parse_terraform(text, name))
-        except HclError as exc:
+        except ParseError as exc:
             return _Parsed(stamp, "terraform", {}, f"{name}: {exc}")
     if parent.name == "templates" and _is_chart(root / str(parent.parent)):
         return _Parsed(stamp, "helm-template", _template_kinds(text))
     if name in ("Chart.yaml", "Pulumi.yaml", "Pulumi.yml") or any(m in raw for m in _MARKERS):
         try:
             documents = load_documents(text, name)
-        except TemplateError:
+        except ParseError:
             return _Parsed(stamp, "none")
         if name == "Chart.yaml":
             return _Parsed(stamp, "chart", documents[0] if documents else None)

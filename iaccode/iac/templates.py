@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from attrs import frozen
+from iaccode.iac.parse_error import ParseError
 
 ROS_VERSIONS = frozenset({"2015-09-01"})
 AWS_VERSIONS = frozenset({"2010-09-09"})
@@ -31,16 +31,6 @@ class Located(dict[Any, Any]):
 
     def line_of(self, key: Any) -> int:
         return self.key_lines.get(key, self.line)
-
-
-@frozen
-class TemplateError(Exception):
-    line: int
-    column: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}, column {self.column}: {self.message}"
 
 
 def _loader() -> Any:
@@ -89,14 +79,14 @@ def _loader() -> Any:
 
 
 def load_documents(text: str, name: str) -> list[Any]:
-    """Every document in the file (one for JSON). Raises TemplateError with the line."""
+    """Every document in the file (one for JSON). Raises ParseError with the line."""
     import yaml
 
     if name.endswith(".json"):
         try:
             json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TemplateError(exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
+            raise ParseError(exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
     try:
         return list(yaml.load_all(text, Loader=_loader()))  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
@@ -107,9 +97,9 @@ def load_documents(text: str, name: str) -> list[Any]:
             problem += f" ({exc.context})"
         if "<block end>" in problem or "indentation" in problem:
             problem += "; check the indentation of this line and the one before"
-        raise TemplateError(line, column, f"not valid YAML: {problem}") from None
+        raise ParseError(line, column, f"not valid YAML: {problem}") from None
     except yaml.YAMLError as exc:
-        raise TemplateError(0, 0, f"not valid YAML: {exc}") from None
+        raise ParseError(0, 0, f"not valid YAML: {exc}") from None
 
 
 def template_family(document: Any) -> str | None:
