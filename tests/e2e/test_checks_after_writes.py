@@ -3,7 +3,6 @@ in its tool result (the editor sees it in the tool call), and fixes it."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -12,7 +11,8 @@ import pytest
 from iaccode.llm.script import ToolUse, reply
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
 from tests.fakes.model_server import FakeModelServer
-from tests.support.agent_process import AgentProcess, agent_environment
+from tests.support.agent_process import AgentProcess
+from tests.support.stand_ins import env_with_stand_ins
 
 STAND_IN = f"""#!{sys.executable}
 import pathlib, sys
@@ -27,13 +27,7 @@ BROKEN = ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n\n  tags =
 @pytest.fixture
 def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
     """A stand-in terraform (its fmt finds nothing) first on the agent's PATH."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "terraform").write_text(STAND_IN)
-    (bin_dir / "terraform").chmod(0o755)
-    return agent_environment(tmp_path / "home", {
-        "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": model_server.base_url,
-        "IAC_CODE_MAX_RETRIES": "2", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    return env_with_stand_ins(tmp_path, model_server, {"terraform": STAND_IN})
 
 
 async def test_a_diagnostic_is_seen_and_fixed(agent: AgentProcess, model_server: FakeModelServer,

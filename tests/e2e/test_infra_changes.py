@@ -3,7 +3,6 @@ and a real ``iaccode acp`` decides whether it may run."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ import pytest
 from iaccode.llm.script import ToolUse, reply
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
 from tests.fakes.model_server import FakeModelServer
-from tests.support.agent_process import AgentProcess, agent_environment, spawn_agent
+from tests.support.agent_process import AgentProcess, spawn_agent
+from tests.support.stand_ins import env_with_stand_ins
 
 STAND_IN = """#!/bin/sh
 echo "$*" >> {log}
@@ -29,14 +29,8 @@ def terraform_log(tmp_path: Path) -> Path:
 def agent_env(tmp_path: Path, model_server: FakeModelServer, terraform_log: Path
               ) -> dict[str, str]:
     """The usual test agent, with a stand-in terraform first on its PATH."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "terraform"
-    script.write_text(STAND_IN.format(log=terraform_log))
-    script.chmod(0o755)
-    return agent_environment(tmp_path / "home", {
-        "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": model_server.base_url,
-        "IAC_CODE_MAX_RETRIES": "2", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    return env_with_stand_ins(tmp_path, model_server,
+                              {"terraform": STAND_IN.format(log=terraform_log)})
 
 
 def bash(call_id: str, command: str) -> dict:

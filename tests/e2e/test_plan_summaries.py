@@ -3,7 +3,6 @@ real ``iaccode acp`` puts the summary before the output, for the editor and the 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ import pytest
 from iaccode.llm.script import ToolUse, reply
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
 from tests.fakes.model_server import FakeModelServer
-from tests.support.agent_process import AgentProcess, agent_environment
+from tests.support.agent_process import AgentProcess
+from tests.support.stand_ins import env_with_stand_ins
 
 BLOCK = ('  # aws_s3_bucket.b{n} will be created\n  + resource "aws_s3_bucket" "b{n}" {{\n'
          '      + bucket = "bucket-{n}"\n    }}\n\n')
@@ -29,14 +29,8 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
                   '    }\n\n')
         out.writelines(BLOCK.format(n=n) for n in range(15_000, 30_000))
         out.write("Plan: 30000 to add, 0 to change, 1 to destroy.\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "terraform"
-    script.write_text(f'#!/bin/sh\n[ "$1" = plan ] && exec cat {plan}\necho "unexpected: $*"\n')
-    script.chmod(0o755)
-    return agent_environment(tmp_path / "home", {
-        "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": model_server.base_url,
-        "IAC_CODE_MAX_RETRIES": "2", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    return env_with_stand_ins(tmp_path, model_server, {
+        "terraform": f'#!/bin/sh\n[ "$1" = plan ] && exec cat {plan}\necho "unexpected: $*"\n'})
 
 
 async def test_a_destroy_in_the_middle_of_a_long_plan_leads_the_summary(
