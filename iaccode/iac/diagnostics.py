@@ -252,9 +252,8 @@ def template_problems(document: dict[str, Any], family: str) -> list[str]:
     if not resources:
         problems.append((line_of("Resources") if "Resources" in document else 1,
                          "the template declares no Resources"))
-    resource_lines = section(document, "Resources")
     for logical_id, resource in resources.items():
-        line = resource_lines.line_of(logical_id) if isinstance(resource_lines, Located) else 0
+        line = resources.line_of(logical_id) if isinstance(resources, Located) else 0
         kind = resource.get("Type") if isinstance(resource, dict) else None
         if not isinstance(kind, str):
             problems.append((line, f"resource {logical_id} has no Type"))
@@ -264,12 +263,13 @@ def template_problems(document: dict[str, Any], family: str) -> list[str]:
                              f"{' or '.join(prefixes)})"))
     names = set(parameters) | set(resources) | PSEUDO_PARAMETERS[family]
     for mapping in walk(document):
-        problems.extend(_reference_problems(mapping, names, set(resources), family))
+        problems.extend(_reference_problems(mapping, names, set(resources)))
     return [f"line {line}: {text}" if line else text for line, text in sorted(problems)]
 
 
-def _reference_problems(mapping: Located, names: set[str], resources: set[str],
-                        family: str) -> list[tuple[int, str]]:
+def _reference_problems(mapping: Located, names: set[str],
+                        resources: set[str]) -> list[tuple[int, str]]:
+    """What ``mapping``'s Ref, Fn::GetAtt, Fn::Sub and DependsOn name that is not defined."""
     found: list[tuple[int, str]] = []
 
     def missing(line: int, what: str, target: Any, known: set[str]) -> None:
