@@ -120,6 +120,11 @@ class Bash(Tool):
         "end are kept, the middle dropped) and you see at most "
         f"{_DEFAULTS.output_chars} characters of it; send large output to a file and look at "
         "it with `head`, `tail` or `grep`.\n"
+        "- Commands that change real infrastructure (terraform/tofu apply or destroy, kubectl "
+        "apply or delete, helm install, aws cloudformation deploy, pulumi up, ...) always ask "
+        "the user first, whatever else was allowed: run a plan or a dry run before, and say "
+        "what the change will do. The output of a terraform/tofu plan starts with a summary "
+        "of it (destroys and replacements first), read from the whole output.\n"
         "- Prefer the file tools (read_file, edit_file, glob, grep) for reading, editing and "
         "searching files; use bash for builds, tests, git and other programs."
     )
