@@ -314,3 +314,14 @@ async def test_a_template_of_aliases_is_checked_once_per_object(tmp_path: Path) 
         report = await report_of(written(tmp_path, "laughs.yaml", "\n".join(laughs) + "\n"))
     assert report.splitlines()[1:] == ["- line 2: Ref target (it must be a parameter, resource "
                                        "or pseudo-parameter): Missing is not defined"]
+
+
+async def test_tofu_files_are_formatted_by_tofu(tmp_path: Path, tools: Path) -> None:
+    stand_in(tools.parent, "tofu", STAND_IN_TERRAFORM.replace("calls.log", "tofu-calls.log"))
+    unformatted = GOOD_TF.replace("bucket = ", "bucket=")
+    report = await report_of(written(tmp_path, "queue.tofu", unformatted))
+    assert "(OpenTofu) found 1 problem" in report and "`tofu fmt` writes it" in report
+    assert calls(tools.with_name("tofu-calls.log")) == ["fmt -check -diff -no-color queue.tofu"]
+    assert calls(tools) == []  # terraform refuses *.tofu files
+    await report_of(written(tmp_path, "main.tf", unformatted))
+    assert calls(tools) == ["fmt -check -diff -no-color main.tf"]
