@@ -32,7 +32,7 @@ from iaccode.protocol.content import (
     TextContent,
     TextResourceContents,
 )
-from iaccode.protocol.tool_calls import TOOL_CALL_CONTENT_TYPES, ToolCallContent
+from iaccode.protocol.tool_calls import TOOL_CALL_CONTENT_TYPES, DiffContent, ToolCallContent
 
 T = TypeVar("T")
 
@@ -149,6 +149,19 @@ def _make_converter(rename: Callable[[str], str],
 
 converter = _make_converter(wire_name)
 """ACP messages: camelCase wire names."""
+
+_diff_fields = converter.get_unstructure_hook(DiffContent)
+
+
+def _unstructure_diff(diff: DiffContent) -> dict[str, Any]:
+    # A new file's diff says ``"oldText": null`` rather than leaving the key out: some clients
+    # (Toad) recognise a diff only when the key is there; the schema allows null.
+    wire: dict[str, Any] = _diff_fields(diff)
+    wire.setdefault("oldText", None)
+    return wire
+
+
+converter.register_unstructure_hook(DiffContent, _unstructure_diff)
 
 tool_input_converter = _make_converter(lambda name: name, forbid_extra_keys=True)
 """Tool inputs from the model: snake_case names as the model sees them, equally strict, and

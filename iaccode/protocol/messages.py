@@ -45,7 +45,9 @@ class ClientCapabilities:
 
 @frozen
 class InitializeRequest:
-    protocol_version: int
+    protocol_version: Any
+    """Any JSON value: one we cannot read (``"1"``, ``1.5``, ``-1``) is negotiated like one we
+    do not support (the spec's rule), not refused. The other params stay strict."""
     client_capabilities: ClientCapabilities = field(factory=ClientCapabilities)
     client_info: Implementation | None = None
     meta: Meta = None
@@ -230,6 +232,29 @@ class SessionRequest:
 class PromptRequest:
     session_id: str
     prompt: list[ContentBlock]
+    meta: Meta = None
+
+
+@frozen
+class SteeringRequest:
+    """``_session/steering`` (the extension claude-agent-acp and codex-acp answer): a message
+    for the running turn, or, with none running, a new turn unless ``idle_behavior`` is
+    ``promptRequired``."""
+
+    session_id: str
+    prompt: list[ContentBlock]
+    idle_behavior: str | None = None
+    meta: Meta = None
+
+
+SteeringOutcome = Literal["injected", "startedNewTurn", "promptRequired"]
+
+
+@frozen
+class SteeringResponse:
+    outcome: SteeringOutcome
+    reason: str | None = None
+    """With ``promptRequired``: why (``noRunningTurn``)."""
     meta: Meta = None
 
 

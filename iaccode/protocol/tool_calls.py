@@ -58,6 +58,8 @@ class ToolCallStart:
     raw_input: Any = None
     session_update: Literal["tool_call"] = "tool_call"
     meta: dict[str, Any] | None = None
+    name: str | None = None
+    """The tool's programmatic name (``read_file``, ``mcp__server__tool``)."""
 
 
 @frozen
@@ -74,6 +76,7 @@ class ToolCallProgress:
     raw_output: Any = None
     session_update: Literal["tool_call_update"] = "tool_call_update"
     meta: dict[str, Any] | None = None
+    name: str | None = None
 
 
 @frozen
@@ -87,6 +90,7 @@ class ToolCallFields:
     locations: list[ToolCallLocation] | None = None
     raw_input: Any = None
     content: list[ToolCallContent] | None = None
+    name: str | None = None
 
 
 @frozen

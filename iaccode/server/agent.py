@@ -6,6 +6,7 @@ answers. The method table and the decoding live in ``routes.py``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -84,9 +85,13 @@ class Agent:
         self.initialized = True
         if first:
             self._on_initialized()
+        asked = params.protocol_version
+        if type(asked) is not int or asked != PROTOCOL_VERSION:
+            # The spec's rule: a version we do not support, or cannot read, is answered with
+            # our latest; the client decides whether it can go on.
+            log.warning("the client asked for protocol version %s; we speak %d and answer "
+                        "that", json.dumps(asked), PROTOCOL_VERSION)
         return m.InitializeResponse(
-            # We speak version 1 only: echo it, and answer 1 to anything else (the client
-            # decides whether it can go on).
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=m.AgentCapabilities(
                 load_session=True,
@@ -98,6 +103,7 @@ class Agent:
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
             auth_methods=[] if self._has_credentials() else [AUTH_METHOD],
+            meta={"steering": {"supported": True}},  # _session/steering (see ``steer``)
         )
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
@@ -338,6 +344,11 @@ class Agent:
     async def prompt(self, params: m.PromptRequest, ready: Callable[[], None]) -> m.PromptResponse:
         self._require_credentials()
         return await self._session(params.session_id).prompt(params.prompt, ready)
+
+    async def steer(self, params: m.SteeringRequest) -> m.SteeringResponse:
+        """``_session/steering``: a message for the session's running turn, or a new turn."""
+        self._require_credentials()
+        return await self._session(params.session_id).steer(params.prompt, params.idle_behavior)
 
     def cancel(self, params: m.SessionRequest) -> None:
         session = self.sessions.get(params.session_id)

@@ -48,6 +48,7 @@ REQUESTS: dict[str, Route] = {
     "session/set_mode": Route(m.SetModeRequest, Agent.set_mode),
     "session/set_config_option": Route(m.SetConfigOptionRequest, Agent.set_config_option),
     "config/set": Route(m.SetConfigOptionRequest, Agent.set_config_option),  # the seed's name
+    "_session/steering": Route(m.SteeringRequest, Agent.steer),  # extension: docs/conformance.md
 }
 
 NOTIFICATIONS: dict[str, Route] = {

@@ -1,7 +1,9 @@
 """A stored session as the ``session/update``s that show it again (``session/load``).
 
 The user sees what they saw: their prompts, the answers and thinking, every tool call in its
-final state, and the notices we gave. A tool call a crash interrupted shows as failed.
+final state, and the notices we gave, a compaction's or a ``/clear``'s where it happened. A
+tool call a crash interrupted shows as failed. A command that ran in the editor's terminal
+shows its output as text: the terminal is gone by then.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Wire-form ``update`` objects, in the order the user first saw them."""
     shown_calls = {r["start"].get("toolCallId") for r in records
                    if r.get("type") == "tool_call" and isinstance(r.get("start"), dict)}
-    for record in records:
+    for index, record in enumerate(records):
         kind = record.get("type")
         if kind == "message":
             yield from _message(record, shown_calls)
@@ -28,9 +30,49 @@ def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             if isinstance(record.get("start"), dict):
                 yield record["start"]
             if isinstance(record.get("end"), dict):
-                yield record["end"]
+                yield _without_terminals(record["end"])
         elif kind == "notice" and isinstance(record.get("text"), str):
             yield to_wire(AgentMessageChunk(TextContent(record["text"])))
+        elif kind == "compaction":
+            notice = record.get("notice")
+            if not isinstance(notice, str):
+                following = records[index + 1] if index + 1 < len(records) else {}
+                # Older sessions told of a compaction in a notice record right after it.
+                notice = None if following.get("type") == "notice" else CONTEXT_REPLACED
+            if notice:
+                yield to_wire(AgentMessageChunk(TextContent(notice)))
+
+
+CONTEXT_REPLACED = ("\n\n[The context was compacted or cleared here: the model sees only a "
+                    "summary of what came before, or nothing of it.]\n")
+"""Shown for a compaction record of an older session, which kept no notice of its own."""
+
+
+def _without_terminals(end: dict[str, Any]) -> dict[str, Any]:
+    """A finished call's update with each terminal (a process long gone, which the client
+    can no longer show) replaced by the command's output as text."""
+    content = end.get("content")
+    if not isinstance(content, list) or not any(
+            isinstance(c, dict) and c.get("type") == "terminal" for c in content):
+        return end
+    raw = end.get("rawOutput")
+    output = raw.get("output") if isinstance(raw, dict) else None
+    text = output if isinstance(output, str) and output else "(no output)"
+    status = _exit_line(raw) if isinstance(raw, dict) else None
+    if status:
+        text = f"{text.rstrip(chr(10))}\n{status}" if text != "(no output)" else status
+    shown = to_wire(ContentToolCallContent(TextContent(text)))
+    return {**end, "content": [shown if isinstance(c, dict) and c.get("type") == "terminal"
+                               else c for c in content]}
+
+
+def _exit_line(raw: dict[str, Any]) -> str | None:
+    if raw.get("timed_out") is True:
+        return "[timed out]"
+    if isinstance(raw.get("signal"), str):
+        return f"[killed by {raw['signal']}]"
+    code = raw.get("exit_code")
+    return f"[exit code {code}]" if isinstance(code, int) and code != 0 else None
 
 
 def _message(record: dict[str, Any], shown_calls: set[Any]) -> Iterator[dict[str, Any]]:
@@ -51,8 +93,9 @@ def _message(record: dict[str, Any], shown_calls: set[Any]) -> Iterator[dict[str
             yield to_wire(AgentThoughtChunk(TextContent(block["thinking"])))
         elif kind == "tool_use" and block.get("id") not in shown_calls:
             # Interrupted before it finished: show it, failed, as the model will see it.
+            name = block.get("name") if isinstance(block.get("name"), str) else None
             yield to_wire(ToolCallStart(str(block.get("id")), str(block.get("name")), "other",
-                                        "pending", raw_input=block.get("input")))
+                                        "pending", raw_input=block.get("input"), name=name))
             yield to_wire(ToolCallProgress(
                 str(block.get("id")), status="failed",
-                content=[ContentToolCallContent(TextContent(INTERRUPTED))]))
+                content=[ContentToolCallContent(TextContent(INTERRUPTED))], name=name))

@@ -24,7 +24,7 @@ import trio
 from attrs import evolve
 
 from iaccode.config import Config
-from iaccode.llm.base import Provider
+from iaccode.llm.base import Provider, TokenUsage
 from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import (
@@ -35,6 +35,7 @@ from iaccode.protocol.messages import (
     CurrentModeUpdate,
     PromptResponse,
     SessionInfoUpdate,
+    SteeringResponse,
     StopReason,
     Usage,
 )
@@ -107,8 +108,18 @@ class Session:
         self._tool_tap = tool_tap
         self._recorded_tools = recorded_tools or {}
         self._turn: trio.CancelScope | None = None
+        self._running: Turn | None = None
+        """The running turn (steering messages go to it)."""
         self._turn_done = trio.Event()
         self._turn_done.set()
+        self._turn_lock = trio.Lock()
+        """Held by the prompt whose turn runs; trio's Lock is fair, so queued prompts run in
+        the order they arrived."""
+        self._queued = 0
+        """Prompts waiting for the running turn to end."""
+        self._cancels = 0
+        """How many times ``cancel`` was called: a queued prompt that sees it changed since it
+        arrived answers ``cancelled`` without running."""
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
 
@@ -181,7 +192,7 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        return self._turn is not None
+        return self._turn is not None or self._queued > 0
 
     def _turn_env(self) -> TurnEnv:
         tools = builtin_tools()
@@ -192,29 +203,42 @@ class Session:
             cwd=self.cwd, send_update=self._send_update, request=self._request,
             files=self._files, terminal=self._terminal, tools=tools,
             mode=lambda: self.mode, thinking=lambda: self.thought_level,
-            remembered=self.remembered, limits=self._config.tool_limits, cancel_turn=self.cancel,
+            remembered=self.remembered, limits=self._config.tool_limits,
+            cancel_turn=self._cancel_running,
             tool_tap=self._tool_tap, recorded_tools=self._recorded_tools)
         sub_agent.bind(env)
         return env
 
     async def prompt(self, blocks: list[ContentBlock], ready: Callable[[], None]) -> PromptResponse:
-        """Run one turn in the session's nursery and wait for it.
+        """Run one turn in the session's nursery and wait for it; while another turn runs,
+        first wait for it to end (prompts run one at a time, in the order they arrived).
 
-        Calls ``ready()`` once the turn is registered, so a cancel read after this prompt
-        finds it. Cancellation (``cancel``, ``close``): answers ``cancelled`` with the usage
-        so far. Cancelling the calling task cancels the turn, waits for it, and re-raises.
+        Calls ``ready()`` once the prompt is registered, so a cancel read after this prompt
+        finds it. Cancellation (``cancel``, ``close``): the running turn answers ``cancelled``
+        with the usage so far, and so does every prompt queued at that moment, without
+        running. Cancelling the calling task cancels the turn, waits for it, and re-raises.
         Errors: a bug in the turn is re-raised here (the request answers -32603).
         """
-        if self._turn is not None:
-            raise errors.RpcError(errors.INVALID_PARAMS, "A prompt is already running",
-                                  {"params.sessionId": "this session is busy with a prompt; "
-                                   "send session/cancel first"})
-        if self._nursery is None:
-            raise RuntimeError("Session.serve must be started before prompts")
+        arrived = self._cancels
+        self._queued += 1
+        waiting = True
+        ready()
+        try:
+            async with self._turn_lock:
+                self._queued -= 1
+                waiting = False
+                if self._cancels != arrived or self._nursery is None:
+                    return PromptResponse("cancelled", _usage(TokenUsage()))
+                return await self._run_turn(blocks)
+        finally:
+            if waiting:  # cancelled while queued ($/cancel_request)
+                self._queued -= 1
+
+    async def _run_turn(self, blocks: list[ContentBlock]) -> PromptResponse:
+        assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
-        ready()
-        turn = Turn(self._turn_env(), self.transcript)
+        turn = self._running = Turn(self._turn_env(), self.transcript)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []
 
@@ -226,6 +250,7 @@ class Session:
                 failure.append(exc)
             finally:
                 self._turn = None
+                self._running = None
                 try:
                     self.update_meta()  # message count, permission memory, updated_at
                     # Before the answer: a warning after it would belong to no turn.
@@ -244,20 +269,50 @@ class Session:
             raise
         if failure:
             raise failure[0]
-        return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn))
+        return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn.usage))
+
+    async def steer(self, blocks: list[ContentBlock], idle_behavior: str | None
+                    ) -> SteeringResponse:
+        """``_session/steering``: add the message to the running turn (it reaches the model
+        with the next request and is saved as a user message); with no turn running, answer
+        ``promptRequired`` when asked to, else start a turn with it (nobody waits for its
+        answer; its updates stream as usual)."""
+        if self._running is not None and self._turn is not None \
+                and not self._turn.cancel_called:
+            self._running.steer(to_model_content(blocks), [to_wire(b) for b in blocks])
+            return SteeringResponse("injected")
+        if idle_behavior == "promptRequired":
+            return SteeringResponse("promptRequired", reason="noRunningTurn")
+        if self._nursery is None:
+            raise RuntimeError("Session.serve must be started before prompts")
+        await self._nursery.start(self._unanswered_prompt, blocks)
+        return SteeringResponse("startedNewTurn")
+
+    async def _unanswered_prompt(self, blocks: list[ContentBlock],
+                                 task_status: trio.TaskStatus[None]) -> None:
+        """A turn that no ``session/prompt`` waits for (started by steering)."""
+        try:
+            response = await self.prompt(blocks, task_status.started)
+        except Exception:
+            log.exception("the turn started by _session/steering failed")
+            return
+        log.info("the turn started by _session/steering ended: %s", response.stop_reason)
 
     async def _run(self, turn: Turn, blocks: list[ContentBlock]) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
         command = _command(blocks)
+        if command is not None:
+            self._running = None  # no model turn to steer: steering starts one after this
         if command == "compact":
             if not await turn.compact():
-                await self._send_update(AgentMessageChunk(TextContent(
-                    "Nothing to compact yet: the conversation is a single turn.")))
+                text = "Nothing to compact yet: the conversation is a single turn."
+                self.transcript.notice(text)
+                await self._send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if command == "clear":
-            self.transcript.replace([])
-            await self._send_update(AgentMessageChunk(TextContent(
-                "Context cleared: the model starts fresh (the history stays in this session).")))
+            text = "Context cleared: the model starts fresh (the history stays in this session)."
+            self.transcript.replace([], notice=text)
+            await self._send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if self.meta.title is None:
             await self._set_title(blocks)
@@ -274,7 +329,13 @@ class Session:
         await self._send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
 
     def cancel(self) -> None:
-        """Cancel the running turn, if any. Never blocks."""
+        """Cancel the running turn, if any, and every prompt queued behind it. Never blocks."""
+        self._cancels += 1
+        self._cancel_running()
+
+    def _cancel_running(self) -> None:
+        """Cancel the running turn only (a permission question answered ``cancelled``): the
+        prompts queued behind it still run."""
         if self._turn is not None:
             self._turn.cancel()
 
@@ -299,8 +360,7 @@ def _command(blocks: list[ContentBlock]) -> str | None:
     return None
 
 
-def _usage(turn: Turn) -> Usage:
-    usage = turn.usage
+def _usage(usage: TokenUsage) -> Usage:
     inputs = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
     return Usage(
         input_tokens=inputs,

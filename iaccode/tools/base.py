@@ -140,6 +140,12 @@ class Tool(ABC):
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         """Do it. Cancellation: stop promptly and leave nothing running or half-written."""
 
+    async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
+        """What the call would do, shown in its permission question (an edit's diff), worked
+        out without changing anything; None when there is nothing to show. May raise
+        ToolFailure (the question then shows none: running the call reports the problem)."""
+        return None
+
 
 def resolve_path(cwd: Path, raw: str) -> Path:
     """The real path a model-given path names (relative to cwd; symlinks resolved).

@@ -17,7 +17,9 @@ Limitation, without prctl or ``/proc`` (macOS): such a process escapes the kill.
 reading its output (after a short drain) and close our end of the pipe.
 
 When the editor advertised ``terminal: true``, the command runs in the editor's terminal
-instead (``terminal/*``), which the editor embeds in the tool call while it runs.
+instead (``terminal/*``), which the editor embeds in the tool call while it runs. On Linux it
+runs there under our supervisor (:mod:`iaccode.tools.supervise`), which ends the whole tree
+when the terminal is killed, even when the client kills only its outer shell.
 
 A command that runs a Terraform / OpenTofu plan gets a summary of it before its output
 (:mod:`iaccode.iac.plan_summary`), read from all of the output as it streams, so it holds
@@ -46,7 +48,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallProgress,
 )
-from iaccode.tools import process_tree
+from iaccode.tools import process_tree, supervise
 from iaccode.tools.base import (
     ClientTerminal,
     Tool,
@@ -482,14 +484,25 @@ async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolCont
         nursery.start_soon(on_cancel)
         with shield:
             try:
+                program, args = _terminal_command(command, ctx.limits)
                 created.append(await terminal.create(
-                    _shell(), ["-c", command], cwd=str(ctx.cwd),
+                    program, args, cwd=str(ctx.cwd),
                     output_byte_limit=ctx.limits.bash_output_bytes))
             except RpcError as exc:
                 failure = exc
         nursery.cancel_scope.cancel()
     if failure is not None:
         raise ToolFailure(f"The editor could not run the command: {failure.message}")
+
+
+def _terminal_command(command: str, limits: ToolLimits) -> tuple[str, list[str]]:
+    """What the editor's terminal runs: the shell under our supervisor where it can keep the
+    whole tree in hand (Linux), so a kill of the terminal ends everything the command
+    started, not only the client's outer shell."""
+    argv = [_shell(), "-c", command]
+    if not process_tree.supported():
+        return argv[0], argv[1:]
+    return supervise.command_line(argv, limits.kill_grace)
 
 
 async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,

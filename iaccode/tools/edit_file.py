@@ -9,11 +9,12 @@ left out, so the model can fix its quote instead of guessing.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import trio
 from attrs import frozen
 
-from iaccode.protocol.tool_calls import DiffContent
+from iaccode.protocol.tool_calls import DiffContent, ToolCallContent
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
 from iaccode.tools.local_files import display_path
 
@@ -86,41 +87,64 @@ class EditFile(Tool):
     def paths(self, args: EditFileInput) -> list[str]:
         return [args.path]
 
+    async def preview(self, args: EditFileInput, ctx: ToolContext) -> list[ToolCallContent]:
+        change = await _plan(args, ctx)
+        return [DiffContent(path=str(change.path), old_text=change.old_text,
+                            new_text=change.new_text)]
+
     async def run(self, args: EditFileInput, ctx: ToolContext) -> ToolResult:
-        path = ctx.path(args.path)
-        shown = display_path(path, ctx.cwd)
-        if not args.old_string:
-            raise ToolFailure("old_string is empty. To create a file or replace all of its "
-                              "text, use write_file.")
-        if args.old_string == args.new_string:
-            raise ToolFailure("old_string and new_string are the same: there is nothing to "
-                              "change.")
-        try:
-            text = await ctx.files.read_text(path)
-        except ToolFailure as failure:
-            if not await trio.Path(path).exists():
-                raise ToolFailure(f"File not found: {shown}. To create a file, use "
-                                  "write_file.") from failure
-            raise
-        old, new = args.old_string, args.new_string
-        count = text.count(old)
-        if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
-            # The file has Windows line endings; the model quoted with plain \n.
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-            count = text.count(old)
-        if count == 0:
-            raise _not_found(text, args.old_string, shown)
-        if count > 1 and not args.replace_all:
-            raise ToolFailure(
-                f"old_string occurs {count} times in {shown}. Add surrounding lines to "
-                "old_string so it matches only the place you mean, or set replace_all to "
-                "replace all of them.")
-        first_line = _line_of(text, text.index(old))
-        new_text = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
-        await ctx.files.write_text(path, new_text)
-        where = (f"{count} occurrences" if count > 1 else f"1 occurrence, at line {first_line}")
+        change = await _plan(args, ctx)
+        await ctx.files.write_text(change.path, change.new_text)
+        count, shown = change.count, display_path(change.path, ctx.cwd)
+        where = (f"{count} occurrences" if count > 1 else f"1 occurrence, at line {change.line}")
         return ToolResult(
             f"Edited {shown}: replaced {where}.",
-            raw_output={"path": str(path), "replacements": count, "line": first_line},
-            content=[DiffContent(path=str(path), old_text=text, new_text=new_text)],
+            raw_output={"path": str(change.path), "replacements": count, "line": change.line},
+            content=[DiffContent(path=str(change.path), old_text=change.old_text,
+                                 new_text=change.new_text)],
         )
+
+
+@frozen
+class _Change:
+    path: Path
+    old_text: str
+    new_text: str
+    count: int
+    line: int
+    """Where the first replacement starts."""
+
+
+async def _plan(args: EditFileInput, ctx: ToolContext) -> _Change:
+    """The edit worked out, nothing written (the permission question shows it as a diff)."""
+    path = ctx.path(args.path)
+    shown = display_path(path, ctx.cwd)
+    if not args.old_string:
+        raise ToolFailure("old_string is empty. To create a file or replace all of its "
+                          "text, use write_file.")
+    if args.old_string == args.new_string:
+        raise ToolFailure("old_string and new_string are the same: there is nothing to "
+                          "change.")
+    try:
+        text = await ctx.files.read_text(path)
+    except ToolFailure as failure:
+        if not await trio.Path(path).exists():
+            raise ToolFailure(f"File not found: {shown}. To create a file, use "
+                              "write_file.") from failure
+        raise
+    old, new = args.old_string, args.new_string
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old:
+        # The file has Windows line endings; the model quoted with plain \n.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
+    if count == 0:
+        raise _not_found(text, args.old_string, shown)
+    if count > 1 and not args.replace_all:
+        raise ToolFailure(
+            f"old_string occurs {count} times in {shown}. Add surrounding lines to "
+            "old_string so it matches only the place you mean, or set replace_all to "
+            "replace all of them.")
+    first_line = _line_of(text, text.index(old))
+    new_text = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+    return _Change(path, text, new_text, count, first_line)

@@ -33,6 +33,7 @@ import ctypes
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,6 +41,7 @@ import trio
 from attrs import frozen
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 
 FREEZE_ROUNDS = 20
 """How many times :meth:`Tree.kill` looks for processes forked before it froze their parent."""
@@ -230,3 +232,62 @@ class Tree:
             pass
         except PermissionError:
             self.unkillable.add(pid)
+
+
+# --- synchronous, for the terminal supervisor (iaccode.tools.supervise) -------------------------
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper; False where that is not supported."""
+    return _prctl is not None and _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def set_parent_death_signal(sig: signal.Signals) -> bool:
+    """Have ``sig`` sent to this process when its parent dies; False where unsupported."""
+    return _prctl is not None and _prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+def live_descendants(root: int) -> set[int]:
+    """Every live process below ``root`` (not ``root`` itself) by the ``/proc`` parent links."""
+    table = _table()
+    return {pid for pid in _descendants(table, [root])
+            if pid != root and not table[pid].zombie}
+
+
+def end_descendants(grace: float, poll: float = 0.02) -> None:
+    """End everything below this process, which must be a subreaper (so nothing it started
+    can slip out from below it): TERM (and CONT), up to ``grace`` seconds, then, like
+    :meth:`Tree.kill`, stop them round after round until no new one turns up, and KILL.
+    Reaps the children that die (they are all ours, by adoption if not by birth)."""
+    me = os.getpid()
+    for pid in live_descendants(me):
+        _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)
+    deadline = time.monotonic() + grace
+    while _reap_and_look(me) and time.monotonic() < deadline:
+        time.sleep(poll)
+    stopped: set[int] = set()
+    for _ in range(FREEZE_ROUNDS):
+        new = _reap_and_look(me) - stopped
+        if not new:
+            break
+        for pid in new:
+            _signal(pid, signal.SIGSTOP)
+        stopped |= new
+    for pid in stopped:
+        _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while _reap_and_look(me) and time.monotonic() < deadline:
+        time.sleep(poll)
+
+
+def _reap_and_look(me: int) -> set[int]:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
+    return live_descendants(me)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)

@@ -13,7 +13,7 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
-from iaccode.protocol.tool_calls import DiffContent
+from iaccode.protocol.tool_calls import DiffContent, ToolCallContent
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
 from iaccode.tools.local_files import display_path
 
@@ -73,6 +73,11 @@ class WriteFile(Tool):
 
     def paths(self, args: WriteFileInput) -> list[str]:
         return [args.path]
+
+    async def preview(self, args: WriteFileInput, ctx: ToolContext) -> list[ToolCallContent]:
+        path = ctx.path(args.path)
+        old = await read_existing(ctx, path, display_path(path, ctx.cwd))
+        return [DiffContent(path=str(path), old_text=old, new_text=args.content)]
 
     async def run(self, args: WriteFileInput, ctx: ToolContext) -> ToolResult:
         path = ctx.path(args.path)

@@ -63,7 +63,10 @@ class Recorder:
         if self._snapshotted:
             return
         self._snapshotted = True
+        # The data dir and the user's home too: a replay maps every recorded path to its own.
         self._writer.write({"type": "workspace", "t": self._t(), "cwd": str(cwd),
+                            "dataDir": str(self._home),
+                            "userHome": os.path.expanduser("~"),
                             "files": _snapshot(cwd), "home": _snapshot(self._home / "sessions",
                                                                        prefix="sessions/")})
 

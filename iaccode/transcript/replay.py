@@ -25,8 +25,10 @@ import trio
 from attrs import define, field
 
 from iaccode.llm.script import dump_script
+from iaccode.tools.base import MACHINE_DEPENDENT
 from iaccode.transcript.format import Transcript, TranscriptWriter, read_transcript
 from iaccode.transcript.normalize import Normalizer, first_difference
+from iaccode.transcript.paths import PathMap, check_inside, map_model_events, tool_inputs
 from iaccode.transcript.playback import model_exchanges
 
 RECEIVE_TIMEOUT = 30.0
@@ -46,16 +48,30 @@ class ReplayResult:
 
 
 class _Workspace:
-    """A scratch project folder and data dir rebuilt from the transcript's snapshot."""
+    """A scratch project folder, data dir and home rebuilt from the transcript's snapshot, and
+    the mapping of the recorded machine's paths onto them (see ``paths.py``)."""
 
     def __init__(self, transcript: Transcript) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="iaccode-replay-"))
+        self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="iaccode-replay-")))
         self.project = self.root / "project"
         self.home = self.root / "home"
-        self.project.mkdir()
-        self.home.mkdir()
+        self.user_home = self.root / "user-home"
+        for folder in (self.project, self.home, self.user_home):
+            folder.mkdir()
         snapshot = next(transcript.of_type("workspace"), {})
         self.recorded_cwd = str(snapshot.get("cwd", ""))
+        recorded_home = str(snapshot.get("dataDir") or "")
+        recorded_user_home = str(snapshot.get("userHome") or "")
+        self.paths = PathMap([(self.recorded_cwd, str(self.project)),
+                              (recorded_home, str(self.home)),
+                              (recorded_user_home, str(self.user_home))])
+        """Recorded paths -> this replay's (what the agent is fed)."""
+        self.back = self.paths.reversed()
+        """This replay's paths -> the recorded ones (what the agent sent, for --update)."""
+        self.expected_paths = {self.recorded_cwd: "<cwd>", recorded_home: "<home>",
+                               recorded_user_home: "<user-home>"}
+        self.actual_paths = {str(self.project): "<cwd>", str(self.home): "<home>",
+                             str(self.user_home): "<user-home>"}
         for base, files in ((self.project, snapshot.get("files")),
                             (self.home, snapshot.get("home"))):
             for relative, text in (files or {}).items():
@@ -63,24 +79,68 @@ class _Workspace:
                 if base.resolve() not in target.parents:
                     continue  # a hostile transcript does not write outside the scratch dir
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text)
+                # The session store names the recorded folders too (meta.json, history).
+                target.write_text(self.paths.text(text) if isinstance(text, str) else "")
+
+    @property
+    def roots(self) -> list[str]:
+        """The folders a replayed agent may be told to touch: the scratch project and data
+        dir (the scratch home only stands in for the recorded one in what is compared)."""
+        return [str(self.project), str(self.home)]
 
     def to_scratch(self, message: dict[str, Any]) -> dict[str, Any]:
-        """A recorded client message with the recorded project path pointing here."""
-        if not self.recorded_cwd:
-            return message
-        text = json.dumps(message, ensure_ascii=False)
-        loaded: dict[str, Any] = json.loads(text.replace(self.recorded_cwd, str(self.project)))
-        return loaded
+        """A recorded client message with the recorded paths pointing here; a session opened
+        in a folder outside them is refused."""
+        mapped: dict[str, Any] = self.paths(message)
+        params = mapped.get("params")
+        if str(mapped.get("method", "")).startswith("session/") and isinstance(params, dict) \
+                and isinstance(params.get("cwd"), str):
+            check_inside(f"the client's {mapped['method']}", params["cwd"], str(self.project),
+                         self.roots, str(self.user_home))
+        return mapped
 
     def to_recorded(self, message: Any, ids: dict[str, str]) -> Any:
         """An agent message of this run in the recording's terms (paths and session ids)."""
         text = json.dumps(message, ensure_ascii=False)
         for actual, recorded in ids.items():
             text = text.replace(actual, recorded)
-        if self.recorded_cwd:
-            text = text.replace(str(self.project), self.recorded_cwd)
-        return json.loads(text)
+        return self.back(json.loads(text))
+
+    def model_script(self, transcript: Transcript, stream_seconds: float) -> list[dict[str, Any]]:
+        """The recorded model exchanges, mapped, after refusing any tool call that would
+        work on a path outside the scratch folders."""
+        from iaccode.protocol.convert import ParamsError, tool_input
+        from iaccode.tools.registry import builtin_tools
+
+        tools = builtin_tools()
+        exchanges = model_exchanges(transcript, stream_seconds=stream_seconds)
+        for number, exchange in enumerate(exchanges, 1):
+            if not isinstance(exchange.get("events"), list):
+                continue
+            exchange["events"] = map_model_events(exchange["events"], self.paths)
+            for call_id, name, raw_input in tool_inputs(exchange["events"]):
+                tool = tools.get(name)
+                if tool is None or name in MACHINE_DEPENDENT:
+                    continue  # unknown: never run; machine-dependent: the recorded result
+                try:
+                    args: Any = tool_input(raw_input, tool.input_type)
+                except ParamsError:
+                    continue  # refused by the agent without running
+                for raw in tool.paths(args):
+                    check_inside(f"model answer {number}, tool call {call_id} ({name}),", raw,
+                                 str(self.project), self.roots, str(self.user_home))
+        return exchanges
+
+    def tool_results(self, transcript: Transcript) -> Path:
+        """The recorded results of machine-dependent tools, mapped, as a transcript file of
+        their own (what ``IAC_CODE_RECORDED_TOOLS`` reads)."""
+        path = self.root / "tools.jsonl"
+        writer = TranscriptWriter(path, [])
+        writer.write(transcript.header)
+        for record in transcript.of_type("tool"):
+            writer.write(self.paths(record))
+        writer.close()
+        return path
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -105,15 +165,15 @@ async def _run(transcript: Transcript, path: Path, workspace: _Workspace,
     script = workspace.root / "model.json"
     if speed > 0:
         stream_seconds = 1.5 / speed  # each model answer streams over ~1.5 s at speed 1
-    dump_script(model_exchanges(transcript, stream_seconds=stream_seconds), script)
+    dump_script(workspace.model_script(transcript, stream_seconds), script)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))}
     env.update(IAC_CODE_HOME=str(workspace.home), IAC_CODE_MODEL_SCRIPT=str(script),
-               IAC_CODE_RECORDED_TOOLS=os.path.abspath(path),  # noqa: ASYNC240 - no I/O
+               IAC_CODE_RECORDED_TOOLS=str(workspace.tool_results(transcript)),
                IAC_CODE_MODEL=str(transcript.header.get("model") or ""),
-               IAC_CODE_LOG_LEVEL="WARNING")
+               IAC_CODE_LOG_LEVEL="WARNING", HOME=str(workspace.user_home))
     command = agent_command or [sys.executable, "-m", "iaccode", "acp"]
-    expected_side = Normalizer({workspace.recorded_cwd: "<cwd>"})
-    actual_side = Normalizer({str(workspace.project): "<cwd>", str(workspace.home): "<home>"})
+    expected_side = Normalizer(workspace.expected_paths)
+    actual_side = Normalizer(workspace.actual_paths)
     result = ReplayResult()
     result.actual_records.append(transcript.header)
     # The agent's log goes to its log file in the scratch data dir, not here.

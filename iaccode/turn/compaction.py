@@ -79,6 +79,32 @@ async def summarise(provider: Provider, model: str, older: list[dict[str, Any]],
     return "".join(parts).strip(), finished
 
 
+def describe(older: list[dict[str, Any]], recent: list[dict[str, Any]],
+             finished: Finished) -> str:
+    """What a compaction did, in the user's words: "Summarised 12 earlier messages (40k
+    tokens) into 1.2k tokens; the last 3 turns are kept as they were." The token counts are
+    the summary request's (the API's count of what was summarised, and of the summary)."""
+    summarised = finished.usage.context_tokens - finished.usage.output_tokens
+    kept = len(turn_starts(recent))
+    return (f"Summarised {_plural(len(older), 'earlier message')} "
+            f"({_tokens(summarised or estimate_tokens(older))} tokens) into "
+            f"{_tokens(finished.usage.output_tokens)} tokens; "
+            + ("the last turn is kept as it was." if kept == 1
+               else f"the last {kept} turns are kept as they were."))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _tokens(count: int) -> str:
+    """1234 -> "1.2k", 40000 -> "40k", 950 -> "950"."""
+    if count < 1000:
+        return str(count)
+    thousands = count / 1000
+    return f"{thousands:.1f}k".replace(".0k", "k") if thousands < 10 else f"{thousands:.0f}k"
+
+
 def compacted(summary: str, recent: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The new history: the summary as context, then the recent turns unchanged."""
     return [

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
@@ -35,9 +35,10 @@ from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
     RequestPermissionRequest,
+    ToolCallContent,
     ToolCallFields,
 )
-from iaccode.tools.base import Tool, is_inside, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
 from iaccode.wire.errors import RpcError
 
 log = logging.getLogger(__name__)
@@ -134,10 +135,8 @@ def infra_question(tool_call: ToolCallFields, change: str, command: str) -> Tool
     content say so and show the exact command."""
     text = (f"This command changes real infrastructure ({change}):\n\n{command}\n\n"
             "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
-    return ToolCallFields(
-        tool_call.tool_call_id, f"Changes real infrastructure: {command}", tool_call.kind,
-        tool_call.status, tool_call.locations, tool_call.raw_input,
-        [ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+    return evolve(tool_call, title=f"Changes real infrastructure: {command}",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 
 async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
@@ -164,6 +163,18 @@ async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
     if kind is None:
         log.warning("unreadable permission answer %r: not running the tool", response)
     return Answer.REJECT
+
+
+async def question_content(tool: Tool, args: Any, context: ToolContext
+                           ) -> list[ToolCallContent] | None:
+    """What the question shows of the call's effect (the diff an edit would make), worked out
+    without writing anything, so a client that shows diffs before approval has one. None when
+    the tool shows nothing or cannot work it out (running the call then reports why)."""
+    try:
+        return await tool.preview(args, context)
+    except ToolFailure as exc:
+        log.info("no preview for the %s question: %s", tool.name, exc)
+        return None
 
 
 def _selected_kind(response: Any, options: list[PermissionOption]) -> str | None:

@@ -1,9 +1,11 @@
 """Run the tool calls of one model answer, showing each to the editor from start to finish.
 
-    tool_call (pending: title, kind, locations, rawInput)
-      -> [session/request_permission]
+    tool_call (pending: name, title, kind, locations, rawInput)   every call of the answer
+      -> [session/request_permission (with the diff an edit would make)]      then one by one
       -> tool_call_update (in_progress)
       -> tool_call_update (completed | failed: rawOutput, content)
+
+Every announced call gets its final update, however the run ends (cancel, close, a bug).
 
 Each call's paths are resolved to real paths once: the permission check judges them, the
 question shows them, and the tool works on them (``ToolContext.resolved``), so a symlink swapped
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from attrs import evolve, frozen
 
 from iaccode.iac import diagnostics
 from iaccode.protocol.content import TextContent
@@ -54,7 +57,20 @@ READ_CONCURRENCY = 4
 """Read-only calls of one answer that may run at once."""
 
 FINAL_UPDATE_TIMEOUT = 0.5
-"""After a cancel, how long we try to tell the editor that a running call failed."""
+"""After a cancel, how long we try to tell the editor how an announced call ended."""
+
+
+@frozen
+class _Call:
+    """An announced call, its input checked, waiting to run."""
+
+    call_id: str
+    tool: Tool
+    args: Any
+    raw_input: Any
+    title: str
+    locations: list[ToolCallLocation] | None
+    resolved: dict[str, Path]
 
 
 class ToolRunner:
@@ -65,48 +81,72 @@ class ToolRunner:
         self._transcript = transcript
         self._starts: dict[str, dict[str, Any]] = {}
         """Each call's ``tool_call`` update, kept for the record written when it ends."""
+        self._names: dict[str, str | None] = {}
+        """Each announced call's tool name (``name`` on every update of the call)."""
+        self._unfinished: dict[str, str] = {}
+        """Announced calls without a final update yet -> what their final update says if the
+        run ends early."""
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``."""
+        """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``.
+
+        Every call is announced (``tool_call``, pending) before the first runs, so the editor
+        shows the whole answer. Whatever ends the run early (a cancel while a question waits,
+        while a call runs or while calls wait their turn, a close, a bug), each announced call
+        that has not finished gets a final ``failed`` update saying why, before this returns.
+        """
         results: dict[str, dict[str, Any]] = {}
+        try:
+            calls = []
+            for use in tool_uses:
+                announced = await self._announce(use)
+                if isinstance(announced, ToolResult):
+                    self._keep(str(use["id"]), announced, results)
+                else:
+                    calls.append(announced)
+            await self._run_calls(calls, results)
+        except BaseException:
+            await self._fail_unfinished()
+            raise
+        return [results[use["id"]] for use in tool_uses]
+
+    async def _run_calls(self, calls: list[_Call],
+                         results: dict[str, dict[str, Any]]) -> None:
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
-        while index < len(tool_uses):
-            batch = [tool_uses[index]]
+        while index < len(calls):
+            batch = [calls[index]]
             if self._runs_freely(batch[0]):
-                while (index + len(batch) < len(tool_uses)
-                       and self._runs_freely(tool_uses[index + len(batch)])):
-                    batch.append(tool_uses[index + len(batch)])
+                while (index + len(batch) < len(calls)
+                       and self._runs_freely(calls[index + len(batch)])):
+                    batch.append(calls[index + len(batch)])
             if len(batch) == 1:
                 await self._run_one(batch[0], results)
             else:
                 async with trio.open_nursery() as nursery:
-                    for use in batch:
-                        nursery.start_soon(self._run_limited, use, results, limiter)
+                    for one in batch:
+                        nursery.start_soon(self._run_limited, one, results, limiter)
             index += len(batch)
-        return [results[use["id"]] for use in tool_uses]
 
-    def _runs_freely(self, use: dict[str, Any]) -> bool:
+    def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
-        tool = self._env.tools.get(use.get("name", ""))
-        if tool is None or not tool.read_only or use["id"] in self._invalid_inputs:
+        if not call.tool.read_only:
             return False
-        try:
-            args: Any = tool_input(use.get("input"), tool.input_type)
-        except ParamsError:
-            return False
-        verdict = permissions.decide(tool, args, mode=self._env.mode(), cwd=self._env.cwd,
-                                     remembered=self._env.remembered)
+        verdict = permissions.decide(call.tool, call.args, mode=self._env.mode(),
+                                     cwd=self._env.cwd, remembered=self._env.remembered,
+                                     resolved=call.resolved)
         return verdict.decision is Decision.RUN
 
-    async def _run_limited(self, use: dict[str, Any], results: dict[str, dict[str, Any]],
+    async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
                            limiter: trio.CapacityLimiter) -> None:
         async with limiter:
-            await self._run_one(use, results)
+            await self._run_one(call, results)
 
-    async def _run_one(self, use: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
-        call_id = str(use["id"])
-        result = await self._call(call_id, str(use.get("name", "")), use.get("input"))
+    async def _run_one(self, call: _Call, results: dict[str, dict[str, Any]]) -> None:
+        self._keep(call.call_id, await self._call(call), results)
+
+    def _keep(self, call_id: str, result: ToolResult,
+              results: dict[str, dict[str, Any]]) -> None:
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
@@ -114,8 +154,10 @@ class ToolRunner:
             "is_error": result.is_error,
         }
 
-    async def _call(self, call_id: str, name: str, raw_input: Any) -> ToolResult:
+    async def _announce(self, use: dict[str, Any]) -> _Call | ToolResult:
+        """Show the call (pending); a call we cannot run is answered at once (the result)."""
         env = self._env
+        call_id, name, raw_input = str(use["id"]), str(use.get("name", "")), use.get("input")
         tool = env.tools.get(name)
         if tool is None:
             known = ", ".join(sorted(env.tools))
@@ -131,21 +173,30 @@ class ToolRunner:
             problems = "; ".join(f"{path}: {why}" for path, why in exc.problems.items())
             return await self._refuse(call_id, name, tool.kind, raw_input,
                                       f"Invalid input for {name}: {problems}. Not run.")
-
-        title = tool.title(args)
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(env.cwd, raw) for raw in tool.paths(args)}
         locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
-        await self._start(ToolCallStart(call_id, title, tool.kind, "pending", locations,
-                                        raw_input=raw_input, meta=env.tool_call_meta))
-        verdict = permissions.decide(tool, args, mode=env.mode(), cwd=env.cwd,
-                                     remembered=env.remembered, resolved=resolved,
+        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations, resolved)
+        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", locations,
+                                        raw_input=raw_input, meta=env.tool_call_meta,
+                                        name=tool.name))
+        return call
+
+    async def _call(self, call: _Call) -> ToolResult:
+        env, tool, call_id = self._env, call.tool, call.call_id
+        verdict = permissions.decide(tool, call.args, mode=env.mode(), cwd=env.cwd,
+                                     remembered=env.remembered, resolved=call.resolved,
                                      confirm_infra_changes=env.config.confirm_infra_changes)
         if verdict.decision is Decision.ASK:
-            fields = ToolCallFields(call_id, title, tool.kind, "pending", locations, raw_input)
+            self._unfinished[call_id] = "the turn ended while the user was asked for permission"
+            content = await permissions.question_content(
+                tool, call.args, self._context(tool, call_id, call.resolved))
+            fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
+                                    call.raw_input, content, name=tool.name)
             options = permissions.OPTIONS
             if verdict.infra_change is not None:
-                fields = permissions.infra_question(fields, verdict.infra_change, args.command)
+                fields = permissions.infra_question(fields, verdict.infra_change,
+                                                    call.args.command)
                 options = permissions.INFRA_OPTIONS
             answer = await permissions.ask(env.request, env.session_id, fields, tool.name,
                                            env.remembered, options)
@@ -158,30 +209,38 @@ class ToolRunner:
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
 
+        self._unfinished[call_id] = "the turn ended while the tool ran"
         await env.send_update(ToolCallProgress(call_id, status="in_progress",
-                                               meta=env.tool_call_meta))
-        return await self._finish(call_id, await self._execute(tool, args, call_id, resolved))
+                                               meta=env.tool_call_meta, name=tool.name))
+        return await self._finish(call_id,
+                                  await self._execute(tool, call.args, call_id, call.resolved))
+
+    async def _fail_unfinished(self) -> None:
+        """The run ended early: a final ``failed`` update (and record) for every announced
+        call that has none. Shielded and bounded: the editor may have stopped reading."""
+        with trio.CancelScope(shield=True), trio.move_on_after(FINAL_UPDATE_TIMEOUT):
+            for call_id, why in list(self._unfinished.items()):
+                await self._finish(call_id, ToolResult(f"Cancelled: {why}.", is_error=True))
+
+    def _context(self, tool: Tool, call_id: str, resolved: dict[str, Path]) -> ToolContext:
+        env = self._env
+
+        async def report(update: ToolCallProgress) -> None:
+            await env.send_update(evolve(update, name=tool.name))
+
+        return ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
+                           tool_call_id=call_id, report=report, terminal=env.terminal,
+                           resolved=resolved)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path]) -> ToolResult:
         env = self._env
-
-        async def report(update: ToolCallProgress) -> None:
-            await env.send_update(update)
-
-        context = ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
-                              tool_call_id=call_id, report=report, terminal=env.terminal,
-                              resolved=resolved)
+        context = self._context(tool, call_id, resolved)
         recorded = env.recorded_tools.get(call_id) if tool.name in MACHINE_DEPENDENT else None
         try:
             result = recorded if recorded is not None else await tool.run(args, context)
         except ToolFailure as exc:
             result = ToolResult(str(exc), is_error=True)
-        except trio.Cancelled:
-            with trio.CancelScope(shield=True), trio.move_on_after(FINAL_UPDATE_TIMEOUT):
-                await self._finish(call_id, ToolResult(
-                    "Cancelled: the turn was cancelled while the tool ran.", is_error=True))
-            raise
         except Exception as exc:  # a bug in the tool: the model and the log both hear of it
             log.exception("tool %s failed", tool.name)
             result = ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
@@ -199,11 +258,13 @@ class ToolRunner:
                       message: str) -> ToolResult:
         await self._start(ToolCallStart(
             call_id, name or "unknown tool", kind, "pending", raw_input=raw_input,
-            meta=self._env.tool_call_meta))
+            meta=self._env.tool_call_meta, name=name or None))
         return await self._finish(call_id, ToolResult(message, is_error=True))
 
     async def _start(self, start: ToolCallStart) -> None:
         self._starts[start.tool_call_id] = to_wire(start)
+        self._names[start.tool_call_id] = start.name
+        self._unfinished[start.tool_call_id] = "the turn ended before the tool could run"
         await self._env.send_update(start)
 
     async def _finish(self, call_id: str, result: ToolResult) -> ToolResult:
@@ -214,7 +275,11 @@ class ToolRunner:
             content=result.content or [ContentToolCallContent(TextContent(shown))],
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
+            name=self._names.get(call_id),
         )
         self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
-        await self._env.send_update(end)
+        self._unfinished.pop(call_id, None)
+        # Shielded (bounded): a cancel arriving now must not lose the call's last update.
+        with trio.CancelScope(shield=True), trio.move_on_after(FINAL_UPDATE_TIMEOUT):
+            await self._env.send_update(end)
         return result

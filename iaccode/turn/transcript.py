@@ -7,9 +7,10 @@ Records (one JSON object per line in the session's history file, see docs/sessio
     {"type": "tool_call", "start": {...tool_call...}, "end": {...tool_call_update...}}
         how a finished tool call looked in the editor, for replay
     {"type": "notice", "text": "..."}      something we told the user (an error, a compaction)
-    {"type": "compaction", "messages": [...]}
-        from here on the model's history is these messages (a summary plus recent turns);
-        the records before it stay, so a load still shows what the user saw
+    {"type": "compaction", "messages": [...], "notice": "..."?}
+        from here on the model's history is these messages (a summary plus recent turns, or
+        nothing after /clear); the records before it stay, so a load still shows what the user
+        saw; ``notice`` is what the user was told (a replay shows it at this point)
 
 The history only grows by whole messages, so a crash loses at most the message being written,
 and ``repair`` makes any prefix of the records a history the API accepts. The file therefore
@@ -60,10 +61,14 @@ class Transcript:
     def notice(self, text: str) -> None:
         self._write({"type": "notice", "text": text})
 
-    def replace(self, messages: list[dict[str, Any]]) -> None:
-        """Compaction or /clear: the model sees these messages from now on."""
+    def replace(self, messages: list[dict[str, Any]], notice: str | None = None) -> None:
+        """Compaction or /clear: the model sees these messages from now on. ``notice``, what
+        the user was told of it, is kept with the record (a replay shows it there)."""
         self.messages = list(messages)
-        self._write({"type": "compaction", "messages": self.messages})
+        record: dict[str, Any] = {"type": "compaction", "messages": self.messages}
+        if notice is not None:
+            record["notice"] = notice
+        self._write(record)
 
     @property
     def unsaved_bytes(self) -> int:

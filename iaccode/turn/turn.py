@@ -69,6 +69,22 @@ class Turn:
         self.usage = TokenUsage()
         self.final_text = ""
         """The text of the last model answer (a sub-agent's result)."""
+        self._steering: list[tuple[list[dict[str, Any]], list[Any]]] = []
+        """Messages the user added while the turn runs (model content, ACP blocks), waiting
+        for the next model request."""
+
+    def steer(self, user_content: list[dict[str, Any]], prompt: list[Any]) -> None:
+        """Add a user message to the running turn (``_session/steering``). It reaches the
+        model with the next request: after the current tool calls finish, never cutting an
+        answer that is streaming; an answer that would have ended the turn is followed by
+        one more request for it."""
+        self._steering.append((user_content, prompt))
+
+    def _take_steering(self) -> None:
+        """Put the waiting steering messages into the history (as user messages)."""
+        while self._steering:
+            content, prompt = self._steering.pop(0)
+            self._transcript.append({"role": "user", "content": content}, prompt)
 
     async def run(self, user_content: list[dict[str, Any]],
                   prompt: list[Any] | None = None) -> StopReason:
@@ -80,11 +96,14 @@ class Turn:
         self._transcript.append({"role": "user", "content": user_content}, prompt)
         try:
             for _ in range(self._env.config.max_turn_requests):
+                self._take_steering()  # what the user added meanwhile rides with this request
                 finished = await self._model_request()
                 if finished is None:
                     return "end_turn"
                 tool_uses = [b for b in finished.content if b.get("type") == "tool_use"]
                 if not tool_uses:
+                    if self._steering:
+                        continue  # the user said more meanwhile: the model answers that too
                     return STOP_REASONS.get(finished.stop_reason, "end_turn")
                 runner = ToolRunner(self._env, finished.invalid_tool_inputs, self._transcript)
                 results = await runner.run_all(tool_uses)
@@ -96,6 +115,8 @@ class Turn:
             return "max_turn_requests"
         finally:
             self._transcript.repair(INTERRUPTED)
+            # Steering that came too late for a request is still the user's: kept for the next.
+            self._take_steering()
 
     def _context_nearly_full(self, usage: TokenUsage) -> bool:
         config = self._env.config
@@ -119,9 +140,10 @@ class Turn:
             await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
             return False
         self.usage = self.usage + finished.usage
-        self._transcript.replace(compaction.compacted(summary, recent))
-        await self._notify(f"\n\n[Context compacted: {len(older)} earlier messages were "
-                           f"summarised; the last {len(recent)} are kept whole.]\n")
+        text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
+        # The notice is kept in the compaction record: a replay shows it where it happened.
+        self._transcript.replace(compaction.compacted(summary, recent), notice=text)
+        await self._env.send_update(AgentMessageChunk(TextContent(text)))
         return True
 
     async def _notify(self, text: str) -> None:

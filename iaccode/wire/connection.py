@@ -123,6 +123,8 @@ class Connection:
         """Notifications queued since ``notify`` last yielded."""
         self._tap = tap
         """Sees every line: ("in" | "out", the line without its newline, whether it is JSON)."""
+        self._stray_kinds: set[tuple[Any, ...]] = set()
+        """The kinds of responses to unknown ids logged already (each is logged once)."""
 
     # -- outgoing ---------------------------------------------------------------------------
 
@@ -327,13 +329,31 @@ class Connection:
         message_id = message.get("id")
         pending = self._pending.get(message_id) if _is_request_id(message_id) else None
         if pending is None or pending.done.is_set():
-            log.warning("dropping a response to unknown request id %r", message_id)
+            self._stray_response(message_id, message)
             return
         if "error" in message:
             pending.error = RpcError.from_wire(message["error"])
         else:
             pending.result = message.get("result")
         pending.done.set()
+
+    def _stray_response(self, message_id: Any, message: dict[str, Any]) -> None:
+        """A response to no request of ours (a client answering a notification, or a request
+        that gave up): logged with what the client said, once per kind (a result, or each
+        error code and message); repeats go to the debug log."""
+        if "error" in message:
+            error = RpcError.from_wire(message["error"])
+            kind: tuple[Any, ...] = ("error", error.code, error.message)
+            said = f"an error {error.code} {error.message!r}" + (
+                f" ({_short(error.data)})" if error.data is not None else "")
+        else:
+            kind, said = ("result",), "a result"
+        first = kind not in self._stray_kinds
+        self._stray_kinds.add(kind)
+        log.log(logging.WARNING if first else logging.DEBUG,
+                "dropping a response to unknown request id %r: the client sent %s%s",
+                message_id, said, "; further ones like it are logged at debug level"
+                if first else "")
 
     async def _run_request(self, handler: Handler, request_id: RequestId, method: str,
                            params: Any, task_status: trio.TaskStatus[None]) -> None:
@@ -383,3 +403,8 @@ class Connection:
                 await then()
             except Exception:
                 log.exception("after answering request %r (%s)", request_id, method)
+
+
+def _short(data: Any, limit: int = 200) -> str:
+    text = json.dumps(data, ensure_ascii=False, default=repr)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

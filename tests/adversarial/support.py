@@ -429,6 +429,8 @@ class LineAgent:
                                      f"stderr:\n{self.stderr[-3000:]}")
         elif method is not None:
             result_type = self._response_types.get(SEED_ALIASES.get(method, method))
+            if result_type is None and method.startswith("_"):
+                return  # an extension (_session/steering): the schema has no result type
             if result_type is None:
                 raise AssertionError(f"a success answer to unknown method {method!r}")
             problems = validate_def(result_type, message["result"])

@@ -86,7 +86,7 @@ async def test_write_asks_and_allow_once_writes(agent: AgentProcess,
     done = tool_updates(updates, "toolu_write_file")[-1]
     assert done["status"] == "completed"
     assert done["content"][0] == {"type": "diff", "path": str(workspace / "out" / "new.tf"),
-                                  "newText": "x = 1\n"}
+                                  "oldText": None, "newText": "x = 1\n"}
 
 
 async def test_rejected_write_leaves_the_file_and_tells_the_model(

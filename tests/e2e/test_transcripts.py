@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from iaccode.llm.script import reply
+from iaccode.llm.script import ToolUse, reply
 from tests.golden import record
 
 GOLDEN = sorted(Path(record.GOLDEN).glob("*.jsonl"))
@@ -31,7 +32,8 @@ def test_golden_transcripts_replay(path: Path) -> None:
 
 def test_the_golden_set_is_complete() -> None:
     assert {p.stem for p in GOLDEN} == {"plain-answer", "tool-permission-rejection",
-                                        "cancel-mid-command", "load-after-crash"}
+                                        "cancel-mid-command", "load-after-crash",
+                                        "absolute-paths"}
 
 
 def test_record_through_the_sdk_then_replay(tmp_path: Path) -> None:
@@ -93,3 +95,65 @@ def test_the_demo_runs_without_a_key(tmp_path: Path) -> None:
 
 
 GOLDEN_PLAIN = Path(record.GOLDEN) / "plain-answer.jsonl"
+GOLDEN_ABSOLUTE = Path(record.GOLDEN) / "absolute-paths.jsonl"
+
+
+def recorded_cwd(path: Path) -> Path:
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "workspace":
+            return Path(record["cwd"])
+    raise AssertionError("no workspace record")
+
+
+def test_absolute_paths_are_mapped_and_the_recorded_folder_is_never_touched() -> None:
+    """The model named the recording machine's folder in its tool inputs, a command's output
+    and its answer. The replay runs in a folder of its own; a decoy at the recorded place
+    must be neither read (the replay would diverge) nor written."""
+    recorded = recorded_cwd(GOLDEN_ABSOLUTE)
+    assert recorded.is_absolute() and f'"path":"{recorded}' in GOLDEN_ABSOLUTE.read_text()
+    assert not recorded.exists()  # recorded elsewhere, and gone
+    recorded.mkdir(parents=True)
+    try:
+        decoy = 'resource "decoy" "x" {}\n'
+        (recorded / "main.tf").write_text(decoy)
+        result = iaccode("replay", str(GOLDEN_ABSOLUTE))
+        assert result.returncode == 0, result.stderr
+        assert (recorded / "main.tf").read_text() == decoy
+        assert sorted(p.name for p in recorded.iterdir()) == ["main.tf"]
+    finally:
+        shutil.rmtree(recorded.parent)
+
+
+def _with_model_call(path: Path, out: Path, tool_input: dict[str, object]) -> None:
+    """``path`` with its first model answer replaced by one read_file call."""
+    lines = path.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "model")
+    record = json.loads(lines[index])
+    record["events"] = reply(tool_uses=[ToolUse("toolu_out", "read_file", tool_input)])["events"]
+    lines[index] = json.dumps(record)
+    out.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("outside", ["/etc/hostname", "../../../etc/hostname", "~/.ssh/id_rsa"])
+def test_a_recorded_path_outside_the_scratch_folders_is_refused(tmp_path: Path,
+                                                                 outside: str) -> None:
+    hostile = tmp_path / "hostile.jsonl"
+    _with_model_call(GOLDEN_ABSOLUTE, hostile, {"path": outside})
+    result = iaccode("replay", str(hostile))
+    assert result.returncode == 2, result.stderr
+    assert f"names {outside!r}, which is outside the recorded project folder" in result.stderr
+    assert "toolu_out (read_file)" in result.stderr
+
+
+def test_a_session_opened_outside_the_recorded_folders_is_refused(tmp_path: Path) -> None:
+    hostile = tmp_path / "hostile.jsonl"
+    records = [json.loads(line) for line in GOLDEN_PLAIN.read_text().splitlines()]
+    for line in records:
+        message = line.get("message") or {}
+        if line["type"] == "wire" and message.get("method") == "session/new":
+            message["params"]["cwd"] = "/var"
+    hostile.write_text("".join(json.dumps(line) + "\n" for line in records))
+    result = iaccode("replay", str(hostile))
+    assert result.returncode == 2, result.stderr
+    assert "the client's session/new names '/var'" in result.stderr

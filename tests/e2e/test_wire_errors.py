@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,10 +67,11 @@ async def test_invalid_params_name_the_wire_field(agent: AgentProcess, params: o
 
 
 async def test_no_silent_coercion(agent: AgentProcess) -> None:
-    answer = await agent.request("initialize", {"protocolVersion": "1"})
+    answer = await agent.request("initialize", {"protocolVersion": 1,
+                                                "clientCapabilities": {"terminal": "true"}})
     assert answer["error"]["code"] == -32602
     assert answer["error"]["data"] == {
-        "params.protocolVersion": "expected an integer, got a string"}
+        "params.clientCapabilities.terminal": "expected a boolean, got a string"}
 
 
 async def test_requests_before_initialize_are_refused(agent: AgentProcess,
@@ -112,10 +114,44 @@ async def test_notifications_and_stray_responses_are_never_answered(agent: Agent
     assert "unknown request id 999" in agent.stderr
 
 
+async def test_a_client_answering_notifications_is_logged_once_with_its_error(
+    agent: AgentProcess,
+) -> None:
+    await agent.initialize()
+    for stray_id in range(100, 108):
+        await agent.send({"jsonrpc": "2.0", "id": stray_id, "error": {
+            "code": -32601, "message": "Method not found: session/update"}})
+    request_id = await agent.send_request("initialize", INIT)
+    assert (await agent.receive())["id"] == request_id
+    warnings = [line for line in agent.stderr.splitlines() if "unknown request id" in line]
+    assert len(warnings) == 1, warnings
+    assert "-32601 'Method not found: session/update'" in warnings[0]
+
+
 async def test_version_negotiation(agent: AgentProcess) -> None:
     for asked in (1, 2, 99):
         result = await agent.call("initialize", {"protocolVersion": asked})
         assert result["protocolVersion"] == 1
+
+
+@pytest.mark.parametrize("asked", ["1", 2, 1.5, -1, 70000, None, [1]])
+async def test_a_version_we_cannot_read_or_do_not_speak_is_answered_with_ours(
+    agent: AgentProcess, asked: Any,
+) -> None:
+    """The spec's rule: answer our latest version (1) and let the client decide; acplint
+    sends the string "1"."""
+    result = await agent.call("initialize", {"protocolVersion": asked})
+    assert result["protocolVersion"] == 1
+    assert f"the client asked for protocol version {json.dumps(asked)}" in agent.stderr
+
+
+async def test_the_other_initialize_params_stay_strict(agent: AgentProcess) -> None:
+    answer = await agent.request("initialize", {"protocolVersion": "1",
+                                                "clientCapabilities": {"terminal": "yes"}})
+    assert answer["error"]["code"] == -32602
+    assert "params.clientCapabilities.terminal" in answer["error"]["data"]
+    missing = await agent.request("initialize", {})
+    assert missing["error"]["data"] == {"params.protocolVersion": "is required"}
 
 
 async def test_handshake_advertises_what_we_implement(agent: AgentProcess) -> None:

@@ -173,6 +173,7 @@ async def main() -> None:
     ], cancel_mid_command, ["allow_once"])
 
     await _record_load_after_crash()
+    await _record_absolute_paths()
     await record_demo()
 
 
@@ -207,6 +208,35 @@ async def record_demo() -> None:
     ], one_prompt("Tag the logs bucket with the environment and apply it"),
         ["allow_once", "allow_once", "allow_once", "reject_once"],
         path_first=stand_in_bin(Path(tempfile.mkdtemp(prefix="iaccode-demo-bin-"))))
+
+
+async def _record_absolute_paths() -> None:
+    """A model that names files by absolute path, as a real one does: its tool inputs, a
+    command's output and its answer all hold the recording machine's project folder, which a
+    replay (in another folder) must map to its own."""
+    root = Path(tempfile.mkdtemp(prefix="iaccode-golden-abs-"))
+    project = root / "infra"
+    project.mkdir()
+    (project / "main.tf").write_text(MAIN_TF)
+    (project / "variables.tf").write_text(VARIABLES_TF)
+    main = f"{project}/main.tf"
+    await _record(GOLDEN / "absolute-paths.jsonl", [
+        # One call an answer: read-only calls of one answer run side by side, in any order.
+        reply("Looking at the project.",
+              tool_uses=[ToolUse("toolu_list", "list_files", {"path": str(project)})]),
+        reply("Reading the module.",
+              tool_uses=[ToolUse("toolu_read", "read_file", {"path": main})]),
+        reply(f"Tagging the bucket in {main}.",
+              tool_uses=[ToolUse("toolu_edit", "edit_file", {
+                  "path": main, "old_string": '  bucket = "acme-logs"\n',
+                  "new_string": '  bucket = "acme-logs"\n  tags   = {}\n'})]),
+        reply("Checking the result.",
+              tool_uses=[ToolUse("toolu_grep", "bash",
+                                 {"command": f"grep -n tags {main} /dev/null"})]),
+        reply(f"Done: {main} now has a tags block."),
+    ], one_prompt(f"Tag the bucket in {project}"), ["allow_once", "allow_once"],
+        project=project)
+    shutil.rmtree(root, ignore_errors=True)  # the replay must not need it
 
 
 async def _record_load_after_crash() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -45,3 +46,19 @@ def group_gone(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             return False
     return True
+
+
+async def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Poll a condition another process makes true (no event of ours can tell us); fail the
+    test after ``timeout`` seconds."""
+    import trio
+
+    with trio.fail_after(timeout):
+        while not condition():  # noqa: ASYNC110 - another process changes it
+            await trio.sleep(0.02)
+
+
+def pid_files_written(folder: Path, *names: str) -> bool:
+    """Each of the files holds a pid (a command wrote ``echo $! > NAME``)."""
+    return all((folder / name).exists() and (folder / name).read_text().strip()
+               for name in names)

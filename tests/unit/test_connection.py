@@ -520,6 +520,26 @@ async def test_answer_to_unknown_id_is_logged_and_dropped(
     assert caplog.text.count("unknown request id") == 2
 
 
+async def test_stray_responses_are_logged_with_the_client_error_once_per_kind(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A client that answers each of our notifications with an error (seen from real
+    clients) gets one warning naming its error, not one per message."""
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    with trio.fail_after(5):
+        async with serving() as h:
+            for stray_id in range(1, 9):
+                await h.peer.send({"jsonrpc": "2.0", "id": stray_id, "error": {
+                    "code": -32601, "message": "Method not found: session/update"}})
+            await h.peer.send({"jsonrpc": "2.0", "id": 9, "error": {
+                "code": -32602, "message": "Invalid params"}})
+            await h.ping()
+    warnings = [r.getMessage() for r in caplog.records if "unknown request id" in r.getMessage()]
+    assert len(warnings) == 2, warnings
+    assert "-32601 'Method not found: session/update'" in warnings[0]
+    assert "-32602 'Invalid params'" in warnings[1]
+
+
 # -- $/cancel_request from the peer -----------------------------------------------------------
 
 

@@ -200,14 +200,18 @@ def init_with(caps: Any) -> dict[str, Any]:
     return {"protocolVersion": 1, "clientCapabilities": caps}
 
 
+def usage_with(input_tokens: Any) -> dict[str, Any]:
+    return {"inputTokens": input_tokens, "outputTokens": 0, "totalTokens": 0}
+
+
 @pytest.mark.parametrize(("cls", "value", "path", "expected", "got"), [
-    # string for int
-    (INIT, {"protocolVersion": "1"}, "params.protocolVersion", "an integer", "a string"),
+    # string for int (protocolVersion takes anything: it is negotiated, see the e2e tests)
+    (m.Usage, usage_with("1"), "params.inputTokens", "an integer", "a string"),
     # bool for int
-    (INIT, {"protocolVersion": True}, "params.protocolVersion", "an integer", "a boolean"),
+    (m.Usage, usage_with(True), "params.inputTokens", "an integer", "a boolean"),
     # number for int (even a whole one)
-    (INIT, {"protocolVersion": 1.0}, "params.protocolVersion", "an integer", "a number"),
-    (INIT, {"protocolVersion": None}, "params.protocolVersion", "an integer", "null"),
+    (m.Usage, usage_with(1.0), "params.inputTokens", "an integer", "a number"),
+    (m.Usage, usage_with(None), "params.inputTokens", "an integer", "null"),
     # int for bool
     (INIT, init_with({"fs": {"readTextFile": 1}}),
      "params.clientCapabilities.fs.readTextFile", "a boolean", "an integer"),
@@ -264,13 +268,12 @@ def test_custom_root_path() -> None:
 
 def test_every_problem_is_named_at_once() -> None:
     found = problems({
-        "protocolVersion": "1",
+        "protocolVersion": "1",  # negotiated, not refused
         "clientCapabilities": {"fs": {"readTextFile": "yes", "writeTextFile": 1},
                                "terminal": None},
         "clientInfo": {"name": 1},
     }, m.InitializeRequest)
     assert found == {
-        "params.protocolVersion": "expected an integer, got a string",
         "params.clientCapabilities.fs.readTextFile": "expected a boolean, got a string",
         "params.clientCapabilities.fs.writeTextFile": "expected a boolean, got an integer",
         "params.clientCapabilities.terminal": "expected a boolean, got null",
@@ -467,7 +470,7 @@ UPDATES: list[tuple[Any, dict[str, Any]]] = [
      {"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
       "content": [
           {"type": "content", "content": {"type": "text", "text": "ok"}},
-          {"type": "diff", "path": "/w/a.py", "newText": "new"},
+          {"type": "diff", "path": "/w/a.py", "newText": "new", "oldText": None},
           {"type": "diff", "path": "/w/b.py", "newText": "", "oldText": "old"},
           {"type": "terminal", "terminalId": "term-1"},
       ], "rawOutput": ["x"]}),

@@ -4,6 +4,7 @@ environment) and the editor's terminal (``terminal/*``) through a fake ClientTer
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import trio
 
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
+from iaccode.tools import process_tree
 from iaccode.tools.base import ClientTerminal, ToolContext, ToolFailure, ToolLimits, ToolResult
 from iaccode.tools.bash import Bash, BashInput
 from iaccode.wire.errors import INTERNAL_ERROR, RpcError
@@ -387,7 +389,13 @@ async def test_terminal_runs_the_command(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, reports, terminal, bash_output_bytes=4096)
     with trio.fail_after(10):
         result = await run(ctx, "make test")
-    shell, args, cwd, limit = terminal.calls[0][1:]
+    program, args, cwd, limit = terminal.calls[0][1:]
+    if process_tree.supported():  # the shell runs under our supervisor
+        assert program == sys.executable
+        assert args[:3] == ["-P", "-m", "iaccode.tools.supervise"]
+        shell, args = args[-3], args[-2:]
+    else:
+        shell = program
     assert shell in ("/bin/bash", "/bin/sh")
     assert args == ["-c", "make test"]
     assert cwd == str(ctx.cwd)
