@@ -105,7 +105,7 @@ Scenario = Callable[[Any, Editor, Path], Awaitable[None]]
 
 async def _record(out: Path, exchanges: list[dict[str, Any]], scenario: Scenario,
                   answers: list[str], *, home: Path | None = None,
-                  project: Path | None = None, path_first: Path | None = None) -> None:
+                  project: Path | None = None) -> None:
     root = Path(tempfile.mkdtemp(prefix="iaccode-golden-"))
     project = project or root / "infra"
     home = home or root / "home"
@@ -119,8 +119,9 @@ async def _record(out: Path, exchanges: list[dict[str, Any]], scenario: Scenario
                if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))}
         env.update(ANTHROPIC_API_KEY="recording-key", ANTHROPIC_BASE_URL=server.base_url,
                    IAC_CODE_HOME=str(home), IAC_CODE_LOG_LEVEL="WARNING")
-        if path_first is not None:
-            env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
+        # A stand-in terraform first on PATH: the checks after a write must not depend on
+        # whether the recording machine has a real one (a replay leaves such programs out).
+        env["PATH"] = f"{stand_in_bin(root)}{os.pathsep}{env.get('PATH', '')}"
         editor = Editor(answers)
         async with acp.spawn_agent_process(editor, sys.executable, "-m", "iaccode", "acp",
                                            "--record", str(out), env=env,
@@ -206,8 +207,7 @@ async def record_demo() -> None:
                "`aws_s3_bucket.logs` is tagged with `Environment = var.environment` in "
                "main.tf; the plan above is what `terraform apply` will do."]),
     ], one_prompt("Tag the logs bucket with the environment and apply it"),
-        ["allow_once", "allow_once", "allow_once", "reject_once"],
-        path_first=stand_in_bin(Path(tempfile.mkdtemp(prefix="iaccode-demo-bin-"))))
+        ["allow_once", "allow_once", "allow_once", "reject_once"])
 
 
 async def _record_absolute_paths() -> None:
