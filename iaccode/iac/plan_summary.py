@@ -160,11 +160,12 @@ class PlanReader:
             self.changes[resource["address"]] = action
 
     def summary(self) -> str | None:
-        """The summary text, or None when the output held no plan."""
+        """The summary text, or None when the output named no resource to change (no plan,
+        "No changes.", or a plan whose start was cut off: the count line alone says it all)."""
         if self._partial:
             self._line(bytes(self._partial))
             self._partial.clear()
-        if not self.changes and self.stated is None:
+        if not self.changes:
             return None
         counts = {action: 0 for action in ORDER}
         for action in self.changes.values():
