@@ -140,6 +140,66 @@ def _encodable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
+EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+"""The API refuses a request with more ``cache_control`` breakpoints than this."""
+UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+"""Blocks that cannot carry ``cache_control``."""
+
+
+def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """Mark the request for prompt caching (a new body; the history is not touched).
+
+    Two breakpoints: the end of the tools + system prefix, which every request of the session
+    shares, and the last block of the newest message, so that the next request of a tool loop
+    (the same messages plus an answer and its tool results) reads all of this one from cache.
+    Breakpoints already in the messages are kept, as long as the total stays within
+    MAX_BREAKPOINTS (the newest message's is then the one left out).
+    """
+    body = dict(body)
+    marks = _count_marks(body.get("messages", []))
+    if body.get("system"):
+        system = body["system"]
+        blocks: list[dict[str, Any]] = (
+                  [{"type": "text", "text": system}] if isinstance(system, str)
+                  else [dict(block) for block in system])
+        if not any("cache_control" in block for block in blocks):
+            blocks[-1]["cache_control"] = dict(EPHEMERAL)
+        body["system"] = blocks
+        marks += sum("cache_control" in block for block in blocks)
+    elif body.get("tools"):
+        tools = [dict(tool) for tool in body["tools"]]
+        if not any("cache_control" in tool for tool in tools):
+            tools[-1]["cache_control"] = dict(EPHEMERAL)
+        body["tools"] = tools
+        marks += sum("cache_control" in tool for tool in tools)
+    messages = body.get("messages") or []
+    if messages and marks < MAX_BREAKPOINTS:
+        body["messages"] = [*messages[:-1], _mark_last_block(messages[-1])]
+    return body
+
+
+def _count_marks(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for message in messages if isinstance(message.get("content"), list)
+               for block in message["content"]
+               if isinstance(block, dict) and "cache_control" in block)
+
+
+def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    blocks = ([{"type": "text", "text": content}] if isinstance(content, str) and content
+              else list(content) if isinstance(content, list) else [])
+    for index in range(len(blocks) - 1, -1, -1):
+        block = blocks[index]
+        if not isinstance(block, dict) or block.get("type") in UNCACHEABLE:
+            continue
+        if block.get("type") == "text" and not block.get("text"):
+            continue  # an empty text block cannot be cached (nor sent)
+        blocks[index] = {**block, "cache_control": dict(EPHEMERAL)}
+        return {**message, "content": blocks}
+    return message
+
+
 class AnthropicProvider:
     def __init__(self, *, max_retries: int, timeout: float) -> None:
         self._max_retries = max_retries
@@ -182,7 +242,7 @@ class AnthropicProvider:
         if request.tools:
             body["tools"] = request.tools
         body.update(thinking_config(request.model, request.thinking, request.max_tokens))
-        return body
+        return with_cache_breakpoints(body)
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest, tap: RawTap | None = None

@@ -37,7 +37,14 @@ def _usage(raw: Any, previous: TokenUsage) -> TokenUsage:
         pick("output_tokens", previous.output_tokens),
         pick("cache_read_input_tokens", previous.cache_read_input_tokens),
         pick("cache_creation_input_tokens", previous.cache_creation_input_tokens),
+        # The API's breakdown of output tokens: ``output_tokens_details.thinking_tokens``.
+        _pick_in(raw.get("output_tokens_details"), "thinking_tokens", previous.thought_tokens),
     )
+
+
+def _pick_in(raw: Any, key: str, old: int) -> int:
+    value = raw.get(key) if isinstance(raw, dict) else None
+    return value if isinstance(value, int) else old
 
 
 MAX_INPUT_DEPTH = 64

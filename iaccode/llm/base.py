@@ -43,6 +43,8 @@ class TokenUsage:
     output_tokens: int = 0
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    thought_tokens: int = 0
+    """Of ``output_tokens``, those spent thinking, where the API says."""
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
@@ -50,6 +52,7 @@ class TokenUsage:
             self.output_tokens + other.output_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.thought_tokens + other.thought_tokens,
         )
 
     @property

@@ -265,6 +265,7 @@ class Usage:
     total_tokens: int
     cached_read_tokens: int | None = None
     cached_write_tokens: int | None = None
+    thought_tokens: int | None = None
 
 
 @frozen
@@ -296,11 +297,19 @@ class UserMessageChunk:
 
 
 @frozen
+class Cost:
+    amount: float
+    currency: str = "USD"
+
+
+@frozen
 class UsageUpdate:
     """Tokens in the context window now, and the window's size."""
 
     used: int
     size: int
+    cost: Cost | None = None
+    """The session's cost so far (only for models with a known price)."""
     session_update: Literal["usage_update"] = "usage_update"
     meta: Meta = None
 
@@ -340,10 +349,31 @@ class SessionInfoUpdate:
     meta: Meta = None
 
 
+PlanEntryStatus = Literal["pending", "in_progress", "completed"]
+PlanEntryPriority = Literal["high", "medium", "low"]
+
+
+@frozen
+class PlanEntry:
+    content: str
+    priority: PlanEntryPriority
+    status: PlanEntryStatus
+    meta: Meta = None
+
+
+@frozen
+class PlanUpdate:
+    """The agent's whole plan; each update replaces the one before (ACP "Agent Plan")."""
+
+    entries: list[PlanEntry]
+    session_update: Literal["plan"] = "plan"
+    meta: Meta = None
+
+
 SessionUpdate = (
     AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
     | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
-    | AvailableCommandsUpdate | SessionInfoUpdate
+    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate
 )
 
 

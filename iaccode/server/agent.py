@@ -33,8 +33,10 @@ from iaccode.store.store import (
     StoreError,
     new_session_id,
 )
+from iaccode.tools import tool_output
 from iaccode.transcript.playback import recorded_tool_results
 from iaccode.turn.permissions import MODES
+from iaccode.turn.stored_images import restore
 from iaccode.wire import errors
 from iaccode.wire.connection import Connection, ThenNotify
 
@@ -96,7 +98,7 @@ class Agent:
             agent_capabilities=m.AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=m.PromptCapabilities(
-                    image=False, audio=False, embedded_context=True),
+                    image=True, audio=False, embedded_context=True),
                 session_capabilities=m.SessionCapabilities(
                     list={}, close={}, resume={}, fork={}, delete={}),
             ),
@@ -206,7 +208,7 @@ class Agent:
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                       updated_at=stamp,
                       title=f"{source.title} (fork)" if source.title else None)
-        file, records = await self._store_call(self.store.fork, params.session_id, meta)
+        file, records = await self._store_call(self._fork_stored, params.session_id, meta)
         session = self._open_session(meta, file, records, params.mcp_servers)
         session.update_meta()
         await self._start(session)
@@ -231,6 +233,7 @@ class Agent:
         if live is not None:
             await live.close()
         await self._store_call(self.store.delete, params.session_id)
+        await trio.to_thread.run_sync(tool_output.remove, self.config.home, params.session_id)
         return m.Empty()
 
     def _open_stored(self, session_id: str
@@ -246,7 +249,12 @@ class Agent:
             meta, records = self.store.read(session_id)
             log.warning("session %s opened read-only: %s", session_id, exc)
             return None, meta, records, str(exc)
-        return file, meta, records, None
+        return file, meta, [restore(record, file.load_image) for record in records], None
+
+    def _fork_stored(self, source_id: str, meta: SessionMeta
+                     ) -> tuple[SessionFile, list[dict[str, Any]]]:
+        file, records = self.store.fork(source_id, meta)
+        return file, [restore(record, file.load_image) for record in records]
 
     async def _store_call(self, function: Callable[..., T], *args: Any) -> T:
         """Run a store operation in a thread; its errors become answers the user can read."""

@@ -19,7 +19,8 @@ from iaccode.turn.transcript import INTERRUPTED
 
 
 def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Wire-form ``update`` objects, in the order the user first saw them."""
+    """Wire-form ``update`` objects, in the order the user first saw them; then the last plan
+    (each plan replaces the one before, so the last is the one the user had)."""
     shown_calls = {r["start"].get("toolCallId") for r in records
                    if r.get("type") == "tool_call" and isinstance(r.get("start"), dict)}
     for index, record in enumerate(records):
@@ -41,6 +42,11 @@ def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                 notice = None if following.get("type") == "notice" else CONTEXT_REPLACED
             if notice:
                 yield to_wire(AgentMessageChunk(TextContent(notice)))
+
+    plans = [r["entries"] for r in records
+             if r.get("type") == "plan" and isinstance(r.get("entries"), list)]
+    if plans:
+        yield {"sessionUpdate": "plan", "entries": plans[-1]}
 
 
 CONTEXT_REPLACED = ("\n\n[The context was compacted or cleared here: the model sees only a "

@@ -18,13 +18,14 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from attrs import evolve
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider, TokenUsage
+from iaccode.llm.prices import CostMeter
 from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import (
@@ -33,6 +34,8 @@ from iaccode.protocol.messages import (
     AvailableCommandsUpdate,
     ClientCapabilities,
     CurrentModeUpdate,
+    PlanEntry,
+    PlanUpdate,
     PromptResponse,
     SessionInfoUpdate,
     SteeringResponse,
@@ -45,13 +48,17 @@ from iaccode.store.store import SessionFile, StoreError
 from iaccode.tools.base import FileAccess, ToolResult
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
+from iaccode.tools.tool_output import output_dir
 from iaccode.turn.env import Request, SendUpdate, TurnEnv
 from iaccode.turn.permissions import MODES
-from iaccode.turn.prompt_input import to_model_content
+from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
 from iaccode.turn.turn import Turn
 from iaccode.wire import errors
+
+if TYPE_CHECKING:
+    from iaccode.context import SessionContext
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +129,13 @@ class Session:
         arrived answers ``cancelled`` without running."""
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
+        self._saved_output = Path(os.path.realpath(output_dir(config.home, self.id)))
+        self.cost = CostMeter()
+        """What the session's requests cost since it was opened (known models only)."""
+        from iaccode.context import SessionContext  # with the first session, not at start-up
+
+        self.context: SessionContext = SessionContext(self.cwd, config.home, self)
+        """The system prompt, built from sections (``iaccode.context``)."""
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -187,8 +201,24 @@ class Session:
         with self._serve_scope:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._build_context)
                 task_status.started()
                 await trio.sleep_forever()
+
+    async def _show_plan(self, entries: list[PlanEntry]) -> None:
+        """todo_write: keep the plan with the history (``session/load`` shows the last one)
+        and show it."""
+        update = PlanUpdate(entries)
+        self.transcript.plan(to_wire(update)["entries"])
+        await self._send_update(update)
+
+    async def _build_context(self) -> None:
+        """The system prompt, built as the session opens (off the request path). A failure
+        is logged and the first prompt tries again; the session itself goes on."""
+        try:
+            await self.context.refresh()
+        except Exception:  # a bug in building the prompt must not end the session
+            log.exception("session %s: building the system prompt failed", self.id)
 
     @property
     def busy(self) -> bool:
@@ -196,7 +226,8 @@ class Session:
 
     def _turn_env(self) -> TurnEnv:
         tools = builtin_tools()
-        sub_agent = SubAgent({name: tool for name, tool in tools.items() if tool.read_only})
+        sub_agent = SubAgent({name: tool for name, tool in tools.items()
+                              if tool.read_only and name != "todo_write"})  # the plan is ours
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
             config=self._config, provider=self._provider, model=self.model, session_id=self.id,
@@ -205,7 +236,10 @@ class Session:
             mode=lambda: self.mode, thinking=lambda: self.thought_level,
             remembered=self.remembered, limits=self._config.tool_limits,
             cancel_turn=self._cancel_running,
-            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools)
+            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
+            system=lambda: self.context.current.main,
+            subagent_system=lambda: self.context.current.subagent, cost=self.cost,
+            show_plan=self._show_plan, saved_output=self._saved_output)
         sub_agent.bind(env)
         return env
 
@@ -219,6 +253,7 @@ class Session:
         running. Cancelling the calling task cancels the turn, waits for it, and re-raises.
         Errors: a bug in the turn is re-raised here (the request answers -32603).
         """
+        content = _model_content(blocks)  # before any model request (and before queueing)
         arrived = self._cancels
         self._queued += 1
         waiting = True
@@ -229,12 +264,13 @@ class Session:
                 waiting = False
                 if self._cancels != arrived or self._nursery is None:
                     return PromptResponse("cancelled", _usage(TokenUsage()))
-                return await self._run_turn(blocks)
+                return await self._run_turn(blocks, content)
         finally:
             if waiting:  # cancelled while queued ($/cancel_request)
                 self._queued -= 1
 
-    async def _run_turn(self, blocks: list[ContentBlock]) -> PromptResponse:
+    async def _run_turn(self, blocks: list[ContentBlock],
+                        content: list[dict[str, Any]]) -> PromptResponse:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
@@ -245,7 +281,7 @@ class Session:
         async def run_turn() -> None:
             try:
                 with scope:
-                    stop_reason.append(await self._run(turn, blocks))
+                    stop_reason.append(await self._run(turn, blocks, content))
             except Exception as exc:  # handed to the prompt's task, which reports it
                 failure.append(exc)
             finally:
@@ -279,7 +315,7 @@ class Session:
         answer; its updates stream as usual)."""
         if self._running is not None and self._turn is not None \
                 and not self._turn.cancel_called:
-            self._running.steer(to_model_content(blocks), [to_wire(b) for b in blocks])
+            self._running.steer(_model_content(blocks), [to_wire(b) for b in blocks])
             return SteeringResponse("injected")
         if idle_behavior == "promptRequired":
             return SteeringResponse("promptRequired", reason="noRunningTurn")
@@ -298,7 +334,8 @@ class Session:
             return
         log.info("the turn started by _session/steering ended: %s", response.stop_reason)
 
-    async def _run(self, turn: Turn, blocks: list[ContentBlock]) -> StopReason:
+    async def _run(self, turn: Turn, blocks: list[ContentBlock],
+                   content: list[dict[str, Any]]) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
         command = _command(blocks)
         if command is not None:
@@ -314,9 +351,10 @@ class Session:
             self.transcript.replace([], notice=text)
             await self._send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
+        await self.context.refresh()  # a rebuild only if an instruction file changed
         if self.meta.title is None:
             await self._set_title(blocks)
-        return await turn.run(to_model_content(blocks), [to_wire(b) for b in blocks])
+        return await turn.run(content, [to_wire(b) for b in blocks])
 
     async def _set_title(self, blocks: list[ContentBlock]) -> None:
         text = " ".join(b.text for b in blocks if isinstance(b, TextContent)).split()
@@ -351,6 +389,15 @@ class Session:
             self._file.close()
 
 
+def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
+    """The prompt as the model gets it; a bad image is the request's error (-32602), found
+    before any model request, so nothing is lost."""
+    try:
+        return to_model_content(blocks)
+    except PromptInputError as exc:
+        raise errors.invalid_params({exc.field: str(exc)}) from None
+
+
 def _command(blocks: list[ContentBlock]) -> str | None:
     """``compact`` / ``clear`` when the prompt is that slash command."""
     if len(blocks) == 1 and isinstance(blocks[0], TextContent):
@@ -368,4 +415,5 @@ def _usage(usage: TokenUsage) -> Usage:
         total_tokens=inputs + usage.output_tokens,
         cached_read_tokens=usage.cache_read_input_tokens or None,
         cached_write_tokens=usage.cache_creation_input_tokens or None,
+        thought_tokens=usage.thought_tokens or None,
     )

@@ -44,10 +44,12 @@ import contextlib
 import errno
 import fcntl
 import gc
+import hashlib
 import io
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -96,6 +98,9 @@ log = logging.getLogger(__name__)
 META = "meta.json"
 HISTORY = "history.jsonl"
 LOCK = "lock"
+IMAGES = "images"
+"""Large images of the history, one file each, named by the SHA-256 of their bytes."""
+_IMAGE_NAME = re.compile(r"images/[0-9a-f]{64}\.(?:png|jpg|gif|webp)")
 
 Record = dict[str, Any]
 
@@ -169,7 +174,14 @@ class SessionStore:
         self._folder(new_meta.session_id)
         _, records = self.read(source_id)
         data = b"".join(encode_record(record) for record in records)
-        return self._create(new_meta, data), records
+        file = self._create(new_meta, data)
+        images = self._folder(source_id) / IMAGES
+        if images.is_dir():
+            try:
+                shutil.copytree(images, file.folder / IMAGES, dirs_exist_ok=True)
+            except OSError as exc:
+                log.warning("fork of %s: images not copied: %s", source_id, exc)
+        return file, records
 
     # -- the rest ------------------------------------------------------------------------------
 
@@ -355,6 +367,31 @@ class SessionFile:
                     f"cannot save to session {self.session_id}: {os_error_text(exc)}"
                 ) from None
             self._good_end += len(data)
+
+    def save_image(self, data: bytes, extension: str) -> str:
+        """Keep an image beside the history (written durably, before the line naming it);
+        returns its name relative to the session folder. StoreError if it cannot be saved."""
+        name = f"{IMAGES}/{hashlib.sha256(data).hexdigest()}.{extension}"
+        path = self.folder / name
+        if path.is_file():
+            return name  # the same bytes, saved before
+        try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            write_json_atomic(path, data)
+        except OSError as exc:
+            raise StoreError(f"cannot save an image of session {self.session_id}: "
+                             f"{os_error_text(exc)}") from None
+        return name
+
+    def load_image(self, name: str) -> bytes | None:
+        """An image saved by :meth:`save_image`; None if the name is not one of ours or the
+        file is gone."""
+        if not isinstance(name, str) or not _IMAGE_NAME.fullmatch(name):
+            return None
+        try:
+            return (self.folder / name).read_bytes()
+        except OSError:
+            return None
 
     def write_meta(self, meta: SessionMeta) -> None:
         """Replace ``meta.json`` atomically. StoreError if it cannot be written (the old meta

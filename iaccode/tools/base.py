@@ -12,11 +12,14 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from attrs import field, frozen
 
 from iaccode.protocol.tool_calls import ToolCallContent, ToolCallProgress, ToolKind
+
+if TYPE_CHECKING:
+    from iaccode.protocol.messages import PlanEntry
 
 
 @frozen
@@ -65,6 +68,8 @@ class ToolResult:
     """``rawOutput`` for the editor; defaults to ``{"output": text}``."""
     content: list[ToolCallContent] | None = None
     """What the editor shows; defaults to ``text`` as a text block."""
+    model_content: list[dict[str, Any]] | None = None
+    """What the model gets instead of ``text``: API content blocks (an image, say)."""
 
 
 class FileAccess(Protocol):
@@ -104,6 +109,8 @@ class ToolContext:
     """The real path each of the call's paths (as the model wrote it) named when the permission
     check judged it. The tool works on these, not on a fresh resolution: a symlink swapped since
     the check cannot send it somewhere that was not checked (or shown to the user)."""
+    show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
+    """Show the model's plan to the user and keep it with the session (None: no plan here)."""
 
     def path(self, raw: str) -> Path:
         """The real path for ``raw``: the one the permission check judged, else resolved now."""

@@ -171,7 +171,11 @@ class LocalFiles:
                 "byte limit. Search it with grep, or read parts of it with bash (head, tail, "
                 "sed -n).")
 
-    def _read(self, path: Path) -> str:
+    async def read_bytes(self, path: Path) -> bytes:
+        """The file's bytes (any content), with the same refusals as text but binary."""
+        return await trio.to_thread.run_sync(self._read_bytes, path, abandon_on_cancel=True)
+
+    def _read_bytes(self, path: Path) -> bytes:
         try:
             flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
             fd = open_verified(path, flags, "read", lambda st: self._check(st, path))
@@ -194,7 +198,10 @@ class LocalFiles:
         if size > self.max_bytes:
             raise ToolFailure(f"Cannot read {path}: it grew past the {self.max_bytes:,} byte "
                               "limit while being read.")
-        data = b"".join(chunks)
+        return b"".join(chunks)
+
+    def _read(self, path: Path) -> str:
+        data = self._read_bytes(path)
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             raise ToolFailure(f"Cannot read {path}: it is a binary file (it contains NUL bytes).")
         try:

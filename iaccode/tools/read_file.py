@@ -3,20 +3,28 @@
 The text comes through ``ctx.files``: the editor's buffer when it serves ``fs/read_text_file``
 (unsaved changes included), else the disk, where special, binary and over-large files are
 refused before they are read.
+
+An image inside the project (PNG, JPEG, GIF, WebP, by its name) is read from the disk and goes
+to the model as an image, checked as the API checks it (:mod:`iaccode.llm.images`).
 """
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
 from attrs import frozen
 
+from iaccode.llm.images import EXTENSIONS, MEDIA_TYPES, ImageError, image_block
 from iaccode.tools.base import (
     Tool,
     ToolContext,
     ToolFailure,
     ToolLimits,
     ToolResult,
+    is_inside,
 )
-from iaccode.tools.local_files import display_path
+from iaccode.tools.local_files import LocalFiles, display_path
 
 _DEFAULTS = ToolLimits()
 MAX_LINE_CHARS = 2_000
@@ -98,6 +106,8 @@ class ReadFile(Tool):
         if args.limit is not None and args.limit < 1:
             raise ToolFailure(f"limit must be at least 1, not {args.limit}.")
         path = ctx.path(args.path)
+        if path.suffix.lower() in EXTENSIONS and is_inside(path, ctx.cwd):
+            return await _read_image(path, ctx)
         lines = split_lines(await ctx.files.read_text(path))
         shown_path = display_path(path, ctx.cwd)
         total = len(lines)
@@ -117,3 +127,17 @@ class ReadFile(Tool):
                      f"(offset={last + 1}).")
         return ToolResult(text, raw_output={"path": str(path), "lines": total,
                                             "first": first, "last": last})
+
+
+async def _read_image(path: Path, ctx: ToolContext) -> ToolResult:
+    media_type = EXTENSIONS[path.suffix.lower()]
+    data = await LocalFiles(ctx.limits.read_max_bytes).read_bytes(path)
+    shown = display_path(path, ctx.cwd)
+    try:
+        block = image_block(media_type, base64.b64encode(data).decode("ascii"))
+    except ImageError as exc:
+        raise ToolFailure(f"Cannot show {shown} to you as an image: {exc}.") from None
+    text = f"{shown}: a {MEDIA_TYPES[media_type]} image of {len(data):,} bytes (shown above)."
+    return ToolResult(text, raw_output={"path": str(path), "media_type": media_type,
+                                        "bytes": len(data)},
+                      model_content=[block, {"type": "text", "text": text}])

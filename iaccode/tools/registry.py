@@ -13,9 +13,10 @@ def builtin_tools() -> dict[str, Tool]:
     from iaccode.tools.grep import Grep
     from iaccode.tools.list_files import ListFiles
     from iaccode.tools.read_file import ReadFile
+    from iaccode.tools.todo_write import TodoWrite
     from iaccode.tools.web_fetch import WebFetch
     from iaccode.tools.write_file import WriteFile
 
     tools: list[Tool] = [ReadFile(), ListFiles(), Glob(), Grep(), WriteFile(), EditFile(),
-                         Bash(), WebFetch()]
+                         Bash(), WebFetch(), TodoWrite()]
     return {tool.name: tool for tool in tools}

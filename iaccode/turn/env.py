@@ -10,7 +10,8 @@ from attrs import evolve, field, frozen
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
-from iaccode.protocol.messages import SessionUpdate
+from iaccode.llm.prices import CostMeter
+from iaccode.protocol.messages import PlanEntry, SessionUpdate
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool, ToolLimits, ToolResult
 
 SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
@@ -46,8 +47,19 @@ class TurnEnv:
     """Results to use instead of running machine-dependent tools (a replay)."""
     tool_call_meta: dict[str, Any] | None = None
     """``_meta`` added to this turn's tool-call updates (a sub-agent names its parent call)."""
+    system: Callable[[], str] = lambda: ""
+    """The system prompt of this turn's requests (the session's, built from sections)."""
+    subagent_system: Callable[[], str] = lambda: ""
+    """The system prompt a sub-agent started from this turn gets."""
+    show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
+    """Show the plan (todo_write) and keep it with the session; None in a sub-agent."""
+    saved_output: Path | None = None
+    """Where over-long tool output is kept whole (a real path; read_file may read it freely)."""
+    cost: CostMeter = field(factory=CostMeter)
+    """The session's cost so far (shared with the session and its sub-agents)."""
 
     def nested(self, *, tools: dict[str, Tool], parent_tool_call_id: str) -> TurnEnv:
         """The environment of a sub-agent running inside one of this turn's tool calls."""
-        return evolve(self, tools=tools, tool_call_meta={
+        return evolve(self, tools=tools, system=self.subagent_system, show_plan=None,
+                      tool_call_meta={
             "iaccode": {"parentToolCallId": parent_tool_call_id}})

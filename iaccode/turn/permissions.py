@@ -85,10 +85,12 @@ class Verdict:
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
-           resolved: Mapping[str, Path] | None = None,
+           resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
            confirm_infra_changes: bool = True) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
-    resolved for running it (the same answer must be judged and used); others resolve now."""
+    resolved for running it (the same answer must be judged and used); others resolve now.
+    ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
+    without asking."""
     if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
                                                                 remembered=remembered)):
         return infra
@@ -103,6 +105,8 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     inside = all(is_inside(resolved.get(raw) or resolve_path(cwd, raw), cwd)
                  for raw in tool.paths(args))
     if tool.read_only and inside:
+        return Verdict(Decision.RUN)
+    if tool.read_only and _only_ours(tool, args, resolved, cwd, ours):
         return Verdict(Decision.RUN)
     if mode == "accept_edits" and tool.kind == "edit" and inside:
         return Verdict(Decision.RUN)
@@ -137,6 +141,13 @@ def infra_question(tool_call: ToolCallFields, change: str, command: str) -> Tool
             "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
     return evolve(tool_call, title=f"Changes real infrastructure: {command}",
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
+               ours: Path | None) -> bool:
+    """Every path of the call is in our own folder (saved tool output), read-only."""
+    paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
+    return ours is not None and bool(paths) and all(is_inside(path, ours) for path in paths)
 
 
 async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,

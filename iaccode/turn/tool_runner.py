@@ -37,6 +37,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
+from iaccode.tools import tool_output
 from iaccode.tools.base import (
     MACHINE_DEPENDENT,
     Tool,
@@ -101,7 +102,7 @@ class ToolRunner:
             for use in tool_uses:
                 announced = await self._announce(use)
                 if isinstance(announced, ToolResult):
-                    self._keep(str(use["id"]), announced, results)
+                    await self._keep(str(use["id"]), announced, results)
                 else:
                     calls.append(announced)
             await self._run_calls(calls, results)
@@ -134,7 +135,8 @@ class ToolRunner:
             return False
         verdict = permissions.decide(call.tool, call.args, mode=self._env.mode(),
                                      cwd=self._env.cwd, remembered=self._env.remembered,
-                                     resolved=call.resolved)
+                                     resolved=call.resolved,
+                                     ours=self._env.saved_output)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -143,16 +145,32 @@ class ToolRunner:
             await self._run_one(call, results)
 
     async def _run_one(self, call: _Call, results: dict[str, dict[str, Any]]) -> None:
-        self._keep(call.call_id, await self._call(call), results)
+        await self._keep(call.call_id, await self._call(call), results)
 
-    def _keep(self, call_id: str, result: ToolResult,
-              results: dict[str, dict[str, Any]]) -> None:
+    async def _keep(self, call_id: str, result: ToolResult,
+                    results: dict[str, dict[str, Any]]) -> None:
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
-            "content": truncate(result.text, self._env.limits.output_chars),
+            "content": (result.model_content if result.model_content is not None
+                        else await self._for_model(call_id, result.text)),
             "is_error": result.is_error,
         }
+
+    async def _for_model(self, call_id: str, text: str) -> str:
+        """The text, or, when it is over the limit, its head and tail and the file keeping
+        all of it."""
+        env = self._env
+        limit = env.limits.output_chars
+        if len(text) <= limit or env.saved_output is None:
+            return truncate(text, limit)
+        try:
+            saved: Path | None = await trio.to_thread.run_sync(
+                tool_output.save, env.saved_output, call_id, text)
+        except OSError as exc:
+            log.warning("could not save the output of %s: %s", call_id, exc)
+            saved = None
+        return tool_output.shortened(text, limit, saved)
 
     async def _announce(self, use: dict[str, Any]) -> _Call | ToolResult:
         """Show the call (pending); a call we cannot run is answered at once (the result)."""
@@ -186,6 +204,7 @@ class ToolRunner:
         env, tool, call_id = self._env, call.tool, call.call_id
         verdict = permissions.decide(tool, call.args, mode=env.mode(), cwd=env.cwd,
                                      remembered=env.remembered, resolved=call.resolved,
+                                     ours=env.saved_output,
                                      confirm_infra_changes=env.config.confirm_infra_changes)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
@@ -230,7 +249,7 @@ class ToolRunner:
 
         return ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
                            tool_call_id=call_id, report=report, terminal=env.terminal,
-                           resolved=resolved)
+                           resolved=resolved, show_plan=env.show_plan)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path]) -> ToolResult:

@@ -7,6 +7,8 @@ Records (one JSON object per line in the session's history file, see docs/sessio
     {"type": "tool_call", "start": {...tool_call...}, "end": {...tool_call_update...}}
         how a finished tool call looked in the editor, for replay
     {"type": "notice", "text": "..."}      something we told the user (an error, a compaction)
+    {"type": "plan", "entries": [...]}     the plan todo_write showed (ACP plan entries); a
+        load shows the last one again
     {"type": "compaction", "messages": [...], "notice": "..."?}
         from here on the model's history is these messages (a summary plus recent turns, or
         nothing after /clear); the records before it stay, so a load still shows what the user
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from iaccode.store.store import SessionFile, StoreError, encode_record
+from iaccode.turn.stored_images import externalize
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,10 @@ class Transcript:
     def tool_call(self, start: dict[str, Any], end: dict[str, Any]) -> None:
         self._write({"type": "tool_call", "start": start, "end": end})
 
+    def plan(self, entries: list[dict[str, Any]]) -> None:
+        """The model's plan (``todo_write``), as the ACP plan entries shown."""
+        self._write({"type": "plan", "entries": entries})
+
     def notice(self, text: str) -> None:
         self._write({"type": "notice", "text": text})
 
@@ -78,6 +85,10 @@ class Transcript:
     def _write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             return
+        try:
+            record = externalize(record, self._file.save_image)
+        except StoreError as exc:  # the image goes inline, in the line itself
+            log.warning("%s", exc)
         try:
             line = encode_record(record)
         except StoreError as exc:

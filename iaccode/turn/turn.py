@@ -26,6 +26,7 @@ from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    Cost,
     StopReason,
     UsageUpdate,
 )
@@ -46,12 +47,6 @@ STOP_REASONS: dict[str, StopReason] = {
     "refusal": "refusal",
 }
 """The API's stop reasons -> ACP's. Unknown ones end the turn normally."""
-
-SYSTEM_PROMPT = (
-    "You are iac-code, a coding agent working in the user's project through their editor. "
-    "Use the tools to read, search, edit and run commands in the project; prefer small, "
-    "verifiable steps. Be direct and precise."
-)
 
 INTERRUPTED = "The turn was interrupted before this tool finished; it may not have run."
 LIMIT_REACHED = "Not run: the turn reached its limit of model requests."
@@ -140,6 +135,7 @@ class Turn:
             await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
             return False
         self.usage = self.usage + finished.usage
+        env.cost.add(env.model, finished.usage)
         text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
         # The notice is kept in the compaction record: a replay shows it where it happened.
         self._transcript.replace(compaction.compacted(summary, recent), notice=text)
@@ -157,7 +153,7 @@ class Turn:
             model=env.model,
             messages=api_messages(self._transcript.messages),
             max_tokens=env.config.max_tokens,
-            system=SYSTEM_PROMPT,
+            system=env.system() or None,
             thinking=env.thinking(),
             tools=[tool.definition() for tool in env.tools.values()],
         )
@@ -191,7 +187,9 @@ class Turn:
             self._transcript.append({"role": "assistant", "content": finished.content})
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
+        spent = env.cost.add(env.model, finished.usage)
         if self._stream_text:
-            await env.send_update(UsageUpdate(used=finished.usage.context_tokens,
-                                              size=env.config.context_window))
+            await env.send_update(UsageUpdate(
+                used=finished.usage.context_tokens, size=env.config.context_window,
+                cost=Cost(round(spent, 6)) if spent is not None else None))
         return finished

@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.bench.common import REPO, Row
 
-BENCHES = ["startup", "streaming", "cancel", "sessions", "memory", "search"]
+BENCHES = ["startup", "streaming", "cancel", "sessions", "memory", "search", "caching"]
 RESULTS = REPO / ".bench" / "results.json"
 README_BEGIN = "<!-- bench-table-begin -->"
 README_END = "<!-- bench-table-end -->"

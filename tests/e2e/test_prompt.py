@@ -47,8 +47,9 @@ async def test_streamed_answer_with_thinking_and_usage(
 
     sent = model_server.requests[0].body
     assert sent["stream"] is True
-    assert sent["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
+    assert sent["messages"] == [  # the newest block is a prompt-cache breakpoint
+        {"role": "user", "content": [{"type": "text", "text": "Say hello",
+                                      "cache_control": {"type": "ephemeral"}}]}]
     assert sent["model"] == "claude-sonnet-5-5"
     assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}
     headers = model_server.requests[0].headers
@@ -108,7 +109,7 @@ async def test_prompt_content_blocks_reach_the_model(
         {"type": "resource_link", "name": "main.tf", "uri": "file:///p/main.tf"},
         {"type": "resource", "resource": {"uri": "file:///p/vars.tf", "text": "variable x {}",
                                           "mimeType": "text/plain"}},
-        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "image", "data": "", "mimeType": "image/png", "uri": "file:///p/shot.png"},
         {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
     ]})
     assert response["result"]["stopReason"] == "end_turn"
@@ -117,7 +118,7 @@ async def test_prompt_content_blocks_reach_the_model(
         "Look:",
         "[resource: main.tf <file:///p/main.tf>]",
         '<resource uri="file:///p/vars.tf">\nvariable x {}\n</resource>',
-        "[image: image/png]",
+        "[image: image/png <file:///p/shot.png>]",  # no data: only its uri
         "[audio: audio/wav]",
     ]
 

@@ -321,7 +321,7 @@ async def test_slash_commands(agent: AgentProcess, model_server: FakeModelServer
     assert len(model_server.requests) == 3
     await agent.run_prompt(session, "/clear")
     await agent.run_prompt(session, "after clear")
-    assert model_server.requests[-1].body["messages"] == [
+    assert model_server.requests[-1].messages == [
         {"role": "user", "content": [{"type": "text", "text": "after clear"}]}]
 
 

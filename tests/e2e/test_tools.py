@@ -27,7 +27,7 @@ def tool_updates(updates: list[dict], call_id: str) -> list[dict]:
 
 def result_for(server: FakeModelServer, request_index: int, call_id: str) -> dict:
     """The tool_result the model received in the given request."""
-    for message in server.requests[request_index].body["messages"]:
+    for message in server.requests[request_index].messages:
         for block in message["content"] if isinstance(message["content"], list) else []:
             if block.get("type") == "tool_result" and block["tool_use_id"] == call_id:
                 return block

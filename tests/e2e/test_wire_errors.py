@@ -157,7 +157,7 @@ async def test_the_other_initialize_params_stay_strict(agent: AgentProcess) -> N
 async def test_handshake_advertises_what_we_implement(agent: AgentProcess) -> None:
     result = await agent.call("initialize", INIT)
     assert result["agentCapabilities"]["promptCapabilities"] == {
-        "image": False, "audio": False, "embeddedContext": True}
+        "image": True, "audio": False, "embeddedContext": True}
     assert result["agentCapabilities"]["loadSession"] is True
     assert result["agentCapabilities"]["sessionCapabilities"] == {
         "list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {}}

@@ -11,6 +11,11 @@ answer is a 500 whose message says ``fake model server: no scripted exchange lef
         ...
         assert server.requests[0].body["stream"] is True
 
+With ``prompt_cache=True`` the usage of each streamed answer is not the script's but what the
+API would bill for the request received: input, cache read and cache write tokens computed
+from its bytes and its ``cache_control`` breakpoints (:mod:`tests.fakes.prompt_cache`); each
+request's figures are kept in :attr:`FakeModelServer.cache_usage`.
+
 The server runs in daemon threads (stdlib ``ThreadingHTTPServer``, HTTP/1.1, keep-alive),
 so it works from sync tests, trio or asyncio tests, and other processes alike.
 :meth:`FakeModelServer.wait_for_requests` blocks; from async code run it in a thread
@@ -59,6 +64,7 @@ from iaccode.llm.script import (
     load_script,
     validate_exchange,
 )
+from tests.fakes.prompt_cache import PromptCache
 
 __all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "main"]
 
@@ -92,6 +98,16 @@ class RecordedRequest:
     """The parsed JSON body, or None when there was no body or it was not JSON."""
     raw_body: bytes
 
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The body's messages without their prompt-cache marks (``cache_control``): what the
+        model reads, for tests about content rather than caching."""
+        return [{**message, "content": [
+            {k: v for k, v in block.items() if k != "cache_control"}
+            if isinstance(block, dict) else block for block in message["content"]]}
+            if isinstance(message.get("content"), list) else message
+            for message in (self.body or {}).get("messages", [])]
+
 
 class FakeModelServer:
     """A scripted Anthropic Messages API on ``127.0.0.1`` (ephemeral port by default).
@@ -108,8 +124,13 @@ class FakeModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         loop: bool = False,
+        prompt_cache: bool = False,
+        min_cache_tokens: int | None = None,
     ) -> None:
         self._lock = threading.Lock()
+        self.cache = (PromptCache(*([min_cache_tokens] if min_cache_tokens is not None else []))
+                      if prompt_cache else None)
+        self._cache_usage: list[dict[str, int]] = []
         self._changed = threading.Condition(self._lock)
         self._queue: deque[Exchange] = deque()
         self._requests: list[RecordedRequest] = []
@@ -156,6 +177,24 @@ class FakeModelServer:
         """Every request received so far, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def cache_usage(self) -> list[dict[str, int]]:
+        """With ``prompt_cache``: each request's computed usage, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._cache_usage)
+
+    def _account(self, body: dict[str, Any], exchange: Exchange) -> None:
+        """Put the computed cache usage into the exchange's usage fields."""
+        assert self.cache is not None
+        usage = self.cache.account(body)
+        with self._lock:
+            self._cache_usage.append(usage)
+        for event in exchange.get("events", []):
+            if event.get("type") == "message_start" and isinstance(event.get("message"), dict):
+                event["message"]["usage"] = {**event["message"].get("usage", {}), **usage}
+            elif event.get("type") == "message_delta" and isinstance(event.get("usage"), dict):
+                event["usage"] = {**event["usage"], **usage}
 
     @property
     def problems(self) -> list[str]:
@@ -345,6 +384,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         kind = exchange_kind(exchange)
+        if self.fake.cache is not None and kind == "events":
+            self.fake._account(body, exchange)
         if kind == "hang":
             self._hang()
         elif kind == "reset":

@@ -455,6 +455,9 @@ UPDATES: list[tuple[Any, dict[str, Any]]] = [
      {"sessionUpdate": "usage_update", "used": 1200, "size": 200_000}),
     (m.UsageUpdate(used=0, size=1, meta={"cost": None}),
      {"sessionUpdate": "usage_update", "used": 0, "size": 1, "_meta": {"cost": None}}),
+    (m.UsageUpdate(used=5, size=10, cost=m.Cost(0.25)),
+     {"sessionUpdate": "usage_update", "used": 5, "size": 10,
+      "cost": {"amount": 0.25, "currency": "USD"}}),
     (tc.ToolCallStart(tool_call_id="call-1", title="Read a.py", kind="read", status="pending",
                       locations=[tc.ToolCallLocation(path="/w/a.py", line=3)],
                       raw_input={"path": "a.py", "offset": None}),
@@ -493,6 +496,9 @@ UPDATES: list[tuple[Any, dict[str, Any]]] = [
     (m.SessionInfoUpdate(title="Fix the module", updated_at="2026-11-29T22:00:00.000000Z"),
      {"sessionUpdate": "session_info_update", "title": "Fix the module",
       "updatedAt": "2026-11-29T22:00:00.000000Z"}),
+    (m.PlanUpdate([m.PlanEntry("Read the module", "high", "completed")]),
+     {"sessionUpdate": "plan", "entries": [
+         {"content": "Read the module", "priority": "high", "status": "completed"}]}),
 ]
 
 

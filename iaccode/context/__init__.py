@@ -1,0 +1,40 @@
+"""The model's context: the system prompt, built from named sections.
+
+    session opens -> SessionContext.refresh()   (git status, AGENTS.md, ... in a worker thread)
+    before a prompt -> refresh() again: a rebuild only if an instruction file's mtime changed
+    each request   -> the same text (so the cached prompt prefix stays valid)
+
+Sections, in order (``sections.SECTIONS``):
+
+    10 identity / subagent_identity   who the agent is and how it works (one per audience)
+    20 environment                    cwd, platform, shell, date, git branch and status
+    30 tool_guidance                  which tool when, paths, the permission model
+    40 (MCP tools, iaccode/mcp)       50 (IaC inventory, iaccode/iac)
+    90 project_instructions           AGENTS.md / IAC-CODE.md / CLAUDE.md, then the user's own
+
+Adding a section:
+
+1. In your package, write ``def my_section(facts: SessionFacts) -> str | None``. It runs in a
+   worker thread when the prompt is built (not per request): read ``facts`` (cwd, home,
+   environment, instructions, and ``facts.session``, the live session), never change them;
+   return None to say nothing. An exception leaves the section out (and is logged).
+2. Add one line to ``SECTIONS`` in ``iaccode/context/sections.py``:
+   ``Section("my_section", "iaccode.mypackage.module:my_section", order=40)``; the string is
+   imported on first build, so nothing is imported at start-up. ``main=False`` /
+   ``subagent=False`` keep it out of one audience's prompt. (``register_section`` does the
+   same at run time.)
+3. Keep the text stable: it is part of the cached prefix of every request.
+"""
+
+from iaccode.context.live import SessionContext
+from iaccode.context.sections import (
+    SECTIONS,
+    Section,
+    SessionFacts,
+    SystemPrompt,
+    build,
+    register_section,
+)
+
+__all__ = ["SECTIONS", "Section", "SessionContext", "SessionFacts", "SystemPrompt", "build",
+           "register_section"]

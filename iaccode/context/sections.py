@@ -1,0 +1,115 @@
+"""The section registry: what the system prompt is made of, in order.
+
+A section is a function of the session (:class:`SessionFacts`) returning its text, or None to
+leave it out. The table :data:`SECTIONS` lists them; ``function`` may be a callable or a
+``"module:function"`` string imported when the prompt is first built (so a section's package is
+not imported at start-up). See the package docstring for how to add one.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from iaccode.context.environment import Environment
+from iaccode.context.instructions import Instructions
+
+log = logging.getLogger(__name__)
+
+
+@frozen
+class SessionFacts:
+    """What a section may use. Sections run in a worker thread: read, never change."""
+
+    cwd: Path
+    """The session's working directory (a real path)."""
+    home: Path
+    """``$IAC_CODE_HOME``."""
+    environment: Environment
+    instructions: Instructions
+    session: Any = None
+    """The live session object (e.g. its MCP connections), None in unit tests."""
+
+
+SectionFunction = Callable[[SessionFacts], "str | None"]
+
+
+@frozen
+class Section:
+    name: str
+    function: SectionFunction | str
+    """The callable, or ``"package.module:function"``, imported on first use."""
+    order: int
+    """Position in the prompt, lowest first; sections of equal order keep table order."""
+    main: bool = True
+    """In the prompt of the session's own turns."""
+    subagent: bool = True
+    """In the prompt of a sub-agent (the ``agent`` tool)."""
+
+    def render(self, facts: SessionFacts) -> str | None:
+        function = _imported(self.function) if isinstance(self.function, str) else self.function
+        text = function(facts)
+        return text.strip() if text and text.strip() else None
+
+
+@functools.cache
+def _imported(spec: str) -> SectionFunction:
+    """``"package.module:function"`` -> the function (imported once)."""
+    module, _, name = spec.partition(":")
+    function: SectionFunction = getattr(importlib.import_module(module), name)
+    return function
+
+
+SECTIONS: list[Section] = [
+    Section("identity", "iaccode.context.builtin:identity", 10, subagent=False),
+    Section("subagent_identity", "iaccode.context.builtin:subagent_identity", 10, main=False),
+    Section("environment", "iaccode.context.builtin:environment", 20),
+    Section("tool_guidance", "iaccode.context.builtin:tool_guidance", 30),
+    # 40: the MCP tools available (iaccode/mcp).
+    Section("iac_inventory", "iaccode.iac.inventory:iac_inventory", 50),
+    Section("project_instructions", "iaccode.context.builtin:project_instructions", 90),
+]
+
+
+def register_section(section: Section) -> None:
+    """Add (or replace, by name) a section."""
+    SECTIONS[:] = [s for s in SECTIONS if s.name != section.name] + [section]
+
+
+@frozen
+class SystemPrompt:
+    """Each section's text, computed once per build (stable across requests)."""
+
+    main: str
+    subagent: str
+    sections: dict[str, str]
+    """Name -> text, for every section that had something to say."""
+
+
+def build(facts: SessionFacts, sections: list[Section] | None = None) -> SystemPrompt:
+    """Render every section (blocking: run it in a thread). A section that raises is left out
+    and logged: the session must not fail to start over one section."""
+    texts: dict[str, str] = {}
+    ordered = sorted(enumerate(sections if sections is not None else SECTIONS),
+                     key=lambda pair: (pair[1].order, pair[0]))
+    for _, section in ordered:
+        try:
+            text = section.render(facts)
+        except Exception:  # a bug in one section: the others still make a prompt
+            log.exception("system prompt section %s failed", section.name)
+            continue
+        if text is not None:
+            texts[section.name] = text
+    by_name = {section.name: section for _, section in ordered}
+
+    def join(audience: str) -> str:
+        return "\n\n".join(text for name, text in texts.items()
+                           if getattr(by_name[name], audience))
+
+    return SystemPrompt(join("main"), join("subagent"), texts)

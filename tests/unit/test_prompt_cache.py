@@ -1,0 +1,121 @@
+"""The fake API's prompt-cache accounting, and the breakpoints the Anthropic provider marks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+from iaccode.llm.anthropic_provider import MAX_BREAKPOINTS, with_cache_breakpoints
+from tests.fakes.prompt_cache import BYTES_PER_TOKEN, PromptCache, _blocks
+
+MARK = {"type": "ephemeral"}
+SYSTEM = "s" * 8000  # 2,000 tokens: over the 1,024-token minimum on its own
+
+
+def body(messages: list[dict], system: str = SYSTEM, marked: bool = True) -> dict:
+    out = {"model": "m", "system": system, "messages": messages}
+    return with_cache_breakpoints(out) if marked else out
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def assistant(text: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+
+def total_tokens(request: dict) -> int:
+    return math.ceil(sum(len(data) for data, _ in _blocks(request)) / BYTES_PER_TOKEN)
+
+
+def test_no_breakpoints_nothing_cached() -> None:
+    cache = PromptCache()
+    request = body([user("hi")], marked=False)
+    for _ in range(2):
+        usage = cache.account(request)
+        assert usage == {"input_tokens": total_tokens(request), "cache_read_input_tokens": 0,
+                         "cache_creation_input_tokens": 0}
+
+
+def test_a_tool_loop_reads_the_previous_requests_prefix() -> None:
+    cache = PromptCache()
+    first = body([user("x" * 400)])
+    usage = cache.account(first)
+    # Everything up to the newest message's last block is written; nothing was there to read.
+    assert usage["cache_read_input_tokens"] == 0
+    assert usage["cache_creation_input_tokens"] == total_tokens(first)
+    assert usage["input_tokens"] == 0
+    second = body([user("x" * 400), assistant("y" * 40), user("z" * 4000)])
+    usage = cache.account(second)
+    assert usage["cache_read_input_tokens"] == total_tokens(first)
+    assert usage["cache_creation_input_tokens"] == total_tokens(second) - total_tokens(first)
+    assert sum(usage.values()) == total_tokens(second)
+
+
+def test_a_changed_system_prompt_misses() -> None:
+    cache = PromptCache()
+    cache.account(body([user("hi")]))
+    usage = cache.account(body([user("hi")], system=SYSTEM + "!"))
+    assert usage["cache_read_input_tokens"] == 0
+
+
+def test_the_same_prefix_with_another_newest_message_reads_the_system_part() -> None:
+    cache = PromptCache()
+    cache.account(body([user("first question")]))
+    usage = cache.account(body([user("another question")]))
+    system_only = {"model": "m", "system": SYSTEM, "messages": []}
+    assert usage["cache_read_input_tokens"] == total_tokens(system_only)
+
+
+def test_prefixes_under_the_minimum_are_not_written() -> None:
+    cache = PromptCache()
+    small = body([user("hi")], system="short")
+    assert cache.account(small)["cache_creation_input_tokens"] == 0
+    assert cache.account(small)["cache_read_input_tokens"] == 0
+
+
+def test_lookback_is_twenty_blocks() -> None:
+    cache = PromptCache(min_tokens=1)
+    history = [user("a"), assistant("b")]
+    cache.account(body(history))
+    # 21 more blocks after the cached one: the newest breakpoint's lookback cannot reach it,
+    # only the system breakpoint hits.
+    longer = history + [m for i in range(11) for m in (user(f"q{i}"), assistant(f"a{i}"))][:21]
+    usage = cache.account(body(longer))
+    system_only = {"model": "m", "system": SYSTEM, "messages": []}
+    assert usage["cache_read_input_tokens"] == total_tokens(system_only)
+
+
+def marks(request: dict) -> int:
+    return json.dumps(request).count('"cache_control"')
+
+
+def test_breakpoints_on_system_and_the_newest_messages_last_block() -> None:
+    messages = [user("q"), {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "t", "signature": "sig"},
+        {"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "x"}]}]
+    original = copy.deepcopy(messages)
+    request = with_cache_breakpoints({"model": "m", "system": "sys", "messages": messages,
+                                      "tools": [{"name": "a"}]})
+    assert messages == original  # the history is not changed
+    assert request["system"] == [{"type": "text", "text": "sys", "cache_control": MARK}]
+    assert request["messages"][-1]["content"][-1]["cache_control"] == MARK
+    assert marks(request) == 2
+    # no system: the tools carry the first breakpoint
+    request = with_cache_breakpoints({"model": "m", "messages": messages,
+                                      "tools": [{"name": "a"}, {"name": "b"}]})
+    assert request["tools"][-1]["cache_control"] == MARK and marks(request) == 2
+
+
+def test_never_more_than_four_breakpoints() -> None:
+    marked = [{"role": "user", "content": [{"type": "text", "text": str(i),
+                                            "cache_control": MARK}]} for i in range(3)]
+    request = with_cache_breakpoints({"model": "m", "system": "sys", "messages": marked})
+    assert marks(request) == MAX_BREAKPOINTS
+    assert "cache_control" not in request["messages"][-1]["content"][-1] or all(
+        "cache_control" in m["content"][-1] for m in marked)  # the given ones are kept
+    assert "cache_control" in request["system"][-1]
