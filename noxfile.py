@@ -48,7 +48,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy>=1.11")
+    session.install("-e", ".", "mypy>=1.11", "types-PyYAML")
     session.run("mypy", "iaccode")
 
 

@@ -24,12 +24,16 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
 | `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
+| `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
 
 (1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
 openrouter, ollama, openai_compatible.
 
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
+``confirm_infra_changes = false`` lets bash commands that change real infrastructure
+(``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
+bash permissions instead of always asking.
 
 Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
 ``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, and the key itself (``IAC_CODE_API_KEY``
@@ -124,6 +128,9 @@ class Config:
     mcp_startup_timeout: float = 10.0
     """Seconds the first model request of a prompt waits for MCP servers still starting
     (``mcp_startup_timeout``); later ones join at a later prompt."""
+    confirm_infra_changes: bool = True
+    """Bash commands that change real infrastructure always ask, in every mode (config.toml
+    ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -237,7 +244,12 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 }
 """ToolLimits attribute -> its key in config.toml's ``[tools]`` table."""
 
-_KIND_NAMES = {int: "an integer", float: "a number", str: "a string",
+IAC_SETTINGS: dict[str, _Setting] = {
+    "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
+}
+"""Config attribute -> its key in config.toml's ``[iac]`` table."""
+
+_KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                frozenset: "an array of strings", tuple: "an array of strings"}
 
 
@@ -260,7 +272,7 @@ def _from_value(label: str, value: object, setting: _Setting) -> Any:
             raise ConfigError(f"{label}must be {_KIND_NAMES[tuple]}, got {value!r}")
         value = tuple(value)
     kinds = (int, float) if setting.kind is float else (setting.kind,)
-    if isinstance(value, bool) or not isinstance(value, kinds):
+    if (isinstance(value, bool) and setting.kind is not bool) or not isinstance(value, kinds):
         raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")
     if setting.kind is float:
         value = float(value)  # type: ignore[arg-type]
@@ -300,6 +312,7 @@ def read_config_file(path: Path) -> dict[str, object]:
         raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     attrs = {s.key: attr for attr, s in SETTINGS.items() if s.key}
     tools = data.pop("tools", {})
+    iac = data.pop("iac", {})
     values: dict[str, object] = {}
     if "mcp_servers" in data:
         try:
@@ -309,10 +322,17 @@ def read_config_file(path: Path) -> dict[str, object]:
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)}, the [tools] and the [mcp_servers] tables")
+                              f"{', '.join(attrs)}, the [tools], [mcp_servers] and [iac] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
     if not isinstance(tools, dict):
         raise ConfigError(f"{path}: tools must be a table, got {_type_name(tools)}")
+    if not isinstance(iac, dict):
+        raise ConfigError(f"{path}: iac must be a table, got {_type_name(iac)}")
+    for key, value in iac.items():
+        if key not in IAC_SETTINGS:
+            raise ConfigError(f"{path}: unknown key 'iac.{key}'; the [iac] keys are "
+                              f"{', '.join(IAC_SETTINGS)}")
+        values[key] = _from_value(f"{path}: iac.{key} ", value, IAC_SETTINGS[key])
     limits: dict[str, Any] = {}
     for key, value in tools.items():
         if key not in TOOL_SETTINGS:

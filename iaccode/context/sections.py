@@ -72,7 +72,7 @@ SECTIONS: list[Section] = [
     Section("environment", "iaccode.context.builtin:environment", 20),
     Section("tool_guidance", "iaccode.context.builtin:tool_guidance", 30),
     Section("mcp_tools", "iaccode.mcp.section:mcp_tools_section", 40, subagent=False),
-    # 50: the IaC inventory (iaccode/iac).
+    Section("iac_inventory", "iaccode.iac.inventory:iac_inventory", 50),
     Section("project_instructions", "iaccode.context.builtin:project_instructions", 90),
 ]
 
