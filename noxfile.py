@@ -4,10 +4,12 @@ typecheck, adversarial); `nox -s bench` for the benchmarks (not run by default);
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
-nox.options.sessions = ["tests", "conformance", "conformance_openai", "lint", "typecheck",
-                        "adversarial"]
+nox.options.sessions = ["tests", "conformance", "conformance_openai", "conformance_remote",
+                        "lint", "typecheck", "adversarial"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHON = ["3.11"]
@@ -38,6 +40,53 @@ def conformance_openai(session: nox.Session) -> None:
     session.install("-e", ".[test]", "pytest-xdist>=3.5")
     session.run("pytest", "conformance", "-n", "2", "--model-api", "chat",
                 "--report", ".conformance/report-openai.json", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def conformance_remote(session: nox.Session) -> None:
+    """The conformance suite against `iaccode serve` (remote ACP), as a remote client sees it:
+    over WebSocket by default, `-- --transport http2` or `http1` for the others. The server
+    plays the fake model of each test (on a port given to both), so tests run one at a time.
+    (WebSocket, not HTTP/2, in CI: over h2c the 10 MiB prompt's upload sometimes stalls in the
+    client's flow control (httpx/httpcore) while the event stream shares the connection; the
+    e2e tests cover HTTP/2, with a 20 MiB prompt.)"""
+    session.install("-e", ".[test]")
+    import os
+    import re
+    import secrets
+    import socket
+    import subprocess
+    import tempfile
+    import time
+
+    with socket.socket() as probe:  # a free port for the fake model of each test
+        probe.bind(("127.0.0.1", 0))
+        model_port = probe.getsockname()[1]
+    token = secrets.token_urlsafe(24)
+    home = tempfile.mkdtemp(prefix="conformance-remote-")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))},
+           "HOME": home, "IAC_CODE_HOME": home, "IAC_CODE_SERVE_TOKEN": token,
+           "ANTHROPIC_API_KEY": "conformance-dummy-key",
+           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}"}
+    # As over stdio (IAC_CODE_MAX_LINE_BYTES), a 10 MiB prompt must fit in one message.
+    (Path(home) / "config.toml").write_text("[serve]\nmax_body_bytes = 33554432\n")
+    stderr_path = Path(home) / "serve.stderr"
+    with stderr_path.open("wb") as stderr:
+        server = subprocess.Popen([session.bin + "/python", "-m", "iaccode", "serve", "--port",
+                                   "0"], env=env, stdout=stderr, stderr=stderr, cwd=home)
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := re.search(r"serving ACP on (http://\S+)", stderr_path.read_text())):
+            if server.poll() is not None or time.monotonic() > deadline:
+                session.error(f"iaccode serve did not start:\n{stderr_path.read_text()}")
+            time.sleep(0.1)
+        session.run("pytest", "conformance", "-p", "no:xdist", "--url", found.group(1),
+                    "--token", token, "--model-port", str(model_port),
+                    "--report", ".conformance/report-remote.json", "--transport", "websocket",
+                    *session.posargs)
+    finally:
+        server.terminate()
+        server.wait(15)
 
 
 @nox.session(python=PYTHON)

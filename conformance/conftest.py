@@ -4,6 +4,8 @@
     nox -s conformance -- --agent "CMD ARGS"    # checks any ACP agent command
         [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
         [--model-api messages|chat]
+    pytest conformance --url http://127.0.0.1:PORT/acp --token T --model-port MPORT -n 0
+                                                # checks a remote agent (nox -s conformance_remote)
 
 Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
 (``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
@@ -13,6 +15,13 @@ the way iac-code's OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=open
 ``IAC_CODE_BASE_URL``, a dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement
 ids, tiers and the result
 table: ``conformance/requirements.py``; what the suite checks: ``docs/conformance.md``.
+
+A remote agent (``--url``, the ACP remote-transport RFD: Streamable HTTP or WebSocket) is
+already running: each "spawn" is a new connection to it instead (``tests/support/
+remote_agent.py``), and ending stdin ends the connection (DELETE, or closing the socket). Its
+environment is not ours, so start it with ``ANTHROPIC_BASE_URL=http://127.0.0.1:MPORT`` and a
+dummy key, and give ``--model-port MPORT``: each test's fake model listens there (so run the
+tests one at a time, ``-n 0``). Tests that need their own environment for the agent are n/a.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.driver import AgentConnection, Transcript, spawn
+from conformance.driver import AgentConnection, Transcript, connect_remote, spawn
 from conformance.requirements import EVIDENCE, Recorder, WireViolation, not_applicable, note
 from conformance.scenarios import (
     PROFILES,
@@ -66,6 +75,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON report path (default: .conformance/report.json)")
     group.addoption("--markdown", default=None, metavar="PATH",
                     help="also write the results table as Markdown to PATH")
+    group.addoption("--url", default=None, metavar="URL",
+                    help="check a remote agent at this endpoint (http://HOST:PORT/acp) "
+                    "instead of spawning one")
+    group.addoption("--token", default=None, help="bearer token for --url")
+    group.addoption("--transport", default="http2", choices=["http2", "http1", "websocket"],
+                    help="how to reach --url (default http2: h2c, or h2 over https)")
+    group.addoption("--model-port", type=int, default=0, metavar="PORT",
+                    help="port of the fake model (127.0.0.1) that a remote agent talks to")
     group.addoption("--all-transcripts", action="store_true",
                     help="keep the wire transcript of every test in the report, not only "
                     "of failures")
@@ -124,6 +141,9 @@ class Harness:
             ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
             if "ANTHROPIC_API_KEY" in self.model_env else ("OPENAI_API_KEY",))
         """What to leave out of the environment for an agent without credentials."""
+        self.url: str | None = config.getoption("--url")
+        self.token: str | None = config.getoption("--token")
+        self.transport = str(config.getoption("--transport"))
         self.transcripts: list[Transcript] = []
         self.connections: list[AgentConnection] = []
         item.stash.setdefault(EVIDENCE, []).append(
@@ -142,6 +162,17 @@ class Harness:
     async def spawn(self, extra_env: dict[str, str] | None = None,
                     without: tuple[str, ...] = ()) -> AsyncIterator[AgentConnection]:
         number = len(self.transcripts) + 1
+        if self.url is not None:
+            if extra_env or without:
+                not_applicable("the test sets the agent's environment; a remote agent's is "
+                               "not ours to set")
+            transcript = Transcript(f"connection#{number}", [self.url, self.transport])
+            self.transcripts.append(transcript)
+            async with connect_remote(self.url, self.token, self.transport, transcript,
+                                      self.timeout) as connection:
+                self.connections.append(connection)
+                yield connection
+            return
         transcript = Transcript(f"agent#{number}", self.command)
         self.transcripts.append(transcript)
         self.home.mkdir(exist_ok=True)
@@ -204,7 +235,7 @@ class Checks:
 @pytest.fixture
 def model(request: pytest.FixtureRequest) -> Iterator[Model]:
     server_class = MODEL_APIS[str(request.config.getoption("--model-api"))][0]
-    with server_class() as server:
+    with server_class(port=int(request.config.getoption("--model-port"))) as server:
         yield Model(server)
 
 

@@ -1,4 +1,5 @@
-"""Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode replay`` checks a recorded
+"""Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode serve`` over HTTP and WebSocket
+(``iaccode/remote/``); ``iaccode replay`` checks a recorded
 transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``."""
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ def build_parser() -> argparse.ArgumentParser:
                      "openrouter, ollama or openai_compatible (same as IAC_CODE_PROVIDER)")
     acp.add_argument("--record", type=Path, metavar="PATH",
                      help="write a transcript of the whole session to PATH (docs/transcripts.md)")
+    serve = commands.add_parser(
+        "serve", help="serve ACP over Streamable HTTP and WebSocket on /acp (remote editors)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1; any other needs "
+                            "IAC_CODE_SERVE_TOKEN or [serve] token_file)")
+    serve.add_argument("--port", type=int, default=8765,
+                       help="port to listen on (default 8765; 0 picks a free one)")
+    serve.add_argument("--model-script", type=Path, metavar="PATH",
+                       help="play a scripted model from PATH (same as IAC_CODE_MODEL_SCRIPT)")
+    serve.add_argument("--model", help="model id for new sessions (same as IAC_CODE_MODEL)")
     replay = commands.add_parser(
         "replay", help="replay a recorded transcript offline and compare every agent message")
     replay.add_argument("transcript", type=Path)
@@ -43,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "acp":
         return run_acp(args)
+    if args.command == "serve":
+        return run_serve(args)
     if args.command == "replay":
         from iaccode.transcript.command import run_replay
 
@@ -82,3 +95,23 @@ def run_acp(args: argparse.Namespace) -> int:
         log.exception("the server failed")
         return 1
     return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        config = Config.from_env(model_script=args.model_script, model=args.model)
+    except ConfigError as exc:
+        print(f"iaccode: {exc}", file=sys.stderr)
+        return 2
+    from iaccode.logs import setup_logging
+    from iaccode.remote import serve
+
+    setup_logging(config.log_level, config.log_file)
+    logging.getLogger("iaccode").info(
+        "iaccode %s serving ACP over HTTP (model %s%s)", iaccode.__version__, config.model,
+        f", script {config.model_script}" if config.model_script else "")
+    try:
+        return serve.run(config, args.host, args.port)
+    except Exception:
+        logging.getLogger("iaccode").exception("the server failed")
+        return 1

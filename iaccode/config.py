@@ -25,6 +25,11 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
+| `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
+| `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
+| `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
+| `[serve] send_timeout`    |                                 | 30        | seconds, > 0          |
+| `[serve] allowed_origins` |                                 | `[]`      | browser origins       |
 
 (1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
 openrouter, ollama, openai_compatible.
@@ -35,9 +40,14 @@ loopback, private or link-local addresses: an intranet documentation server, say
 (``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
 bash permissions instead of always asking.
 
+The ``[serve]`` table is for ``iaccode serve`` (``iaccode/remote/``). Its bearer token is
+``IAC_CODE_SERVE_TOKEN`` or else the contents of ``token_file`` (``~`` expanded, relative to the
+home dir); the file must not be readable by group or others.
+
 Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
-``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, and the key itself (``IAC_CODE_API_KEY``
-or the preset's variable, read by the provider: keys are never kept in the Config).
+``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, ``IAC_CODE_SERVE_TOKEN``, and the key
+itself (``IAC_CODE_API_KEY`` or the preset's variable, read by the provider: keys are never kept
+in the Config).
 A value we cannot use is a ConfigError naming the file and key, or the variable.
 """
 
@@ -51,7 +61,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from iaccode.llm.providers import DEFAULT_PROVIDER, PRESETS, default_model
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_toml
@@ -65,12 +75,35 @@ CONFIG_FILE = "config.toml"
 """The user's configuration file, in the home dir."""
 
 
+MIN_TOKEN_CHARS = 16
+"""Shortest bearer token ``iaccode serve`` accepts (a generated one has 43 characters)."""
+
+
 class ConfigError(ValueError):
     """A setting has a value we cannot use; the message names the file and key, or the variable."""
 
 
 def _upper(text: str) -> str:
     return text.upper()
+
+
+@frozen
+class ServeSettings:
+    """How ``iaccode serve`` listens (config.toml's ``[serve]`` table)."""
+
+    token: str | None = field(default=None, repr=False)
+    """The bearer token clients must send (IAC_CODE_SERVE_TOKEN, or ``token_file``); None:
+    the server makes one and prints it once."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Largest POST body or WebSocket message accepted (413 / close 1009 past it)."""
+    idle_timeout: float = 300.0
+    """Seconds a connection may go without a request and without its stream open before it is
+    closed (its turns cancelled, its commands ended)."""
+    send_timeout: float = 30.0
+    """Seconds the agent's messages may wait for a client that is not reading its stream
+    before the connection is closed (nothing is dropped from a live stream)."""
+    allowed_origins: frozenset[str] = field(factory=frozenset)
+    """Browser origins allowed besides the server's own address (``scheme://host[:port]``)."""
 
 
 @frozen
@@ -131,6 +164,8 @@ class Config:
     confirm_infra_changes: bool = True
     """Bash commands that change real infrastructure always ask, in every mode (config.toml
     ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
+    serve: ServeSettings = field(factory=ServeSettings)
+    """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -154,6 +189,10 @@ class Config:
             values["model_script"] = Path(script)
         if recorded := env.get("IAC_CODE_RECORDED_TOOLS"):
             values["recorded_tools"] = Path(recorded)
+        if token := env.get("IAC_CODE_SERVE_TOKEN"):
+            serve = values.get("serve", ServeSettings())
+            assert isinstance(serve, ServeSettings)
+            values["serve"] = evolve(serve, token=_checked_token("IAC_CODE_SERVE_TOKEN ", token))
         for attr, value in overrides.items():
             known = SETTINGS.get(attr)
             values[attr] = _from_value(f"{attr} ", value, known) if known else value
@@ -249,6 +288,70 @@ IAC_SETTINGS: dict[str, _Setting] = {
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
 
+def _origins(origins: frozenset[str]) -> str | None:
+    for origin in sorted(origins):
+        scheme, sep, rest = origin.rstrip("/").partition("://")
+        if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+            return f"must hold origins like \"https://acp.example.com\"; {origin!r} is not"
+    return None
+
+
+SERVE_SETTINGS: dict[str, _Setting] = {
+    "token_file": _Setting("token_file", None, str, lambda v: None if v else "must not be empty"),
+    "max_body_bytes": _Setting("max_body_bytes", None, int, _at_least(1)),
+    "idle_timeout": _Setting("idle_timeout", None, float, _positive),
+    "send_timeout": _Setting("send_timeout", None, float, _positive),
+    "allowed_origins": _Setting("allowed_origins", None, frozenset, _origins),
+}
+"""ServeSettings attribute (``token_file``: read into ``token``) -> its key in ``[serve]``."""
+
+
+def _checked_token(label: str, token: str) -> str:
+    token = token.strip()
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token):
+        raise ConfigError(f"{label}must be at least {MIN_TOKEN_CHARS} printable characters "
+                          "without spaces")
+    return token
+
+
+def _read_token_file(path: Path, raw: str, home: Path) -> str:
+    """The token in the file ``raw`` names; a ConfigError (naming config.toml) otherwise."""
+    file = home / Path(raw).expanduser()
+    label = f"{path}: serve.token_file {str(file)!r} "
+    try:
+        if file.stat().st_mode & 0o077:
+            raise ConfigError(f"{label}is readable by others: chmod 600 it")
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{label}cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{label}is not UTF-8 text") from None
+    return _checked_token(label, text)
+
+
+def _read_table(path: Path, name: str, table: object,
+                settings: dict[str, _Setting]) -> dict[str, Any]:
+    """The checked values of one config.toml table (``[tools]``, ``[serve]``)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {name} must be a table, got {_type_name(table)}")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in settings:
+            raise ConfigError(f"{path}: unknown key '{name}.{key}'; the [{name}] keys are "
+                              f"{', '.join(settings)}")
+        values[key] = _from_value(f"{path}: {name}.{key} ", value, settings[key])
+    return values
+
+
+def _serve_settings(path: Path, table: object) -> ServeSettings:
+    values = _read_table(path, "serve", table, SERVE_SETTINGS)
+    if "allowed_origins" in values:  # _from_value lower-cases them; origins are too
+        values["allowed_origins"] = frozenset(o.rstrip("/") for o in values["allowed_origins"])
+    if "token_file" in values:
+        values["token"] = _read_token_file(path, values.pop("token_file"), path.parent)
+    return ServeSettings(**values)
+
+
 _KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                frozenset: "an array of strings", tuple: "an array of strings"}
 
@@ -313,6 +416,7 @@ def read_config_file(path: Path) -> dict[str, object]:
     attrs = {s.key: attr for attr, s in SETTINGS.items() if s.key}
     tools = data.pop("tools", {})
     iac = data.pop("iac", {})
+    serve = data.pop("serve", None)
     values: dict[str, object] = {}
     if "mcp_servers" in data:
         try:
@@ -322,23 +426,13 @@ def read_config_file(path: Path) -> dict[str, object]:
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)}, the [tools], [mcp_servers] and [iac] tables")
+                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac] and "
+                              "[serve] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
-    if not isinstance(tools, dict):
-        raise ConfigError(f"{path}: tools must be a table, got {_type_name(tools)}")
-    if not isinstance(iac, dict):
-        raise ConfigError(f"{path}: iac must be a table, got {_type_name(iac)}")
-    for key, value in iac.items():
-        if key not in IAC_SETTINGS:
-            raise ConfigError(f"{path}: unknown key 'iac.{key}'; the [iac] keys are "
-                              f"{', '.join(IAC_SETTINGS)}")
-        values[key] = _from_value(f"{path}: iac.{key} ", value, IAC_SETTINGS[key])
-    limits: dict[str, Any] = {}
-    for key, value in tools.items():
-        if key not in TOOL_SETTINGS:
-            raise ConfigError(f"{path}: unknown key 'tools.{key}'; the [tools] keys are "
-                              f"{', '.join(TOOL_SETTINGS)}")
-        limits[key] = _from_value(f"{path}: tools.{key} ", value, TOOL_SETTINGS[key])
+    values.update(_read_table(path, "iac", iac, IAC_SETTINGS))
+    limits = _read_table(path, "tools", tools, TOOL_SETTINGS)
+    if serve is not None:
+        values["serve"] = _serve_settings(path, serve)
     if limits:
         values["tool_limits"] = tool_limits = ToolLimits(**limits)
         if tool_limits.bash_timeout > tool_limits.bash_max_timeout:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -18,6 +20,9 @@ from iaccode.llm.providers import make_provider
 from iaccode.server.agent import Agent
 from iaccode.server.routes import Dispatcher
 from iaccode.wire.connection import Connection
+
+if TYPE_CHECKING:
+    from iaccode.transcript.recorder import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +49,35 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
             if preload is not None:
                 background.start_soon(preload)
 
-        agent = Agent(config=config, provider=provider, connection=connection,
-                      session_nursery=background, on_initialized=on_initialized,
-                      recorder=recorder)
         background.start_soon(_stop_on_signal, connection)
-        await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
-        agent.save_all()
+        await serve_agent(config, provider, connection, on_initialized=on_initialized,
+                          recorder=recorder)
         background.cancel_scope.cancel()
     if recorder is not None:
         recorder.close()
     log.info("connection closed; exiting")
+
+
+async def serve_agent(config: Config, provider: Provider, connection: Connection, *,
+                      on_initialized: Callable[[], None] = lambda: None,
+                      recorder: Recorder | None = None, close_sessions: bool = False) -> None:
+    """Serve one client on ``connection`` with an Agent of its own until the client goes away.
+
+    The agent's sessions live in a nursery of their own, cancelled when this returns. At end of
+    input every running turn is cancelled and answered (see ``Connection.serve``); with
+    ``close_sessions`` (a remote connection: the process lives on) each session is then
+    released on disk, so another connection can load it.
+    """
+    async with trio.open_nursery() as sessions:
+        agent = Agent(config=config, provider=provider, connection=connection,
+                      session_nursery=sessions, on_initialized=on_initialized,
+                      recorder=recorder)
+        await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
+        agent.save_all()
+        if close_sessions:
+            for session in list(agent.sessions.values()):
+                await session.close()
+        sessions.cancel_scope.cancel()
 
 
 async def _stop_on_signal(connection: Connection) -> None:

@@ -356,3 +356,52 @@ def test_iac_table_turns_the_infra_question_off(tmp_path: Path) -> None:
 ])
 def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) -> None:
     assert expected in config_error(home_with(tmp_path, text))
+
+
+# -- [serve] (iaccode serve) ----------------------------------------------------------------
+
+
+def test_serve_table_is_read(tmp_path: Path) -> None:
+    env = home_with(tmp_path, "[serve]\nmax_body_bytes = 1024\nidle_timeout = 5\n"
+                    "send_timeout = 2.5\nallowed_origins = [\"https://ACP.example.com/\"]\n")
+    serve = Config.from_env(env).serve
+    assert (serve.max_body_bytes, serve.idle_timeout, serve.send_timeout) == (1024, 5.0, 2.5)
+    assert serve.allowed_origins == frozenset({"https://acp.example.com"})
+    assert serve.token is None
+
+
+def test_serve_token_from_a_private_file_and_the_environment(tmp_path: Path) -> None:
+    env = home_with(tmp_path, '[serve]\ntoken_file = "token"\n')
+    token_file = tmp_path / "home" / "token"
+    token_file.write_text("file-token-0123456789\n")
+    token_file.chmod(0o600)
+    assert Config.from_env(env).serve.token == "file-token-0123456789"
+    assert "file-token" not in repr(Config.from_env(env))  # never logged by accident
+    env["IAC_CODE_SERVE_TOKEN"] = "env-token-0123456789"
+    assert Config.from_env(env).serve.token == "env-token-0123456789"
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    env = home_with(tmp_path, '[serve]\ntoken_file = "token"\n')
+    token_file = tmp_path / "home" / "token"
+    token_file.write_text("file-token-0123456789\n")
+    token_file.chmod(0o640)
+    assert "is readable by others: chmod 600 it" in config_error(env)
+    token_file.unlink()
+    assert "serve.token_file" in config_error(env) and "cannot be read" in config_error(env)
+
+
+@pytest.mark.parametrize("token", ["short", "has a space in it, long enough"])
+def test_a_weak_token_is_refused(tmp_path: Path, token: str) -> None:
+    env = {**home_with(tmp_path, None), "IAC_CODE_SERVE_TOKEN": token}
+    assert "IAC_CODE_SERVE_TOKEN must be at least 16 printable characters" in config_error(env)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("max_body_bytes = 0", "serve.max_body_bytes must be at least 1"),
+    ("idle_timeout = -1", "serve.idle_timeout must be more than 0"),
+    ('allowed_origins = ["evil"]', "serve.allowed_origins must hold origins"),
+    ("tokenfile = 'x'", "unknown key 'serve.tokenfile'"),
+])
+def test_bad_serve_settings_are_named(tmp_path: Path, line: str, expected: str) -> None:
+    assert expected in config_error(home_with(tmp_path, f"[serve]\n{line}\n"))
