@@ -1,6 +1,6 @@
-"""Daily commands: `nox` runs what CI runs (tests, conformance, lint, typecheck, adversarial);
-`nox -s bench` for the benchmarks (not run by default); `nox -s adversarial -- --soak` for the
-long adversarial run."""
+"""Daily commands: `nox` runs what CI runs (tests, conformance on both model APIs, lint,
+typecheck, adversarial); `nox -s bench` for the benchmarks (not run by default);
+`nox -s adversarial -- --soak` for the long adversarial run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "conformance", "conformance_remote", "lint", "typecheck",
-                        "adversarial"]
+nox.options.sessions = ["tests", "conformance", "conformance_openai", "conformance_remote",
+                        "lint", "typecheck", "adversarial"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHON = ["3.11"]
@@ -31,6 +31,15 @@ def conformance(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]", "pytest-xdist>=3.5")
     session.run("pytest", "conformance", "-n", "2", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def conformance_openai(session: nox.Session) -> None:
+    """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
+    a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK."""
+    session.install("-e", ".[test]", "pytest-xdist>=3.5")
+    session.run("pytest", "conformance", "-n", "2", "--model-api", "chat",
+                "--report", ".conformance/report-openai.json", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -88,7 +97,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy>=1.11")
+    session.install("-e", ".", "mypy>=1.11", "types-PyYAML")
     session.run("mypy", "iaccode")
 
 

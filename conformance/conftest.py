@@ -3,12 +3,17 @@
     nox -s conformance                          # checks `iaccode acp` against the fake model
     nox -s conformance -- --agent "CMD ARGS"    # checks any ACP agent command
         [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
+        [--model-api messages|chat]
     pytest conformance --url http://127.0.0.1:PORT/acp --token T --model-port MPORT -n 0
                                                 # checks a remote agent (nox -s conformance_remote)
 
 Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
 (``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
-run by the test and a dummy ``ANTHROPIC_API_KEY``. Requirement ids, tiers and the result
+run by the test and a dummy ``ANTHROPIC_API_KEY``. With ``--model-api chat`` the fake is an
+OpenAI Chat Completions API instead (``tests/fakes/chat_server.py``), and the agent is told of it
+the way iac-code's OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=openai``,
+``IAC_CODE_BASE_URL``, a dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement
+ids, tiers and the result
 table: ``conformance/requirements.py``; what the suite checks: ``docs/conformance.md``.
 
 A remote agent (``--url``, the ACP remote-transport RFD: Streamable HTTP or WebSocket) is
@@ -31,7 +36,14 @@ import pytest
 
 from conformance.driver import AgentConnection, Transcript, connect_remote, spawn
 from conformance.requirements import EVIDENCE, Recorder, WireViolation, not_applicable, note
-from conformance.scenarios import PROFILES, Model, PaddedModelServer, ToolProfile, profile_for
+from conformance.scenarios import (
+    PROFILES,
+    Model,
+    PaddedChatServer,
+    PaddedModelServer,
+    ToolProfile,
+    profile_for,
+)
 from tests.support.agent_process import agent_environment
 
 DEFAULT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
@@ -54,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="extra environment for the agent (repeatable)")
     group.addoption("--tools", default="auto", choices=["auto", "none", *PROFILES],
                     help="tool profile for tool scenarios (auto: from agentInfo.name)")
+    group.addoption("--model-api", default="messages", choices=sorted(MODEL_APIS),
+                    help="the fake model's API: messages (Anthropic) or chat (OpenAI Chat "
+                    "Completions, for iac-code's OpenAI-compatible provider)")
     group.addoption("--agent-timeout", type=float, default=20.0,
                     help="seconds to wait for any one answer from the agent")
     group.addoption("--report", default=None,
@@ -94,6 +109,16 @@ def _absolute(command: list[str], base: Path) -> list[str]:
     return out
 
 
+MODEL_APIS = {
+    "messages": (PaddedModelServer, lambda url: {
+        "ANTHROPIC_API_KEY": "conformance-dummy-key", "ANTHROPIC_BASE_URL": url}),
+    "chat": (PaddedChatServer, lambda url: {
+        "IAC_CODE_PROVIDER": "openai", "IAC_CODE_BASE_URL": url,
+        "OPENAI_API_KEY": "conformance-dummy-key"}),
+}
+"""--model-api -> (the fake model server, the environment that points an agent at it)."""
+
+
 class Harness:
     """Spawns the agent under test (as often as a test needs) and watches the wire."""
 
@@ -111,6 +136,11 @@ class Harness:
         self.extra_env = dict(kv.split("=", 1) for kv in config.getoption("--agent-env"))
         self.timeout = float(config.getoption("--agent-timeout"))
         self.tools_choice = str(config.getoption("--tools"))
+        self.model_env = MODEL_APIS[str(config.getoption("--model-api"))][1](model.base_url)
+        self.credential_variables = (
+            ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+            if "ANTHROPIC_API_KEY" in self.model_env else ("OPENAI_API_KEY",))
+        """What to leave out of the environment for an agent without credentials."""
         self.url: str | None = config.getoption("--url")
         self.token: str | None = config.getoption("--token")
         self.transport = str(config.getoption("--transport"))
@@ -121,11 +151,7 @@ class Harness:
 
     def environment(self, extra: dict[str, str] | None = None,
                     without: tuple[str, ...] = ()) -> dict[str, str]:
-        env = agent_environment(self.home, {
-            "HOME": str(self.home),
-            "ANTHROPIC_API_KEY": "conformance-dummy-key",
-            "ANTHROPIC_BASE_URL": self.model.base_url,
-        })
+        env = agent_environment(self.home, {"HOME": str(self.home), **self.model_env})
         env.update(self.extra_env)
         env.update(extra or {})
         for name in without:
@@ -208,7 +234,8 @@ class Checks:
 
 @pytest.fixture
 def model(request: pytest.FixtureRequest) -> Iterator[Model]:
-    with PaddedModelServer(port=int(request.config.getoption("--model-port"))) as server:
+    server_class = MODEL_APIS[str(request.config.getoption("--model-api"))][0]
+    with server_class(port=int(request.config.getoption("--model-port"))) as server:
         yield Model(server)
 
 

@@ -5,6 +5,8 @@ points the agent at it (``ANTHROPIC_BASE_URL``, a dummy ``ANTHROPIC_API_KEY``). 
 the model's answers in order; once they are used up the model answers a plain text, so that
 an agent making extra requests (titles, summaries) still gets answers. Agents that do not talk
 to the Messages API simply never ask; tests that depend on the model say ``n/a`` for them.
+With ``--model-api chat`` the same plans are played by a fake Chat Completions API
+(``tests/fakes/chat_server.py`` translates each scripted answer), for agents on that API.
 
 Tool scenarios need the agent's own tool names and input shapes: a :class:`ToolProfile`,
 chosen with ``--tools NAME`` or found from ``agentInfo.name``. Unknown agents have none and
@@ -25,18 +27,27 @@ import trio
 from conformance.driver import AgentConnection
 from conformance.requirements import not_applicable
 from iaccode.llm.script import Exchange, ToolUse, reply
+from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.model_server import FakeModelServer
 
 FALLBACK_TEXT = "Conformance check answer."
 
 
-class PaddedModelServer(FakeModelServer):
-    """The fake Messages API, answering :data:`FALLBACK_TEXT` once the plan is used up (the
-    plain fake answers 500 then), so agents making extra requests (titles, summaries) and
-    tests that plan nothing still get answers."""
+class Padded(FakeModelServer):
+    """A fake model answering :data:`FALLBACK_TEXT` once the plan is used up (the plain fake
+    answers 500 then), so agents making extra requests (titles, summaries) and tests that plan
+    nothing still get answers."""
 
     def _next_exchange(self) -> Exchange | None:
         return super()._next_exchange() or copy.deepcopy(_FALLBACK)
+
+
+class PaddedModelServer(Padded):
+    """The padded fake Messages API."""
+
+
+class PaddedChatServer(Padded, FakeChatServer):
+    """The padded fake Chat Completions API (``--model-api chat``)."""
 
 
 _FALLBACK = reply(FALLBACK_TEXT)

@@ -75,7 +75,7 @@ async def test_authenticate_unknown_method(agent: AgentConnection, check: Checks
              "an agent that answers -32000 (authentication required) offered at least one "
              "authMethod in initialize, so the client can act on it")
 async def test_auth_required_offers_a_method(harness: Harness, model: Model) -> None:
-    async with harness.spawn(without=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")) as agent:
+    async with harness.spawn(without=harness.credential_variables) as agent:
         result = await agent.initialize()
         answer = await agent.request("session/new", {"cwd": str(harness.workspace),
                                                      "mcpServers": []})

@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="play a scripted model from PATH instead of calling the API "
                           "(same as IAC_CODE_MODEL_SCRIPT)")
     acp.add_argument("--model", help="model id for new sessions (same as IAC_CODE_MODEL)")
+    acp.add_argument("--provider", help="the model API: anthropic, openai, dashscope, deepseek, "
+                     "openrouter, ollama or openai_compatible (same as IAC_CODE_PROVIDER)")
     acp.add_argument("--record", type=Path, metavar="PATH",
                      help="write a transcript of the whole session to PATH (docs/transcripts.md)")
     serve = commands.add_parser(
@@ -72,7 +74,7 @@ def run_acp(args: argparse.Namespace) -> int:
     protocol_in, protocol_out = claim_stdio()
     try:
         config = Config.from_env(model_script=args.model_script, model=args.model,
-                                 record_path=args.record)
+                                 provider=args.provider, record_path=args.record)
     except ConfigError as exc:
         print(f"iaccode: {exc}", file=sys.stderr)
         return 2
@@ -84,7 +86,8 @@ def run_acp(args: argparse.Namespace) -> int:
 
     setup_logging(config.log_level, config.log_file)
     log = logging.getLogger("iaccode")
-    log.info("iaccode %s serving ACP on stdio (model %s%s)", iaccode.__version__, config.model,
+    log.info("iaccode %s serving ACP on stdio (%s, model %s%s)", iaccode.__version__,
+             config.provider, config.model,
              f", script {config.model_script}" if config.model_script else "")
     try:
         trio.run(serve_stdio, config, protocol_in, protocol_out)

@@ -6,7 +6,11 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 
 | config.toml key           | environment variable            | default   | what                  |
 |---------------------------|---------------------------------|-----------|-----------------------|
-| `model`                   | `IAC_CODE_MODEL`                | `claude-sonnet-5-5` | model id    |
+| `provider`                | `IAC_CODE_PROVIDER`             | `anthropic` | a preset (1)     |
+| `base_url`                | `IAC_CODE_BASE_URL`             | preset's  | the API's address     |
+| `api_key_env`             |                                 | preset's  | variable with the key |
+| `models`                  |                                 | preset's  | model ids offered     |
+| `model`                   | `IAC_CODE_MODEL`                | first of `models` | model id      |
 | `mode`                    | `IAC_CODE_MODE`                 | `default` | one of MODES          |
 | `thought_level`           | `IAC_CODE_THOUGHT_LEVEL`        | `medium`  | one of THOUGHT_LEVELS |
 | `max_turn_requests`       | `IAC_CODE_MAX_TURN_REQUESTS`    | 100       | requests per prompt   |
@@ -18,21 +22,32 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[tools] web_timeout`     |                                 | 30        | seconds, > 0          |
 | `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
 | `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
+| `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
+| `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
+| `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
 | `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
 | `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
 | `[serve] send_timeout`    |                                 | 30        | seconds, > 0          |
 | `[serve] allowed_origins` |                                 | `[]`      | browser origins       |
 
+(1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
+openrouter, ollama, openai_compatible.
+
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
+``confirm_infra_changes = false`` lets bash commands that change real infrastructure
+(``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
+bash permissions instead of always asking.
 
 The ``[serve]`` table is for ``iaccode serve`` (``iaccode/remote/``). Its bearer token is
 ``IAC_CODE_SERVE_TOKEN`` or else the contents of ``token_file`` (``~`` expanded, relative to the
 home dir); the file must not be readable by group or others.
 
 Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
-``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, ``IAC_CODE_SERVE_TOKEN``.
+``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, ``IAC_CODE_SERVE_TOKEN``, and the key
+itself (``IAC_CODE_API_KEY`` or the preset's variable, read by the provider: keys are never kept
+in the Config).
 A value we cannot use is a ConfigError naming the file and key, or the variable.
 """
 
@@ -48,16 +63,11 @@ from typing import Any, NamedTuple
 
 from attrs import evolve, field, frozen
 
+from iaccode.llm.providers import DEFAULT_PROVIDER, PRESETS, default_model
+from iaccode.mcp.config import ServerConfigError, ServerSpec, from_toml
 from iaccode.tools.base import ToolLimits
 
-MODELS: dict[str, str] = {
-    "claude-sonnet-5-5": "Claude Sonnet 5.5",
-    "claude-opus-5-5": "Claude Opus 5.5",
-    "claude-haiku-5-5": "Claude Haiku 5.5",
-}
-"""Models offered in the session's model option (id -> display name)."""
-
-DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_MODEL = default_model(DEFAULT_PROVIDER, None)
 MODES = ("default", "accept_edits", "plan", "bypass")
 """Session modes (kept in step with ``iaccode.turn.permissions.MODES``)."""
 THOUGHT_LEVELS = ("off", "low", "medium", "high")
@@ -100,8 +110,18 @@ class ServeSettings:
 class Config:
     home: Path
     """Data dir (IAC_CODE_HOME, default ~/.iac-code): config.toml, logs/ and sessions/ live here."""
+    provider: str = DEFAULT_PROVIDER
+    """Which API answers, a preset of ``iaccode.llm.providers`` (config.toml ``provider``,
+    IAC_CODE_PROVIDER, ``--provider``)."""
+    base_url: str | None = None
+    """The API's address instead of the preset's (``base_url``, IAC_CODE_BASE_URL)."""
+    api_key_env: str | None = None
+    """The environment variable holding the key instead of the preset's (``api_key_env``)."""
+    models: tuple[str, ...] | None = None
+    """Model ids offered instead of the preset's list (``models``)."""
     model: str = DEFAULT_MODEL
-    """Model id for new sessions (config.toml ``model``, IAC_CODE_MODEL, ``--model``)."""
+    """Model id for new sessions (config.toml ``model``, IAC_CODE_MODEL, ``--model``); when
+    unset, the first of the provider's models."""
     default_mode: str = "default"
     """Mode of new sessions, one of MODES (config.toml ``mode``, IAC_CODE_MODE)."""
     thought_level: str = "medium"
@@ -135,6 +155,15 @@ class Config:
     tool_limits: ToolLimits = field(factory=ToolLimits)
     """Bounds on tool calls; config.toml's ``[tools]`` table sets bash_timeout,
     bash_max_timeout, web_timeout, output_chars and web_allowed_hosts."""
+    mcp_servers: tuple[ServerSpec, ...] = ()
+    """The user's MCP servers (config.toml ``[mcp_servers.NAME]``), for every session; an
+    editor's server of the same name replaces one."""
+    mcp_startup_timeout: float = 10.0
+    """Seconds the first model request of a prompt waits for MCP servers still starting
+    (``mcp_startup_timeout``); later ones join at a later prompt."""
+    confirm_infra_changes: bool = True
+    """Bash commands that change real infrastructure always ask, in every mode (config.toml
+    ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
     serve: ServeSettings = field(factory=ServeSettings)
     """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
     log_level: str = field(default="INFO", converter=_upper)
@@ -167,6 +196,9 @@ class Config:
         for attr, value in overrides.items():
             known = SETTINGS.get(attr)
             values[attr] = _from_value(f"{attr} ", value, known) if known else value
+        if "model" not in values:
+            values["model"] = default_model(str(values.get("provider", DEFAULT_PROVIDER)),
+                                            values.get("models"))  # type: ignore[arg-type]
         config = cls(**values)  # type: ignore[arg-type]
         return config
 
@@ -211,7 +243,21 @@ def _log_level(value: str) -> str | None:
     return _one_of(tuple(logging.getLevelNamesMapping()))(value.upper())
 
 
+def _variable_name(value: str) -> str | None:
+    return None if value.isidentifier() else "must be an environment variable's name"
+
+
+def _model_ids(value: tuple[str, ...]) -> str | None:
+    return None if value and all(value) else "must list at least one model id, none empty"
+
+
 SETTINGS: dict[str, _Setting] = {
+    "provider": _Setting("provider", "IAC_CODE_PROVIDER", str, _one_of(tuple(PRESETS))),
+    "base_url": _Setting("base_url", "IAC_CODE_BASE_URL", str,
+                         lambda v: None if v.startswith(("http://", "https://"))
+                         else "must be an http:// or https:// URL"),
+    "api_key_env": _Setting("api_key_env", None, str, _variable_name),
+    "models": _Setting("models", None, tuple, _model_ids),
     "model": _Setting("model", "IAC_CODE_MODEL", str, lambda v: None if v else "must not be empty"),
     "default_mode": _Setting("mode", "IAC_CODE_MODE", str, _one_of(MODES)),
     "thought_level": _Setting("thought_level", "IAC_CODE_THOUGHT_LEVEL", str,
@@ -222,6 +268,7 @@ SETTINGS: dict[str, _Setting] = {
     "compaction_threshold": _Setting("compaction_threshold", "IAC_CODE_COMPACTION_THRESHOLD",
                                      float, _share),
     "log_level": _Setting("log_level", "IAC_CODE_LOG_LEVEL", str, _log_level),
+    "mcp_startup_timeout": _Setting("mcp_startup_timeout", None, float, _positive),
     "max_retries": _Setting(None, "IAC_CODE_MAX_RETRIES", int, _at_least(0)),
     "max_line_bytes": _Setting(None, "IAC_CODE_MAX_LINE_BYTES", int, _at_least(0)),
 }
@@ -236,6 +283,10 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 }
 """ToolLimits attribute -> its key in config.toml's ``[tools]`` table."""
 
+IAC_SETTINGS: dict[str, _Setting] = {
+    "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
+}
+"""Config attribute -> its key in config.toml's ``[iac]`` table."""
 
 def _origins(origins: frozenset[str]) -> str | None:
     for origin in sorted(origins):
@@ -300,8 +351,9 @@ def _serve_settings(path: Path, table: object) -> ServeSettings:
         values["token"] = _read_token_file(path, values.pop("token_file"), path.parent)
     return ServeSettings(**values)
 
-_KIND_NAMES = {int: "an integer", float: "a number", str: "a string",
-               frozenset: "an array of strings"}
+
+_KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+               frozenset: "an array of strings", tuple: "an array of strings"}
 
 
 def _type_name(value: object) -> str:
@@ -318,8 +370,12 @@ def _from_value(label: str, value: object, setting: _Setting) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{label}must be {_KIND_NAMES[frozenset]}, got {value!r}")
         value = frozenset(v.lower() for v in value)  # host names are case-insensitive
+    if setting.kind is tuple:  # from TOML: an array of strings, in order
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{label}must be {_KIND_NAMES[tuple]}, got {value!r}")
+        value = tuple(value)
     kinds = (int, float) if setting.kind is float else (setting.kind,)
-    if isinstance(value, bool) or not isinstance(value, kinds):
+    if (isinstance(value, bool) and setting.kind is not bool) or not isinstance(value, kinds):
         raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")
     if setting.kind is float:
         value = float(value)  # type: ignore[arg-type]
@@ -359,13 +415,21 @@ def read_config_file(path: Path) -> dict[str, object]:
         raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     attrs = {s.key: attr for attr, s in SETTINGS.items() if s.key}
     tools = data.pop("tools", {})
+    iac = data.pop("iac", {})
     serve = data.pop("serve", None)
     values: dict[str, object] = {}
+    if "mcp_servers" in data:
+        try:
+            values["mcp_servers"] = tuple(from_toml(data.pop("mcp_servers")))
+        except ServerConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)} and the [tools] and [serve] tables")
+                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac] and "
+                              "[serve] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
+    values.update(_read_table(path, "iac", iac, IAC_SETTINGS))
     limits = _read_table(path, "tools", tools, TOOL_SETTINGS)
     if serve is not None:
         values["serve"] = _serve_settings(path, serve)

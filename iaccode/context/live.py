@@ -1,9 +1,10 @@
 """The system prompt of one live session: built when it opens, rebuilt only when an
-instruction file changed.
+instruction file changed, or the project's IaC inventory did (an IaC file changed).
 
 The prompt is the prefix every request of the session starts with, so it must not change
 between requests (a changed byte invalidates the prompt cache from there on): the facts are
-gathered once, and before each prompt only the instruction files' mtimes are checked.
+gathered once, and before each prompt only the instruction files' mtimes and the inventory's
+version are checked.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import trio
 
 from iaccode.context import environment, instructions
 from iaccode.context.sections import SessionFacts, SystemPrompt, build
+from iaccode.iac.inventory import inventory_version
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +25,17 @@ log = logging.getLogger(__name__)
 def _build(cwd: Path, home: Path, session: Any) -> tuple[SystemPrompt, list[Path], tuple[Any, ...]]:
     env = environment.gather(cwd)
     paths = instructions.candidates(cwd, env.git.root, home)
-    stamp = instructions.signature(paths)
+    stamp = _signature(cwd, paths)
     found = instructions.read(cwd, env.git.root, home)
     facts = SessionFacts(cwd=cwd, home=home, environment=env, instructions=found,
                          session=session)
     return build(facts), paths, stamp
+
+
+def _signature(cwd: Path, paths: list[Path]) -> tuple[Any, ...]:
+    """What the prompt is built from and may change: the instruction files (their mtimes) and
+    the project's IaC inventory (its version: it changes when the IaC files do). Blocking."""
+    return (instructions.signature(paths), inventory_version(cwd))
 
 
 class SessionContext:
@@ -39,6 +47,7 @@ class SessionContext:
         self._prompt: SystemPrompt | None = None
         self._paths: list[Path] = []
         self._stamp: tuple[Any, ...] = ()
+        self._stale = False
         self.builds = 0
         """How many times the prompt was built (tests check it is not per request)."""
 
@@ -47,6 +56,11 @@ class SessionContext:
         """The prompt as last built (empty before the first build)."""
         return self._prompt or SystemPrompt("", "", {})
 
+    def invalidate(self) -> None:
+        """Build again at the next ``refresh``: a fact a section reads changed (the session's
+        MCP tools, say). The current prompt stays in use until then."""
+        self._stale = True
+
     async def refresh(self) -> SystemPrompt:
         """The prompt, built now if never built or if an instruction file changed.
 
@@ -54,14 +68,15 @@ class SessionContext:
         cut short leaves the previous prompt in place.
         """
         async with self._lock:
-            if self._prompt is not None:
-                stamp = await trio.to_thread.run_sync(instructions.signature, self._paths,
+            if self._prompt is not None and not self._stale:
+                stamp = await trio.to_thread.run_sync(_signature, self._cwd, self._paths,
                                                       abandon_on_cancel=True)
                 if stamp == self._stamp:
                     return self._prompt
-                log.info("instruction files changed: rebuilding the system prompt")
+                log.info("instruction or IaC files changed: rebuilding the system prompt")
             prompt, self._paths, self._stamp = await trio.to_thread.run_sync(
                 _build, self._cwd, self._home, self._session, abandon_on_cancel=True)
             self._prompt = prompt
+            self._stale = False
             self.builds += 1
             return prompt

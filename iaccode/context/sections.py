@@ -71,7 +71,8 @@ SECTIONS: list[Section] = [
     Section("subagent_identity", "iaccode.context.builtin:subagent_identity", 10, main=False),
     Section("environment", "iaccode.context.builtin:environment", 20),
     Section("tool_guidance", "iaccode.context.builtin:tool_guidance", 30),
-    # 40: the MCP tools available (iaccode/mcp), 50: the IaC inventory (iaccode/iac).
+    Section("mcp_tools", "iaccode.mcp.section:mcp_tools_section", 40, subagent=False),
+    Section("iac_inventory", "iaccode.iac.inventory:iac_inventory", 50),
     Section("project_instructions", "iaccode.context.builtin:project_instructions", 90),
 ]
 

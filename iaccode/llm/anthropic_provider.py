@@ -6,98 +6,42 @@ handshake is done.
 
 Retries: the SDK retries 408/409/429/5xx/529 before the stream starts, honouring
 ``retry-after`` and backing off with jitter otherwise; its waits are trio sleeps, so
-``session/cancel`` interrupts them. We add no second retry loop. A stream that breaks midway is
-not retried (the user has already seen part of it): it becomes a ModelError.
+``session/cancel`` interrupts them. We add no second retry loop. Opening, reading and closing
+the stream, and its errors, are shared with the OpenAI-compatible provider (``sdk_stream.py``).
 """
 
 from __future__ import annotations
 
-import email.utils
-import importlib
-import importlib.util
 import json
 import logging
 import os
 import re
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from iaccode.llm.assemble import StreamAssembler
 from iaccode.llm.base import (
     MissingCredentials,
-    ModelError,
     ModelEvent,
     ModelRequest,
     RawTap,
 )
+from iaccode.llm.sdk_stream import encodable, no_long_retry_waits, open_stream, sse_data
 
 if TYPE_CHECKING:
     import anthropic
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT = 1.0
-"""Bound on closing the HTTP stream after a cancel; the close itself is shielded."""
-
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-
-MAX_RETRY_WAIT = 60.0
-"""The longest ``retry-after`` we honour. The SDK would wait for whatever the server asks (up to
-49 days) with the turn silent; a longer wait is not retried: the user sees the error at once."""
-
-
-async def _no_long_retry_waits(response: Any) -> None:
-    """httpx response hook: mark an answer that asks for a wait over MAX_RETRY_WAIT as not to
-    be retried (the SDK obeys ``x-should-retry``)."""
-    headers = response.headers
-    wait: float | None = None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            wait = float(headers.get(name)) * scale
-            break
-        except (TypeError, ValueError):
-            continue
-    if wait is None and headers.get("retry-after"):
-        try:  # an HTTP date
-            moment = email.utils.parsedate_to_datetime(headers["retry-after"])
-            wait = moment.timestamp() - time.time()
-        except (TypeError, ValueError):
-            wait = None
-    if wait is not None and wait > MAX_RETRY_WAIT:
-        headers["x-should-retry"] = "false"
 
 
 def _import_sdk() -> Any:
     import anthropic
 
     return anthropic
-
-
-def _http_errors() -> tuple[type[BaseException], ...]:
-    """Transport errors raised while iterating a stream (the SDK does not wrap those)."""
-    anthropic = _import_sdk()
-    # Its transport: httpx2 in SDK 2.x, httpx before.
-    transport = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
-    return (anthropic.APIError, transport.HTTPError)
-
-
-def _describe(exc: BaseException) -> str:
-    anthropic = _import_sdk()
-    if isinstance(exc, anthropic.APIStatusError):
-        message = exc.message
-        body = exc.body
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            message = body["error"].get("message", message)
-        return f"The model API answered {exc.status_code}: {message}"
-    if isinstance(exc, anthropic.APITimeoutError):
-        return "The model API did not answer in time."
-    if isinstance(exc, anthropic.APIConnectionError):
-        return f"Could not reach the model API: {exc.__cause__ or exc}"
-    return f"The model's answer broke off: {type(exc).__name__}: {exc}"
 
 
 _VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d{1,2}))?(?:-|$)")
@@ -128,16 +72,28 @@ def thinking_config(model: str, level: str, max_tokens: int) -> dict[str, Any]:
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-def _encodable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``messages`` as UTF-8 can carry them. A lone surrogate (valid as a JSON escape: a model
-    or a client may send one) would make the request impossible to encode, in this turn and
-    every later one; it goes out as "?" (the history keeps it)."""
-    text = json.dumps(messages, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.loads(text.encode("utf-8", "replace"))  # type: ignore[no-any-return]
-    return messages
+def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history without thinking that has no signature (an OpenAI-compatible model's
+    reasoning, kept for replay after a provider switch): the Messages API refuses it. A message
+    left empty goes too (the API joins the turns around it)."""
+    if not any(_unsigned(block) for message in messages
+               if isinstance(message.get("content"), list) for block in message["content"]):
+        return messages
+    kept = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [block for block in content if not _unsigned(block)]
+            if not content:
+                continue
+            message = {**message, "content": content}
+        kept.append(message)
+    return kept
+
+
+def _unsigned(block: Any) -> bool:
+    return (isinstance(block, dict) and block.get("type") == "thinking"
+            and not block.get("signature"))
 
 
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
@@ -201,9 +157,14 @@ def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
 
 
 class AnthropicProvider:
-    def __init__(self, *, max_retries: int, timeout: float) -> None:
+    def __init__(self, *, max_retries: int, timeout: float, base_url: str | None = None,
+                 key_variable: str | None = None) -> None:
+        """``base_url`` and ``key_variable`` (IAC_CODE_BASE_URL, IAC_CODE_API_KEY or config's
+        ``api_key_env``) replace ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY when given."""
         self._max_retries = max_retries
         self._timeout = timeout
+        self._base_url = base_url
+        self._key_variable = key_variable
         self._client: anthropic.AsyncAnthropic | None = None
 
     async def preload(self) -> None:
@@ -211,9 +172,10 @@ class AnthropicProvider:
         await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
 
     def check_credentials(self) -> None:
-        if not any(os.environ.get(name) for name in CREDENTIAL_VARIABLES):
+        variables = (self._key_variable,) if self._key_variable else CREDENTIAL_VARIABLES
+        if not any(os.environ.get(name) for name in variables):
             raise MissingCredentials(
-                "No Anthropic credentials: set ANTHROPIC_API_KEY in the environment the editor "
+                f"No Anthropic credentials: set {variables[0]} in the environment the editor "
                 "starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted model offline)."
             )
 
@@ -223,10 +185,12 @@ class AnthropicProvider:
             anthropic = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
             # The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
             self._client = anthropic.AsyncAnthropic(
+                api_key=os.environ.get(self._key_variable) if self._key_variable else None,
+                base_url=self._base_url,
                 max_retries=self._max_retries,
                 timeout=anthropic.Timeout(self._timeout, connect=10.0),
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    event_hooks={"response": [_no_long_retry_waits]}),
+                    event_hooks={"response": [no_long_retry_waits]}),
             )
         return self._client
 
@@ -234,7 +198,7 @@ class AnthropicProvider:
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": _encodable(request.messages),
+            "messages": encodable(sendable(request.messages)),
             "stream": True,
         }
         if request.system:
@@ -248,48 +212,15 @@ class AnthropicProvider:
     async def stream(self, request: ModelRequest, tap: RawTap | None = None
                      ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         client = await self._get_client()
-        errors = _http_errors()
-        try:
-            # Raw SSE lines instead of the SDK's typed events: we need plain dicts for the
-            # assembler (shared with the offline provider) and skip building pydantic objects
-            # per delta.
-            response_cm = client.messages.with_streaming_response.create(**self._body(request))
-            response = await response_cm.__aenter__()
-        except errors as exc:
-            raise ModelError(_describe(exc)) from exc
-        events = self._events(response.http_response.aiter_lines(), errors, tap)
-        try:
+        # Raw SSE lines instead of the SDK's typed events: we need plain dicts for the
+        # assembler (shared with the offline provider) and skip building pydantic objects
+        # per delta.
+        response = client.messages.with_streaming_response.create(**self._body(request))
+        async with open_stream(_import_sdk(), response, _raw_events, tap) as events:
             yield events
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
-                await events.aclose()
-                await response_cm.__aexit__(None, None, None)
 
-    async def _events(
-        self, lines: AsyncIterator[str], errors: tuple[type[BaseException], ...],
-        tap: RawTap | None,
-    ) -> AsyncGenerator[ModelEvent, None]:
-        assembler = StreamAssembler(tap)
-        data: list[str] = []
-        try:
-            async for line in lines:
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip())
-                    continue
-                if line or not data:
-                    continue  # "event:" lines name the type the data repeats; comments; blanks
-                event = assembler.feed(json.loads("\n".join(data)))
-                data.clear()
-                if event is not None:
-                    yield event
-            if data:  # a last event without its terminating blank line
-                event = assembler.feed(json.loads("\n".join(data)))
-                if event is not None:
-                    yield event
-        except errors as exc:
-            raise ModelError(_describe(exc)) from exc
-        except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
-            # Events of a shape the assembler cannot read (malformed JSON, wrong types).
-            raise ModelError(f"The model API sent an unreadable event: {exc}") from exc
-        if not assembler.finished:
-            raise ModelError("The model's answer broke off before it was complete.")
+
+async def _raw_events(lines: AsyncIterator[str]) -> AsyncGenerator[dict[str, Any], None]:
+    async with aclosing(sse_data(lines)) as datas:
+        async for data in datas:
+            yield json.loads(data)

@@ -158,6 +158,8 @@ class StreamAssembler:
         raw = "".join(self._partial_json.pop(index, []))
         try:
             block["input"] = json.loads(raw) if raw else {}
+            if not isinstance(block["input"], dict):  # "[1]" or "5": valid JSON, no input
+                raise ValueError("not an object")
             if deeper_than(block["input"], MAX_INPUT_DEPTH):
                 raise ValueError("nested too deeply")
         except (ValueError, RecursionError):
@@ -166,10 +168,11 @@ class StreamAssembler:
             self.invalid_tool_inputs[str(block.get("id"))] = raw
 
     def content(self) -> list[dict[str, Any]]:
-        """The assistant content so far, fit to send back to the API.
+        """The assistant content so far, fit to keep in the history.
 
-        Thinking without a signature (cut off mid-stream) cannot be sent back, and empty text
-        blocks are rejected by the API; both are left out.
+        Empty text and thinking blocks are rejected by the API and left out. Thinking without
+        a signature (an OpenAI-compatible model's reasoning, or a hostile stream) is kept for
+        replay; the Anthropic provider leaves it out of its requests.
         """
         for (index, key), pieces in self._pieces.items():
             joined = "".join(pieces)
@@ -179,7 +182,7 @@ class StreamAssembler:
         tool_ids: set[str] = set()
         for _, block in sorted(self._blocks.items()):
             kind = block.get("type")
-            if kind == "thinking" and not block.get("signature"):
+            if kind == "thinking" and not block.get("thinking") and not block.get("signature"):
                 continue
             if kind == "text" and not block.get("text"):
                 continue

@@ -329,9 +329,17 @@ class ConfigOptionUpdate:
 
 
 @frozen
+class AvailableCommandInput:
+    """What a command takes after its name (ACP ``UnstructuredCommandInput``)."""
+
+    hint: str
+
+
+@frozen
 class AvailableCommand:
     name: str
     description: str
+    input: AvailableCommandInput | None = None
 
 
 @frozen

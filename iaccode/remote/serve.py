@@ -22,9 +22,9 @@ from functools import partial
 import trio
 
 from iaccode.config import Config
+from iaccode.llm.providers import make_provider
 from iaccode.remote.app import ENDPOINT, AcpApp
 from iaccode.remote.connections import ConnectionRegistry
-from iaccode.server.stdio import make_provider
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,10 @@ import trio
 from attrs import evolve
 
 import iaccode
-from iaccode.config import MODELS, Config
+from iaccode.config import Config
 from iaccode.llm.base import MissingCredentials, Provider
+from iaccode.llm.providers import auth_method_text, offered_models
+from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, merge
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
 from iaccode.session.replay import replay_updates
@@ -52,11 +54,10 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 
-AUTH_METHOD = m.AuthMethod(
-    id="anthropic-api-key",
-    name="Anthropic API key",
-    description="Set ANTHROPIC_API_KEY in the environment the editor starts `iaccode acp` with.",
-)
+
+def auth_method(config: Config) -> m.AuthMethod:
+    """The configured provider's auth method: which variable to set."""
+    return m.AuthMethod(*auth_method_text(config))
 
 
 
@@ -78,6 +79,10 @@ class Agent:
         self._recorder = recorder
         self._recorded_tools = (recorded_tool_results(config.recorded_tools)
                                 if config.recorded_tools is not None else {})
+        self._auth_method = auth_method(config)
+        """Where the configured provider's key goes (offered while it is missing)."""
+        self._offered = offered_models(config)
+        """The configured provider's models (no network: the preset's list or config's)."""
 
     # -- handshake --------------------------------------------------------------------------
 
@@ -101,17 +106,18 @@ class Agent:
                     image=True, audio=False, embedded_context=True),
                 session_capabilities=m.SessionCapabilities(
                     list={}, close={}, resume={}, fork={}, delete={}),
+                mcp_capabilities=m.McpCapabilities(http=True, sse=True),
             ),
             agent_info=m.Implementation(name="iaccode", title="iac-code",
                                         version=iaccode.__version__),
-            auth_methods=[] if self._has_credentials() else [AUTH_METHOD],
+            auth_methods=[] if self._has_credentials() else [self._auth_method],
             meta={"steering": {"supported": True}},  # _session/steering (see ``steer``)
         )
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
-        if params.method_id != AUTH_METHOD.id:
+        if params.method_id != self._auth_method.id:
             raise errors.invalid_params({"params.methodId": (
-                f"unknown auth method {params.method_id!r}; ours is {AUTH_METHOD.id!r}")})
+                f"unknown auth method {params.method_id!r}; ours is {self._auth_method.id!r}")})
         self._require_credentials()
         return m.Empty()
 
@@ -131,7 +137,7 @@ class Agent:
     # -- sessions ---------------------------------------------------------------------------
 
     def _open_session(self, meta: SessionMeta, file: SessionFile | None,
-                      records: list[dict[str, Any]], mcp_servers: list[dict[str, Any]],
+                      records: list[dict[str, Any]], mcp_servers: list[ServerSpec],
                       unsaved: str | None = None) -> Session:
         session_id = meta.session_id
         return Session(
@@ -142,6 +148,13 @@ class Agent:
             tool_tap=self._recorder.tool if self._recorder is not None else None,
             recorded_tools=self._recorded_tools, unsaved=unsaved)
 
+    def _mcp_servers(self, raw: list[Any]) -> list[ServerSpec]:
+        """The editor's ``mcpServers`` over config.toml's; a bad one is -32602 naming it."""
+        try:
+            return merge(self.config.mcp_servers, from_acp(raw))
+        except ServerConfigError as exc:
+            raise errors.invalid_params({f"params.{exc.where}": exc.problem}) from exc
+
     async def _start(self, session: Session) -> None:
         await self._session_nursery.start(session.serve)
         self.sessions[session.id] = session
@@ -149,6 +162,7 @@ class Agent:
     async def new_session(self, params: m.NewSessionRequest) -> ThenNotify:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        servers = self._mcp_servers(params.mcp_servers)
         self._snapshot(cwd)
         stamp = utc_now()
         meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
@@ -156,7 +170,7 @@ class Agent:
                            mode=self.config.default_mode,
                            thought_level=self.config.thought_level)
         file = await self._store_call(self.store.create, meta)
-        session = self._open_session(meta, file, [], params.mcp_servers)
+        session = self._open_session(meta, file, [], servers)
         await self._start(session)
         log.info("session %s opened in %s", session.id, cwd)
         return ThenNotify(m.NewSessionResponse(
@@ -179,6 +193,7 @@ class Agent:
     async def _restore(self, params: m.LoadSessionRequest, *, reattach: bool) -> Session:
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        servers = self._mcp_servers(params.mcp_servers)
         self._snapshot(cwd)
         live = self.sessions.get(params.session_id)
         if live is not None:
@@ -193,7 +208,8 @@ class Agent:
                                                               params.session_id)
         if str(cwd) != meta.cwd:
             meta = evolve(meta, cwd=str(cwd))
-        session = self._open_session(meta, file, records, params.mcp_servers, unsaved)
+        meta = self._served(meta)
+        session = self._open_session(meta, file, records, servers, unsaved)
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
         return session
@@ -203,13 +219,15 @@ class Agent:
         message; a turn running in the source goes on undisturbed."""
         cwd = await _checked_cwd(params.cwd)
         self._require_credentials()
+        servers = self._mcp_servers(params.mcp_servers)
         source, _ = await self._store_call(self.store.read, params.session_id)
         stamp = utc_now()
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                       updated_at=stamp,
                       title=f"{source.title} (fork)" if source.title else None)
+        meta = self._served(meta)
         file, records = await self._store_call(self._fork_stored, params.session_id, meta)
-        session = self._open_session(meta, file, records, params.mcp_servers)
+        session = self._open_session(meta, file, records, servers)
         session.update_meta()
         await self._start(session)
         return ThenNotify(m.NewSessionResponse(
@@ -235,6 +253,15 @@ class Agent:
         await self._store_call(self.store.delete, params.session_id)
         await trio.to_thread.run_sync(tool_output.remove, self.config.home, params.session_id)
         return m.Empty()
+
+    def _served(self, meta: SessionMeta) -> SessionMeta:
+        """A stored session's meta with a model this provider offers: one written under
+        another provider (or model list) goes on with the configured model."""
+        if meta.model in self._offered:
+            return meta
+        log.info("session %s: model %s is not offered by provider %s; using %s",
+                 meta.session_id, meta.model, self.config.provider, self.config.model)
+        return evolve(meta, model=self.config.model)
 
     def _open_stored(self, session_id: str
                      ) -> tuple[SessionFile | None, SessionMeta, list[dict[str, Any]], str | None]:
@@ -335,8 +362,7 @@ class Agent:
         return m.SetConfigOptionResponse(options)
 
     def _offered_models(self) -> dict[str, str]:
-        # A model named in IAC_CODE_MODEL is offered even if we do not list it.
-        return {**MODELS, self.config.model: MODELS.get(self.config.model, self.config.model)}
+        return self._offered
 
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)

@@ -16,6 +16,7 @@ import trio
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
+from iaccode.llm.providers import make_provider
 from iaccode.server.agent import Agent
 from iaccode.server.routes import Dispatcher
 from iaccode.wire.connection import Connection
@@ -26,30 +27,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def make_provider(config: Config) -> Provider:
-    if config.model_script is not None:
-        from iaccode.llm.offline import ScriptedProvider
-        from iaccode.llm.script import load_script
-        from iaccode.transcript.format import is_transcript, read_transcript
-        from iaccode.transcript.playback import model_exchanges
-
-        if is_transcript(config.model_script):  # a recorded session's model answers
-            return ScriptedProvider(model_exchanges(read_transcript(config.model_script)))
-        return ScriptedProvider(load_script(config.model_script))
-    from iaccode.llm.anthropic_provider import AnthropicProvider
-
-    return AnthropicProvider(max_retries=config.max_retries, timeout=config.request_timeout)
-
-
 async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> None:
     """Serve ACP on the two file descriptors (the caller keeps them away from print/logging)."""
-    provider = make_provider(config)
     recorder = None
     if config.record_path is not None:
-        from iaccode.transcript.recorder import Recorder, RecordingProvider
+        from iaccode.transcript.recorder import Recorder
 
-        recorder = Recorder(config.record_path, model=config.model, home=config.home)
-        provider = RecordingProvider(provider, recorder)
+        recorder = Recorder(config.record_path, model=config.model, home=config.home,
+                            provider=config.provider)
+    provider: Provider = make_provider(config, recorder)
     connection = Connection(
         trio.lowlevel.FdStream(protocol_in),
         trio.lowlevel.FdStream(protocol_out),

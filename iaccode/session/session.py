@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +26,14 @@ from attrs import evolve
 from iaccode.config import Config
 from iaccode.llm.base import Provider, TokenUsage
 from iaccode.llm.prices import CostMeter
+from iaccode.mcp.config import ServerSpec
+from iaccode.mcp.servers import McpServers, expand_prompt
 from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import (
     AgentMessageChunk,
     AvailableCommand,
+    AvailableCommandInput,
     AvailableCommandsUpdate,
     ClientCapabilities,
     CurrentModeUpdate,
@@ -45,7 +48,7 @@ from iaccode.protocol.messages import (
 from iaccode.session.client_access import ClientFiles, ClientTerminal
 from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import SessionFile, StoreError
-from iaccode.tools.base import FileAccess, ToolResult
+from iaccode.tools.base import FileAccess, Tool, ToolResult
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.tools.tool_output import output_dir
@@ -70,6 +73,7 @@ TITLE_LENGTH = 80
 COMMANDS = [
     AvailableCommand("compact", "Summarise the conversation so far to free context"),
     AvailableCommand("clear", "Start a fresh context in this session (the history stays)"),
+    AvailableCommand("mcp", "List the MCP servers: transport, status and number of tools"),
 ]
 
 
@@ -77,7 +81,7 @@ class Session:
     def __init__(self, *, meta: SessionMeta, file: SessionFile | None,
                  records: list[dict[str, Any]], config: Config, provider: Provider,
                  send_update: SendUpdate, request: Request, client: ClientCapabilities,
-                 mcp_servers: list[dict[str, Any]],
+                 mcp_servers: list[ServerSpec],
                  tool_tap: Callable[[str, str, ToolResult], None] | None = None,
                  recorded_tools: Mapping[str, ToolResult] | None = None,
                  unsaved: str | None = None) -> None:
@@ -86,8 +90,12 @@ class Session:
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
-        self.mcp_servers = mcp_servers
-        """Accepted and kept; not connected to yet."""
+        self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed)
+        """The session's MCP servers (the editor's and config.toml's), started in ``serve``."""
+        self._mcp_tools_shown: Collection[str] = frozenset()
+        """The MCP tools the system prompt names (it is rebuilt when they change)."""
+        self._commands_sent: list[AvailableCommand] | None = None
+        """The commands the editor was last told of (None: not yet; then nothing is sent)."""
         self.remembered: dict[str, bool] = dict(meta.remembered)
         """Permission answers that hold for the session: tool name -> allow (True) / reject."""
         self.records = records
@@ -178,7 +186,22 @@ class Session:
 
     async def announce(self) -> None:
         """What a client wants to know about a session it just opened: the commands."""
-        await self._send_update(AvailableCommandsUpdate(COMMANDS))
+        self._commands_sent = self._commands()
+        await self._send_update(AvailableCommandsUpdate(self._commands_sent))
+
+    def _commands(self) -> list[AvailableCommand]:
+        return COMMANDS + [
+            AvailableCommand(command.name, command.prompt.description
+                             or f"Prompt {command.prompt.name} of MCP server "
+                                f"{command.connection.name}",
+                             AvailableCommandInput(command.hint) if command.hint else None)
+            for command in self.mcp.prompt_commands().values()]
+
+    def _commands_changed(self) -> None:
+        """An MCP server connected or failed: its prompts come or go from the commands."""
+        if (self._nursery is not None and self._commands_sent is not None
+                and self._commands() != self._commands_sent):
+            self._nursery.start_soon(self.announce)
 
     def _store_failed(self, message: str) -> None:
         """Saving failed: the session goes on, and the user is told: at once, and at the latest
@@ -201,6 +224,8 @@ class Session:
         with self._serve_scope:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                if self.mcp:
+                    await nursery.start(self.mcp.serve)  # connects in the background
                 nursery.start_soon(self._build_context)
                 task_status.started()
                 await trio.sleep_forever()
@@ -224,8 +249,7 @@ class Session:
     def busy(self) -> bool:
         return self._turn is not None or self._queued > 0
 
-    def _turn_env(self) -> TurnEnv:
-        tools = builtin_tools()
+    def _turn_env(self, tools: dict[str, Tool]) -> TurnEnv:
         sub_agent = SubAgent({name: tool for name, tool in tools.items()
                               if tool.read_only and name != "todo_write"})  # the plan is ours
         tools[sub_agent.name] = sub_agent
@@ -274,14 +298,15 @@ class Session:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
-        turn = self._running = Turn(self._turn_env(), self.transcript)
+        tools = builtin_tools()  # the MCP servers' tools join once they are ready (_run)
+        turn = self._running = Turn(self._turn_env(tools), self.transcript)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []
 
         async def run_turn() -> None:
             try:
                 with scope:
-                    stop_reason.append(await self._run(turn, blocks, content))
+                    stop_reason.append(await self._run(turn, blocks, content, tools))
             except Exception as exc:  # handed to the prompt's task, which reports it
                 failure.append(exc)
             finally:
@@ -335,11 +360,19 @@ class Session:
         log.info("the turn started by _session/steering ended: %s", response.stop_reason)
 
     async def _run(self, turn: Turn, blocks: list[ContentBlock],
-                   content: list[dict[str, Any]]) -> StopReason:
+                   content: list[dict[str, Any]], tools: dict[str, Tool]) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
-        command = _command(blocks)
-        if command is not None:
+        command = _command(blocks, self.mcp.prompt_commands())
+        if command is not None and not command.startswith("/"):
             self._running = None  # no model turn to steer: steering starts one after this
+        if command == "mcp":
+            await self._send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
+            return "end_turn"
+        if command is not None and command.startswith("/"):  # an MCP prompt: a model turn
+            expanded = await self._expand_prompt(command[1:], blocks)
+            if expanded is None:
+                return "end_turn"
+            blocks, content = expanded, _model_content(expanded)
         if command == "compact":
             if not await turn.compact():
                 text = "Nothing to compact yet: the conversation is a single turn."
@@ -351,10 +384,37 @@ class Session:
             self.transcript.replace([], notice=text)
             await self._send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
+        if self.mcp:
+            await self._prepare_mcp(tools)
         await self.context.refresh()  # a rebuild only if an instruction file changed
         if self.meta.title is None:
             await self._set_title(blocks)
         return await turn.run(content, [to_wire(b) for b in blocks])
+
+    async def _prepare_mcp(self, tools: dict[str, Tool]) -> None:
+        """Wait (bounded) for the MCP servers still starting, tell the user of failures, and
+        give the turn their tools; the system prompt is rebuilt when the tools changed."""
+        for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
+            await self._send_update(AgentMessageChunk(
+                TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
+        mcp_tools = self.mcp.tools()
+        tools.update(mcp_tools)
+        if mcp_tools.keys() != self._mcp_tools_shown:
+            self._mcp_tools_shown = mcp_tools.keys()
+            self.context.invalidate()  # its MCP section names them
+
+    async def _expand_prompt(self, name: str, blocks: list[ContentBlock]
+                             ) -> list[ContentBlock] | None:
+        """``/<server>:<prompt> rest of line`` as the prompt's text; None when it cannot be
+        (the user is told why)."""
+        command = self.mcp.prompt_commands()[name]
+        text = blocks[0].text if isinstance(blocks[0], TextContent) else ""
+        rest = text.strip().split(maxsplit=1)[1:]
+        expanded = await expand_prompt(command, rest[0] if rest else "")
+        if isinstance(expanded, str):  # what went wrong
+            await self._send_update(AgentMessageChunk(TextContent(expanded)))
+            return None
+        return expanded
 
     async def _set_title(self, blocks: list[ContentBlock]) -> None:
         text = " ".join(b.text for b in blocks if isinstance(b, TextContent)).split()
@@ -383,6 +443,7 @@ class Session:
         self.cancel()
         with trio.move_on_after(CLOSE_TIMEOUT):
             await self._turn_done.wait()
+        await self.mcp.aclose()  # bounded; a stdio server's whole tree ends
         self._serve_scope.cancel()
         if self._file is not None:
             self.transcript.flush()
@@ -398,12 +459,15 @@ def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
         raise errors.invalid_params({exc.field: str(exc)}) from None
 
 
-def _command(blocks: list[ContentBlock]) -> str | None:
-    """``compact`` / ``clear`` when the prompt is that slash command."""
+def _command(blocks: list[ContentBlock], prompts: Collection[str] = ()) -> str | None:
+    """``compact`` / ``clear`` / ``mcp`` when the prompt is that slash command;
+    ``/<server>:<prompt>`` for one of the MCP ``prompts``."""
     if len(blocks) == 1 and isinstance(blocks[0], TextContent):
         word = blocks[0].text.strip().split(maxsplit=1)
-        if word and word[0] in ("/compact", "/clear"):
+        if word and word[0] in ("/compact", "/clear", "/mcp"):
             return word[0][1:]
+        if word and word[0][1:] in prompts:
+            return word[0]
     return None
 
 

@@ -20,6 +20,10 @@ When the editor advertised ``terminal: true``, the command runs in the editor's 
 instead (``terminal/*``), which the editor embeds in the tool call while it runs. On Linux it
 runs there under our supervisor (:mod:`iaccode.tools.supervise`), which ends the whole tree
 when the terminal is killed, even when the client kills only its outer shell.
+
+A command that runs a Terraform / OpenTofu plan gets a summary of it before its output
+(:mod:`iaccode.iac.plan_summary`), read from all of the output as it streams, so it holds
+even when the middle of the output is dropped here or cut for the model.
 """
 
 from __future__ import annotations
@@ -36,7 +40,14 @@ from typing import Any
 import trio
 from attrs import frozen
 
-from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
+from iaccode.iac.plan_summary import PlanReader, runs_plan
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.tool_calls import (
+    ContentToolCallContent,
+    TerminalContent,
+    ToolCallContent,
+    ToolCallProgress,
+)
 from iaccode.tools import process_tree, supervise
 from iaccode.tools.base import (
     ClientTerminal,
@@ -111,6 +122,11 @@ class Bash(Tool):
         "end are kept, the middle dropped) and you see at most "
         f"{_DEFAULTS.output_chars} characters of it; send large output to a file and look at "
         "it with `head`, `tail` or `grep`.\n"
+        "- Commands that change real infrastructure (terraform/tofu apply or destroy, kubectl "
+        "apply or delete, helm install, aws cloudformation deploy, pulumi up, ...) always ask "
+        "the user first, whatever else was allowed: run a plan or a dry run before, and say "
+        "what the change will do. The output of a terraform/tofu plan starts with a summary "
+        "of it (destroys and replacements first), read from the whole output.\n"
         "- Prefer the file tools (read_file, edit_file, glob, grep) for reading, editing and "
         "searching files; use bash for builds, tests, git and other programs."
     )
@@ -202,12 +218,13 @@ def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool
     return None
 
 
-def _result_text(output: str, status: str | None) -> str:
+def _result_text(output: str, status: str | None, plan: str | None = None) -> str:
+    before = f"{plan}\n\n" if plan else ""
     if status is None:
-        return output or "(no output)"
+        return before + (output or "(no output)")
     if output and not output.endswith("\n"):
         output += "\n"
-    return output + status
+    return before + output + status
 
 
 # --- local execution -------------------------------------------------------------------------
@@ -262,6 +279,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     stdout = proc.stdout
     assert stdout is not None
     output = _HeadTail(ctx.limits.bash_output_bytes)
+    plan = PlanReader() if runs_plan(command) else None
     pipe_closed = trio.Event()
     ended = False
 
@@ -269,6 +287,8 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
         try:
             while chunk := await stdout.receive_some(READ_CHUNK):
                 output.feed(chunk)
+                if plan is not None:
+                    plan.feed(chunk)
         finally:
             pipe_closed.set()
 
@@ -278,7 +298,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             with trio.move_on_after(limit) as deadline:
                 await proc.wait()  # the shell, not the pipe: a background job holds the pipe
             with trio.CancelScope(shield=True):
-                await _end_group(proc, tree, ctx.limits.kill_grace)
+                await end_group(proc, tree, ctx.limits.kill_grace)
                 ended = True
                 with trio.move_on_after(DRAIN_SECONDS):
                     await pipe_closed.wait()
@@ -286,7 +306,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     finally:
         with trio.CancelScope(shield=True):
             if not ended:  # cancelled (or failed) while it ran
-                await _end_group(proc, tree, ctx.limits.kill_grace)
+                await end_group(proc, tree, ctx.limits.kill_grace)
             process_tree.forget(proc)
             await stdout.aclose()
 
@@ -296,12 +316,14 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     signal_name = _signal_name(-code) if code is not None and code < 0 else None
     text = output.text()
     status = _status_line(exit_code, signal_name, timed_out, limit)
-    return ToolResult(
-        _result_text(text, status),
-        is_error=status is not None,
-        raw_output={"exit_code": exit_code, "signal": signal_name, "timed_out": timed_out,
-                    "output": text, "truncated_bytes": output.dropped},
-    )
+    summary = plan.summary() if plan is not None else None
+    raw: dict[str, Any] = {"exit_code": exit_code, "signal": signal_name,
+                           "timed_out": timed_out, "output": text,
+                           "truncated_bytes": output.dropped}
+    if summary is not None:
+        raw["plan_summary"] = summary
+    return ToolResult(_result_text(text, status, summary), is_error=status is not None,
+                      raw_output=raw)
 
 
 def _signal_name(number: int) -> str:
@@ -311,7 +333,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-async def _end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
+async def end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
     """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
     KILL; reap the shell.
 
@@ -438,7 +460,8 @@ async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
                 await _bounded(terminal.kill, created[0], bound)
             await _bounded(terminal.release, created[0], bound)
 
-    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit)
+    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit,
+                            runs_plan(command))
 
 
 async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolContext,
@@ -494,7 +517,7 @@ async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,
 
 def _terminal_result(terminal_id: str, answer: dict[str, Any] | None,
                      exit_status: dict[str, Any] | None, timed_out: bool,
-                     timeout: float) -> ToolResult:
+                     timeout: float, plan: bool = False) -> ToolResult:
     answer = answer if isinstance(answer, dict) else {}
     text = answer.get("output")
     if not isinstance(text, str):
@@ -510,10 +533,17 @@ def _terminal_result(terminal_id: str, answer: dict[str, Any] | None,
     signal_name = status.get("signal")
     signal_name = signal_name if isinstance(signal_name, str) else None
     line = _status_line(exit_code, signal_name, timed_out, timeout)
-    return ToolResult(
-        _result_text(text, line),
-        is_error=line is not None,
-        raw_output={"exit_code": exit_code, "signal": signal_name, "timed_out": timed_out,
-                    "output": text, "truncated": truncated, "terminal_id": terminal_id},
-        content=[TerminalContent(terminal_id)],
-    )
+    summary = None
+    if plan:  # only what the terminal kept: its limit may have cut the start
+        reader = PlanReader()
+        reader.feed(text.encode("utf-8", "replace"))
+        summary = reader.summary()
+    raw: dict[str, Any] = {"exit_code": exit_code, "signal": signal_name,
+                           "timed_out": timed_out, "output": text, "truncated": truncated,
+                           "terminal_id": terminal_id}
+    content: list[ToolCallContent] = [TerminalContent(terminal_id)]
+    if summary is not None:
+        raw["plan_summary"] = summary
+        content.insert(0, ContentToolCallContent(TextContent(summary)))
+    return ToolResult(_result_text(text, line, summary), is_error=line is not None,
+                      raw_output=raw, content=content)

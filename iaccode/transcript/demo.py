@@ -1,7 +1,8 @@
 """``iaccode demo``: watch iac-code do a recorded infrastructure task, with no key and no
 network. A real ``iaccode acp`` runs the bundled transcript (see ``replay.py``) and this client
 shows it as an editor would: streamed text, dimmed thinking, each tool call with its status,
-diffs in colour, the permission question and its answer."""
+diffs in colour, the checks after each edit, the plan summary, the permission questions
+(an infrastructure change asked for in red) and their answers."""
 
 from __future__ import annotations
 
@@ -40,8 +41,12 @@ class Renderer:
             self._end_line()
             title = (params.get("toolCall") or {}).get("title", "a tool call")
             names = " / ".join(o.get("name", "?") for o in params.get("options") or [])
-            self.console.print(f"[bold magenta]? Allow {title}?[/bold magenta] "
-                               f"[dim]({names})[/dim]")
+            if title.startswith("Changes real infrastructure"):
+                self.console.print(f"[bold red]! {title}. Allow?[/bold red] [dim]({names})[/dim]",
+                                   markup=True)
+            else:
+                self.console.print(f"[bold magenta]? Allow {title}?[/bold magenta] "
+                                   f"[dim]({names})[/dim]")
         elif isinstance(message.get("result"), dict) and "stopReason" in message["result"]:
             self._end_line()
             usage = message["result"].get("usage") or {}
@@ -98,8 +103,12 @@ class Renderer:
         elif content.get("type") == "content":
             text = (content.get("content") or {}).get("text", "")
             lines = text.splitlines()
+            # What iac-code adds (checks after an edit, a plan's summary) stands out.
+            style = "yellow" if text.startswith(("IaC check", "Plan summary")) else "dim"
             for line in lines[:6]:
-                self.console.print(f"    {line}", style="dim", markup=False)
+                if not line.strip():
+                    style = "dim"
+                self.console.print(f"    {line}", style=style, markup=False)
             if len(lines) > 6:
                 self.console.print(f"    … {len(lines) - 6} more lines", style="dim")
 

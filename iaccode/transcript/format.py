@@ -1,7 +1,7 @@
 """The transcript file: JSON lines, a header first, then records in the order things happened.
 
     {"type": "header", "format": "1.0", "iaccode": "0.1.0", "protocolVersion": 1,
-     "model": "...", "recordedAt": "..."}
+     "model": "...", "provider": "anthropic", "recordedAt": "..."}
     {"type": "workspace", "t": 0.01, "cwd": "/abs/project", "files": {"main.tf": "..."},
      "home": {"sessions/sess_.../history.jsonl": "..."}}
     {"type": "wire", "t": 0.02, "from": "client" | "agent", "message": {...}}  (or "raw": "...")

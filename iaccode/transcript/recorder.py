@@ -32,13 +32,14 @@ SNAPSHOT_SKIP = {".git", "node_modules", ".venv", "__pycache__", ".terraform"}
 
 
 class Recorder:
-    def __init__(self, path: Path, *, model: str, home: Path) -> None:
+    def __init__(self, path: Path, *, model: str, home: Path,
+                 provider: str = "anthropic") -> None:
         self._writer = TranscriptWriter(path, secret_values())
         self._start = time.monotonic()
         self._home = home
         self._snapshotted = False
         self._writer.write({"type": "header", "format": FORMAT, "iaccode": iaccode.__version__,
-                            "protocolVersion": 1, "model": model,
+                            "protocolVersion": 1, "model": model, "provider": provider,
                             "recordedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
     def _t(self) -> float:

@@ -170,6 +170,8 @@ async def _run(transcript: Transcript, path: Path, workspace: _Workspace,
     env.update(IAC_CODE_HOME=str(workspace.home), IAC_CODE_MODEL_SCRIPT=str(script),
                IAC_CODE_RECORDED_TOOLS=str(workspace.tool_results(transcript)),
                IAC_CODE_MODEL=str(transcript.header.get("model") or ""),
+               # The provider decides the models offered (older transcripts: Anthropic's).
+               IAC_CODE_PROVIDER=str(transcript.header.get("provider") or "anthropic"),
                IAC_CODE_LOG_LEVEL="WARNING", HOME=str(workspace.user_home))
     command = agent_command or [sys.executable, "-m", "iaccode", "acp"]
     expected_side = Normalizer(workspace.expected_paths)

@@ -7,6 +7,11 @@ Read-only tools run without asking inside the session's cwd; outside it (an abso
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
 
+A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`) is the exception
+to the remembered answers and the modes: it asks every time, in bypass too, with a question
+that says so and offers no *Always allow*; plan mode refuses it (``[iac]
+confirm_infra_changes = false`` in config.toml makes it an ordinary command).
+
 The real paths judged here are resolved once by the tool runner, shown to the user in the
 question, and handed to the tool, which opens exactly those (see
 :mod:`iaccode.tools.local_files`): a symlink swapped after the check cannot redirect the call.
@@ -20,11 +25,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
+from iaccode.iac.guard import infra_change
+from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
+    ContentToolCallContent,
     PermissionOption,
     RequestPermissionRequest,
     ToolCallContent,
@@ -72,14 +80,20 @@ class Verdict:
     decision: Decision
     reason: str = ""
     """For REFUSE: what the model is told."""
+    infra_change: str | None = None
+    """For ASK: what in the command changes real infrastructure ("terraform apply")."""
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
-           resolved: Mapping[str, Path] | None = None, ours: Path | None = None) -> Verdict:
+           resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
+           confirm_infra_changes: bool = True) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
     without asking."""
+    if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
+                                                                remembered=remembered)):
+        return infra
     if mode == "plan" and not tool.read_only:
         return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
                        "Describe the change instead, or ask the user to switch modes.")
@@ -99,6 +113,44 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     return Verdict(Decision.ASK)
 
 
+def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool counts as read-only: it runs without a question (like the read
+    tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
+    no hint, or any other, means it may change something, so it asks (``*_always`` holds for
+    that tool), plan mode refuses it and bypass runs it, like a command."""
+    return annotations.get("readOnlyHint") is True
+
+
+def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
+                         remembered: Mapping[str, bool]) -> Verdict | None:
+    """For a bash command that changes real infrastructure: ASK whatever was allowed before
+    and in every mode (plan refuses; an *Always reject* still holds); None for anything else."""
+    command = getattr(args, "command", None)
+    change = infra_change(command) if tool.name == "bash" and isinstance(command, str) else None
+    if change is None:
+        return None
+    if mode == "plan":
+        return Verdict(Decision.REFUSE, f"Plan mode is on: `{change}` changes real "
+                       "infrastructure and is refused. Describe the change (a `plan` is fine) "
+                       "or ask the user to switch modes.")
+    if remembered.get(tool.name) is False:
+        return Verdict(Decision.REFUSE, DENIED)
+    return Verdict(Decision.ASK, infra_change=change)
+
+
+INFRA_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
+"""What the question for an infrastructure change offers: never *Always allow*."""
+
+
+def infra_question(tool_call: ToolCallFields, change: str, command: str) -> ToolCallFields:
+    """The permission question's tool call for an infrastructure change: the title and the
+    content say so and show the exact command."""
+    text = (f"This command changes real infrastructure ({change}):\n\n{command}\n\n"
+            "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
+    return evolve(tool_call, title=f"Changes real infrastructure: {command}",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
                ours: Path | None) -> bool:
     """Every path of the call is in our own folder (saved tool output), read-only."""
@@ -107,19 +159,20 @@ def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
 
 
 async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
-              tool_call: ToolCallFields, tool_name: str, remembered: dict[str, bool]) -> Answer:
+              tool_call: ToolCallFields, tool_name: str, remembered: dict[str, bool],
+              options: list[PermissionOption] = OPTIONS) -> Answer:
     """Ask the user; remember ``*_always`` answers for this tool in ``remembered``.
 
     Anything but a clear allow means the tool does not run: a rejection, an answer we cannot
     read, an error from the client, or the client going away.
     """
-    question = RequestPermissionRequest(session_id, tool_call, OPTIONS)
+    question = RequestPermissionRequest(session_id, tool_call, options)
     try:
         response = await request("session/request_permission", to_wire(question))
     except RpcError as exc:
         log.warning("permission request failed: %s %s", exc.message, exc.data)
         return Answer.REJECT
-    kind = _selected_kind(response)
+    kind = _selected_kind(response, options)
     if kind == "cancelled":
         return Answer.CANCELLED
     if kind in ("allow_always", "reject_always"):
@@ -143,7 +196,7 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
         return None
 
 
-def _selected_kind(response: Any) -> str | None:
+def _selected_kind(response: Any, options: list[PermissionOption]) -> str | None:
     """The option kind the user chose, ``cancelled``, or None when unreadable."""
     if not isinstance(response, dict):
         return None
@@ -153,11 +206,11 @@ def _selected_kind(response: Any) -> str | None:
             return "cancelled"
         if outcome.get("outcome") == "selected":
             option_id = outcome.get("optionId")
-            return next((o.kind for o in OPTIONS if o.option_id == option_id), None)
+            return next((o.kind for o in options if o.option_id == option_id), None)
         return None
     if outcome == "allowed":  # the seed's flat shape
         option_id = response.get("option_id", "allow_once")
-        kind = next((o.kind for o in OPTIONS if o.option_id == option_id), None)
+        kind = next((o.kind for o in options if o.option_id == option_id), None)
         return kind if kind in ("allow_once", "allow_always") else None
     if outcome == "denied":
         return "reject_once"

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 from attrs import evolve, frozen
 
+from iaccode.iac import diagnostics
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
@@ -203,16 +204,21 @@ class ToolRunner:
         env, tool, call_id = self._env, call.tool, call.call_id
         verdict = permissions.decide(tool, call.args, mode=env.mode(), cwd=env.cwd,
                                      remembered=env.remembered, resolved=call.resolved,
-                                     ours=env.saved_output)
+                                     ours=env.saved_output,
+                                     confirm_infra_changes=env.config.confirm_infra_changes)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
             content = await permissions.question_content(
                 tool, call.args, self._context(tool, call_id, call.resolved))
-            answer = await permissions.ask(
-                env.request, env.session_id,
-                ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
-                               call.raw_input, content, name=tool.name),
-                tool.name, env.remembered)
+            fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
+                                    call.raw_input, content, name=tool.name)
+            options = permissions.OPTIONS
+            if verdict.infra_change is not None:
+                fields = permissions.infra_question(fields, verdict.infra_change,
+                                                    call.args.command)
+                options = permissions.INFRA_OPTIONS
+            answer = await permissions.ask(env.request, env.session_id, fields, tool.name,
+                                           env.remembered, options)
             if answer is Answer.CANCELLED:
                 await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
                 env.cancel_turn()
@@ -258,6 +264,11 @@ class ToolRunner:
             log.exception("tool %s failed", tool.name)
             result = ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
                                 is_error=True)
+        if tool.name in diagnostics.CHECKED_TOOLS and not result.is_error:
+            # An IaC file just written is checked, as an editor would; a replay leaves the
+            # machine's programs (terraform, cfn-lint) out.
+            result = await diagnostics.annotate(result, env.cwd,
+                                                external=env.config.recorded_tools is None)
         if env.tool_tap is not None:
             env.tool_tap(call_id, tool.name, result)
         return result

@@ -375,7 +375,7 @@ async def test_regression_lone_surrogate_in_history_does_not_break_the_next_requ
         provider: Any, figures: Figures) -> None:
     """A lone surrogate in the history (a model's text, a client's prompt) made every later
     request impossible to encode (UnicodeEncodeError, -32603): the session was stuck for good.
-    The request now carries "?" in its place (iaccode/llm/anthropic_provider.py, _encodable)."""
+    The request now carries "?" in its place (iaccode/llm/sdk_stream.py, encodable)."""
     client, server = provider
     server.enqueue(reply("fine"))
     history = [{"role": "user", "content": [{"type": "text", "text": "a \ud800 b"}]},
@@ -394,8 +394,8 @@ async def test_regression_long_retry_after_is_not_waited_for(provider: Any, figu
                                                              header: dict[str, str]) -> None:
     """The SDK waits for any ``retry-after`` a server asks (up to 49 days), with the turn
     silent; a 429 asking for an hour held the turn for an hour. Waits over a minute are now not
-    retried: the user sees the error at once (iaccode/llm/anthropic_provider.py,
-    _no_long_retry_waits). Short waits are still honoured."""
+    retried: the user sees the error at once (no_long_retry_waits in
+    iaccode/llm/sdk_stream.py). Short waits are still honoured."""
     client, server = provider
     if header.get("retry-after") == "HTTP-DATE":
         header = {"retry-after": format_datetime(datetime.now(UTC) + timedelta(hours=1),

@@ -135,12 +135,12 @@ async def test_prompt_is_stable_and_rebuilt_only_when_instructions_change(
     agent: AgentProcess, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "AGENTS.md").write_text("FIRST VERSION\n")
-    (workspace / "x.tf").write_text("x\n")
+    (workspace / "notes.md").write_text("x\n")  # neither instructions nor IaC
     model_server.enqueue(reply("a"), reply("b"), reply("c"))
     await agent.initialize()
     session = await agent.new_session(workspace)
     await agent.prompt(session, "one")
-    (workspace / "x.tf").write_text("changed, but not an instruction file\n")
+    (workspace / "notes.md").write_text("changed, but not an instruction file\n")
     await agent.prompt(session, "two")
     agents_md = workspace / "AGENTS.md"
     agents_md.write_text("SECOND VERSION\n")

@@ -107,7 +107,10 @@ async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result
             "newText": "x = 1\n"}
     assert seen == [False]  # not even the folder was made before the answer
     assert requests[0]["params"]["toolCall"]["content"] == [diff]
-    assert tool_updates(updates, "toolu_write_file")[-1]["content"] == [diff]
+    final = tool_updates(updates, "toolu_write_file")[-1]["content"]
+    assert final[0] == diff  # then the check of the Terraform file written (iaccode/iac)
+    assert final[1:] == [{"type": "content", "content": {
+        "type": "text", "text": "IaC check of out/new.tf (Terraform): no problems."}}]
     assert (workspace / "out" / "new.tf").read_text() == "x = 1\n"
 
 

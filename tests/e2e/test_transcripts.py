@@ -85,7 +85,12 @@ def test_the_demo_runs_without_a_key(tmp_path: Path) -> None:
                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     for shown in ("Tag the logs bucket", "Read main.tf", "Allow Edit main.tf",
-                  "Environment = var.environment", "end_turn"):
+                  "Environment = var.environment", "end_turn",
+                  "IaC check of main.tf (Terraform) found 1 problem:",
+                  "IaC check of main.tf (Terraform): no problems.",
+                  "Plan summary: 0 to add, 1 to change, 0 to destroy",
+                  "~ update   aws_s3_bucket.logs",
+                  "Changes real infrastructure: terraform apply"):
         assert shown in result.stdout
 
 

@@ -28,6 +28,11 @@ ends the connection without the final chunk (clients see an incomplete body);
 ``"stream"`` not true gets the events folded into one JSON message (an ``error`` event
 becomes the matching error status).
 
+The serving (threads, connections, chunked SSE, hangs, resets, cuts) is shared with the fake
+Chat Completions API (``tests/fakes/chat_server.py``), which overrides the few methods that
+speak the API (``path``, ``refuse``, ``error_body``, ``stream_frames``, ``stream_tail``,
+``fold``).
+
 As a program, it serves a script file until SIGTERM or SIGINT (then exits 0), after
 printing ``READY <base_url>`` on stdout:
 
@@ -178,6 +183,14 @@ class FakeModelServer:
         with self._lock:
             return list(self._requests)
 
+    def wait_for_no_connections(self, timeout: float = 5.0) -> None:
+        """Block until the clients have closed every connection (a cancelled stream's too);
+        raise TimeoutError after ``timeout``."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: not self._connections, timeout):
+                raise TimeoutError(f"fake model server: {len(self._connections)} connection(s) "
+                                   f"still open after {timeout}s")
+
     @property
     def cache_usage(self) -> list[dict[str, int]]:
         """With ``prompt_cache``: each request's computed usage, in arrival order (a copy)."""
@@ -243,6 +256,34 @@ class FakeModelServer:
     ) -> None:
         self.close()
 
+    # -- what a fake of another API changes (tests/fakes/chat_server.py) ----------------
+
+    path = MESSAGES_PATH
+    """The one route answered (``POST``)."""
+
+    def refuse(self, body: dict[str, Any]) -> str | None:
+        """Why the API would refuse this request with a 400 (None: it would not). The Messages
+        fake takes any JSON object."""
+        return None
+
+    def error_body(self, status: int, message: str) -> Any:
+        """The body of an error answer the fake itself makes."""
+        return error_body(status, message)
+
+    def stream_frames(self, events: list[dict[str, Any]], body: dict[str, Any]) -> list[bytes]:
+        """The SSE bytes sent for each scripted event (one item per event; b"" sends nothing),
+        for the request ``body``."""
+        return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                for event in events]
+
+    def stream_tail(self, body: dict[str, Any]) -> bytes:
+        """SSE bytes after the last event of a complete stream."""
+        return b""
+
+    def fold(self, events: list[dict[str, Any]]) -> tuple[int, Any]:
+        """The events as one non-streamed answer: (status, JSON body)."""
+        return _fold_events(events)
+
     # -- used by the handler ----------------------------------------------------------
 
     def _record(self, request: RecordedRequest) -> None:
@@ -273,9 +314,10 @@ class FakeModelServer:
             self._handler_threads.add(threading.current_thread())
 
     def _untrack(self, conn: socket.socket) -> None:
-        with self._lock:
+        with self._changed:
             self._connections.discard(conn)
             self._handler_threads.discard(threading.current_thread())
+            self._changed.notify_all()
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -367,20 +409,27 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         self.fake._record(RecordedRequest("POST", self.path, headers, body, raw))
 
-        if path != MESSAGES_PATH:
-            self.fake._problem(f"POST {self.path}: unknown path")
-            self._send_json(404, error_body(404, f"fake model server: no route POST {path}"))
+        fake = self.fake
+        if path != fake.path:
+            fake._problem(f"POST {self.path}: unknown path")
+            self._send_json(404, fake.error_body(404, f"fake model server: no route POST {path}"))
             return
         if bad_json or not isinstance(body, dict):
-            self.fake._problem(f"POST {self.path}: body is not a JSON object")
-            self._send_json(400, error_body(400, "fake model server: body is not a JSON object"))
+            fake._problem(f"POST {self.path}: body is not a JSON object")
+            self._send_json(400, fake.error_body(400,
+                                                 "fake model server: body is not a JSON object"))
             return
-        exchange = self.fake._next_exchange()
+        refused = fake.refuse(body)
+        if refused is not None:
+            fake._problem(f"POST {self.path}: {refused}")
+            self._send_json(400, fake.error_body(400, refused))
+            return
+        exchange = fake._next_exchange()
         if exchange is None:
-            number = len(self.fake.requests)
-            self.fake._problem(f"request #{number}: {NO_EXCHANGE_LEFT}")
+            number = len(fake.requests)
+            fake._problem(f"request #{number}: {NO_EXCHANGE_LEFT}")
             message = f"{NO_EXCHANGE_LEFT} (request #{number}, POST {self.path})"
-            self._send_json(500, error_body(500, message), {"x-should-retry": "false"})
+            self._send_json(500, fake.error_body(500, message), {"x-should-retry": "false"})
             return
 
         kind = exchange_kind(exchange)
@@ -393,10 +442,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "status":
             self._send_json(exchange["status"], exchange["body"], exchange["headers"])
         elif kind == "model_error":
-            self._send_json(500, error_body(500, exchange["model_error"]),
+            self._send_json(500, fake.error_body(500, exchange["model_error"]),
                             {"x-should-retry": "false"})
         elif body.get("stream") is True:
-            self._stream(exchange)
+            self._stream(exchange, body)
         else:
             self._non_stream(exchange)
 
@@ -406,7 +455,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake._record(RecordedRequest(self.command, self.path, headers, None, raw))
         self.fake._problem(f"{self.command} {self.path}: unknown path")
         message = f"fake model server: no route {self.command} {self.path.split('?', 1)[0]}"
-        self._send_json(404, error_body(404, message))
+        self._send_json(404, self.fake.error_body(404, message))
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -441,8 +490,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _stream(self, exchange: Exchange) -> None:
+    def _stream(self, exchange: Exchange, body: dict[str, Any]) -> None:
         events: list[dict[str, Any]] = exchange["events"]
+        frames = self.fake.stream_frames(events, body)
         delay: float = exchange["delay"]
         cut_after: int | None = exchange["cut_after"]
         self.send_response(200)
@@ -452,15 +502,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         try:
             self.end_headers()
-            for number, event in enumerate(events):
+            for number, data in enumerate(frames):
                 if cut_after is not None and number >= cut_after:
                     break
                 if delay > 0 and self.fake.stopping.wait(delay):
                     self.close_connection = True
                     return
-                data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
+                if data:
+                    self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
             if exchange.get("then_hang"):
                 self._hang()
                 return
@@ -468,6 +518,9 @@ class _Handler(BaseHTTPRequestHandler):
                 # Drop the connection without the last chunk: the body is incomplete.
                 self.close_connection = True
                 return
+            tail = self.fake.stream_tail(body)
+            if tail:
+                self.wfile.write(b"%X\r\n%s\r\n" % (len(tail), tail))
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:
@@ -481,7 +534,7 @@ class _Handler(BaseHTTPRequestHandler):
         if exchange["cut_after"] is not None:
             self.close_connection = True
             return
-        status, body = _fold_events(events)
+        status, body = self.fake.fold(events)
         self._send_json(status, body)
 
     def _hang(self) -> None:
@@ -546,10 +599,14 @@ def _fold_events(events: list[dict[str, Any]]) -> tuple[int, Any]:
     return 200, message
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None,
+         server_class: type[FakeModelServer] | None = None) -> int:
+    """Serve a script until SIGTERM/SIGINT; ``server_class`` serves another API (the fake
+    Chat Completions API's ``main`` passes its own)."""
+    server_class = server_class or FakeModelServer
     parser = argparse.ArgumentParser(
-        prog="python -m tests.fakes.model_server",
-        description="Serve a model script as a fake Anthropic Messages API.",
+        prog=f"python -m {server_class.__module__}",
+        description=f"Serve a model script as a fake model API ({server_class.__name__}).",
     )
     parser.add_argument("--script", required=True, help="script file (JSON)")
     parser.add_argument("--host", default="127.0.0.1")
@@ -567,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     stop_signals = {signal.SIGINT, signal.SIGTERM}
     # Block the signals before any thread starts, so that only sigwait() sees them.
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-    with FakeModelServer(exchanges, host=args.host, port=args.port, loop=args.loop) as server:
+    with server_class(exchanges, host=args.host, port=args.port, loop=args.loop) as server:
         print(f"READY {server.base_url}", flush=True)
         signal.sigwait(stop_signals)
     return 0

@@ -43,6 +43,42 @@ VARIABLES_TF = '''variable "environment" {
 }
 '''
 
+DEMO_PLAN = """
+Terraform used the selected providers to generate the following execution
+plan. Resource actions are indicated with the following symbols:
+  ~ update in-place
+
+Terraform will perform the following actions:
+
+  # aws_s3_bucket.logs will be updated in-place
+  ~ resource "aws_s3_bucket" "logs" {
+        id     = "acme-logs"
+      ~ tags   = {
+          + "Environment" = "staging"
+        }
+        # (9 unchanged attributes hidden)
+    }
+
+Plan: 0 to add, 1 to change, 0 to destroy.
+"""
+STAND_IN_TERRAFORM = f"""#!{sys.executable}
+# A stand-in terraform for the demo's recording: its plan, and a clean fmt.
+import sys
+if sys.argv[1:2] == ["plan"]:
+    print({DEMO_PLAN!r}, end="")
+elif sys.argv[1:2] != ["fmt"]:
+    sys.exit("the demo's stand-in terraform only plans")
+"""
+
+
+def stand_in_bin(root: Path) -> Path:
+    """A folder holding the stand-in terraform, to put first on the agent's PATH."""
+    folder = root / "bin"
+    folder.mkdir(exist_ok=True)
+    (folder / "terraform").write_text(STAND_IN_TERRAFORM)
+    (folder / "terraform").chmod(0o755)
+    return folder
+
 
 class Editor(acp.Client):
     """Answers permission questions from a list of option kinds, in order."""
@@ -83,6 +119,9 @@ async def _record(out: Path, exchanges: list[dict[str, Any]], scenario: Scenario
                if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))}
         env.update(ANTHROPIC_API_KEY="recording-key", ANTHROPIC_BASE_URL=server.base_url,
                    IAC_CODE_HOME=str(home), IAC_CODE_LOG_LEVEL="WARNING")
+        # A stand-in terraform first on PATH: the checks after a write must not depend on
+        # whether the recording machine has a real one (a replay leaves such programs out).
+        env["PATH"] = f"{stand_in_bin(root)}{os.pathsep}{env.get('PATH', '')}"
         editor = Editor(answers)
         async with acp.spawn_agent_process(editor, sys.executable, "-m", "iaccode", "acp",
                                            "--record", str(out), env=env,
@@ -135,9 +174,13 @@ async def main() -> None:
     ], cancel_mid_command, ["allow_once"])
 
     await _record_load_after_crash()
-
     await _record_absolute_paths()
+    await record_demo()
 
+
+async def record_demo() -> None:
+    """The demo: a diagnostic seen and fixed, a plan summarised, an apply asked and refused
+    (terraform is a stand-in first on PATH; its results are recorded like any command's)."""
     await _record(DEMO, [
         reply(["I'll start by reading ", "the module."],
               thinking=["To add a tag I need to see ", "how the bucket is declared."],
@@ -149,13 +192,22 @@ async def main() -> None:
               tool_uses=[ToolUse("toolu_3", "edit_file", {
                   "path": "main.tf", "old_string": '  bucket = "acme-logs"\n',
                   "new_string": '  bucket = "acme-logs"\n\n  tags = {\n'
-                                '    Environment = var.environment\n  }\n'})]),
-        reply("Now I'll check the formatting.",
-              tool_uses=[ToolUse("toolu_4", "bash", {"command": "grep -n tags -A2 main.tf"})]),
-        reply(["Done. The `logs` bucket is now tagged with ",
-               "`Environment = var.environment`, ", "and the file reads cleanly."]),
-    ], one_prompt("Tag the logs bucket with the environment"),
-        ["allow_once", "allow_once"])
+                                '    Environment = var.environment\n'})]),
+        reply(["The check says a block is not closed: ", "the `tags` map lost its brace. ",
+               "Fixing it."],
+              tool_uses=[ToolUse("toolu_4", "edit_file", {
+                  "path": "main.tf", "old_string": "    Environment = var.environment\n}\n",
+                  "new_string": "    Environment = var.environment\n  }\n}\n"})]),
+        reply("The file checks clean. Now the plan.",
+              tool_uses=[ToolUse("toolu_5", "bash", {"command": "terraform plan -no-color"})]),
+        reply(["The plan changes one resource in place and destroys nothing. ", "Applying it."],
+              tool_uses=[ToolUse("toolu_6", "bash",
+                                 {"command": "terraform apply -auto-approve -no-color"})]),
+        reply(["You did not allow the apply, so nothing changed. ",
+               "`aws_s3_bucket.logs` is tagged with `Environment = var.environment` in "
+               "main.tf; the plan above is what `terraform apply` will do."]),
+    ], one_prompt("Tag the logs bucket with the environment and apply it"),
+        ["allow_once", "allow_once", "allow_once", "reject_once"])
 
 
 async def _record_absolute_paths() -> None:

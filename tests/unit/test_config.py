@@ -334,6 +334,30 @@ def test_config_error_is_a_value_error() -> None:
     assert issubclass(ConfigError, ValueError)
 
 
+# --- [iac] -------------------------------------------------------------------------------------
+
+def test_infra_changes_are_confirmed_by_default(tmp_path: Path) -> None:
+    assert Config.from_env({"IAC_CODE_HOME": str(tmp_path)}).confirm_infra_changes is True
+
+
+def test_iac_table_turns_the_infra_question_off(tmp_path: Path) -> None:
+    env = home_with(tmp_path, "[iac]\nconfirm_infra_changes = false\n")
+    assert Config.from_env(env).confirm_infra_changes is False
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[iac]\nconfirm_infra_changes = "no"\n',
+     "config.toml: iac.confirm_infra_changes must be a boolean, got a string"),
+    ("[iac]\nconfirm_infra_changes = 0\n",
+     "config.toml: iac.confirm_infra_changes must be a boolean, got an integer"),
+    ("[iac]\nconfirm_infra = false\n",
+     "config.toml: unknown key 'iac.confirm_infra'; the [iac] keys are confirm_infra_changes"),
+    ("iac = true\n", "config.toml: iac must be a table, got a boolean"),
+])
+def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) -> None:
+    assert expected in config_error(home_with(tmp_path, text))
+
+
 # -- [serve] (iaccode serve) ----------------------------------------------------------------
 
 

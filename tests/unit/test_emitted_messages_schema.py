@@ -6,10 +6,12 @@ the variants a run might not reach (every update kind, every stop reason, every 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from iaccode.config import Config
 from iaccode.protocol import messages as m
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
@@ -23,7 +25,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
-from iaccode.server.agent import AUTH_METHOD
+from iaccode.server.agent import auth_method
 from iaccode.turn.permissions import MODES, OPTIONS
 from iaccode.wire import errors
 from tests.support.acp_schema import schema_defs, validate_def
@@ -41,7 +43,7 @@ RESULTS: list[tuple[str, Any]] = [
             prompt_capabilities=m.PromptCapabilities(embedded_context=True),
             session_capabilities=m.SessionCapabilities(close={})),
         agent_info=m.Implementation("iaccode", "0.1.0", title="iac-code"),
-        auth_methods=[AUTH_METHOD])),
+        auth_methods=[auth_method(Config(home=Path('.')))])),
     ("AuthenticateResponse", m.Empty()),
     ("NewSessionResponse", m.NewSessionResponse(
         "sess_1", m.SessionModeState("default", list(MODES.values())), MODEL_STATE,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 
+from iaccode.config import Config
 from iaccode.protocol.convert import tool_input
 from iaccode.tools import local_files
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, resolve_path
@@ -126,7 +127,8 @@ def runner(cwd: Path, mode: str, answers: list[str],
 
     tools: dict[str, Tool] = {t.name: t for t in (ReadFile(), WriteFile(), EditFile(),
                                                     ListFiles())}
-    env = TurnEnv(config=None, provider=None, model="m", session_id="s",  # type: ignore[arg-type]
+    env = TurnEnv(config=Config(home=cwd), provider=None,  # type: ignore[arg-type]
+                  model="m", session_id="s",
                   cwd=cwd, send_update=send_update, request=request,
                   files=LocalFiles(10_000), terminal=None, tools=tools, mode=lambda: mode,
                   thinking=lambda: "off", remembered={}, limits=ToolLimits(),

@@ -1,0 +1,1 @@
+"""Infrastructure as Code: inventory, checks after writes, the infra-change guard, plans."""

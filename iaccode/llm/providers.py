@@ -1,0 +1,202 @@
+"""The one place that maps the configuration to a model provider.
+
+``provider`` (config.toml, IAC_CODE_PROVIDER, ``--provider``) names a preset; each preset knows
+its API, its default base URL, the variable holding its key, its model list and how it is asked
+to think. `anthropic` (the default) speaks the Messages API; `openai`, `dashscope`, `deepseek`,
+`openrouter`, `ollama` and `openai_compatible` speak Chat Completions (``PRESETS`` below has
+their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_URL`` (config
+``base_url``) overrides any preset's URL; `openai_compatible` has none and needs it.
+
+``IAC_CODE_API_KEY`` in the environment overrides any preset's key; config.toml's
+``api_key_env`` names another variable to read it from (and then wins). ``models = [...]``
+replaces the preset's model list; the first one is the default model.
+
+Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
+module it needs, and the SDK is imported later, lazily, by the provider itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from iaccode.llm.base import Provider
+
+if TYPE_CHECKING:
+    from iaccode.config import Config
+    from iaccode.transcript.recorder import Recorder
+
+
+class Preset(NamedTuple):
+    # NamedTuples, not attrs classes: this module is imported at start-up, and each attrs
+    # class costs about a millisecond there.
+    title: str
+    """The provider's name as a user knows it."""
+    base_url: str | None
+    """The API's default base URL (None: the SDK's, or one must be configured)."""
+    key_variable: str | None
+    """The environment variable holding the key (None: the API needs none)."""
+    models: dict[str, str]
+    """Model id -> display name, offered in the editor's model option; the first is the
+    default."""
+    api: str = "chat_completions"
+    """"messages" (Anthropic) or "chat_completions" (OpenAI-compatible)."""
+    thinking: str = "none"
+    """How a thinking level is sent: "reasoning_effort" (to OpenAI's reasoning models),
+    "reasoning_effort_any" (to every model: OpenRouter maps it to each one's own form),
+    "enable_thinking" (DashScope/Qwen) or "none" (the model decides)."""
+    max_tokens_field: str = "max_tokens"
+    """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
+    ``max_tokens``); the compatible APIs know ``max_tokens``."""
+    reasoning_back: bool = False
+    """Send the model's reasoning back as ``reasoning_content`` on assistant messages: DeepSeek's
+    thinking mode answers 400 when a tool-calling turn's reasoning is missing."""
+
+
+ANTHROPIC_MODELS = {
+    "claude-sonnet-5-5": "Claude Sonnet 5.5",
+    "claude-opus-5-5": "Claude Opus 5.5",
+    "claude-haiku-5-5": "Claude Haiku 5.5",
+}
+
+PRESETS: dict[str, Preset] = {
+    "anthropic": Preset("Anthropic", None, "ANTHROPIC_API_KEY", ANTHROPIC_MODELS,
+                        api="messages"),
+    "openai": Preset("OpenAI", "https://api.openai.com/v1", "OPENAI_API_KEY",
+                     {"gpt-5.1": "GPT-5.1", "gpt-5-mini": "GPT-5 mini", "o4-mini": "o4-mini",
+                      "gpt-4.1": "GPT-4.1"},
+                     thinking="reasoning_effort", max_tokens_field="max_completion_tokens"),
+    "dashscope": Preset("DashScope (Qwen)", "https://dashscope.aliyuncs.com/compatible-mode/v1",
+                        "DASHSCOPE_API_KEY",
+                        {"qwen3-coder-plus": "Qwen3 Coder Plus", "qwen3-max": "Qwen3 Max",
+                         "qwen-plus": "Qwen Plus", "qwen-flash": "Qwen Flash"},
+                        thinking="enable_thinking"),
+    "deepseek": Preset("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY",
+                       {"deepseek-chat": "DeepSeek Chat",
+                        "deepseek-reasoner": "DeepSeek Reasoner"}, reasoning_back=True),
+    "openrouter": Preset("OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
+                         {"qwen/qwen3-coder": "Qwen3 Coder", "openai/gpt-5.1": "GPT-5.1",
+                          "deepseek/deepseek-chat-v3.1": "DeepSeek V3.1",
+                          "anthropic/claude-sonnet-4.5": "Claude Sonnet 4.5"},
+                         thinking="reasoning_effort_any"),
+    "ollama": Preset("Ollama", "http://localhost:11434/v1", None,
+                     {"qwen3-coder": "Qwen3 Coder", "qwen3": "Qwen3",
+                      "gpt-oss:20b": "gpt-oss 20B"}),
+    "openai_compatible": Preset("OpenAI-compatible API", None, None, {},
+                                thinking="reasoning_effort"),
+}
+"""Provider name -> preset (the order is the one shown in help and errors)."""
+
+DEFAULT_PROVIDER = "anthropic"
+API_KEY_VARIABLE = "IAC_CODE_API_KEY"
+"""Overrides any preset's key (config.toml ``api_key_env`` names another variable)."""
+NO_KEY = "no-key"
+"""What a keyless API (Ollama, a local server) gets: the OpenAI SDK insists on some key."""
+
+
+class Endpoint(NamedTuple):
+    """Where and how one provider is reached, with the configuration applied."""
+
+    provider: str
+    preset: Preset
+    base_url: str | None
+    key_variable: str | None
+    """The variable the key is read from (None: no key needed)."""
+    models: dict[str, str]
+
+    def api_key(self, env: Mapping[str, str] = os.environ) -> str | None:
+        return env.get(self.key_variable) if self.key_variable else NO_KEY
+
+    def missing(self, model: str, env: Mapping[str, str] = os.environ) -> str | None:
+        """What must still be set before a request can be made (None: nothing)."""
+        setting = f"(provider {self.provider}, {self.preset.title})"
+        if self.base_url is None and self.preset.api != "messages":
+            return (f"No base URL for {setting}: set IAC_CODE_BASE_URL (or base_url in "
+                    f"config.toml) to the API's address, like http://localhost:8000/v1.")
+        if self.key_variable and not env.get(self.key_variable):
+            return (f"No API key for {setting}: set {self.key_variable} in the environment the "
+                    f"editor starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted "
+                    f"model offline).")
+        if not model:
+            return (f"No model for {setting}: set IAC_CODE_MODEL (or models = [...] in "
+                    f"config.toml) to the model id the API serves.")
+        return None
+
+
+def endpoint(config: Config, env: Mapping[str, str] = os.environ) -> Endpoint:
+    """The configured provider with its base URL, key variable and models resolved."""
+    preset = PRESETS[config.provider]
+    if config.api_key_env:
+        key_variable: str | None = config.api_key_env
+    elif env.get(API_KEY_VARIABLE):
+        key_variable = API_KEY_VARIABLE
+    else:
+        key_variable = preset.key_variable
+    models = ({model: preset.models.get(model, model) for model in config.models}
+              if config.models is not None else dict(preset.models))
+    return Endpoint(config.provider, preset, config.base_url or preset.base_url, key_variable,
+                    models)
+
+
+def default_model(provider: str, models: tuple[str, ...] | None) -> str:
+    """The model new sessions use when none is configured: the first of the list ("" when the
+    provider has none: ``openai_compatible`` then needs IAC_CODE_MODEL)."""
+    listed = models if models is not None else tuple(PRESETS[provider].models)
+    return listed[0] if listed else ""
+
+
+def offered_models(config: Config) -> dict[str, str]:
+    """Model id -> name for the editor's model option: the provider's list, plus the
+    configured model when the list does not have it."""
+    models = endpoint(config).models
+    if config.model and config.model not in models:
+        models[config.model] = config.model
+    return models
+
+
+def make_provider(config: Config, recorder: Recorder | None = None) -> Provider:
+    """The provider the configuration asks for: a model script played offline
+    (IAC_CODE_MODEL_SCRIPT), else the preset's API. With a recorder, every exchange is recorded
+    (``--record``)."""
+    provider = _base_provider(config)
+    if recorder is not None:
+        from iaccode.transcript.recorder import RecordingProvider
+
+        provider = RecordingProvider(provider, recorder)
+    return provider
+
+
+def _base_provider(config: Config) -> Provider:
+    if config.model_script is not None:
+        from iaccode.llm.offline import ScriptedProvider
+        from iaccode.llm.script import load_script
+        from iaccode.transcript.format import is_transcript, read_transcript
+        from iaccode.transcript.playback import model_exchanges
+
+        if is_transcript(config.model_script):  # a recorded session's model answers
+            return ScriptedProvider(model_exchanges(read_transcript(config.model_script)))
+        return ScriptedProvider(load_script(config.model_script))
+    where = endpoint(config)
+    if where.preset.api == "messages":
+        from iaccode.llm.anthropic_provider import AnthropicProvider
+
+        overridden = where.key_variable != where.preset.key_variable
+        return AnthropicProvider(max_retries=config.max_retries, timeout=config.request_timeout,
+                                 base_url=config.base_url,
+                                 key_variable=where.key_variable if overridden else None)
+    from iaccode.llm.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(where, default_model=config.model, max_retries=config.max_retries,
+                          timeout=config.request_timeout)
+
+
+def auth_method_text(config: Config) -> tuple[str, str, str]:
+    """(id, name, description) of the ACP auth method: where the key goes (or, for an API
+    that needs none, what else is missing)."""
+    where = endpoint(config)
+    what = (f"Set {where.key_variable} in the environment the editor starts `iaccode acp` with."
+            if where.key_variable else where.missing(config.model)
+            or "This API needs no key.")
+    return (f"{config.provider}-api-key".replace("_", "-"), f"{where.preset.title} API key", what)
+

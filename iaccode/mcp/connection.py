@@ -1,0 +1,233 @@
+"""One MCP server of a session: connect with the SDK's ``Client``, list its tools and prompts,
+hold the connection, and call tools on it.
+
+    starting -> connected -> failed (it exited, its connection dropped)
+             -> failed (could not start: the reason)
+
+``serve`` runs one attempt, in the session's nursery, and returns when it fails; cancelling it
+closes the connection (a stdio server's whole process tree with it). The session starts a new
+attempt at a later prompt (``restart``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import trio
+
+import iaccode
+from iaccode.mcp.config import ServerSpec
+from iaccode.mcp.transport import StdioProcess, remote
+from iaccode.tools.base import ToolFailure
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import CallToolResult, GetPromptResult, Prompt, Tool
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CONNECT_TIMEOUT = 60.0
+"""Seconds a server may take to answer the handshake and its tool and prompt lists."""
+
+Status = Literal["starting", "connected", "failed"]
+
+
+class ServerGone(Exception):
+    """The connection to a server that was connected ended; ``str()`` says how."""
+
+
+class ServerConnection:
+    def __init__(self, spec: ServerSpec, cwd: Path) -> None:
+        self.spec = spec
+        self._cwd = cwd
+        self.status: Status = "starting"
+        self.reason = ""
+        """Why it failed (for the user): "/usr/bin/x: not found", "exited with status 1"."""
+        self.was_connected = False
+        """Whether the failed attempt had connected (it stopped, rather than not starting)."""
+        self.tools: list[Tool] = []
+        self.prompts: list[Prompt] = []
+        self.settled = trio.Event()
+        """Set when this attempt is connected or failed."""
+        self.ended = trio.Event()
+        """Set when this attempt is over (failed, or cancelled)."""
+        self._client: Client | None = None
+        self._gone = trio.Event()
+        self._gone_reason = ""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def restart(self) -> None:
+        """Make ready for a new attempt (call ``serve`` again)."""
+        self.status, self.reason, self.was_connected = "starting", "", False
+        self.settled = trio.Event()
+        self.ended = trio.Event()
+        self._gone = trio.Event()
+
+    async def serve(self) -> None:
+        """One attempt: connect, then hold the connection until it ends or we are cancelled.
+
+        Returns with ``status`` "failed" (never raises, but Cancelled); a stdio server is
+        ended with its tree before this returns, cancelled or not.
+        """
+        from mcp import Client
+        from mcp_types import Implementation
+
+        process: StdioProcess | None = None
+        # One scope around the whole connection (a deadline only until it is up): the
+        # client's task groups live inside it, so no narrower scope may close before them.
+        connecting = trio.CancelScope(deadline=trio.current_time() + CONNECT_TIMEOUT)
+        try:
+            with connecting:
+                async with contextlib.AsyncExitStack() as stack:
+                    if self.spec.transport == "stdio":
+                        process = StdioProcess(self.spec, self._cwd)
+                        transport: Any = process.open()
+                    else:
+                        transport = remote(self.spec, stack)
+                    client = Client(transport, client_info=Implementation(
+                        name="iaccode", version=iaccode.__version__))
+                    await stack.enter_async_context(client)
+                    self.tools = await _all_tools(client)
+                    self.prompts = (await _all_prompts(client)
+                                    if client.server_capabilities.prompts else [])
+                    connecting.deadline = math.inf
+                    self._client = client
+                    self.status, self.was_connected = "connected", True
+                    self.settled.set()
+                    log.info("MCP server %s connected (%s): %d tools, %d prompts", self.name,
+                             self.spec.transport, len(self.tools), len(self.prompts))
+                    await self._until_gone(process)
+            if connecting.cancelled_caught:
+                self._failed(f"no answer within {CONNECT_TIMEOUT:g} s", process)
+        except Exception as exc:  # ServerGone, or the SDK's error: the reason for the user
+            log.debug("MCP server %s: %r", self.name, exc, exc_info=exc)
+            if process is not None and process.problem is not None:
+                self._failed(process.problem, process)
+            elif process is not None and process.ended_by_itself:
+                self._failed(process.exit_reason, process)
+            else:
+                self._failed(_reason(exc), process)
+        finally:
+            self._client = None
+            self.ended.set()
+
+    async def _until_gone(self, process: StdioProcess | None) -> None:
+        async with trio.open_nursery() as nursery:
+            if process is not None:
+                async def watch() -> None:
+                    await process.ended.wait()
+                    self._lost("exited")
+                nursery.start_soon(watch)
+            await self._gone.wait()
+            nursery.cancel_scope.cancel()
+        raise ServerGone(self._gone_reason)
+
+    def _lost(self, reason: str) -> None:
+        if not self._gone.is_set():
+            self._gone_reason = reason
+            self._gone.set()
+
+    def _failed(self, reason: str, process: StdioProcess | None) -> None:
+        self.status, self.reason = "failed", reason
+        self.tools, self.prompts = [], []
+        self.settled.set()
+        tail = process.stderr_tail if process is not None else ""
+        log.warning("MCP server %s (%s) failed: %s%s", self.name, self.spec.transport, reason,
+                    f"\n--- the end of its stderr ---\n{tail}" if tail else "")
+
+    async def check(self, timeout: float) -> None:  # noqa: ASYNC109 - a bound, not a deadline
+        """For a connected HTTP or SSE server (a stdio one is watched all along): ping it, and
+        when it does not answer within ``timeout``, end the connection and wait (as long
+        again) until it has ended; then ``status`` is "failed"."""
+        client = self._client
+        if client is None or self.spec.transport == "stdio":
+            return
+        with trio.move_on_after(timeout) as waited:
+            try:
+                await client.send_ping()
+            except Exception as exc:  # any failure: the server is not there to use
+                self._lost(_reason(exc))
+        if waited.cancelled_caught:
+            self._lost(f"no answer to a ping within {timeout:g} s")
+        if self._gone.is_set():
+            with trio.move_on_after(timeout):
+                await self.ended.wait()
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call a tool. Raises ToolFailure when the server is not connected, answers an error
+        or goes away meanwhile (then it is marked failed). Cancellation: the SDK tells the
+        server (``notifications/cancelled``) and we do not wait for it."""
+        return await self._ask(lambda client: client.call_tool(tool, arguments))
+
+    async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> GetPromptResult:
+        """A prompt's messages; raises ToolFailure as ``call_tool`` does."""
+        return await self._ask(lambda client: client.get_prompt(prompt, arguments))
+
+    async def _ask(self, send: Callable[[Client], Awaitable[T]]) -> T:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+        from pydantic import ValidationError
+
+        client = self._client
+        if client is None or self.status != "connected":
+            raise ToolFailure(f"MCP server {self.name} is not connected"
+                              f"{': ' + self.reason if self.reason else ''}.")
+        try:
+            return await send(client)
+        except MCPError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                self._lost("the connection closed")
+                raise ToolFailure(f"MCP server {self.name} went away during the call.") from exc
+            raise ToolFailure(f"MCP server {self.name} answered an error: "
+                              f"{exc.error.message}") from exc
+        except ValidationError as exc:  # it answered, but not with a result: it is still there
+            raise ToolFailure(f"MCP server {self.name} answered with an invalid result: "
+                              f"{exc.error_count()} problem(s), the first: "
+                              f"{exc.errors()[0]['msg']}") from exc
+        except Exception as exc:  # the transport's errors (OSError, httpx, anyio): it is gone
+            self._lost(_reason(exc))
+            raise ToolFailure(f"MCP server {self.name} went away during the call: "
+                              f"{_reason(exc)}") from exc
+
+
+async def _all_tools(client: Client) -> list[Tool]:
+    return await _all_pages(client.list_tools, "tools")
+
+
+async def _all_prompts(client: Client) -> list[Prompt]:
+    return await _all_pages(client.list_prompts, "prompts")
+
+
+async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated list (``tools/list``, ``prompts/list``)."""
+    items: list[Any] = []
+    cursor = None
+    while True:
+        page = await list_page(cursor=cursor)
+        items += getattr(page, field)
+        cursor = page.next_cursor
+        if not cursor:
+            return items
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost useful message of an error (task groups wrap them in groups)."""
+    from mcp.shared.exceptions import MCPError
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    if isinstance(exc, ServerGone | MCPError) or (isinstance(exc, OSError) and not exc.errno):
+        return text or type(exc).__name__  # our own words, or the server's
+    return text if text and type(exc).__name__ in text else (
+        f"{type(exc).__name__}: {text}" if text else type(exc).__name__)

@@ -1,0 +1,128 @@
+"""An MCP server's tool as one of ours: ``mcp__<server>__<tool>`` for the model.
+
+Its input goes to the server as the model gave it (the server checks it against the schema it
+published). Permissions follow the tool's annotations (``permissions.mcp_read_only``); the kind
+shown to the editor too: ``fetch`` when it reaches the open world, ``read`` when read-only,
+else ``other``. The result becomes text for the model, with its images beside it, and content
+for the editor: text as text, images as images, embedded resources as their text,
+``structuredContent`` as JSON text when the server sent no text of it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import TYPE_CHECKING, Any
+
+from iaccode.mcp.names import tool_name
+from iaccode.protocol.content import ImageContent, TextContent
+from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
+from iaccode.tools.base import Tool, ToolContext, ToolResult, truncate
+from iaccode.turn.permissions import mcp_read_only
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
+    from mcp_types import Tool as McpToolSpec
+
+    from iaccode.mcp.connection import ServerConnection
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Largest image passed on to the model (the Messages API's limit); a larger one is named."""
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types the Messages API takes."""
+
+
+class McpTool(Tool):
+    """Built by :func:`mcp_tool` (the Tool attributes are per class, so one class each)."""
+
+    server: str
+    tool: str
+
+    def __init__(self, connection: ServerConnection) -> None:
+        self._connection = connection
+
+    def title(self, args: Any) -> str:
+        return f"{self.tool} ({self.server} MCP server)"
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        result = await self._connection.call_tool(self.tool, args)
+        return tool_result(result, ctx.limits.output_chars)
+
+
+def mcp_tool(connection: ServerConnection, spec: McpToolSpec, name: str | None = None) -> Tool:
+    """The tool ``spec`` of ``connection``'s server, named ``name`` (default: ``tool_name``)."""
+    annotations = (spec.annotations.model_dump(by_alias=True, exclude_none=True)
+                   if spec.annotations is not None else {})
+    read_only = mcp_read_only(annotations)
+    kind: ToolKind = ("fetch" if annotations.get("openWorldHint") is True
+                      else "read" if read_only else "other")
+    name = name or tool_name(connection.name, spec.name)
+    cls = type(f"McpTool_{name}", (McpTool,), {
+        "name": name, "server": connection.name, "tool": spec.name,
+        "description": spec.description or spec.title or f"{spec.name} (MCP server "
+                                                          f"{connection.name})",
+        "kind": kind, "input_type": dict, "input_schema": spec.input_schema or {
+            "type": "object", "properties": {}},
+        "read_only": read_only,
+    })
+    tool: Tool = cls(connection)
+    return tool
+
+
+def tool_result(result: CallToolResult, limit: int) -> ToolResult:
+    """What the model and the editor get from an MCP result (``isError`` -> failed); the
+    editor's text blocks are cut to ``limit`` characters each (the loop cuts the model's)."""
+    import mcp_types
+
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    shown: list[ToolCallContent] = []
+
+    def add(text: str) -> None:
+        texts.append(text)
+        shown.append(ContentToolCallContent(TextContent(truncate(text, limit))))
+
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            add(block.text)
+        elif isinstance(block, mcp_types.ImageContent):
+            problem = _image_problem(block.data, block.mime_type)
+            if problem is None:
+                images.append({"type": "image", "source": {
+                    "type": "base64", "media_type": block.mime_type, "data": block.data}})
+                texts.append(f"[image: {block.mime_type}]")
+                shown.append(ContentToolCallContent(ImageContent(block.data, block.mime_type)))
+            else:
+                add(f"[image: {block.mime_type}, not passed on: {problem}]")
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            resource = block.resource
+            add(resource.text if isinstance(resource, mcp_types.TextResourceContents)
+                else f"[resource {resource.uri}: {resource.mime_type or 'binary'} data]")
+        elif isinstance(block, mcp_types.ResourceLink):
+            add(f"[resource link: {block.uri}]")
+        else:  # audio, and whatever later revisions add
+            add(f"[{block.type}: {getattr(block, 'mime_type', None) or 'content'}]")
+    structured = result.structured_content
+    if structured is not None and not any(b.type == "text" for b in result.content):
+        # Servers SHOULD mirror structured content in a text block; when it did not, show it.
+        add(json.dumps(structured, indent=2, ensure_ascii=False))
+    text = "\n".join(texts) or ("The tool failed." if result.is_error else "(no output)")
+    raw: dict[str, Any] = {"output": truncate(text, limit), "isError": bool(result.is_error)}
+    if structured is not None:
+        raw["structuredContent"] = structured
+    # With images the model gets blocks (the text cut here, as the loop cuts a plain one).
+    model_content = [{"type": "text", "text": truncate(text, limit)}, *images] if images else None
+    return ToolResult(text, is_error=bool(result.is_error), raw_output=raw,
+                      content=shown or None, model_content=model_content)
+
+
+def _image_problem(data: str, mime_type: str) -> str | None:
+    """Why the model cannot be given this image, or None."""
+    if mime_type not in IMAGE_TYPES:
+        return "a type the model cannot read"
+    try:
+        size = len(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        return "not valid base64"
+    return f"{size} bytes, the limit is {MAX_IMAGE_BYTES}" if size > MAX_IMAGE_BYTES else None

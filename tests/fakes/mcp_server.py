@@ -1,0 +1,193 @@
+"""A real MCP server for the tests, written with the official ``mcp`` SDK (MCPServer).
+
+    python -m tests.fakes.mcp_server stdio [--log FILE] [--spawn-child FILE]
+    python -m tests.fakes.mcp_server http|sse [--log FILE]     # prints "READY <url>" first
+
+Its tools:
+
+- ``lookup {key}``: read-only (``readOnlyHint``), answers ``value of <key>``;
+- ``drop_table {name}``: no hints (so destructive); logs the call, answers ``dropped <name>``;
+- ``picture``: read-only, answers a text and a 1x1 PNG image;
+- ``broken``: read-only, answers an ``isError`` result;
+- ``stats``: read-only, answers structured content;
+- ``fetch_page {url}``: ``openWorldHint``, read-only;
+- ``slow {seconds}``: read-only; sleeps; on ``notifications/cancelled`` it logs
+  ``slow: cancelled`` and sleeps as long again before it gives up (a server that ignores it);
+- ``crash``: read-only; the server exits (status 3) before it answers;
+- ``echo_header``: read-only, answers the request's ``X-Test`` header (HTTP and SSE);
+
+and a prompt ``review {topic}``. Every tool call is appended to ``--log`` as a JSON line
+(``{"tool": ..., "arguments": ...}``), so a test sees what ran. ``--spawn-child FILE`` starts
+a ``sleep`` in a session of its own (as a daemon would) and writes the server's pid and the
+sleep's to FILE: the agent must end both. HTTP and SSE listen on 127.0.0.1, on a port the
+system picks.
+
+For tests: :func:`acp_stdio_server` describes it as an editor does in ``mcpServers``;
+:class:`RemoteServer` runs it over HTTP or SSE in a process of its own; :func:`calls` reads
+the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+ROOT = Path(__file__).resolve().parents[2]
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+
+
+def build(log: Path | None) -> MCPServer:
+    server = MCPServer("fake-db")
+
+    def record(tool: str, arguments: dict[str, Any]) -> None:
+        if log is not None:
+            with log.open("a") as file:
+                file.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
+
+    @server.tool(description="Look a key up in the database.", annotations=READ_ONLY)
+    def lookup(key: str) -> str:
+        record("lookup", {"key": key})
+        return f"value of {key}"
+
+    @server.tool(description="Drop a table. Cannot be undone.")
+    def drop_table(name: str) -> str:
+        record("drop_table", {"name": name})
+        return f"dropped {name}"
+
+    @server.tool(description="A picture of the schema.", annotations=READ_ONLY,
+                 structured_output=False)
+    def picture() -> list[Any]:
+        record("picture", {})
+        return ["the schema diagram", Image(data=PNG_1X1, format="png")]
+
+    @server.tool(description="Always fails.", annotations=READ_ONLY)
+    def broken() -> str:
+        record("broken", {})
+        raise ToolError("the table is locked")
+
+    @server.tool(description="Row counts.", annotations=READ_ONLY)
+    def stats() -> dict[str, int]:
+        record("stats", {})
+        return {"users": 3, "orders": 7}
+
+    @server.tool(description="Fetch a page from the web.",
+                 annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+    def fetch_page(url: str) -> str:
+        record("fetch_page", {"url": url})
+        return f"page {url}"
+
+    @server.tool(description="Takes its time, and will not be cancelled.", annotations=READ_ONLY)
+    async def slow(seconds: float) -> str:
+        record("slow", {"seconds": seconds})
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            record("slow: cancelled", {})  # notifications/cancelled came: ignore it a while
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(seconds)
+            raise
+        return "slept"
+
+    @server.tool(description="Makes the server exit in the middle of the call.",
+                 annotations=READ_ONLY)
+    def crash() -> str:
+        record("crash", {})
+        os._exit(3)
+
+    @server.tool(description="The X-Test header of the request (HTTP and SSE).",
+                 annotations=READ_ONLY)
+    def echo_header(ctx: Context) -> str:
+        record("echo_header", {})
+        return (ctx.headers or {}).get("x-test", "(no X-Test header)")
+
+    @server.prompt(description="Ask for a review of a topic.")
+    def review(topic: str) -> str:
+        return f"Please review {topic} carefully."
+
+    return server
+
+
+def acp_stdio_server(name: str, log: Path, *extra: str) -> dict[str, Any]:
+    """ACP's ``McpServerStdio`` for this server (``env`` as ACP gives it: a list)."""
+    return {"name": name, "command": sys.executable,
+            "args": ["-m", "tests.fakes.mcp_server", "stdio", "--log", str(log), *extra],
+            "env": [{"name": "PYTHONPATH", "value": str(ROOT)}]}
+
+
+class RemoteServer:
+    """This server over ``http`` (streamable HTTP) or ``sse`` on 127.0.0.1, in a process of
+    its own; ``url`` is its endpoint. ``close()`` ends it."""
+
+    def __init__(self, transport: str, log: Path) -> None:
+        self.transport = transport
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.mcp_server", transport, "--log", str(log)],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        ready = self.process.stdout.readline().split()
+        if not ready or ready[0] != "READY":
+            self.close()
+            raise RuntimeError(f"the MCP server did not start: {ready}")
+        self.url = ready[1]
+
+    def acp(self, name: str) -> dict[str, Any]:
+        """ACP's ``McpServerHttp`` / ``McpServerSse`` for it."""
+        return {"type": self.transport, "name": name, "url": self.url, "headers": []}
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+def calls(log: Path) -> list[dict[str, Any]]:
+    """The tool calls the server logged, in order."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", choices=["stdio", "http", "sse"])
+    parser.add_argument("--log", type=Path)
+    parser.add_argument("--spawn-child", type=Path)
+    options = parser.parse_args(argv)
+    server = build(options.log)
+    if options.spawn_child is not None:
+        child = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        options.spawn_child.write_text(f"{os.getpid()} {child.pid}")
+    if options.transport == "stdio":
+        server.run("stdio")
+        return 0
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    if options.transport == "http":
+        app, path = server.streamable_http_app(), "/mcp"
+    else:
+        app, path = server.sse_app(), "/sse"
+    print(f"READY http://127.0.0.1:{port}{path}", flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""The infra-change guard on command lines: what changes real infrastructure, what only reads."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from iaccode.iac.guard import infra_change
+
+CHANGES = [
+    ("terraform apply", "terraform apply"),
+    ("terraform apply -auto-approve tfplan", "terraform apply"),
+    ("terraform -chdir=envs/prod apply -auto-approve", "terraform apply"),
+    ("terraform destroy -target=aws_s3_bucket.logs", "terraform destroy"),
+    ("terraform import aws_s3_bucket.logs acme-logs", "terraform import"),
+    ("terraform taint aws_instance.web", "terraform taint"),
+    ("terraform untaint aws_instance.web", "terraform untaint"),
+    ("terraform state rm aws_s3_bucket.logs", "terraform state rm"),
+    ("terraform state mv aws_s3_bucket.a aws_s3_bucket.b", "terraform state mv"),
+    ("terraform state push terraform.tfstate", "terraform state push"),
+    ("terraform force-unlock -force 1234", "terraform force-unlock"),
+    ("terraform workspace delete staging", "terraform workspace delete"),
+    ("tofu apply", "tofu apply"),
+    ("tofu destroy -auto-approve", "tofu destroy"),
+    ("/usr/local/bin/terraform apply", "terraform apply"),
+    ("terragrunt run-all apply", "terragrunt run-all apply"),
+    ("cd infra && terraform apply -auto-approve", "terraform apply"),
+    ("terraform plan -out=tfplan; terraform apply tfplan", "terraform apply"),
+    ("terraform validate || terraform destroy", "terraform destroy"),
+    ("terraform init && terraform plan && terraform apply", "terraform apply"),
+    ("yes | terraform apply", "terraform apply"),
+    ("TF_LOG=debug terraform apply", "terraform apply"),
+    ("AWS_PROFILE=prod TF_IN_AUTOMATION=1 tofu apply", "tofu apply"),
+    ("env TF_LOG=1 terraform apply", "terraform apply"),
+    ("env -i PATH=/usr/bin terraform destroy", "terraform destroy"),
+    ("env -S 'terraform apply -auto-approve'", "terraform apply"),
+    ("sudo terraform apply", "terraform apply"),
+    ("sudo -u deploy -E terraform apply", "terraform apply"),
+    ("time terraform apply", "terraform apply"),
+    ("time -p tofu apply", "tofu apply"),
+    ("nohup terraform apply -auto-approve &", "terraform apply"),
+    ("timeout 600 terraform apply", "terraform apply"),
+    ("nice -n 10 terraform apply", "terraform apply"),
+    ("sh -c 'terraform apply -auto-approve'", "terraform apply"),
+    ("bash -c \"cd infra && terraform destroy\"", "terraform destroy"),
+    ("bash -lc 'tofu apply'", "tofu apply"),
+    ("sudo bash -c 'env X=1 terraform apply'", "terraform apply"),
+    ("echo aws_s3_bucket.logs | xargs terraform taint", "terraform taint"),
+    ("ls *.yaml | xargs -I{} kubectl apply -f {}", "kubectl apply"),
+    ("find . -name '*.yaml' | xargs -n 1 kubectl delete -f", "kubectl delete"),
+    ("(cd infra; terraform apply)", "terraform apply"),
+    ("echo $(terraform apply -auto-approve)", "terraform apply"),
+    ("echo \"result: $(tofu destroy -auto-approve)\"", "tofu destroy"),
+    ("echo `terraform apply`", "terraform apply"),
+    ("eval terraform apply", "terraform apply"),
+    ("if terraform validate; then terraform apply; fi", "terraform apply"),
+    ("terraform apply 2>&1 | tee apply.log", "terraform apply"),
+    ("echo a#b; terraform apply", "terraform apply"),
+    ("git log --format=%H#x | xargs terraform destroy", "terraform destroy"),
+    ("echo '# not a comment' && kubectl delete ns old # cleanup", "kubectl delete"),
+    ("# first the plan\nterraform plan\nterraform apply", "terraform apply"),
+    ("terraform plan &&\\\n  terraform apply -auto-approve", "terraform apply"),
+    ("bash -c 'terraform plan\nterraform destroy'", "terraform destroy"),
+    ("aliyun ros CreateStack --StackName demo --TemplateBody file://t.yaml",
+     "aliyun ros CreateStack"),
+    ("aliyun ros UpdateStack --StackId abc", "aliyun ros UpdateStack"),
+    ("aliyun ros DeleteStack --StackId abc --RegionId cn-hangzhou", "aliyun ros DeleteStack"),
+    ("aliyun ros ContinueCreateStack --StackId abc", "aliyun ros ContinueCreateStack"),
+    ("aliyun ros CreateStackGroup --StackGroupName g", "aliyun ros CreateStackGroup"),
+    ("aliyun ros ExecuteChangeSet --ChangeSetId c", "aliyun ros ExecuteChangeSet"),
+    ("aliyun ros CreateChangeSet --StackName s", "aliyun ros CreateChangeSet"),
+    ("aliyun --profile prod ros delete-stack --stack-id abc", "aliyun ros delete-stack"),
+    ("aws cloudformation create-stack --stack-name s --template-body file://t.yaml",
+     "aws cloudformation create-stack"),
+    ("aws cloudformation update-stack --stack-name s", "aws cloudformation update-stack"),
+    ("aws --region us-east-1 cloudformation delete-stack --stack-name s",
+     "aws cloudformation delete-stack"),
+    ("aws cloudformation deploy --template-file t.yaml --stack-name s",
+     "aws cloudformation deploy"),
+    ("aws cloudformation execute-change-set --change-set-name c",
+     "aws cloudformation execute-change-set"),
+    ("kubectl apply -f k8s/", "kubectl apply"),
+    ("kubectl -n prod delete pod web-1", "kubectl delete"),
+    ("kubectl create namespace demo", "kubectl create"),
+    ("kubectl replace -f deploy.yaml", "kubectl replace"),
+    ("kubectl patch deployment web -p '{\"spec\":{}}'", "kubectl patch"),
+    ("kubectl scale deployment web --replicas=3", "kubectl scale"),
+    ("kubectl rollout restart deployment/web", "kubectl rollout restart"),
+    ("kubectl --context prod apply -k overlays/prod", "kubectl apply"),
+    ("helm install web ./chart", "helm install"),
+    ("helm upgrade --install web ./chart -n prod", "helm upgrade"),
+    ("helm uninstall web", "helm uninstall"),
+    ("helm rollback web 2", "helm rollback"),
+    ("pulumi up --yes", "pulumi up"),
+    ("pulumi destroy -y", "pulumi destroy"),
+    ("pulumi refresh --yes", "pulumi refresh --yes"),
+    ("pulumi -C infra up", "pulumi up"),
+]
+
+READ_ONLY = [
+    "terraform plan",
+    "terraform plan -out=tfplan -destroy",
+    "terraform validate -json",
+    "terraform fmt -check -diff",
+    "terraform show -json tfplan",
+    "terraform init -backend=false",
+    "terraform state list",
+    "terraform state show aws_s3_bucket.logs",
+    "terraform output -json",
+    "terraform workspace list",
+    "terraform workspace select staging",
+    "terraform providers",
+    "terraform graph | dot -Tpng > graph.png",
+    "tofu plan -out plan.bin",
+    "terraform -help apply",
+    "echo terraform apply",
+    "echo 'terraform apply'",
+    "grep -rn 'terraform destroy' docs/",
+    "cat apply.log # terraform apply",
+    "terraform plan # then terraform apply",
+    "# terraform destroy",
+    "git commit -m 'terraform apply fixes'",
+    "sh scripts/check.sh",
+    "aliyun ros GetStack --StackId abc",
+    "aliyun ros ListStacks",
+    "aliyun ros ValidateTemplate --TemplateBody file://t.yaml",
+    "aliyun ros PreviewStack --StackName s",
+    "aws cloudformation describe-stacks --stack-name s",
+    "aws cloudformation validate-template --template-body file://t.yaml",
+    "aws s3 ls",
+    "kubectl get pods -A",
+    "kubectl -n prod describe deployment web",
+    "kubectl diff -f k8s/",
+    "kubectl apply -f k8s/ --dry-run=client",
+    "kubectl create deployment web --image=nginx --dry-run=client -o yaml",
+    "kubectl rollout status deployment/web",
+    "kubectl logs web-1",
+    "helm template web ./chart",
+    "helm lint ./chart",
+    "helm list -n prod",
+    "helm install web ./chart --dry-run",
+    "pulumi preview",
+    "pulumi refresh",
+    "pulumi stack ls",
+    "ls -la && cat main.tf",
+    "",
+    "terraform",
+]
+
+
+@pytest.mark.parametrize(("command", "change"), CHANGES, ids=[c for c, _ in CHANGES])
+def test_changing_commands_are_recognised(command: str, change: str) -> None:
+    assert infra_change(command) == change
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
+def test_read_only_commands_are_ordinary(command: str) -> None:
+    assert infra_change(command) is None
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(CHANGES) + len(READ_ONLY) >= 60
+
+
+def test_an_unclosed_quote_still_finds_the_change() -> None:
+    assert infra_change("terraform apply -var 'name=x") == "terraform apply"
+    assert infra_change("echo 'unfinished; terraform plan") is None
+
+
+_PREFIXES = ["sudo ", "sudo -u deploy ", "env A=1 ", "time ", "nohup ", "X=1 Y=2 ", "timeout 5 ",
+             "nice -n 5 ", "command ", "exec "]
+_CONTEXTS = ["{}", "cd infra && {}", "true; {}", "false || {}", "echo yes | {}", "({})",
+             "{} > out.log 2>&1", "if true; then {}; fi", "echo $({})", "{} &"]
+
+
+@given(st.sampled_from([c for c in CHANGES if "'" not in c[0] and '"' not in c[0]
+                        and "`" not in c[0] and "$(" not in c[0] and "#" not in c[0]]),
+       st.lists(st.sampled_from(_PREFIXES), max_size=3),
+       st.lists(st.sampled_from(_CONTEXTS), max_size=3),
+       st.lists(st.booleans(), max_size=2))
+def test_wrapped_and_chained_changes_are_still_found(
+        case: tuple[str, str], prefixes: list[str], contexts: list[str], shells: list[bool]
+) -> None:
+    command, change = case
+    line = "".join(prefixes) + command
+    for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
+        line = context.format(line)
+        if shell:
+            line = f"bash -c {shlex.quote(line)}"
+    assert infra_change(line) == change, line
+
+
+@given(st.sampled_from([c for c in READ_ONLY if c and "#" not in c]),
+       st.lists(st.sampled_from(_PREFIXES), max_size=3),
+       st.lists(st.sampled_from(_CONTEXTS), max_size=3),
+       st.lists(st.booleans(), max_size=2))
+def test_wrapped_and_chained_reads_stay_ordinary(
+        command: str, prefixes: list[str], contexts: list[str], shells: list[bool]) -> None:
+    line = "".join(prefixes) + command
+    for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
+        line = context.format(line)
+        if shell:
+            line = f"bash -c {shlex.quote(line)}"
+    assert infra_change(line) is None, line

@@ -1,0 +1,160 @@
+"""The IaC inventory of a real project tree (tests/fixtures/iac/project): Terraform modules,
+an OpenTofu file, ROS and CloudFormation templates, Kubernetes manifests, a Helm chart and a
+Pulumi project, with a .gitignore and a .terraform/ cache to leave out."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from iaccode.iac.inventory import (
+    MAX_CHARS,
+    ProjectInventory,
+    find_files,
+    iac_inventory,
+    inventory_section,
+    inventory_version,
+)
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURE, root)
+    (root / "ignored").mkdir()  # left out by the fixture's .gitignore (so not in git either)
+    (root / "ignored" / "main.tf").write_text('resource "aws_instance" "hidden_by_gitignore" {}\n')
+    return root
+
+
+def block(text: str, where: str) -> list[str]:
+    """The lines of one entry of the inventory."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(where + " ("))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")),
+               len(lines))
+    return lines[start:end]
+
+
+def test_terraform_modules(project: Path) -> None:
+    text = ProjectInventory(project).build()
+    assert text is not None
+    assert block(text, "network/") == [
+        "network/ (Terraform module, 4 files)",
+        "  terraform: required_version >= 1.6; backend s3",
+        "  providers: aws (hashicorp/aws ~> 5.40), random (hashicorp/random >= 3.5)",
+        "  resources: aws_vpc.main, aws_subnet.private, aws_internet_gateway.gw, "
+        "random_id.suffix",
+        "  data: data.aws_availability_zones.available",
+        "  variables: region (string, default), cidr_block (string, required), "
+        "azs (list(string), default), tags (map(string), required)",
+        "  outputs: vpc_id, private_subnet_ids",
+    ]
+    app = block(text, "app/")
+    assert app[0] == "app/ (OpenTofu / Terraform module, 2 files)"
+    assert "  resources: aws_sqs_queue.jobs, aws_s3_bucket.logs" in app
+    assert ("  modules: network = ../network, bucket = terraform-aws-modules/s3-bucket/aws "
+            "4.1.0") in app
+
+
+def test_templates_manifests_charts_and_pulumi(project: Path) -> None:
+    text = ProjectInventory(project).build()
+    assert text is not None
+    assert block(text, "ros/vpc.yaml") == [
+        "ros/vpc.yaml (ROS template)",
+        "  resources: Vpc: ALIYUN::ECS::VPC, VSwitch: ALIYUN::ECS::VSwitch, "
+        "SecurityGroup: ALIYUN::ECS::SecurityGroup",
+        "  parameters: ZoneId, VpcCidr",
+        "  outputs: VpcId, VSwitchId",
+    ]
+    assert block(text, "cfn/bucket.json")[1] == (
+        "  resources: LogsBucket: AWS::S3::Bucket, LogsBucketPolicy: AWS::S3::BucketPolicy")
+    assert block(text, "cfn/queue.yaml")[0] == "cfn/queue.yaml (CloudFormation template)"
+    assert block(text, "k8s/web.yaml") == ["k8s/web.yaml (Kubernetes)",
+                                           "  Deployment/web, Service/web"]
+    assert block(text, "chart/") == ["chart/ (Helm chart worker 0.3.1)",
+                                     "  templates make: ConfigMap, Deployment"]
+    assert block(text, "pulumi/") == [
+        "pulumi/ (Pulumi project edge (yaml))",
+        "  resources: assets: aws:s3:BucketV2, cdn: aws:cloudfront:Distribution"]
+
+
+def test_gitignore_and_the_terraform_cache_are_left_out(project: Path) -> None:
+    files, complete = find_files(project)
+    assert complete
+    assert "network/main.tf" in files
+    assert not any(f.startswith(("ignored/", ".terraform/")) for f in files)
+    text = ProjectInventory(project).build()
+    assert text is not None
+    assert "hidden_by_gitignore" not in text and "cached_module_copy" not in text
+
+
+def test_biggest_folders_first_and_capped(tmp_path: Path) -> None:
+    for index in range(300):
+        module = tmp_path / f"module{index:03}"
+        module.mkdir()
+        count = 1 + index % 7
+        (module / "main.tf").write_text("".join(
+            f'resource "aws_s3_bucket" "bucket_{n}" {{\n  bucket = "b{n}"\n}}\n'
+            for n in range(count)))
+    text = ProjectInventory(tmp_path).build()
+    assert text is not None
+    assert len(text) <= MAX_CHARS
+    first = text.splitlines()[3]
+    assert first.endswith("(Terraform module, 1 file)") and "module006/" in first  # 7 buckets
+    assert text.rstrip().endswith(f"the inventory is capped at {MAX_CHARS} characters]")
+    assert "more not shown" in text
+
+
+def test_a_syntax_error_is_listed_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "ok.tf").write_text('resource "aws_vpc" "main" {\n  cidr_block = "10.0/16"\n}\n')
+    (tmp_path / "broken.tf").write_text('resource "aws_subnet" "a" {\n  vpc_id = \n}\n')
+    text = ProjectInventory(tmp_path).build()
+    assert text is not None
+    assert "  resources: aws_vpc.main" in text
+    assert ("syntax errors: broken.tf: line 2, column 12: unexpected end of line; "
+            "expected a value or expression") in text
+
+
+def test_rebuilt_when_a_file_changes(project: Path) -> None:
+    inventory = ProjectInventory(project)
+    before = inventory.build()
+    assert before is not None and inventory.build() == before and inventory.version == 1
+    main = project / "network" / "main.tf"
+    main.write_text(main.read_text() + 'resource "aws_eip" "nat" {}\n')
+    os.utime(main, ns=(1, 1))  # a different stamp even on a coarse-grained clock
+    after = inventory.build()
+    assert after is not None and "aws_eip.nat" in after and "aws_eip.nat" not in before
+    assert inventory.version == 2
+    shutil.rmtree(project / "ros")
+    assert "ros/vpc.yaml" not in (inventory.build() or "")
+
+
+def test_the_walk_is_bounded_in_time(project: Path) -> None:
+    files, complete = find_files(project, seconds=-1)
+    assert files == [] and complete is False
+
+
+def test_no_iac_no_section(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# hello\n")
+    (tmp_path / "package.json").write_text('{"name": "x"}\n')
+    (tmp_path / "ci.yaml").write_text("jobs:\n  test: {}\n")
+    assert ProjectInventory(tmp_path).build() is None
+
+
+async def test_the_section_is_built_in_a_thread_and_shared(project: Path) -> None:
+    text = await inventory_section(project)
+    assert text is not None and text.startswith("# Infrastructure as code in this project\n")
+    assert await inventory_section(project) == text
+    assert iac_inventory(SimpleNamespace(cwd=project)) == text
+    version = inventory_version(project)
+    assert inventory_version(project) == version  # nothing changed
+    (project / "k8s" / "job.yaml").write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n")
+    assert inventory_version(project) == version + 1
+    assert "Job/migrate" in (iac_inventory(SimpleNamespace(cwd=project)) or "")

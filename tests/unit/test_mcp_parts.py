@@ -1,0 +1,195 @@
+"""The MCP package's parts: server descriptions (ACP and config.toml), tool names, results, and
+a session's servers against the real stdio fake server (tests/fakes/mcp_server.py)."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+
+import mcp_types
+import pytest
+import trio
+
+from iaccode.config import Config, ConfigError
+from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, from_toml, merge
+from iaccode.mcp.names import MAX_LENGTH, tool_name
+from iaccode.mcp.section import mcp_section
+from iaccode.mcp.servers import McpServers, expand_prompt
+from iaccode.mcp.tool import MAX_IMAGE_BYTES, tool_result
+from iaccode.protocol.content import ImageContent, TextContent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- names -----------------------------------------------------------------------------------
+
+def test_tool_names_are_sanitised_and_fit_the_api() -> None:
+    assert tool_name("db", "lookup") == "mcp__db__lookup"
+    assert tool_name("my db", "get.row/v2") == "mcp__my_db__get_row_v2"
+    long_a = tool_name("s" * 40, "t" * 40 + "a")
+    long_b = tool_name("s" * 40, "t" * 40 + "b")
+    assert len(long_a) == len(long_b) == MAX_LENGTH
+    assert long_a != long_b and long_a.startswith("mcp__sss")
+    assert tool_name("s" * 40, "t" * 40 + "a") == long_a  # stable
+
+
+# -- where servers come from -----------------------------------------------------------------
+
+def test_acp_servers_of_each_transport() -> None:
+    specs = from_acp([
+        {"name": "db", "command": "/bin/db", "args": ["-v"],
+         "env": [{"name": "TOKEN", "value": "t"}]},
+        {"type": "http", "name": "tracker", "url": "https://t.example/mcp",
+         "headers": [{"name": "Authorization", "value": "Bearer x"}]},
+        {"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []},
+    ])
+    assert specs == [
+        ServerSpec("db", "stdio", command="/bin/db", args=("-v",), env={"TOKEN": "t"}),
+        ServerSpec("tracker", "http", url="https://t.example/mcp",
+                   headers={"Authorization": "Bearer x"}),
+        ServerSpec("old", "sse", url="http://127.0.0.1:1/sse"),
+    ]
+
+
+@pytest.mark.parametrize(("servers", "where"), [
+    ([{"name": "db"}], "mcpServers[0].command"),
+    ([{"command": "x"}], "mcpServers[0].name"),
+    ([{"name": "db", "command": "x", "env": {"A": "b"}}], "mcpServers[0].env"),
+    ([{"name": "db", "command": "x", "env": [{"name": "A"}]}], "mcpServers[0].env[0]"),
+    ([{"name": "db", "command": "x", "args": [1]}], "mcpServers[0].args"),
+    ([{"type": "http", "name": "t", "url": "file:///etc"}], "mcpServers[0].url"),
+    ([{"type": "ws", "name": "t", "url": "http://x"}], "mcpServers[0].type"),
+    ([{"name": "a", "command": "x"}, {"name": "a", "command": "y"}], "mcpServers"),
+    (["db"], "mcpServers[0]"),
+])
+def test_bad_acp_servers_name_the_field(servers: list[object], where: str) -> None:
+    with pytest.raises(ServerConfigError) as caught:
+        from_acp(servers)
+    assert caught.value.where == where
+
+
+def test_config_toml_servers_and_the_editors_win() -> None:
+    user = from_toml({"db": {"command": "db-mcp", "args": ["stdio"], "env": {"A": "1"}},
+                      "tracker": {"url": "https://t.example/mcp", "headers": {"X": "y"}},
+                      "old": {"type": "sse", "url": "https://o.example/sse"}})
+    assert [(s.name, s.transport, s.origin) for s in user] == [
+        ("db", "stdio", "config"), ("tracker", "http", "config"), ("old", "sse", "config")]
+    editor = from_acp([{"name": "db", "command": "/editor/db", "args": [], "env": []}])
+    merged = {s.name: s for s in merge(user, editor)}
+    assert merged["db"].command == "/editor/db" and merged["db"].origin == "editor"
+    assert merged.keys() == {"db", "tracker", "old"}
+
+
+def home_with(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "config.toml").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[mcp_servers.db]\ncommand = 1\n", "mcp_servers.db.command: must be a non-empty string"),
+    ("[mcp_servers.db]\ncommand = \"x\"\nurl = \"http://x\"\n", "mcp_servers.db: has both"),
+    ("[mcp_servers.db]\ncomand = \"x\"\n", "mcp_servers.db.comand: unknown key"),
+    ("[mcp_servers.db]\ncommand = \"x\"\nenv = { A = 1 }\n", "mcp_servers.db.env: must be"),
+    ("[mcp_servers.t]\ntype = \"ws\"\nurl = \"http://x\"\n", "mcp_servers.t.type: must be"),
+    ("mcp_servers = 3\n", "mcp_servers: must be a table"),
+    ("mcp_startup_timeout = 0\n", "mcp_startup_timeout must be more than 0"),
+])
+def test_bad_config_toml_servers_name_the_file_and_key(tmp_path: Path, text: str,
+                                                       message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({}, home=home_with(tmp_path, text))
+    assert str(tmp_path / "config.toml") in str(caught.value)
+    assert message in str(caught.value)
+
+
+def test_config_toml_servers_and_startup_timeout_are_read(tmp_path: Path) -> None:
+    config = Config.from_env({}, home=home_with(
+        tmp_path, "mcp_startup_timeout = 2.5\n[mcp_servers.db]\ncommand = \"db-mcp\"\n"))
+    assert config.mcp_startup_timeout == 2.5
+    assert config.mcp_servers == (ServerSpec("db", "stdio", command="db-mcp", origin="config"),)
+    assert Config.from_env({}, home=tmp_path / "none").mcp_startup_timeout == 10.0
+
+
+# -- results ---------------------------------------------------------------------------------
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+
+
+def test_structured_content_alone_becomes_json_text() -> None:
+    result = tool_result(mcp_types.CallToolResult(content=[],
+                                                  structured_content={"rows": 2}), 1000)
+    assert result.text == '{\n  "rows": 2\n}' and not result.is_error
+    assert result.raw_output["structuredContent"] == {"rows": 2}
+
+
+def test_resources_images_and_the_output_cap() -> None:
+    big = base64.b64encode(b"\0" * (MAX_IMAGE_BYTES + 1)).decode()
+    result = tool_result(mcp_types.CallToolResult(is_error=True, content=[
+        mcp_types.TextContent(type="text", text="x" * 500),
+        mcp_types.EmbeddedResource(type="resource", resource=mcp_types.TextResourceContents(
+            uri="file:///a.txt", text="resource text")),
+        mcp_types.EmbeddedResource(type="resource", resource=mcp_types.BlobResourceContents(
+            uri="file:///b.bin", blob="AAAA", mime_type="application/octet-stream")),
+        mcp_types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+        mcp_types.ImageContent(type="image", data=big, mime_type="image/png"),
+        mcp_types.ImageContent(type="image", data=PNG, mime_type="image/tiff"),
+    ]), 100)
+    assert result.is_error
+    lines = result.text.split("\n")
+    assert lines[1:] == [
+        "resource text", "[resource file:///b.bin: application/octet-stream data]",
+        "[image: image/png]",
+        f"[image: image/png, not passed on: {MAX_IMAGE_BYTES + 1} bytes, the limit is "
+        f"{MAX_IMAGE_BYTES}]",
+        "[image: image/tiff, not passed on: a type the model cannot read]"]
+    assert result.model_content is not None
+    cut, image = result.model_content
+    assert cut["type"] == "text" and "characters cut" in cut["text"] and len(cut["text"]) < 200
+    assert image == {"type": "image", "source": {
+        "type": "base64", "media_type": "image/png", "data": PNG}}
+    assert result.content is not None
+    shown = [c.content for c in result.content]
+    assert isinstance(shown[0], TextContent) and "characters cut" in shown[0].text
+    assert len(shown[0].text) < 200
+    assert shown[3] == ImageContent(PNG, "image/png")
+
+
+# -- a session's servers, against the real stdio server ---------------------------------------
+
+async def test_servers_connect_list_tools_prompts_and_end(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pids"
+    spec = ServerSpec("db", "stdio", command=sys.executable,
+                      args=("-m", "tests.fakes.mcp_server", "stdio", "--spawn-child",
+                            str(pid_file)),
+                      env={"PYTHONPATH": str(ROOT)})
+    changes: list[None] = []
+    servers = McpServers([spec, ServerSpec("gone", "stdio", command="/nonexistent/x")],
+                         tmp_path, on_change=lambda: changes.append(None))
+    assert "db (stdio" in servers.listing() and ": starting" in servers.listing()
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(servers.serve)
+            assert await servers.prepare(20) == [
+                "MCP server gone could not start: /nonexistent/x: not found"]
+            assert await servers.prepare(20) == []  # tried again, not told again
+            tools = servers.tools()
+            assert "mcp__db__lookup" in tools and tools["mcp__db__lookup"].read_only
+            assert not tools["mcp__db__drop_table"].read_only
+            section = mcp_section(servers)
+            assert section is not None
+            assert "- mcp__db__lookup (read-only): Look a key up in the database." in section
+            assert "- mcp__db__drop_table: Drop a table." in section
+            command = servers.prompt_commands()["db:review"]
+            assert command.hint == "<topic>"
+            assert await expand_prompt(command, "the schema") == [
+                TextContent("Please review the schema carefully.")]
+            assert "needs topic" in str(await expand_prompt(command, ""))
+            assert changes
+            server_pid, child_pid = (int(p) for p in pid_file.read_text().split())
+            await servers.aclose()
+            nursery.cancel_scope.cancel()
+    from tests.support.processes import pid_alive
+
+    assert not pid_alive(server_pid) and not pid_alive(child_pid)
+    assert mcp_section(McpServers([], tmp_path)) is None
