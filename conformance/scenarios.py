@@ -89,6 +89,14 @@ class Model:
         return "\n".join(r.raw_body.decode(errors="replace")
                          for r in self.server.requests[start:])
 
+    def offered_tool_names(self) -> list[str]:
+        """The tool names of the latest model request, in either API's shape (Messages:
+        ``{"name"}``; Chat Completions: ``{"type": "function", "function": {"name"}}``)."""
+        requests = [r.body for r in self.server.requests if isinstance(r.body, dict)]
+        tools = (requests[-1].get("tools") or []) if requests else []
+        return [str((t["function"] if isinstance(t.get("function"), dict) else t).get("name"))
+                for t in tools if isinstance(t, dict)]
+
     def last_messages_text(self) -> str:
         """The conversation (``messages``) of the latest model request, as JSON text."""
         requests = [r for r in self.server.requests if isinstance(r.body, dict)]

@@ -65,9 +65,7 @@ async def offered_tool(agent: AgentConnection, model: Model, session: str) -> st
     """The name the agent offers the model for the server's ``lookup`` tool."""
     for _ in range(PROMPTS_TO_CONNECT):
         await agent.prompt(session, "Which tools do you have?")
-        requests = [r.body for r in model.server.requests if isinstance(r.body, dict)]
-        names = [str(t.get("name")) for t in (requests[-1].get("tools") or [])] if requests \
-            else []
+        names = model.offered_tool_names()
         found = [n for n in names if n.endswith("lookup") and n != "lookup"] or [
             n for n in names if n == "lookup"]
         if found:
