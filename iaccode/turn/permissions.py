@@ -188,7 +188,12 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
                            ) -> list[ToolCallContent] | None:
     """What the question shows of the call's effect (the diff an edit would make), worked out
     without writing anything, so a client that shows diffs before approval has one. None when
-    the tool shows nothing or cannot work it out (running the call then reports why)."""
+    the tool shows nothing or cannot work it out (running the call then reports why).
+
+    Only for paths inside the project: working out a diff reads the file, and a file outside
+    it is read only once the user allowed the call (the question itself shows the path)."""
+    if not all(is_inside(path, context.cwd) for path in context.resolved.values()):
+        return None
     try:
         return await tool.preview(args, context)
     except ToolFailure as exc:

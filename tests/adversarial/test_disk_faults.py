@@ -554,6 +554,12 @@ class FillingFile:
         self.room -= len(data)
         self.file.append_many([json.loads(line) for line in data.splitlines()])
 
+    def save_image(self, data: bytes, extension: str) -> str:
+        if len(data) > self.room:
+            raise StoreError("cannot save to session: No space left on device")
+        self.room -= len(data)
+        return str(self.file.save_image(data, extension))
+
 
 def test_regression_a_failed_save_leaves_no_gap_in_the_history(tmp_path: Path,
                                                                 figures: Figures) -> None:
