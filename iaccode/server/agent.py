@@ -22,6 +22,7 @@ from iaccode.llm.providers import auth_method_text, offered_models
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, merge
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import to_wire
+from iaccode.server.editor_requests import editor_requests
 from iaccode.session.replay import replay_updates
 from iaccode.session.session import Session
 from iaccode.store.listing import decode_cursor
@@ -36,7 +37,7 @@ from iaccode.store.store import (
     new_session_id,
 )
 from iaccode.tools import tool_output
-from iaccode.transcript.playback import recorded_tool_results
+from iaccode.transcript.tools import tool_table
 from iaccode.turn.permissions import MODES
 from iaccode.turn.stored_images import restore
 from iaccode.wire import errors
@@ -77,8 +78,8 @@ class Agent:
         """Where each session's own nursery lives (``Session.serve``)."""
         self._on_initialized = on_initialized
         self._recorder = recorder
-        self._recorded_tools = (recorded_tool_results(config.recorded_tools)
-                                if config.recorded_tools is not None else {})
+        self._tool_table = tool_table(recorder, config.recorded_tools)
+        """Each turn's built-in tools, wrapped to record or play what depends on the machine."""
         self._auth_method = auth_method(config)
         """Where the configured provider's key goes (offered while it is missing)."""
         self._offered = offered_models(config)
@@ -143,10 +144,8 @@ class Agent:
         return Session(
             meta=meta, file=file, records=records, config=self.config, provider=self.provider,
             send_update=lambda update: self._send_update(session_id, update),
-            request=self.connection.request, client=self.client_capabilities,
-            mcp_servers=mcp_servers,
-            tool_tap=self._recorder.tool if self._recorder is not None else None,
-            recorded_tools=self._recorded_tools, unsaved=unsaved)
+            request=editor_requests(self.connection), client=self.client_capabilities,
+            mcp_servers=mcp_servers, tool_table=self._tool_table, unsaved=unsaved)
 
     def _mcp_servers(self, raw: list[Any]) -> list[ServerSpec]:
         """The editor's ``mcpServers`` over config.toml's; a bad one is -32602 naming it."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,20 +45,20 @@ from iaccode.protocol.messages import (
     StopReason,
     Usage,
 )
-from iaccode.session.client_access import ClientFiles, ClientTerminal
+from iaccode.session.editor import Editor, EditorRequest
+from iaccode.session.errors import InvalidParams
 from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import SessionFile, StoreError
-from iaccode.tools.base import FileAccess, Tool, ToolResult
+from iaccode.tools.base import Tool
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.tools.tool_output import output_dir
-from iaccode.turn.env import Request, SendUpdate, TurnEnv
+from iaccode.turn.env import ModelSide, SendUpdate, SessionState, ToolEnv, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
 from iaccode.turn.turn import Turn
-from iaccode.wire import errors
 
 if TYPE_CHECKING:
     from iaccode.context import SessionContext
@@ -80,13 +80,12 @@ COMMANDS = [
 class Session:
     def __init__(self, *, meta: SessionMeta, file: SessionFile | None,
                  records: list[dict[str, Any]], config: Config, provider: Provider,
-                 send_update: SendUpdate, request: Request, client: ClientCapabilities,
+                 send_update: SendUpdate, request: EditorRequest, client: ClientCapabilities,
                  mcp_servers: list[ServerSpec],
-                 tool_tap: Callable[[str, str, ToolResult], None] | None = None,
-                 recorded_tools: Mapping[str, ToolResult] | None = None,
+                 tool_table: Callable[[], dict[str, Tool]] = builtin_tools,
                  unsaved: str | None = None) -> None:
         """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
-        the user."""
+        the user. ``tool_table`` makes each turn's built-in tools (a recording wraps them)."""
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
@@ -112,16 +111,10 @@ class Session:
         self._config = config
         self._provider = provider
         self._send_update = send_update
-        self._request = request
-        local = LocalFiles(max_bytes=config.tool_limits.read_max_bytes)
-        fs = client.fs
-        self._files: FileAccess = (
-            ClientFiles(request, self.id, local, read=fs.read_text_file,
-                        write=fs.write_text_file)
-            if fs.read_text_file or fs.write_text_file else local)
-        self._terminal = ClientTerminal(request, self.id) if client.terminal else None
-        self._tool_tap = tool_tap
-        self._recorded_tools = recorded_tools or {}
+        self.editor = Editor(request, send_update, self.id, client,
+                             LocalFiles(max_bytes=config.tool_limits.read_max_bytes))
+        """Every call to the editor for this session's turns."""
+        self._tool_table = tool_table
         self._turn: trio.CancelScope | None = None
         self._running: Turn | None = None
         """The running turn (steering messages go to it)."""
@@ -179,7 +172,7 @@ class Session:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
         for the running turn's next tool call too."""
         if mode_id not in MODES:
-            raise errors.invalid_params({"params.modeId": (
+            raise InvalidParams({"params.modeId": (
                 f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")})
         self.update_meta(mode=mode_id)
         await self._send_update(CurrentModeUpdate(mode_id))
@@ -254,16 +247,17 @@ class Session:
                               if tool.read_only and name != "todo_write"})  # the plan is ours
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
-            config=self._config, provider=self._provider, model=self.model, session_id=self.id,
-            cwd=self.cwd, send_update=self._send_update, request=self._request,
-            files=self._files, terminal=self._terminal, tools=tools,
-            mode=lambda: self.mode, thinking=lambda: self.thought_level,
-            remembered=self.remembered, limits=self._config.tool_limits,
-            cancel_turn=self._cancel_running,
-            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
-            system=lambda: self.context.current.main,
-            subagent_system=lambda: self.context.current.subagent, cost=self.cost,
-            show_plan=self._show_plan, saved_output=self._saved_output)
+            model=ModelSide(
+                provider=self._provider, model=self.model,
+                system=lambda: self.context.current.main,
+                subagent_system=lambda: self.context.current.subagent,
+                thinking=lambda: self.thought_level, cost=self.cost),
+            calls=ToolEnv(
+                config=self._config, tools=tools, editor=self.editor,
+                session=SessionState(
+                    cwd=self.cwd, mode=lambda: self.mode, remembered=self.remembered,
+                    cancel_turn=self._cancel_running, saved_output=self._saved_output,
+                    show_plan=self._show_plan)))
         sub_agent.bind(env)
         return env
 
@@ -298,7 +292,7 @@ class Session:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
-        tools = builtin_tools()  # the MCP servers' tools join once they are ready (_run)
+        tools = self._tool_table()  # the MCP servers' tools join once they are ready (_run)
         turn = self._running = Turn(self._turn_env(tools), self.transcript)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []
@@ -456,7 +450,7 @@ def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
     try:
         return to_model_content(blocks)
     except PromptInputError as exc:
-        raise errors.invalid_params({exc.field: str(exc)}) from None
+        raise InvalidParams({exc.field: str(exc)}) from None
 
 
 def _command(blocks: list[ContentBlock], prompts: Collection[str] = ()) -> str | None:
