@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import trio
 
 from iaccode.protocol.convert import tool_input
@@ -53,9 +54,15 @@ def test_only_machine_dependent_tools_are_wrapped_and_look_the_same(tmp_path: Pa
             plain[name].name, plain[name].kind, plain[name].read_only, plain[name].input_type)
 
 
-async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path) -> None:
-    cwd = Path(os.path.realpath(tmp_path)) / "project"
-    cwd.mkdir()
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    path = Path(os.path.realpath(tmp_path)) / "project"
+    path.mkdir()
+    return path
+
+
+async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path,
+                                                                cwd: Path) -> None:
     path = tmp_path / "transcript.jsonl"
     recorder = Recorder(path, model="m", home=tmp_path)
     recording = tool_table(recorder, None)()["bash"]

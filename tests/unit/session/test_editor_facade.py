@@ -18,6 +18,13 @@ from iaccode.tools.base import ExitStatus, TerminalOutput, ToolFailure
 from iaccode.tools.local_files import LocalFiles
 from iaccode.turn.permissions import OPTIONS
 
+
+@pytest.fixture
+def real(tmp_path: Path) -> Path:
+    """The test's folder as a real path (what the tool runner hands the tools)."""
+    return Path(os.path.realpath(tmp_path))
+
+
 FIELDS = ToolCallFields("t1", "Run ls", "execute", "pending", name="bash")
 
 
@@ -70,8 +77,8 @@ async def test_a_permission_answer_becomes_a_choice(reply: Any, choice: str | No
 
 
 async def test_files_go_through_the_editor_for_the_directions_it_advertised(
-        tmp_path: Path) -> None:
-    path = Path(os.path.realpath(tmp_path)) / "a.txt"
+        real: Path) -> None:
+    path = real / "a.txt"
     path.write_text("on disk\n")
     wire = Wire({"content": "in the buffer\n"})
     files = editor(wire, write=False).files
@@ -90,8 +97,8 @@ async def test_without_fs_capabilities_files_are_local(tmp_path: Path) -> None:
     assert path.read_text() == "x" and wire.sent == []
 
 
-async def test_an_editor_error_on_a_file_is_a_tool_failure_naming_it(tmp_path: Path) -> None:
-    path = Path(os.path.realpath(tmp_path)) / "a.txt"
+async def test_an_editor_error_on_a_file_is_a_tool_failure_naming_it(real: Path) -> None:
+    path = real / "a.txt"
     path.write_text("x")
     wire = Wire(EditorError("Resource not found", {"uri": "a.txt"}), {"nothing": 1},
                 EditorError("Read-only buffer"))
@@ -107,10 +114,10 @@ async def test_an_editor_error_on_a_file_is_a_tool_failure_naming_it(tmp_path: P
     assert str(wrote.value) == f"The editor could not write {path}: Read-only buffer"
 
 
-async def test_a_special_file_is_refused_before_asking_the_editor(tmp_path: Path) -> None:
+async def test_a_special_file_is_refused_before_asking_the_editor(real: Path) -> None:
     wire = Wire()
     with pytest.raises(ToolFailure, match="is a directory"):
-        await editor(wire).files.read_text(Path(os.path.realpath(tmp_path)))
+        await editor(wire).files.read_text(real)
     assert wire.sent == []
 
 
