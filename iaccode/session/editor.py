@@ -24,6 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from iaccode.protocol.convert import to_wire
+from iaccode.protocol.editor_calls import (
+    CreateTerminalRequest,
+    ReadTextFileRequest,
+    TerminalRequest,
+    WriteTextFileRequest,
+)
 from iaccode.protocol.messages import ClientCapabilities, SessionUpdate
 from iaccode.protocol.tool_calls import (
     PermissionOption,
@@ -83,23 +89,22 @@ class Editor:
         return choice
 
     async def read_text_file(self, path: Path) -> str:
-        result = await self._fs("fs/read_text_file", {"sessionId": self.session_id,
-                                                      "path": str(path)}, path)
+        result = await self._fs("fs/read_text_file",
+                                ReadTextFileRequest(self.session_id, str(path)), path)
         content = result.get("content") if isinstance(result, dict) else None
         if not isinstance(content, str):
             raise ToolFailure(f"The editor gave no text for {path}.")
         return content
 
     async def write_text_file(self, path: Path, text: str) -> None:
-        await self._fs("fs/write_text_file", {"sessionId": self.session_id,
-                                              "path": str(path), "content": text}, path)
+        await self._fs("fs/write_text_file",
+                       WriteTextFileRequest(self.session_id, str(path), text), path)
 
     async def create_terminal(self, command: str, args: list[str], cwd: str,
                               output_byte_limit: int) -> str:
         try:
-            result = await self._request("terminal/create", {
-                "sessionId": self.session_id, "command": command, "args": args, "cwd": cwd,
-                "outputByteLimit": output_byte_limit})
+            result = await self._request("terminal/create", to_wire(CreateTerminalRequest(
+                self.session_id, command, args, cwd, output_byte_limit)))
         except EditorError as exc:
             raise ToolFailure(f"The editor could not run the command: {exc.message}") from exc
         terminal_id = result.get("terminalId") if isinstance(result, dict) else None
@@ -130,9 +135,10 @@ class Editor:
         await self._terminal("terminal/release", terminal_id,
                              "The editor could not release the terminal")
 
-    async def _fs(self, method: str, params: dict[str, Any], path: Path) -> Any:
+    async def _fs(self, method: str, params: ReadTextFileRequest | WriteTextFileRequest,
+                  path: Path) -> Any:
         try:
-            return await self._request(method, params)
+            return await self._request(method, to_wire(params))
         except EditorError as exc:
             detail = f" ({exc.data})" if exc.data else ""
             verb = "read" if method == "fs/read_text_file" else "write"
@@ -141,8 +147,8 @@ class Editor:
 
     async def _terminal(self, method: str, terminal_id: str, failed: str) -> dict[str, Any]:
         try:
-            result = await self._request(method, {"sessionId": self.session_id,
-                                                  "terminalId": terminal_id})
+            result = await self._request(method, to_wire(TerminalRequest(self.session_id,
+                                                                         terminal_id)))
         except EditorError as exc:
             raise ToolFailure(f"{failed}: {exc.message}") from exc
         return result if isinstance(result, dict) else {}
