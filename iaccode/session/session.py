@@ -110,7 +110,6 @@ class Session:
         self.transcript.repair()
         self._config = config
         self._provider = provider
-        self._send_update = send_update
         self.editor = Editor(request, send_update, self.id, client,
                              LocalFiles(max_bytes=config.tool_limits.read_max_bytes))
         """Every call to the editor for this session's turns."""
@@ -175,12 +174,12 @@ class Session:
             raise InvalidParams({"params.modeId": (
                 f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")})
         self.update_meta(mode=mode_id)
-        await self._send_update(CurrentModeUpdate(mode_id))
+        await self.editor.send_update(CurrentModeUpdate(mode_id))
 
     async def announce(self) -> None:
         """What a client wants to know about a session it just opened: the commands."""
         self._commands_sent = self._commands()
-        await self._send_update(AvailableCommandsUpdate(self._commands_sent))
+        await self.editor.send_update(AvailableCommandsUpdate(self._commands_sent))
 
     def _commands(self) -> list[AvailableCommand]:
         return COMMANDS + [
@@ -206,7 +205,7 @@ class Session:
     async def _tell_warnings(self) -> None:
         while self._warnings:
             message = self._warnings.pop(0)
-            await self._send_update(AgentMessageChunk(
+            await self.editor.send_update(AgentMessageChunk(
                 TextContent(f"\n\n⚠ {message}\n"), meta={"iaccode": {"error": message}}))
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -228,7 +227,7 @@ class Session:
         and show it."""
         update = PlanUpdate(entries)
         self.transcript.plan(to_wire(update)["entries"])
-        await self._send_update(update)
+        await self.editor.send_update(update)
 
     async def _build_context(self) -> None:
         """The system prompt, built as the session opens (off the request path). A failure
@@ -360,7 +359,7 @@ class Session:
         if command is not None and not command.startswith("/"):
             self._running = None  # no model turn to steer: steering starts one after this
         if command == "mcp":
-            await self._send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
+            await self.editor.send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
             return "end_turn"
         if command is not None and command.startswith("/"):  # an MCP prompt: a model turn
             expanded = await self._expand_prompt(command[1:], blocks)
@@ -371,12 +370,12 @@ class Session:
             if not await turn.compact():
                 text = "Nothing to compact yet: the conversation is a single turn."
                 self.transcript.notice(text)
-                await self._send_update(AgentMessageChunk(TextContent(text)))
+                await self.editor.send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if command == "clear":
             text = "Context cleared: the model starts fresh (the history stays in this session)."
             self.transcript.replace([], notice=text)
-            await self._send_update(AgentMessageChunk(TextContent(text)))
+            await self.editor.send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if self.mcp:
             await self._prepare_mcp(tools)
@@ -389,7 +388,7 @@ class Session:
         """Wait (bounded) for the MCP servers still starting, tell the user of failures, and
         give the turn their tools; the system prompt is rebuilt when the tools changed."""
         for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
-            await self._send_update(AgentMessageChunk(
+            await self.editor.send_update(AgentMessageChunk(
                 TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
         mcp_tools = self.mcp.tools()
         tools.update(mcp_tools)
@@ -406,7 +405,7 @@ class Session:
         rest = text.strip().split(maxsplit=1)[1:]
         expanded = await expand_prompt(command, rest[0] if rest else "")
         if isinstance(expanded, str):  # what went wrong
-            await self._send_update(AgentMessageChunk(TextContent(expanded)))
+            await self.editor.send_update(AgentMessageChunk(TextContent(expanded)))
             return None
         return expanded
 
@@ -418,7 +417,8 @@ class Session:
         if len(title) > TITLE_LENGTH:
             title = title[:TITLE_LENGTH - 1].rstrip() + "…"
         self.update_meta(title=title)
-        await self._send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+        await self.editor.send_update(SessionInfoUpdate(title=title,
+                                                        updated_at=self.meta.updated_at))
 
     def cancel(self) -> None:
         """Cancel the running turn, if any, and every prompt queued behind it. Never blocks."""
