@@ -53,7 +53,7 @@ class Agent:
         self.lifecycle = SessionLifecycle(
             config=config, provider=provider, connection=connection,
             session_nursery=session_nursery, credentials=self.credentials, offered=offered,
-            send_update=self._send_update, recorder=recorder)
+            send_update=self._send_update, queue_update=self._queue_update, recorder=recorder)
 
     @property
     def sessions(self) -> dict[str, Session]:
@@ -108,8 +108,9 @@ class Agent:
         """Restore from disk, replay the whole history as updates, then answer."""
         session = await self.lifecycle.restore(params, reattach=False)
         for update in replay_updates(session.records):
-            await self.connection.notify("session/update",
-                                         {"sessionId": session.id, "update": update})
+            notification = {"sessionId": session.id, "update": update}
+            if not self.connection.notify_nowait("session/update", notification):
+                await self.connection.notify("session/update", notification)  # wait for room
         return ThenNotify(self.options.state(session), session.announce)
 
     async def resume_session(self, params: m.LoadSessionRequest) -> ThenNotify:
@@ -177,6 +178,13 @@ class Agent:
             session.transcript.flush()
 
     async def _send_update(self, session_id: str, update: m.SessionUpdate) -> None:
+        """A ``session/update``; always a checkpoint (it waits while the output is full)."""
         # to_wire(m.SessionNotification(session_id, update)), without building one per update.
         await self.connection.notify(
+            "session/update", {"sessionId": session_id, "update": to_wire(update)})
+
+    def _queue_update(self, session_id: str, update: m.SessionUpdate) -> bool:
+        """A ``session/update`` if the output has room now (never a checkpoint); False, with
+        nothing sent, when it is full."""
+        return self.connection.notify_nowait(
             "session/update", {"sessionId": session_id, "update": to_wire(update)})

@@ -18,7 +18,7 @@ from iaccode.llm.base import Provider
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, merge
 from iaccode.protocol import messages as m
 from iaccode.server.credentials import Credentials
-from iaccode.server.options import SendUpdate
+from iaccode.server.options import QueueUpdate, SendUpdate
 from iaccode.server.store_call import store_call
 from iaccode.session.session import Session
 from iaccode.store.meta import SessionMeta, utc_now
@@ -47,7 +47,7 @@ class SessionLifecycle:
     def __init__(self, *, config: Config, provider: Provider, connection: Connection,
                  session_nursery: trio.Nursery, credentials: Credentials,
                  offered: dict[str, str], send_update: SendUpdate,
-                 recorder: Recorder | None = None) -> None:
+                 queue_update: QueueUpdate, recorder: Recorder | None = None) -> None:
         self.config = config
         self.provider = provider
         self.connection = connection
@@ -60,6 +60,7 @@ class SessionLifecycle:
         self._credentials = credentials
         self._offered = offered
         self._send_update = send_update
+        self._queue_update = queue_update
         self._recorder = recorder
         self._recorded_tools = (recorded_tool_results(config.recorded_tools)
                                 if config.recorded_tools is not None else {})
@@ -148,6 +149,7 @@ class SessionLifecycle:
         return Session(
             meta=meta, file=file, records=records, config=self.config, provider=self.provider,
             send_update=lambda update: self._send_update(session_id, update),
+            queue_update=lambda update: self._queue_update(session_id, update),
             request=self.connection.request, client=self.client_capabilities,
             mcp_servers=mcp_servers,
             tool_tap=self._recorder.tool if self._recorder is not None else None,

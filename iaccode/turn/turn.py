@@ -27,6 +27,7 @@ from iaccode.protocol.messages import (
     AgentMessageChunk,
     AgentThoughtChunk,
     Cost,
+    SessionUpdate,
     StopReason,
     UsageUpdate,
 )
@@ -162,13 +163,19 @@ class Turn:
         try:
             async with env.provider.stream(request) as events:
                 async for event in events:
+                    # A delta is queued without a checkpoint while the output has room: the
+                    # loop waits (and lets other tasks run) only when the editor reads slowly.
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
                         if self._stream_text:
-                            await env.send_update(AgentMessageChunk(TextContent(event.text)))
+                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text))
+                            if not env.queue_update(chunk):
+                                await env.send_update(chunk)
                     elif isinstance(event, ThinkingDelta):
                         if self._stream_text:
-                            await env.send_update(AgentThoughtChunk(TextContent(event.text)))
+                            chunk = AgentThoughtChunk(TextContent(event.text))
+                            if not env.queue_update(chunk):
+                                await env.send_update(chunk)
                     else:
                         finished = event
         except ModelError as exc:

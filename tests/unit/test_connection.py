@@ -142,11 +142,12 @@ async def serving(
     drain_timeout: float = 10.0,
     max_line_bytes: int = 1 << 20,
     pair: Callable[[], tuple[Any, Any]] = trio.testing.memory_stream_pair,
+    tap: Callable[[str, bytes, bool], None] | None = None,
 ) -> AsyncIterator[Harness]:
     """Serve `handler` until the block ends (then the peer closes its output, if it has not)."""
     handler = handler or FakeHandler()
     client, server = pair()
-    conn = Connection(server, server, max_line_bytes=max_line_bytes)
+    conn = Connection(server, server, max_line_bytes=max_line_bytes, tap=tap)
     handler.connection = conn
     harness = Harness(Peer(client), conn, handler)
 
@@ -860,6 +861,49 @@ async def test_concurrent_large_notifications_are_never_torn() -> None:
     for message in received:
         assert message["method"] == "big"
         assert message["params"]["data"] == payload[message["params"]["i"]]
+
+
+async def test_notify_is_always_a_checkpoint() -> None:
+    """Trio's rule 2: with room in the outbox too, notify is a cancel point and a schedule
+    point; a cancelled caller gets Cancelled before anything is queued."""
+    with trio.fail_after(5):
+        async with serving() as h:
+            for i in range(3):  # the outbox has room for all
+                with trio.testing.assert_checkpoints():
+                    await h.conn.notify("note", i)
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await h.conn.notify("note", "never sent")
+            assert scope.cancelled_caught
+            received = [await h.peer.receive() for _ in range(3)]
+            await h.ping()  # nothing else came before the pong
+    assert [message["params"] for message in received] == [0, 1, 2]
+
+
+async def test_notify_nowait_never_checkpoints_and_refuses_when_the_outbox_is_full() -> None:
+    """A streaming loop queues with notify_nowait and waits (notify) only when it says False;
+    nothing refused is queued or recorded, and the order on the wire is the order queued."""
+    tapped: list[bytes] = []
+    with trio.fail_after(10):
+        async with (serving(pair=trio.testing.lockstep_stream_pair,
+                            tap=lambda way, line, _: tapped.append(line) if way == "out" else None)
+                    as h, trio.open_nursery() as nursery):
+            await trio.testing.wait_all_tasks_blocked()  # the writer waits for a line
+            queued = 0
+            with trio.testing.assert_no_checkpoints():
+                while h.conn.notify_nowait("chunk", queued):
+                    queued += 1
+                assert not h.conn.notify_nowait("chunk", "refused")
+            # The writer took the first line; the outbox holds the rest.
+            assert queued == WRITE_BUFFER + 1
+            assert len(tapped) == queued
+            nursery.start_soon(h.conn.notify, "chunk", queued)  # waits for room
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(tapped) == queued + 1
+            chunks = [(await h.peer.receive())["params"] for _ in range(queued + 1)]
+            await h.ping()
+    assert chunks == list(range(queued + 1))
+    assert b"refused" not in b"".join(tapped)
 
 
 async def test_peer_that_stops_reading_does_not_block_shutdown(
