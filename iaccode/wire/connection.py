@@ -35,6 +35,10 @@ WRITE_BUFFER = 1024
 MAX_BATCH = 256
 """At most this many queued messages are joined into one write."""
 
+BURST = 64
+"""``notify_nowait`` queues at most this many in a row, then says False (the caller awaits
+``notify``): a task streaming updates lets the writer and the reader run that often."""
+
 FLUSH_TIMEOUT = 1.0
 """How long queued output may take to reach a peer that stopped reading, at shutdown."""
 
@@ -115,6 +119,8 @@ class Connection:
         self._next_id = 0
         self._closed = False
         self._reading = trio.CancelScope()
+        self._burst = 0
+        """Notifications ``notify_nowait`` queued since the last ``notify``."""
         self._tap = tap
         """Sees every line: ("in" | "out", the line without its newline, whether it is JSON)."""
         self._stray_kinds: set[tuple[Any, ...]] = set()
@@ -138,21 +144,26 @@ class Connection:
         this only when that finds the outbox full.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
+        self._burst = 0
         line = self._encode({"jsonrpc": "2.0", "method": method, "params": params})
         await self._outbox_send.send(line)
 
     def notify_nowait(self, method: str, params: Any) -> bool:
-        """Queue a notification if the outbox has room now. Never a checkpoint.
+        """Queue a notification if that needs no wait. Never a checkpoint.
 
-        False when it is full: nothing was queued (or recorded), and the caller awaits
-        ``notify`` for it, which waits for the writer. Queueing without a checkpoint lets a task
-        that streams hand the writer batches rather than one line per write.
+        False, with nothing queued (or recorded), when the outbox is full or ``BURST`` were
+        queued since the last ``notify``: the caller then awaits ``notify`` for it, which waits
+        for room and lets the writer run. So a task that streams hands the writer batches
+        rather than one line per write, and other tasks run at least once per burst.
         """
+        if self._burst >= BURST:
+            return False
         line = _dumps({"jsonrpc": "2.0", "method": method, "params": params})
         try:
             self._outbox_send.send_nowait(line)
         except trio.WouldBlock:
             return False
+        self._burst += 1
         if self._tap is not None:  # after queueing, and before any other task can queue
             self._tap("out", line[:-1], True)
         return True

@@ -15,6 +15,7 @@ import trio.testing
 
 from iaccode.wire import errors
 from iaccode.wire.connection import (
+    BURST,
     CANCEL_REQUEST,
     FLUSH_TIMEOUT,
     MAX_BATCH,
@@ -880,30 +881,55 @@ async def test_notify_is_always_a_checkpoint() -> None:
     assert [message["params"] for message in received] == [0, 1, 2]
 
 
-async def test_notify_nowait_never_checkpoints_and_refuses_when_the_outbox_is_full() -> None:
-    """A streaming loop queues with notify_nowait and waits (notify) only when it says False;
-    nothing refused is queued or recorded, and the order on the wire is the order queued."""
+async def test_notify_nowait_queues_a_burst_without_checkpoints() -> None:
+    """A streaming loop queues with notify_nowait and awaits notify when it says False: after
+    BURST in a row (so other tasks run), or when the outbox is full. Nothing refused is queued
+    or recorded; the wire has them in the order queued."""
     tapped: list[bytes] = []
-    with trio.fail_after(10):
-        async with (serving(pair=trio.testing.lockstep_stream_pair,
-                            tap=lambda way, line, _: tapped.append(line) if way == "out" else None)
-                    as h, trio.open_nursery() as nursery):
-            await trio.testing.wait_all_tasks_blocked()  # the writer waits for a line
-            queued = 0
-            with trio.testing.assert_no_checkpoints():
-                while h.conn.notify_nowait("chunk", queued):
-                    queued += 1
-                assert not h.conn.notify_nowait("chunk", "refused")
-            # The writer took the first line; the outbox holds the rest.
-            assert queued == WRITE_BUFFER + 1
-            assert len(tapped) == queued
-            nursery.start_soon(h.conn.notify, "chunk", queued)  # waits for room
-            await trio.testing.wait_all_tasks_blocked()
-            assert len(tapped) == queued + 1
-            chunks = [(await h.peer.receive())["params"] for _ in range(queued + 1)]
+
+    def tap(way: str, line: bytes, is_json: bool) -> None:
+        if way == "out":
+            tapped.append(line)
+
+    with trio.fail_after(5):
+        async with serving(tap=tap) as h:
+            sent = 0
+            for _ in range(3):
+                start = sent
+                with trio.testing.assert_no_checkpoints():
+                    while h.conn.notify_nowait("chunk", sent):
+                        sent += 1
+                    assert not h.conn.notify_nowait("chunk", "refused")
+                assert sent - start == BURST
+                assert len(tapped) == sent
+                await h.conn.notify("chunk", sent)  # a checkpoint; the next burst may start
+                sent += 1
+            chunks = [(await h.peer.receive())["params"] for _ in range(sent)]
             await h.ping()
-    assert chunks == list(range(queued + 1))
+    assert chunks == list(range(sent)) and sent == 3 * (BURST + 1)
     assert b"refused" not in b"".join(tapped)
+
+
+async def test_notify_nowait_refuses_when_the_outbox_is_full(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):
+        async with serving(pair=trio.testing.lockstep_stream_pair) as h:
+            sent = 0
+            while True:  # the peer reads nothing
+                if h.conn.notify_nowait("chunk", sent):
+                    sent += 1
+                    continue
+                with trio.move_on_after(1) as waiting:
+                    await h.conn.notify("chunk", sent)
+                if waiting.cancelled_caught:
+                    break  # full: notify waits for the peer
+                sent += 1
+            assert sent >= WRITE_BUFFER
+            assert not h.conn.notify_nowait("chunk", "refused")  # no burst pending: full
+            chunks = [(await h.peer.receive())["params"] for _ in range(sent)]
+            await h.ping()
+    assert chunks == list(range(sent))
 
 
 async def test_peer_that_stops_reading_does_not_block_shutdown(
