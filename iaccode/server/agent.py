@@ -184,7 +184,7 @@ class Agent:
             "session/update", {"sessionId": session_id, "update": to_wire(update)})
 
     def _queue_update(self, session_id: str, update: m.SessionUpdate) -> bool:
-        """A ``session/update`` if the output has room now (never a checkpoint); False, with
-        nothing sent, when it is full."""
+        """A ``session/update`` if that needs no wait (never a checkpoint); False, with nothing
+        sent, when the caller should await ``_send_update`` (``Connection.notify_nowait``)."""
         return self.connection.notify_nowait(
             "session/update", {"sessionId": session_id, "update": to_wire(update)})

@@ -19,7 +19,8 @@ THOUGHT_LEVELS = {"off": "Off", "low": "Low", "medium": "Medium", "high": "High"
 SendUpdate = Callable[[str, m.SessionUpdate], Awaitable[None]]
 """(session id, update): one ``session/update`` notification."""
 QueueUpdate = Callable[[str, m.SessionUpdate], bool]
-"""The same without waiting: False (nothing sent) while the output is full."""
+"""The same if that needs no wait: False (nothing sent) when the caller should await the
+``SendUpdate`` instead (``Connection.notify_nowait``)."""
 
 
 class SessionOptions:

@@ -18,7 +18,8 @@ SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
 """Send a ``session/update``, waiting while the editor reads slowly: always a checkpoint."""
 QueueUpdate = Callable[[SessionUpdate], bool]
 """Send a ``session/update`` only if that needs no wait: never a checkpoint. False (nothing
-sent) when the output is full; then await ``send_update`` for it."""
+sent) when the output is full or a burst is done (``Connection.notify_nowait``); then await
+``send_update`` for it."""
 Request = Callable[[str, Any], Awaitable[Any]]
 
 

@@ -163,8 +163,8 @@ class Turn:
         try:
             async with env.provider.stream(request) as events:
                 async for event in events:
-                    # A delta is queued without a checkpoint while the output has room: the
-                    # loop waits (and lets other tasks run) only when the editor reads slowly.
+                    # Deltas are queued without a checkpoint; the loop awaits send_update (waits
+                    # for the editor, lets other tasks run) once per burst or when it is full.
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
                         if self._stream_text:

@@ -140,8 +140,8 @@ class Connection:
         Always a checkpoint (trio's rule 2): if the caller is cancelled, Cancelled is raised
         before anything is queued, and other tasks run before it returns. Cancellation never
         tears a message. A loop that sends many notifications with nothing else to wait for
-        (streaming deltas, replaying a history) queues them with ``notify_nowait`` and calls
-        this only when that finds the outbox full.
+        (streaming deltas, replaying a history) queues them with ``notify_nowait`` and awaits
+        this only when that says False.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         self._burst = 0
