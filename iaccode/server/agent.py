@@ -43,7 +43,6 @@ class Agent:
                  session_nursery: trio.Nursery,
                  on_initialized: Callable[[], None] = lambda: None,
                  recorder: Recorder | None = None) -> None:
-        self.config = config
         self.connection = connection
         self.initialized = False
         self._on_initialized = on_initialized
