@@ -1,6 +1,6 @@
 """The editor as one session reaches it: every call the agent makes to the client, typed.
 
-    Editor.send_update          session/update (a notification)
+    Editor.send_update          session/update (a notification); queue_update without waiting
     Editor.request_permission   session/request_permission -> the option kind chosen
     Editor.files                fs/read_text_file, fs/write_text_file (FileAccess)
     Editor.terminal             terminal/create, output, wait_for_exit, kill, release
@@ -44,7 +44,7 @@ from iaccode.tools.base import (
     TerminalOutput,
     ToolFailure,
 )
-from iaccode.turn.env import PermissionChoice, SendUpdate
+from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,11 @@ class Editor:
     """The editor for one session (implements the turn's ``EditorAccess``)."""
 
     def __init__(self, request: EditorRequest, send_update: SendUpdate, session_id: str,
-                 client: ClientCapabilities, local: FileAccess) -> None:
+                 client: ClientCapabilities, local: FileAccess,
+                 queue_update: QueueUpdate = lambda update: False) -> None:
         self._request = request
         self._send_update = send_update
+        self._queue_update = queue_update
         self.session_id = session_id
         fs = client.fs
         self.files: FileAccess = (
@@ -72,6 +74,10 @@ class Editor:
     async def send_update(self, update: SessionUpdate) -> None:
         """A ``session/update`` for this session."""
         await self._send_update(update)
+
+    def queue_update(self, update: SessionUpdate) -> bool:
+        """A ``session/update`` sent only if that needs no wait; False: await send_update."""
+        return self._queue_update(update)
 
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:

@@ -53,7 +53,7 @@ from iaccode.tools.base import Tool
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.tools.tool_output import output_dir
-from iaccode.turn.env import ModelSide, SendUpdate, SessionState, ToolEnv, TurnEnv
+from iaccode.turn.env import ModelSide, QueueUpdate, SendUpdate, SessionState, ToolEnv, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
@@ -83,9 +83,11 @@ class Session:
                  send_update: SendUpdate, request: EditorRequest, client: ClientCapabilities,
                  mcp_servers: list[ServerSpec],
                  tool_table: Callable[[], dict[str, Tool]] = builtin_tools,
-                 unsaved: str | None = None) -> None:
+                 unsaved: str | None = None,
+                 queue_update: QueueUpdate = lambda update: False) -> None:
         """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
-        the user. ``tool_table`` makes each turn's built-in tools (a recording wraps them)."""
+        the user. ``tool_table`` makes each turn's built-in tools (a recording wraps them);
+        ``queue_update``: see ``EditorAccess.queue_update``."""
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
@@ -111,7 +113,8 @@ class Session:
         self._config = config
         self._provider = provider
         self.editor = Editor(request, send_update, self.id, client,
-                             LocalFiles(max_bytes=config.tool_limits.read_max_bytes))
+                             LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
+                             queue_update)
         """Every call to the editor for this session's turns."""
         self._tool_table = tool_table
         self._turn: trio.CancelScope | None = None

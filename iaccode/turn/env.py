@@ -23,6 +23,11 @@ from iaccode.protocol.tool_calls import PermissionOption, PermissionOptionKind, 
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
 
 SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
+"""Send a ``session/update``, waiting while the editor reads slowly: always a checkpoint."""
+QueueUpdate = Callable[[SessionUpdate], bool]
+"""Send a ``session/update`` only if that needs no wait: never a checkpoint. False (nothing
+sent) when the output is full or a burst is done (``Connection.notify_nowait``); then await
+``send_update`` for it."""
 
 PermissionChoice = PermissionOptionKind | Literal["cancelled"] | None
 """The user's answer to a permission question: the kind of the option chosen, ``cancelled``,
@@ -43,7 +48,13 @@ class EditorAccess(Protocol):
         ...
 
     async def send_update(self, update: SessionUpdate) -> None:
-        """A ``session/update`` for the session."""
+        """A ``session/update`` for the session (always a checkpoint)."""
+        ...
+
+    def queue_update(self, update: SessionUpdate) -> bool:
+        """The same without waiting, if it can be (never a checkpoint): False when nothing
+        was sent, and the caller awaits ``send_update``. How the model's deltas stream: the
+        writer gets batches instead of one line per scheduler pass."""
         ...
 
     async def request_permission(self, tool_call: ToolCallFields,

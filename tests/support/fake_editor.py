@@ -46,6 +46,9 @@ class FakeEditor:
         await trio.lowlevel.checkpoint()  # a real one writes to the connection
         self.updates.append(update)
 
+    def queue_update(self, update: SessionUpdate) -> bool:
+        return False  # as a full output would: the turn awaits send_update
+
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:
         self.questions.append((tool_call, options))
