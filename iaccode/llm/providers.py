@@ -12,19 +12,21 @@ their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_UR
 replaces the preset's model list; the first one is the default model.
 
 Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
-module it needs, and the SDK is imported later, lazily, by the provider itself.
+module it needs, and the SDK is imported later, lazily, by the provider itself. Nor does it
+import anything outside the standard library: the early handshake
+(``iaccode/server/handshake.py``) reads the auth methods from here before the rest loads.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
-
-from iaccode.llm.base import Provider
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from iaccode.config import Config
+    from iaccode.llm.base import Provider
     from iaccode.transcript.recorder import Recorder
 
 
@@ -91,6 +93,9 @@ PRESETS: dict[str, Preset] = {
 DEFAULT_PROVIDER = "anthropic"
 API_KEY_VARIABLE = "IAC_CODE_API_KEY"
 """Overrides any preset's key (config.toml ``api_key_env`` names another variable)."""
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Where the Anthropic provider finds its credentials when no other variable is configured
+(the SDK reads either)."""
 NO_KEY = "no-key"
 """What a keyless API (Ollama, a local server) gets: the OpenAI SDK insists on some key."""
 
@@ -124,7 +129,25 @@ class Endpoint(NamedTuple):
         return None
 
 
-def endpoint(config: Config, env: Mapping[str, str] = os.environ) -> Endpoint:
+class ProviderSettings(Protocol):
+    """The settings that choose and reach a provider: a ``Config``, or the early handshake's
+    reading of them (``iaccode.server.handshake.Settings``)."""
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def api_key_env(self) -> str | None: ...
+    @property
+    def models(self) -> tuple[str, ...] | None: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def model_script(self) -> Path | None: ...
+
+
+def endpoint(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> Endpoint:
     """The configured provider with its base URL, key variable and models resolved."""
     preset = PRESETS[config.provider]
     if config.api_key_env:
@@ -146,7 +169,7 @@ def default_model(provider: str, models: tuple[str, ...] | None) -> str:
     return listed[0] if listed else ""
 
 
-def offered_models(config: Config) -> dict[str, str]:
+def offered_models(config: ProviderSettings) -> dict[str, str]:
     """Model id -> name for the editor's model option: the provider's list, plus the
     configured model when the list does not have it."""
     models = endpoint(config).models
@@ -191,7 +214,21 @@ def _base_provider(config: Config) -> Provider:
                           timeout=config.request_timeout)
 
 
-def auth_method_text(config: Config) -> tuple[str, str, str]:
+def has_credentials(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the provider ``config`` asks for can authenticate: what its
+    ``check_credentials`` says, known without building (or importing) it."""
+    if config.model_script is not None:
+        return True  # a script needs no key
+    where = endpoint(config, env)
+    if where.preset.api == "messages":
+        overridden = where.key_variable != where.preset.key_variable
+        variables = (where.key_variable,) if overridden and where.key_variable else (
+            CREDENTIAL_VARIABLES)
+        return any(env.get(name) for name in variables)
+    return where.missing(config.model, env) is None
+
+
+def auth_method_text(config: ProviderSettings) -> tuple[str, str, str]:
     """(id, name, description) of the ACP auth method: where the key goes (or, for an API
     that needs none, what else is missing)."""
     where = endpoint(config)

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 from attrs import evolve
 
-import iaccode
 from iaccode.config import Config
 from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.llm.providers import auth_method_text, offered_models
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, merge
 from iaccode.protocol import messages as m
-from iaccode.protocol.convert import to_wire
+from iaccode.protocol.convert import converter, to_wire
+from iaccode.server.handshake import PROTOCOL_VERSION, initialize_result
 from iaccode.session.replay import replay_updates
 from iaccode.session.session import Session
 from iaccode.store.listing import decode_cursor
@@ -51,9 +51,6 @@ THOUGHT_LEVELS = {"off": "Off", "low": "Low", "medium": "Medium", "high": "High"
 """Thinking effort choices (the provider maps them to the model's thinking form)."""
 
 log = logging.getLogger(__name__)
-
-PROTOCOL_VERSION = 1
-
 
 def auth_method(config: Config) -> m.AuthMethod:
     """The configured provider's auth method: which variable to set."""
@@ -98,21 +95,11 @@ class Agent:
             # our latest; the client decides whether it can go on.
             log.warning("the client asked for protocol version %s; we speak %d and answer "
                         "that", json.dumps(asked), PROTOCOL_VERSION)
-        return m.InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=m.AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=m.PromptCapabilities(
-                    image=True, audio=False, embedded_context=True),
-                session_capabilities=m.SessionCapabilities(
-                    list={}, close={}, resume={}, fork={}, delete={}),
-                mcp_capabilities=m.McpCapabilities(http=True, sse=True),
-            ),
-            agent_info=m.Implementation(name="iaccode", title="iac-code",
-                                        version=iaccode.__version__),
-            auth_methods=[] if self._has_credentials() else [self._auth_method],
-            meta={"steering": {"supported": True}},  # _session/steering (see ``steer``)
-        )
+        # The early handshake (``handshake.py``) answers most initializes with the same result.
+        result = initialize_result(None if self._has_credentials() else auth_method_text(
+            self.config))
+        answer: m.InitializeResponse = converter.structure(result, m.InitializeResponse)
+        return answer
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
         if params.method_id != self._auth_method.id:
