@@ -22,12 +22,31 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from iaccode.config import Config
     from iaccode.llm.base import Provider
     from iaccode.transcript.recorder import Recorder
+
+    class ProviderSettings(Protocol):
+        """The settings that choose and reach a provider: a ``Config``, or the early handshake's
+        reading of them (``iaccode.server.handshake.Settings``)."""
+
+        @property
+        def provider(self) -> str: ...
+        @property
+        def base_url(self) -> str | None: ...
+        @property
+        def api_key_env(self) -> str | None: ...
+        @property
+        def models(self) -> tuple[str, ...] | None: ...
+        @property
+        def model(self) -> str: ...
+        @property
+        def model_script(self) -> Path | None: ...
 
 
 class Preset(NamedTuple):
@@ -127,24 +146,6 @@ class Endpoint(NamedTuple):
             return (f"No model for {setting}: set IAC_CODE_MODEL (or models = [...] in "
                     f"config.toml) to the model id the API serves.")
         return None
-
-
-class ProviderSettings(Protocol):
-    """The settings that choose and reach a provider: a ``Config``, or the early handshake's
-    reading of them (``iaccode.server.handshake.Settings``)."""
-
-    @property
-    def provider(self) -> str: ...
-    @property
-    def base_url(self) -> str | None: ...
-    @property
-    def api_key_env(self) -> str | None: ...
-    @property
-    def models(self) -> tuple[str, ...] | None: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def model_script(self) -> Path | None: ...
 
 
 def endpoint(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> Endpoint:
