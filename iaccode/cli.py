@@ -4,13 +4,13 @@ transcript against the current build; ``iaccode demo`` shows a recorded task; ``
 
 ``iaccode acp`` answers ``initialize`` before anything else is imported
 (``iaccode/server/handshake.py``): keep this module's own imports to the standard library's
-lightest, and import the rest inside the functions that need it.
+lightest (not even pathlib, which costs a few milliseconds), and import the rest inside the
+functions that need it.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import iaccode
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import argparse  # here: ``iaccode acp`` answers initialize before it parses its options
+    # Here, as pathlib: ``iaccode acp`` answers initialize before it parses its options.
+    import argparse
+    from pathlib import Path
 
     parser = argparse.ArgumentParser(prog="iaccode", description=iaccode.__doc__)
     parser.add_argument("--version", action="version", version=f"iaccode {iaccode.__version__}")

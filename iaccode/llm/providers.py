@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from os import PathLike
     from typing import Protocol
 
     from iaccode.config import Config
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         @property
         def model(self) -> str: ...
         @property
-        def model_script(self) -> Path | None: ...
+        def model_script(self) -> PathLike[str] | str | None: ...
 
 
 class Preset(NamedTuple):

@@ -33,7 +33,7 @@ def _format(value: float | None, unit: str = "") -> str:
     if value is None:
         return "—"
     if unit in ("ms",):
-        text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
+        text = f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
     elif abs(value) >= 1000:
         text = f"{value:,.0f}"
     elif abs(value) >= 10:

@@ -44,9 +44,9 @@ def test_settings_are_read_as_config_reads_them(
         "model": options.get("model"), "provider": options.get("provider"),
         "model_script": Path(options["model_script"]) if "model_script" in options else None}
     full = Config.from_env(env, **overrides)
+    script = str(full.model_script) if full.model_script is not None else None
     assert settings == handshake.Settings(
-        full.provider, full.base_url, full.api_key_env, full.models, full.model,
-        full.model_script)
+        full.provider, full.base_url, full.api_key_env, full.models, full.model, script)
     assert has_credentials(settings, env) == has_credentials(full, env)
 
 
@@ -92,8 +92,12 @@ def test_the_params_shape_follows_the_message_classes() -> None:
 def test_the_early_path_imports_only_the_standard_library() -> None:
     code = ("import sys; import iaccode.cli, iaccode.server.handshake; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('trio', 'attr', 'attrs', 'cattrs', 'anthropic', 'openai', 'httpx', 'tomllib') "
+            "('trio', 'attr', 'attrs', 'cattrs', 'anthropic', 'openai', 'httpx', 'tomllib', "
+            "'pathlib', 'argparse', 'logging') "
             "or m.startswith(('iaccode.protocol', 'iaccode.wire.connection', 'iaccode.config'))))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+    # -S: without site, which (for an editable install) imports pathlib and re itself; the
+    # package is then found from the repository's root.
+    root = Path(handshake.__file__).parents[2]
+    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                            check=True, cwd=root)
     assert result.stdout.strip() == "[]"
