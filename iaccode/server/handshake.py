@@ -19,9 +19,10 @@ answer with the bytes sent and logs an error if they differ. The answer's conten
 definition, :func:`initialize_result`, which ``Agent.initialize`` uses too, and the
 auth methods come from ``iaccode.llm.providers`` as the full server's do.
 
-One difference remains, by design: a config.toml or environment variable the full server
-refuses stops ``iaccode`` (exit 2, the message on stderr) just after this answer rather than
-before it; the editor sees the agent exit either way.
+One difference remains, by design: what the full server refuses at start-up (a config.toml or
+environment variable: exit 2; a model script it cannot load: exit 1; the message on stderr)
+stops ``iaccode`` just after this answer rather than before it; the editor sees the agent exit
+either way.
 
 Standard library only, with ``iaccode.llm.providers`` and ``iaccode.wire.encode``, which are too.
 """
