@@ -4,17 +4,17 @@ transcript against the current build; ``iaccode demo`` shows a recorded task; ``
 
 ``iaccode acp`` answers ``initialize`` before anything else is imported
 (``iaccode/server/handshake.py``): keep this module's own imports to the standard library's
-lightest (not even pathlib, which costs a few milliseconds), and import the rest inside the
-functions that need it.
+lightest (not even pathlib or typing, which cost milliseconds), and import the rest inside
+the functions that need it.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 import iaccode
 
+TYPE_CHECKING = False  # not typing's, for the same reason: type checkers know the name
 if TYPE_CHECKING:
     import argparse
 

@@ -20,10 +20,12 @@ import anything outside the standard library: the early handshake
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
 
+# Not typing's: the early handshake imports this module, and typing (with re and enum) would
+# cost it milliseconds. Type checkers know the name.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from os import PathLike
     from typing import Protocol
 
@@ -49,30 +51,36 @@ if TYPE_CHECKING:
         def model_script(self) -> PathLike[str] | str | None: ...
 
 
-class Preset(NamedTuple):
-    # NamedTuples, not attrs classes: this module is imported at start-up, and each attrs
-    # class costs about a millisecond there.
-    title: str
-    """The provider's name as a user knows it."""
-    base_url: str | None
-    """The API's default base URL (None: the SDK's, or one must be configured)."""
-    key_variable: str | None
-    """The environment variable holding the key (None: the API needs none)."""
-    models: dict[str, str]
-    """Model id -> display name, offered in the editor's model option; the first is the
-    default."""
-    api: str = "chat_completions"
-    """"messages" (Anthropic) or "chat_completions" (OpenAI-compatible)."""
-    thinking: str = "none"
-    """How a thinking level is sent: "reasoning_effort" (to OpenAI's reasoning models),
-    "reasoning_effort_any" (to every model: OpenRouter maps it to each one's own form),
-    "enable_thinking" (DashScope/Qwen) or "none" (the model decides)."""
-    max_tokens_field: str = "max_tokens"
-    """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
-    ``max_tokens``); the compatible APIs know ``max_tokens``."""
-    reasoning_back: bool = False
-    """Send the model's reasoning back as ``reasoning_content`` on assistant messages: DeepSeek's
-    thinking mode answers 400 when a tool-calling turn's reasoning is missing."""
+class Preset:
+    # Plain classes, not attrs or NamedTuples: the early handshake imports this module before
+    # anything else, and those cost milliseconds there.
+    __slots__ = ("title", "base_url", "key_variable", "models", "api", "thinking",
+                 "max_tokens_field", "reasoning_back")
+
+    def __init__(self, title: str, base_url: str | None, key_variable: str | None,
+                 models: dict[str, str], api: str = "chat_completions", thinking: str = "none",
+                 max_tokens_field: str = "max_tokens", reasoning_back: bool = False) -> None:
+        self.title = title
+        """The provider's name as a user knows it."""
+        self.base_url = base_url
+        """The API's default base URL (None: the SDK's, or one must be configured)."""
+        self.key_variable = key_variable
+        """The environment variable holding the key (None: the API needs none)."""
+        self.models = models
+        """Model id -> display name, offered in the editor's model option; the first is the
+        default."""
+        self.api = api
+        """"messages" (Anthropic) or "chat_completions" (OpenAI-compatible)."""
+        self.thinking = thinking
+        """How a thinking level is sent: "reasoning_effort" (to OpenAI's reasoning models),
+        "reasoning_effort_any" (to every model: OpenRouter maps it to each one's own form),
+        "enable_thinking" (DashScope/Qwen) or "none" (the model decides)."""
+        self.max_tokens_field = max_tokens_field
+        """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
+        ``max_tokens``); the compatible APIs know ``max_tokens``."""
+        self.reasoning_back = reasoning_back
+        """Send the model's reasoning back as ``reasoning_content`` on assistant messages:
+        DeepSeek's thinking mode answers 400 when a tool-calling turn's reasoning is missing."""
 
 
 ANTHROPIC_MODELS = {
@@ -119,15 +127,19 @@ NO_KEY = "no-key"
 """What a keyless API (Ollama, a local server) gets: the OpenAI SDK insists on some key."""
 
 
-class Endpoint(NamedTuple):
+class Endpoint:
     """Where and how one provider is reached, with the configuration applied."""
 
-    provider: str
-    preset: Preset
-    base_url: str | None
-    key_variable: str | None
-    """The variable the key is read from (None: no key needed)."""
-    models: dict[str, str]
+    __slots__ = ("provider", "preset", "base_url", "key_variable", "models")
+
+    def __init__(self, provider: str, preset: Preset, base_url: str | None,
+                 key_variable: str | None, models: dict[str, str]) -> None:
+        self.provider = provider
+        self.preset = preset
+        self.base_url = base_url
+        self.key_variable = key_variable
+        """The variable the key is read from (None: no key needed)."""
+        self.models = models
 
     def api_key(self, env: Mapping[str, str] = os.environ) -> str | None:
         return env.get(self.key_variable) if self.key_variable else NO_KEY

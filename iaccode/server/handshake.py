@@ -24,17 +24,16 @@ environment variable: exit 2; a model script it cannot load: exit 1; the message
 stops ``iaccode`` just after this answer rather than before it; the editor sees the agent exit
 either way.
 
-Standard library only, with ``iaccode.llm.providers`` and ``iaccode.wire.encode``, which are too.
+Standard library only, with ``iaccode.llm.providers`` and ``iaccode.wire.encode``, which are too,
+and only its lightest part: not pathlib, typing, signal or the json package, which would double
+the time to the answer (they import re, enum and functools); json's own C scanner and encoder
+do the JSON, as json.loads and ``Connection`` do.
 """
 
 from __future__ import annotations
 
-import json
+import _signal  # type: ignore[import-not-found]  # signal would import enum: milliseconds
 import os
-import signal
-from collections.abc import Mapping
-from types import FrameType
-from typing import Any, NamedTuple
 
 import iaccode
 from iaccode.llm.providers import (
@@ -45,6 +44,13 @@ from iaccode.llm.providers import (
     has_credentials,
 )
 from iaccode.wire.encode import dumps_line
+
+# Not typing's: typing imports re and enum, milliseconds here. Type checkers know the name.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import FrameType
+    from typing import Any
 
 PROTOCOL_VERSION = 1
 """The ACP version we speak; any other one asked for is answered with this one."""
@@ -64,8 +70,7 @@ _OPTIONS = {"--model-script": "model_script", "--model": "model", "--provider": 
 _FILE_KEYS = {"provider": str, "base_url": str, "api_key_env": str, "model": str, "models": list}
 """The config.toml keys that choose the provider, and their TOML types."""
 
-_Shape = dict[str, Any]
-_PARAMS: _Shape = {
+_PARAMS: dict[str, Any] = {
     "clientCapabilities": ({"fs": ({"readTextFile": bool, "writeTextFile": bool,
                                     "_meta": dict}, ()),
                             "terminal": bool, "_meta": dict}, ()),
@@ -98,37 +103,49 @@ def initialize_result(auth_method: tuple[str, str, str] | None) -> dict[str, Any
     }
 
 
-class Settings(NamedTuple):
+class Settings:
     """The settings the answer depends on, read as ``Config.from_env`` reads them."""
 
-    provider: str
-    base_url: str | None
-    api_key_env: str | None
-    models: tuple[str, ...] | None
-    model: str
-    model_script: str | None
+    __slots__ = ("provider", "base_url", "api_key_env", "models", "model", "model_script")
+
+    def __init__(self, provider: str, base_url: str | None, api_key_env: str | None,
+                 models: tuple[str, ...] | None, model: str, model_script: str | None) -> None:
+        self.provider = provider
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.models = models
+        self.model = model
+        self.model_script = model_script
 
 
-class Answered(NamedTuple):
+class Answered:
     """The ``initialize`` answered here: its id and params, and the line written."""
 
-    request_id: int | str
-    params: dict[str, Any]
-    line: bytes
-    write_error: str | None = None
-    """Why the line could not be written (the editor closed our output)."""
+    __slots__ = ("request_id", "params", "line", "write_error")
+
+    def __init__(self, request_id: int | str, params: dict[str, Any], line: bytes,
+                 write_error: str | None = None) -> None:
+        self.request_id = request_id
+        self.params = params
+        self.line = line
+        self.write_error = write_error
+        """Why the line could not be written (the editor closed our output)."""
 
 
-class Early(NamedTuple):
+class Early:
     """What the full server takes over."""
 
-    protocol_in: int
-    protocol_out: int
-    unread: bytes
-    """Read from the editor and not handled here: the full server reads it first."""
-    answered: Answered | None
-    stopped: bool = False
-    """SIGTERM or SIGINT came while waiting for the first line: exit at once."""
+    __slots__ = ("protocol_in", "protocol_out", "unread", "answered", "stopped")
+
+    def __init__(self, protocol_in: int, protocol_out: int, unread: bytes,
+                 answered: Answered | None, stopped: bool = False) -> None:
+        self.protocol_in = protocol_in
+        self.protocol_out = protocol_out
+        self.unread = unread
+        """Read from the editor and not handled here: the full server reads it first."""
+        self.answered = answered
+        self.stopped = stopped
+        """SIGTERM or SIGINT came while waiting for the first line: exit at once."""
 
 
 def answer_early(argv: list[str], env: Mapping[str, str] = os.environ) -> Early | None:
@@ -197,8 +214,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 def _read_first_line(fd: int) -> bytes:
     """What the editor sent, up to the first newline or MAX_FIRST_LINE bytes or end of input.
     Raises _Stopped on SIGTERM or SIGINT (the full server's handlers are not there yet)."""
-    handlers = {signum: signal.signal(signum, _stop) for signum in (signal.SIGTERM,
-                                                                     signal.SIGINT)}
+    handlers = {signum: _signal.signal(signum, _stop)
+                for signum in (_signal.SIGTERM, _signal.SIGINT)}
     try:
         data = b""
         while b"\n" not in data and len(data) < MAX_FIRST_LINE:
@@ -209,7 +226,7 @@ def _read_first_line(fd: int) -> bytes:
         return data
     finally:
         for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+            _signal.signal(signum, handler)
 
 
 def _request(line: bytes, env: Mapping[str, str]) -> tuple[int | str, dict[str, Any]] | None:
@@ -221,7 +238,7 @@ def _request(line: bytes, env: Mapping[str, str]) -> tuple[int | str, dict[str, 
     if line.count(b"{") + line.count(b"[") > MAX_BRACKETS:
         return None
     try:
-        message = json.loads(line)
+        message = _loads(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or (
@@ -240,7 +257,52 @@ def _request(line: bytes, env: Mapping[str, str]) -> tuple[int | str, dict[str, 
     return request_id, params
 
 
-def _fits(value: Any, shape: _Shape, required: tuple[str, ...]) -> bool:
+class _Decoding:
+    """What json's C scanner reads from a ``json.JSONDecoder``: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
+                      "NaN": float("nan")}.__getitem__
+
+
+def _scanner() -> Any:
+    try:
+        from _json import make_scanner
+    except ImportError:  # an interpreter without the C accelerator: the full server reads it
+        return None
+    return make_scanner(_Decoding())  # type: ignore[arg-type]  # the stub wants a JSONDecoder
+
+
+_SCAN = _scanner()
+_WHITESPACE = " \t\n\r"
+"""What json.loads skips around the value."""
+
+
+def _loads(line: bytes) -> Any:
+    """``json.loads(line)`` by the same C scanner, for lines in plain UTF-8; ValueError where
+    json.loads would fail, and for a BOM or UTF-16/32 (the full server reads those)."""
+    if _SCAN is None or line.startswith(b"\xef\xbb\xbf") or b"\0" in line[:4]:
+        raise ValueError("left to json.loads")
+    text = line.decode("utf-8", "surrogatepass")  # as json.loads decodes bytes
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _SCAN(text, start)
+    except StopIteration:
+        raise ValueError("no JSON value") from None
+    except SystemError:
+        # What the scanner raises for bad JSON while json.decoder (where its JSONDecodeError
+        # lives) is not imported; the full server's json.loads says what is wrong.
+        raise ValueError("not JSON") from None
+    if text[end:].strip(_WHITESPACE):
+        raise ValueError("extra data")
+    return value
+
+
+def _fits(value: Any, shape: dict[str, Any], required: tuple[str, ...]) -> bool:
     if not isinstance(value, dict) or any(key not in value for key in required):
         return False
     for key, kind in shape.items():

@@ -1,21 +1,34 @@
 """How every JSON-RPC message is written: compact JSON, UTF-8, one line.
 
-Standard library only: the early handshake (``iaccode/server/handshake.py``) writes its answer
-with it before the rest of the agent is imported, byte for byte as ``Connection`` would.
+The early handshake (``iaccode/server/handshake.py``) writes its answer with it before the rest
+of the agent is imported, byte for byte as ``Connection`` would; so it builds json's C encoder
+from ``_json`` itself: importing the json package would import ``re`` and ``enum`` (milliseconds
+there). The json package is imported only where the C accelerator is missing.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-"""What ``json.dumps`` with these options would build anew for every message."""
-_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # not in the type stubs
-_C_ENCODE = (None if _C_MAKE_ENCODER is None else _C_MAKE_ENCODER(
-    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True))
-"""The C encoder ``_ENCODER.encode`` makes for each call (no circular-reference check: our
-messages are trees), made once; None where the C accelerator is missing."""
+def _unencodable(value: object) -> object:
+    # json.JSONEncoder.default's message
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _c_encoder() -> Any:
+    try:
+        from _json import encode_basestring, make_encoder
+    except ImportError:  # an interpreter without the C accelerator
+        return None
+    return make_encoder(None, _unencodable, encode_basestring, None, ":", ",", False, False, True)
+
+
+_C_ENCODE = _c_encoder()
+"""The C encoder ``json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode`` makes
+for each call (no circular-reference check: our messages are trees), made once; None where the
+C accelerator is missing."""
 
 
 def dumps_line(message: dict[str, Any]) -> bytes:
@@ -27,4 +40,7 @@ def dumps_line(message: dict[str, Any]) -> bytes:
             return "".join(_C_ENCODE(message, 0)).encode("utf-8", "backslashreplace") + b"\n"
         except RecursionError:
             pass  # circular: the checking encoder below raises the usual ValueError
-    return _ENCODER.encode(message).encode("utf-8", "backslashreplace") + b"\n"
+    import json
+
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    return encoder.encode(message).encode("utf-8", "backslashreplace") + b"\n"

@@ -5,6 +5,7 @@ The answers themselves are compared byte for byte in tests/e2e/test_early_handsh
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -45,9 +46,29 @@ def test_settings_are_read_as_config_reads_them(
         "model_script": Path(options["model_script"]) if "model_script" in options else None}
     full = Config.from_env(env, **overrides)
     script = str(full.model_script) if full.model_script is not None else None
-    assert settings == handshake.Settings(
-        full.provider, full.base_url, full.api_key_env, full.models, full.model, script)
+    read = (settings.provider, settings.base_url, settings.api_key_env, settings.models,
+            settings.model, settings.model_script)
+    assert read == (full.provider, full.base_url, full.api_key_env, full.models, full.model,
+                    script)
     assert has_credentials(settings, env) == has_credentials(full, env)
+
+
+@pytest.mark.parametrize("line", [
+    b'{"a": [1, 2.5, -3e7, true, null, "\\u00fc\\ud800"], "b": {}}', b'  [1, "x"] \r', b"NaN",
+    b'"\xc3\xbc"', b'"\xed\xa0\x80"', b"-Infinity", b"123456789012345678901234567890",
+])
+def test_lines_are_read_as_json_loads_reads_them(line: bytes) -> None:
+    read = handshake._loads(line)
+    assert json.dumps(read) == json.dumps(json.loads(line))
+
+
+@pytest.mark.parametrize("line", [
+    b"", b" ", b"{not json", b'{"a": 1} x', b'{"a": 1}{}', b"\xff\xfe{}", b"\xef\xbb\xbf{}",
+    b"[1,]", b'{"a" 1}', b"\x00{}", b"'single'",
+])
+def test_what_json_loads_refuses_or_reads_otherwise_is_not_taken(line: bytes) -> None:
+    with pytest.raises(ValueError):
+        handshake._loads(line)
 
 
 @pytest.mark.parametrize("config", ['provider = "nobody"\n', "models = 3\n", "not toml ["])
@@ -93,7 +114,7 @@ def test_the_early_path_imports_only_the_standard_library() -> None:
     code = ("import sys; import iaccode.cli, iaccode.server.handshake; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('trio', 'attr', 'attrs', 'cattrs', 'anthropic', 'openai', 'httpx', 'tomllib', "
-            "'pathlib', 'argparse', 'logging') "
+            "'pathlib', 'argparse', 'logging', 'typing', 're', 'enum', 'json', 'signal') "
             "or m.startswith(('iaccode.protocol', 'iaccode.wire.connection', 'iaccode.config'))))")
     # -S: without site, which (for an editable install) imports pathlib and re itself; the
     # package is then found from the repository's root.
