@@ -84,9 +84,16 @@ _PARAMS: dict[str, Any] = {
 ignored, as the decoder does; a null is left to the decoder."""
 
 
-def initialize_result(auth_method: tuple[str, str, str] | None) -> dict[str, Any]:
+def initialize_result(auth_method: tuple[str, str, str | None] | None) -> dict[str, Any]:
     """The ``initialize`` result in wire form, with ``auth_method`` (id, name, description)
     offered when the provider still lacks its key (None: it has it)."""
+    methods = []
+    if auth_method is not None:
+        method_id, name, description = auth_method
+        method = {"id": method_id, "name": name}
+        if description is not None:  # as the converter leaves out a None field
+            method["description"] = description
+        methods.append(method)
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
@@ -97,8 +104,7 @@ def initialize_result(auth_method: tuple[str, str, str] | None) -> dict[str, Any
             "mcpCapabilities": {"http": True, "sse": True},
         },
         "agentInfo": {"name": "iaccode", "version": iaccode.__version__, "title": "iac-code"},
-        "authMethods": [] if auth_method is None else [
-            {"id": auth_method[0], "name": auth_method[1], "description": auth_method[2]}],
+        "authMethods": methods,
         "_meta": {"steering": {"supported": True}},  # _session/steering (``Agent.steer``)
     }
 
