@@ -48,7 +48,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallProgress,
 )
-from iaccode.tools import process_tree, supervise
+from iaccode.tools import process_tree, procfs, supervise
 from iaccode.tools.base import (
     ClientTerminal,
     Tool,
@@ -403,24 +403,11 @@ def _has_live_member(pgid: int) -> bool:
 def _live_members(pgid: int) -> list[int] | None:
     """Live processes in the group ``pgid`` or in the session it leads; None without procfs."""
     try:
-        names = os.listdir("/proc")
+        table = procfs.processes()
     except OSError:
         return None
-    key = str(pgid).encode()
-    found = []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                data = stat.read()
-        except OSError:  # gone meanwhile
-            continue
-        # "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) >= 4 and key in (fields[2], fields[3]) and fields[0] not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
+    return [pid for pid, stat in table.items()
+            if pgid in (stat.pgrp, stat.session) and not stat.zombie]
 
 
 # --- the editor's terminal ---------------------------------------------------------------------

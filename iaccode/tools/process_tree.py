@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
-from attrs import frozen
+
+from iaccode.tools.procfs import Stat, processes
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
@@ -99,7 +100,7 @@ async def open_shell(argv: list[str], **options: Any) -> trio.Process:
     if _prctl is None:
         return await trio.lowlevel.open_process(argv, **options)
     async with _spawn_lock():
-        before = _our_children(_table())
+        before = _our_children(processes())
         proc = await trio.lowlevel.open_process(argv, preexec_fn=_subreaper_in_child,
                                                 **options)
         _shells[proc.pid] = before
@@ -108,37 +109,6 @@ async def open_shell(argv: list[str], **options: Any) -> trio.Process:
 
 def forget(proc: trio.Process) -> None:
     _shells.pop(proc.pid, None)
-
-
-@frozen
-class Stat:
-    ppid: int
-    session: int
-    zombie: bool
-    start: int  # clock ticks after boot
-
-
-def _stat(pid: int | str) -> Stat | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            data = file.read()
-    except OSError:  # gone meanwhile
-        return None
-    # "pid (comm) state ppid pgrp session ... starttime(22nd)"; comm may hold ") ".
-    fields = data[data.rfind(b")") + 2:].split()
-    try:
-        return Stat(ppid=int(fields[1]), session=int(fields[3]),
-                    zombie=fields[0] in (b"Z", b"X"), start=int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
-def _table() -> dict[int, Stat]:
-    table = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _stat(name)) is not None:
-            table[int(name)] = stat
-    return table
 
 
 def _descendants(table: dict[int, Stat], roots: Iterable[int]) -> set[int]:
@@ -190,7 +160,7 @@ class Tree:
         # Poll first: while the shell is not reaped its pid cannot be reused, and once it has
         # exited its children are ours already.
         shell_alive = self.shell.poll() is None
-        table = _table()
+        table = processes()
         roots = [self.shell.pid] if shell_alive else _adopted(table)
         for pid in roots:
             if not shell_alive and table[pid].zombie:
@@ -249,7 +219,7 @@ def set_parent_death_signal(sig: signal.Signals) -> bool:
 
 def live_descendants(root: int) -> set[int]:
     """Every live process below ``root`` (not ``root`` itself) by the ``/proc`` parent links."""
-    table = _table()
+    table = processes()
     return {pid for pid in _descendants(table, [root])
             if pid != root and not table[pid].zombie}
 
