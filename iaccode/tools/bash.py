@@ -48,6 +48,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallProgress,
 )
+from iaccode.secret_env import without_secrets
 from iaccode.tools import process_tree, procfs, supervise
 from iaccode.tools.base import (
     ClientTerminal,
@@ -75,9 +76,6 @@ CLIENT_SLACK = 1.0
 """Added to ``kill_grace`` to bound each clean-up request to the editor's terminal."""
 
 TITLE_CHARS = 80
-
-_SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
-_SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_KEY", "_PASSWORD")
 
 _QUIET_ENV = {
     "PAGER": "cat",
@@ -194,15 +192,10 @@ def _shell() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
 
 
-def is_secret(name: str) -> bool:
-    """Whether an environment variable looks like a credential (kept from the command)."""
-    upper = name.upper()
-    return upper in _SECRET_NAMES or upper.endswith(_SECRET_SUFFIXES) or "SECRET" in upper
-
-
 def command_env() -> dict[str, str]:
-    """Our environment without secrets, with pagers, prompts, editors and colours off."""
-    env = {name: value for name, value in os.environ.items() if not is_secret(name)}
+    """Our environment without secrets (:mod:`iaccode.secret_env`), with pagers, prompts,
+    editors and colours off."""
+    env = without_secrets(os.environ)
     env.update(_QUIET_ENV)
     return env
 
