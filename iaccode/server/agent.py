@@ -16,6 +16,7 @@ import trio
 from attrs import evolve
 
 import iaccode
+from iaccode.choices import THOUGHT_LEVELS
 from iaccode.config import Config
 from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.llm.providers import auth_method_text, offered_models
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-THOUGHT_LEVELS = {"off": "Off", "low": "Low", "medium": "Medium", "high": "High"}
 """Thinking effort choices (the provider maps them to the model's thinking form)."""
 
 log = logging.getLogger(__name__)
@@ -329,8 +329,8 @@ class Agent:
             m.SessionConfigOption(
                 id="thought_level", name="Thinking", category="thought_level",
                 current_value=session.thought_level,
-                options=[m.ConfigOptionValue(level, name)
-                         for level, name in THOUGHT_LEVELS.items()]),
+                options=[m.ConfigOptionValue(level.id, level.name)
+                         for level in THOUGHT_LEVELS.values()]),
         ]
 
     async def set_mode(self, params: m.SetModeRequest) -> m.Empty:

@@ -23,6 +23,7 @@ from typing import Any
 from attrs import Attribute, field, frozen
 
 from iaccode import checks
+from iaccode.choices import DEFAULT_THOUGHT_LEVEL
 
 FORMAT_VERSION = 1
 """The session format this code writes and the newest it reads (``format`` in ``meta.json``)."""
@@ -113,7 +114,7 @@ class SessionMeta:
     updated_at: str = field(validator=_check_timestamp)
     model: str
     mode: str
-    thought_level: str = "medium"
+    thought_level: str = DEFAULT_THOUGHT_LEVEL
     title: str | None = None
     remembered: dict[str, bool] = field(factory=dict)
     """Tool name -> the session's standing answer (True: always allow, False: always reject)."""
@@ -159,7 +160,7 @@ class SessionMeta:
                 updated_at=checks.string(data.get("updated_at"), "updated_at"),
                 model=checks.string(data.get("model"), "model"),
                 mode=checks.string(data.get("mode"), "mode"),
-                thought_level=checks.string(data.get("thought_level", "medium"),
+                thought_level=checks.string(data.get("thought_level", DEFAULT_THOUGHT_LEVEL),
                                             "thought_level"),
                 title=checks.optional_string(data.get("title"), "title"),
                 remembered=checks.table_of(data.get("remembered", {}), "remembered",
