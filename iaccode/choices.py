@@ -2,16 +2,15 @@
 
 The one list of each: config.toml and the environment are checked against them, the server
 offers them as config options (and the modes as ACP session modes), the permissions read the
-mode, and the providers turn a thinking level into their API's request fields.
+mode, and the providers turn a thinking level into their API's request fields. Stdlib only.
 """
 
 from __future__ import annotations
 
-from attrs import frozen
+from typing import NamedTuple
 
 
-@frozen
-class Choice:
+class Choice(NamedTuple):
     id: str
     """What is stored and sent (``accept_edits``)."""
     name: str
