@@ -29,7 +29,6 @@ even when the middle of the output is dropped here or cut for the model.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import logging
 import os
 import signal
@@ -48,8 +47,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallProgress,
 )
-from iaccode.secret_env import without_secrets
-from iaccode.tools import process_tree, procfs, supervise
+from iaccode.tools import process_tree, supervise
 from iaccode.tools.base import (
     ClientTerminal,
     Tool,
@@ -58,6 +56,7 @@ from iaccode.tools.base import (
     ToolLimits,
     ToolResult,
 )
+from iaccode.tools.command_env import command_env
 from iaccode.wire.errors import RpcError
 
 log = logging.getLogger(__name__)
@@ -69,24 +68,10 @@ DRAIN_SECONDS = 0.5
 """After the group is ended, how long we read what is left in the pipe (an escapee holding
 the pipe open would otherwise keep us reading forever)."""
 
-KILL_WAIT = 1.0
-"""After KILL, how long we wait for the group to disappear before giving up on it."""
-
 CLIENT_SLACK = 1.0
 """Added to ``kill_grace`` to bound each clean-up request to the editor's terminal."""
 
 TITLE_CHARS = 80
-
-_QUIET_ENV = {
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_EDITOR": "true",
-    "EDITOR": "true",
-    "TERM": "dumb",
-    "NO_COLOR": "1",
-    "DEBIAN_FRONTEND": "noninteractive",
-}
 
 _DEFAULTS = ToolLimits()
 
@@ -192,14 +177,6 @@ def _shell() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
 
 
-def command_env() -> dict[str, str]:
-    """Our environment without secrets (:mod:`iaccode.secret_env`), with pagers, prompts,
-    editors and colours off."""
-    env = without_secrets(os.environ)
-    env.update(_QUIET_ENV)
-    return env
-
-
 def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool,
                  timeout: float) -> str | None:
     if timed_out:
@@ -291,7 +268,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             with trio.move_on_after(limit) as deadline:
                 await proc.wait()  # the shell, not the pipe: a background job holds the pipe
             with trio.CancelScope(shield=True):
-                await end_group(proc, tree, ctx.limits.kill_grace)
+                await process_tree.end_group(proc, tree, ctx.limits.kill_grace)
                 ended = True
                 with trio.move_on_after(DRAIN_SECONDS):
                     await pipe_closed.wait()
@@ -299,7 +276,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     finally:
         with trio.CancelScope(shield=True):
             if not ended:  # cancelled (or failed) while it ran
-                await end_group(proc, tree, ctx.limits.kill_grace)
+                await process_tree.end_group(proc, tree, ctx.limits.kill_grace)
             process_tree.forget(proc)
             await stdout.aclose()
 
@@ -324,83 +301,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-async def end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
-    """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
-    KILL; reap the shell.
-
-    Bounded by ``grace + KILL_WAIT`` (and the odd look at ``/proc``); call it shielded.
-    """
-    pgid = proc.pid  # start_new_session: the shell leads its own session and group
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
-        if await _all_done(proc, tree, pgid):
-            return
-        _signal_group(pgid, sig)
-        if sig == signal.SIGTERM:
-            _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
-            await tree.terminate()
-        else:
-            await tree.kill()
-        with trio.move_on_after(wait):
-            await proc.wait()  # the shell's exit wakes us at once (no polling it in steps)
-            delay = 0.002
-            while not await _all_done(proc, tree, pgid):
-                await trio.sleep(delay)
-                delay = min(delay * 2, 0.05)
-                if sig == signal.SIGKILL:  # forked before it was killed, or just orphaned
-                    await tree.kill()
-    if not await _all_done(proc, tree, pgid):
-        log.warning("process group %d still has live processes after SIGKILL", pgid)
-
-
-async def _all_done(proc: trio.Process, tree: process_tree.Tree, pgid: int) -> bool:
-    # The tree last: looking at it reaps the orphans that died.
-    return _group_done(proc, pgid) and not await tree.alive()
-
-
-def _group_done(proc: trio.Process, pgid: int) -> bool:
-    return proc.poll() is not None and not group_alive(pgid)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    # ESRCH: the group is already gone. EPERM: what is left is not ours to signal (setuid).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    for pid in _live_members(pgid) or []:  # jobs in groups of their own, same session
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether the process group, or the session its leader started, still has a process that
-    is not a zombie.
-
-    A child orphaned by the shell's exit goes to init, which may reap it lazily; a zombie
-    holds no resources and no pipe, and signals cannot end it further, so it does not count.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return bool(_live_members(pgid))  # a job in a group of its own may be left
-    except PermissionError:  # only processes we cannot signal are left
-        return False
-    return _has_live_member(pgid)
-
-
-def _has_live_member(pgid: int) -> bool:
-    members = _live_members(pgid)
-    return True if members is None else bool(members)  # no procfs (macOS): trust killpg
-
-
-def _live_members(pgid: int) -> list[int] | None:
-    """Live processes in the group ``pgid`` or in the session it leads; None without procfs."""
-    try:
-        table = procfs.processes()
-    except OSError:
-        return None
-    return [pid for pid, stat in table.items()
-            if pgid in (stat.pgrp, stat.session) and not stat.zombie]
 
 
 # --- the editor's terminal ---------------------------------------------------------------------

@@ -24,12 +24,16 @@ call cannot reach another's while that one runs; adopted orphans may come from a
 shell has exited, and that call is ending them too.
 
 Without prctl or ``/proc`` (macOS) :func:`supported` is False and the tree is always empty.
+
+:func:`end_group` ends a shell's process group and session, then the rest of its tree: TERM, a
+grace period, KILL (the bash tool and the MCP stdio transport end their processes with it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -41,11 +45,15 @@ import trio
 
 from iaccode.tools.procfs import Stat, processes
 
+log = logging.getLogger(__name__)
+
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
 
 FREEZE_ROUNDS = 20
 """How many times :meth:`Tree.kill` looks for processes forked before it froze their parent."""
+KILL_WAIT = 1.0
+"""After KILL, how long :func:`end_group` waits for the group to disappear before giving up."""
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -202,6 +210,86 @@ class Tree:
             pass
         except PermissionError:
             self.unkillable.add(pid)
+
+
+# --- ending a shell's group and tree ---------------------------------------------------------
+
+
+async def end_group(proc: trio.Process, tree: Tree, grace: float) -> None:
+    """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
+    KILL; reap the shell.
+
+    Bounded by ``grace + KILL_WAIT`` (and the odd look at ``/proc``); call it shielded.
+    """
+    pgid = proc.pid  # start_new_session: the shell leads its own session and group
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
+        if await _all_done(proc, tree, pgid):
+            return
+        _signal_group(pgid, sig)
+        if sig == signal.SIGTERM:
+            _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
+            await tree.terminate()
+        else:
+            await tree.kill()
+        with trio.move_on_after(wait):
+            await proc.wait()  # the shell's exit wakes us at once (no polling it in steps)
+            delay = 0.002
+            while not await _all_done(proc, tree, pgid):
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+                if sig == signal.SIGKILL:  # forked before it was killed, or just orphaned
+                    await tree.kill()
+    if not await _all_done(proc, tree, pgid):
+        log.warning("process group %d still has live processes after SIGKILL", pgid)
+
+
+async def _all_done(proc: trio.Process, tree: Tree, pgid: int) -> bool:
+    # The tree last: looking at it reaps the orphans that died.
+    return _group_done(proc, pgid) and not await tree.alive()
+
+
+def _group_done(proc: trio.Process, pgid: int) -> bool:
+    return proc.poll() is not None and not group_alive(pgid)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # ESRCH: the group is already gone. EPERM: what is left is not ours to signal (setuid).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for pid in _live_members(pgid) or []:  # jobs in groups of their own, same session
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether the process group, or the session its leader started, still has a process that
+    is not a zombie.
+
+    A child orphaned by the shell's exit goes to init, which may reap it lazily; a zombie
+    holds no resources and no pipe, and signals cannot end it further, so it does not count.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return bool(_live_members(pgid))  # a job in a group of its own may be left
+    except PermissionError:  # only processes we cannot signal are left
+        return False
+    return _has_live_member(pgid)
+
+
+def _has_live_member(pgid: int) -> bool:
+    members = _live_members(pgid)
+    return True if members is None else bool(members)  # no procfs (macOS): trust killpg
+
+
+def _live_members(pgid: int) -> list[int] | None:
+    """Live processes in the group ``pgid`` or in the session it leads; None without procfs."""
+    try:
+        table = processes()
+    except OSError:
+        return None
+    return [pid for pid, stat in table.items()
+            if pgid in (stat.pgrp, stat.session) and not stat.zombie]
 
 
 # --- synchronous, for the terminal supervisor (iaccode.tools.supervise) -------------------------
