@@ -24,7 +24,7 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from iaccode.checks import type_name
+from iaccode.checks import is_number, type_name
 from iaccode.protocol.content import (
     CONTENT_TYPES,
     BlobResourceContents,
@@ -58,7 +58,7 @@ def _strict(kind: type, expected: str) -> Any:
 
 
 def _structure_float(value: Any, _: Any) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if is_number(value):
         return float(value)
     raise TypeError(f"expected a number, got {type_name(value)}")
 
