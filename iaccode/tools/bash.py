@@ -57,6 +57,7 @@ from iaccode.tools.base import (
     ToolResult,
 )
 from iaccode.tools.command_env import command_env
+from iaccode.tools.exception_groups import sole
 from iaccode.wire.errors import RpcError
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class Bash(Tool):
         except BaseExceptionGroup as group:
             # Our nurseries wrap a cancellation in a group; the caller expects a bare
             # Cancelled (and its cancel scope catches it either way).
-            cancelled = _only_cancelled(group)
+            cancelled = sole(group, trio.Cancelled)
             if cancelled is None:
                 raise
             raise cancelled from None
@@ -160,17 +161,6 @@ def _timeout(requested: float | None, limits: ToolLimits) -> float:
     if not requested > 0:  # also NaN
         raise ToolFailure(f"timeout must be a positive number of seconds, not {requested}.")
     return min(requested, limits.bash_max_timeout)
-
-
-def _only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled | None:
-    """The first Cancelled in ``group`` when it holds nothing else."""
-    found: trio.Cancelled | None = None
-    for exc in group.exceptions:
-        inner = _only_cancelled(exc) if isinstance(exc, BaseExceptionGroup) else exc
-        if not isinstance(inner, trio.Cancelled):
-            return None
-        found = found or inner
-    return found
 
 
 def _shell() -> str:

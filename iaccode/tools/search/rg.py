@@ -19,6 +19,8 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
+from iaccode.tools.exception_groups import sole
+
 USE_RG = True
 """Use ripgrep when it can be found (tests turn this off to run the Python fallback)."""
 _STDERR_BYTES = 64 * 1024
@@ -64,18 +66,10 @@ async def run_rg(rg: str, args: list[str], cwd: Path, max_lines: int,
     except BaseExceptionGroup as group:
         # Our nursery wraps the one interesting exception in a group: a cancellation, or a
         # failure to start rg. Hand it on bare.
-        leaves = _leaves(group)
         for kind in (trio.Cancelled, OSError):
-            if all(isinstance(leaf, kind) for leaf in leaves):
-                raise leaves[0] from None
+            if (bare := sole(group, kind)) is not None:
+                raise bare from None
         raise
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return found
 
 
 async def _kill(process: trio.Process) -> None:
