@@ -77,3 +77,21 @@ def test_depth_is_measured_without_recursion() -> None:
         deep = [deep]
     assert checks.deeper_than(deep, 64)
     assert not checks.deeper_than(json.loads("[" * 64 + "]" * 64), 64)
+
+
+def test_a_corrupt_meta_json_says_what_is_wrong() -> None:
+    from iaccode.store.meta import SessionMeta, StoreError, new_session_id, utc_now
+
+    sid = new_session_id()
+    good = SessionMeta(sid, "/p", utc_now(), utc_now(), "m", "default").to_json()
+    for change, message in [
+        ({"title": 3}, "title must be a string or null, got an integer"),
+        ({"cwd": None}, "cwd must be a string, got null"),
+        ({"message_count": -1}, "message_count must be a non-negative integer, got -1"),
+        ({"remembered": {"bash": "yes"}},
+         "remembered must be an object of true/false answers, got {'bash': 'yes'}"),
+        ({"updated_at": 5}, "updated_at must be a string, got an integer"),
+    ]:
+        with pytest.raises(StoreError) as info:
+            SessionMeta.from_json({**good, **change})
+        assert str(info.value) == f"session {sid}: invalid meta.json: {message}"
