@@ -87,7 +87,8 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
     return found
 
 
-def is_allowed(target: Target, limits: ToolLimits) -> bool:
+def _is_allowed(target: Target, limits: ToolLimits) -> bool:
+    """Whether ``web_allowed_hosts`` names the target's host and port."""
     allowed = limits.web_allowed_hosts
     return (f"{target.host}:{target.port}" in allowed
             or f"[{target.host}]:{target.port}" in allowed)
@@ -99,7 +100,7 @@ async def vet(target: Target, limits: ToolLimits) -> list[IPAddress]:
     only = "web_fetch only fetches from public internet addresses."
     if target.host in _METADATA_NAMES:
         raise ToolFailure(f"{refused} {target.host} is a cloud metadata host. {only}")
-    allowed = is_allowed(target, limits)
+    allowed = _is_allowed(target, limits)
     if not allowed and (target.host == "localhost" or target.host.endswith(".localhost")):
         raise ToolFailure(f"{refused} {target.host} is a loopback name. {only}")
     addresses = [target.ip] if target.ip is not None else await resolve(target.host, target.port)
