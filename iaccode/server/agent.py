@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-"""Thinking effort choices (the provider maps them to the model's thinking form)."""
-
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
