@@ -25,7 +25,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
-from iaccode.server.agent import auth_method
+from iaccode.server.credentials import auth_method
 from iaccode.turn.permissions import MODES, OPTIONS
 from iaccode.wire import errors
 from tests.support.acp_schema import schema_defs, validate_def
