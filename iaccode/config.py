@@ -11,8 +11,8 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `api_key_env`             |                                 | preset's  | variable with the key |
 | `models`                  |                                 | preset's  | model ids offered     |
 | `model`                   | `IAC_CODE_MODEL`                | first of `models` | model id      |
-| `mode`                    | `IAC_CODE_MODE`                 | `default` | one of MODES          |
-| `thought_level`           | `IAC_CODE_THOUGHT_LEVEL`        | `medium`  | one of THOUGHT_LEVELS |
+| `mode`                    | `IAC_CODE_MODE`                 | `default` | a mode (2)            |
+| `thought_level`           | `IAC_CODE_THOUGHT_LEVEL`        | `medium`  | a level (2)           |
 | `max_turn_requests`       | `IAC_CODE_MAX_TURN_REQUESTS`    | 100       | requests per prompt   |
 | `max_tokens`              | `IAC_CODE_MAX_TOKENS`           | 16000     | output per request    |
 | `compaction_threshold`    | `IAC_CODE_COMPACTION_THRESHOLD` | 0.9       | share, 0 < x <= 1     |
@@ -33,6 +33,8 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 
 (1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
 openrouter, ollama, openai_compatible.
+(2) ``iaccode.choices``: the modes default, accept_edits, plan, bypass; the thinking levels
+off, low, medium, high.
 
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
@@ -54,7 +56,6 @@ A value we cannot use is a ConfigError naming the file and key, or the variable.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -63,14 +64,13 @@ from typing import Any, NamedTuple
 
 from attrs import evolve, field, frozen
 
+from iaccode import checks
+from iaccode.choices import DEFAULT_MODE, DEFAULT_THOUGHT_LEVEL, MODES, THOUGHT_LEVELS
 from iaccode.llm.providers import DEFAULT_PROVIDER, PRESETS, default_model
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_toml
 from iaccode.tools.base import ToolLimits
 
 DEFAULT_MODEL = default_model(DEFAULT_PROVIDER, None)
-MODES = ("default", "accept_edits", "plan", "bypass")
-"""Session modes (kept in step with ``iaccode.turn.permissions.MODES``)."""
-THOUGHT_LEVELS = ("off", "low", "medium", "high")
 CONFIG_FILE = "config.toml"
 """The user's configuration file, in the home dir."""
 
@@ -122,11 +122,12 @@ class Config:
     model: str = DEFAULT_MODEL
     """Model id for new sessions (config.toml ``model``, IAC_CODE_MODEL, ``--model``); when
     unset, the first of the provider's models."""
-    default_mode: str = "default"
-    """Mode of new sessions, one of MODES (config.toml ``mode``, IAC_CODE_MODE)."""
-    thought_level: str = "medium"
-    """Thinking effort of new sessions, one of THOUGHT_LEVELS (``thought_level``,
-    IAC_CODE_THOUGHT_LEVEL)."""
+    default_mode: str = DEFAULT_MODE
+    """Mode of new sessions, one of ``iaccode.choices.MODES`` (config.toml ``mode``,
+    IAC_CODE_MODE)."""
+    thought_level: str = DEFAULT_THOUGHT_LEVEL
+    """Thinking effort of new sessions, one of ``iaccode.choices.THOUGHT_LEVELS``
+    (``thought_level``, IAC_CODE_THOUGHT_LEVEL)."""
     model_script: Path | None = None
     """A model script, or a transcript, to play instead of calling the API
     (IAC_CODE_MODEL_SCRIPT, ``--model-script``)."""
@@ -259,9 +260,9 @@ SETTINGS: dict[str, _Setting] = {
     "api_key_env": _Setting("api_key_env", None, str, _variable_name),
     "models": _Setting("models", None, tuple, _model_ids),
     "model": _Setting("model", "IAC_CODE_MODEL", str, lambda v: None if v else "must not be empty"),
-    "default_mode": _Setting("mode", "IAC_CODE_MODE", str, _one_of(MODES)),
+    "default_mode": _Setting("mode", "IAC_CODE_MODE", str, _one_of(tuple(MODES))),
     "thought_level": _Setting("thought_level", "IAC_CODE_THOUGHT_LEVEL", str,
-                              _one_of(THOUGHT_LEVELS)),
+                              _one_of(tuple(THOUGHT_LEVELS))),
     "max_turn_requests": _Setting("max_turn_requests", "IAC_CODE_MAX_TURN_REQUESTS", int,
                                   _at_least(0)),
     "max_tokens": _Setting("max_tokens", "IAC_CODE_MAX_TOKENS", int, _at_least(0)),
@@ -332,8 +333,10 @@ def _read_token_file(path: Path, raw: str, home: Path) -> str:
 def _read_table(path: Path, name: str, table: object,
                 settings: dict[str, _Setting]) -> dict[str, Any]:
     """The checked values of one config.toml table (``[tools]``, ``[serve]``)."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: {name} must be a table, got {_type_name(table)}")
+    try:
+        table = checks.table(table, f"{path}: {name}", toml=True)
+    except checks.Invalid as exc:
+        raise ConfigError(str(exc)) from None
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in settings:
@@ -352,35 +355,23 @@ def _serve_settings(path: Path, table: object) -> ServeSettings:
     return ServeSettings(**values)
 
 
-_KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-               frozenset: "an array of strings", tuple: "an array of strings"}
-
-
-def _type_name(value: object) -> str:
-    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
-                       (str, "a string"), (dict, "a table"), (list, "an array")):
-        if isinstance(value, kind):
-            return name
-    return "a date or time" if hasattr(value, "isoformat") else type(value).__name__
+_CHECKS: dict[type, Callable[..., Any]] = {
+    bool: checks.boolean, int: checks.integer, float: checks.number, str: checks.string,
+}
 
 
 def _from_value(label: str, value: object, setting: _Setting) -> Any:
     """A typed value (from TOML or Python) checked; ``label`` starts the message."""
-    if setting.kind is frozenset:  # from TOML: an array of strings
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{label}must be {_KIND_NAMES[frozenset]}, got {value!r}")
-        value = frozenset(v.lower() for v in value)  # host names are case-insensitive
-    if setting.kind is tuple:  # from TOML: an array of strings, in order
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{label}must be {_KIND_NAMES[tuple]}, got {value!r}")
-        value = tuple(value)
-    kinds = (int, float) if setting.kind is float else (setting.kind,)
-    if (isinstance(value, bool) and setting.kind is not bool) or not isinstance(value, kinds):
-        raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")
-    if setting.kind is float:
-        value = float(value)  # type: ignore[arg-type]
-        if not math.isfinite(value):
-            raise ConfigError(f"{label}must be a finite number, got {value!r}")
+    where = label.rstrip()
+    try:
+        if setting.kind is frozenset:  # from TOML: an array of strings
+            value = frozenset(v.lower() for v in checks.strings(value, where))  # host names
+        elif setting.kind is tuple:  # from TOML: an array of strings, in order
+            value = tuple(checks.strings(value, where))
+        else:
+            value = _CHECKS[setting.kind](value, where, toml=True)
+    except checks.Invalid as exc:
+        raise ConfigError(str(exc)) from None
     if problem := setting.problem(value):
         raise ConfigError(f"{label}{problem}, got {value!r}")
     return value

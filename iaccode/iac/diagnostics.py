@@ -47,7 +47,7 @@ from iaccode.iac.templates import (
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent
 from iaccode.tools.base import ToolResult
-from iaccode.tools.bash import command_env
+from iaccode.tools.command_env import command_env
 from iaccode.tools.local_files import display_path
 
 log = logging.getLogger(__name__)

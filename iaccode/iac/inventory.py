@@ -31,7 +31,7 @@ from typing import Any
 import trio
 
 from iaccode.iac.declarations import Entry, Reading, entries, is_candidate, read_file
-from iaccode.tools.list_files import GitIgnores, walk_files
+from iaccode.tools.search.ignore import GitIgnores, walk_files
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any
 
+from iaccode.choices import thinks
 from iaccode.llm.base import ModelRequest
 
 NO_RESULT = "No result was recorded for this tool call."
@@ -52,7 +53,7 @@ def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str,
     }
     if request.tools:
         body["tools"] = [chat_tool(tool) for tool in request.tools]
-    if request.thinking in ("low", "medium", "high"):
+    if thinks(request.thinking):
         if thinking == "reasoning_effort_any" or (
                 thinking == "reasoning_effort" and _REASONING_MODEL.search(request.model)):
             body["reasoning_effort"] = request.thinking

@@ -26,6 +26,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from iaccode.checks import is_int
+
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
                 "function_call": "tool_use", "content_filter": "refusal"}
 
@@ -40,7 +42,7 @@ def _text(value: Any, what: str) -> str:
 
 
 def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if is_int(value) else 0
 
 
 def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,8 @@ exit by itself after its stdin closes, so a child the server started (in its gro
 session of its own, as a daemon does) outlives it. Here the server is started the way the
 bash tool starts a shell (:func:`iaccode.tools.process_tree.open_shell`: a child subreaper, so
 everything it starts stays findable through ``/proc``) and ended the same way
-(:func:`iaccode.tools.bash.end_group`: TERM, a grace period, KILL, escapees included). The JSON
-lines are read and written as the SDK's transport does; the protocol (handshake, requests,
+(:func:`iaccode.tools.process_tree.end_group`: TERM, a grace period, KILL, escapees included).
+The JSON lines are read and written as the SDK's transport does; the protocol (handshake, requests,
 cancellation) is the SDK's ``Client``.
 
 HTTP (streamable HTTP) and SSE are the SDK's transports as they are.
@@ -27,7 +27,6 @@ import trio
 
 from iaccode.mcp.config import ServerSpec
 from iaccode.tools import process_tree
-from iaccode.tools.bash import end_group
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +189,7 @@ class StdioProcess:
                 await proc.stdin.aclose()
             with trio.move_on_after(STDIN_CLOSE_GRACE):
                 await proc.wait()
-            await end_group(proc, tree, KILL_GRACE)
+            await process_tree.end_group(proc, tree, KILL_GRACE)
         finally:
             process_tree.forget(proc)
             self.returncode = proc.returncode

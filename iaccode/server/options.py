@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 
+from iaccode.choices import THOUGHT_LEVELS
 from iaccode.protocol import messages as m
 from iaccode.session.session import Session
 from iaccode.turn.permissions import MODES
 from iaccode.wire import errors
-
-THOUGHT_LEVELS = {"off": "Off", "low": "Low", "medium": "Medium", "high": "High"}
-"""Thinking effort choices (the provider maps them to the model's thinking form)."""
 
 SendUpdate = Callable[[str, m.SessionUpdate], Awaitable[None]]
 """(session id, update): one ``session/update`` notification."""
@@ -63,8 +61,8 @@ class SessionOptions:
             m.SessionConfigOption(
                 id="thought_level", name="Thinking", category="thought_level",
                 current_value=session.thought_level,
-                options=[m.ConfigOptionValue(level, name)
-                         for level, name in THOUGHT_LEVELS.items()]),
+                options=[m.ConfigOptionValue(level.id, level.name)
+                         for level in THOUGHT_LEVELS.values()]),
         ]
 
     async def set_mode(self, session: Session, mode_id: str) -> None:

@@ -29,7 +29,6 @@ even when the middle of the output is dropped here or cut for the model.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import logging
 import os
 import signal
@@ -59,6 +58,8 @@ from iaccode.tools.base import (
     ToolLimits,
     ToolResult,
 )
+from iaccode.tools.command_env import command_env
+from iaccode.tools.exception_groups import sole
 
 log = logging.getLogger(__name__)
 
@@ -69,27 +70,10 @@ DRAIN_SECONDS = 0.5
 """After the group is ended, how long we read what is left in the pipe (an escapee holding
 the pipe open would otherwise keep us reading forever)."""
 
-KILL_WAIT = 1.0
-"""After KILL, how long we wait for the group to disappear before giving up on it."""
-
 CLIENT_SLACK = 1.0
 """Added to ``kill_grace`` to bound each clean-up request to the editor's terminal."""
 
 TITLE_CHARS = 80
-
-_SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
-_SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_KEY", "_PASSWORD")
-
-_QUIET_ENV = {
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_EDITOR": "true",
-    "EDITOR": "true",
-    "TERM": "dumb",
-    "NO_COLOR": "1",
-    "DEBIAN_FRONTEND": "noninteractive",
-}
 
 _DEFAULTS = ToolLimits()
 
@@ -166,7 +150,7 @@ class Bash(Tool):
         except BaseExceptionGroup as group:
             # Our nurseries wrap a cancellation in a group; the caller expects a bare
             # Cancelled (and its cancel scope catches it either way).
-            cancelled = _only_cancelled(group)
+            cancelled = sole(group, trio.Cancelled)
             if cancelled is None:
                 raise
             raise cancelled from None
@@ -180,32 +164,8 @@ def _timeout(requested: float | None, limits: ToolLimits) -> float:
     return min(requested, limits.bash_max_timeout)
 
 
-def _only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled | None:
-    """The first Cancelled in ``group`` when it holds nothing else."""
-    found: trio.Cancelled | None = None
-    for exc in group.exceptions:
-        inner = _only_cancelled(exc) if isinstance(exc, BaseExceptionGroup) else exc
-        if not isinstance(inner, trio.Cancelled):
-            return None
-        found = found or inner
-    return found
-
-
 def _shell() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
-
-
-def is_secret(name: str) -> bool:
-    """Whether an environment variable looks like a credential (kept from the command)."""
-    upper = name.upper()
-    return upper in _SECRET_NAMES or upper.endswith(_SECRET_SUFFIXES) or "SECRET" in upper
-
-
-def command_env() -> dict[str, str]:
-    """Our environment without secrets, with pagers, prompts, editors and colours off."""
-    env = {name: value for name, value in os.environ.items() if not is_secret(name)}
-    env.update(_QUIET_ENV)
-    return env
 
 
 def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool,
@@ -299,7 +259,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             with trio.move_on_after(limit) as deadline:
                 await proc.wait()  # the shell, not the pipe: a background job holds the pipe
             with trio.CancelScope(shield=True):
-                await end_group(proc, tree, ctx.limits.kill_grace)
+                await process_tree.end_group(proc, tree, ctx.limits.kill_grace)
                 ended = True
                 with trio.move_on_after(DRAIN_SECONDS):
                     await pipe_closed.wait()
@@ -307,7 +267,7 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     finally:
         with trio.CancelScope(shield=True):
             if not ended:  # cancelled (or failed) while it ran
-                await end_group(proc, tree, ctx.limits.kill_grace)
+                await process_tree.end_group(proc, tree, ctx.limits.kill_grace)
             process_tree.forget(proc)
             await stdout.aclose()
 
@@ -332,96 +292,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-async def end_group(proc: trio.Process, tree: process_tree.Tree, grace: float) -> None:
-    """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
-    KILL; reap the shell.
-
-    Bounded by ``grace + KILL_WAIT`` (and the odd look at ``/proc``); call it shielded.
-    """
-    pgid = proc.pid  # start_new_session: the shell leads its own session and group
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
-        if await _all_done(proc, tree, pgid):
-            return
-        _signal_group(pgid, sig)
-        if sig == signal.SIGTERM:
-            _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
-            await tree.terminate()
-        else:
-            await tree.kill()
-        with trio.move_on_after(wait):
-            await proc.wait()  # the shell's exit wakes us at once (no polling it in steps)
-            delay = 0.002
-            while not await _all_done(proc, tree, pgid):
-                await trio.sleep(delay)
-                delay = min(delay * 2, 0.05)
-                if sig == signal.SIGKILL:  # forked before it was killed, or just orphaned
-                    await tree.kill()
-    if not await _all_done(proc, tree, pgid):
-        log.warning("process group %d still has live processes after SIGKILL", pgid)
-
-
-async def _all_done(proc: trio.Process, tree: process_tree.Tree, pgid: int) -> bool:
-    # The tree last: looking at it reaps the orphans that died.
-    return _group_done(proc, pgid) and not await tree.alive()
-
-
-def _group_done(proc: trio.Process, pgid: int) -> bool:
-    return proc.poll() is not None and not group_alive(pgid)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    # ESRCH: the group is already gone. EPERM: what is left is not ours to signal (setuid).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    for pid in _live_members(pgid) or []:  # jobs in groups of their own, same session
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether the process group, or the session its leader started, still has a process that
-    is not a zombie.
-
-    A child orphaned by the shell's exit goes to init, which may reap it lazily; a zombie
-    holds no resources and no pipe, and signals cannot end it further, so it does not count.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return bool(_live_members(pgid))  # a job in a group of its own may be left
-    except PermissionError:  # only processes we cannot signal are left
-        return False
-    return _has_live_member(pgid)
-
-
-def _has_live_member(pgid: int) -> bool:
-    members = _live_members(pgid)
-    return True if members is None else bool(members)  # no procfs (macOS): trust killpg
-
-
-def _live_members(pgid: int) -> list[int] | None:
-    """Live processes in the group ``pgid`` or in the session it leads; None without procfs."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    key = str(pgid).encode()
-    found = []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                data = stat.read()
-        except OSError:  # gone meanwhile
-            continue
-        # "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) >= 4 and key in (fields[2], fields[3]) and fields[0] not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
 
 
 # --- the editor's terminal ---------------------------------------------------------------------

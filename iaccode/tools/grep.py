@@ -1,10 +1,10 @@
 """grep: search file contents with a regular expression, skipping what .gitignore excludes.
 
-ripgrep does the searching when it is there (see :mod:`iaccode.tools.glob`); otherwise, and for
-patterns rg's regex engine refuses but Python's accepts (look-around, backreferences), Python's
-``re`` searches line by line. Output is in path order either way, so it is the same both ways.
-As with glob, links in the tree are not followed, and the path searched is the real path the
-permission check judged.
+ripgrep does the searching when it is there (see :mod:`iaccode.tools.search.rg`); otherwise,
+and for patterns rg's regex engine refuses but Python's accepts (look-around, backreferences),
+Python's ``re`` searches line by line. Output is in path order either way, so it is the same
+both ways. As with glob, links in the tree are not followed, and the path searched is the real
+path the permission check judged.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from iaccode.tools.base import (
     ToolLimits,
     ToolResult,
 )
-from iaccode.tools.glob import RG_IGNORE_FLAGS, find_rg, in_worker, join_display, run_rg
-from iaccode.tools.list_files import GitIgnores, glob_spec, walk_files
-from iaccode.tools.local_files import BINARY_SNIFF_BYTES, display_path
+from iaccode.tools.local_files import BINARY_SNIFF_BYTES, display_path, join_display
+from iaccode.tools.search.ignore import GitIgnores, glob_spec, in_worker, walk_files
+from iaccode.tools.search.rg import RG_IGNORE_FLAGS, find_rg, run_rg
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 MAX_COLUMNS = 500

@@ -294,3 +294,10 @@ def _commit(folder: int, temp: str, name: str) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def join_display(prefix: str, rel: str) -> str:
+    """A path under a folder shown as ``prefix`` (``.`` for the project directory)."""
+    if prefix == ".":
+        return rel
+    return prefix.rstrip("/") + "/" + rel

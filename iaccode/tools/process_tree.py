@@ -24,12 +24,16 @@ call cannot reach another's while that one runs; adopted orphans may come from a
 shell has exited, and that call is ending them too.
 
 Without prctl or ``/proc`` (macOS) :func:`supported` is False and the tree is always empty.
+
+:func:`end_group` ends a shell's process group and session, then the rest of its tree: TERM, a
+grace period, KILL (the bash tool and the MCP stdio transport end their processes with it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -38,13 +42,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
-from attrs import frozen
+
+from iaccode.tools.procfs import Stat, processes
+
+log = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
 
 FREEZE_ROUNDS = 20
 """How many times :meth:`Tree.kill` looks for processes forked before it froze their parent."""
+KILL_WAIT = 1.0
+"""After KILL, how long :func:`end_group` waits for the group to disappear before giving up."""
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -99,7 +108,7 @@ async def open_shell(argv: list[str], **options: Any) -> trio.Process:
     if _prctl is None:
         return await trio.lowlevel.open_process(argv, **options)
     async with _spawn_lock():
-        before = _our_children(_table())
+        before = _our_children(processes())
         proc = await trio.lowlevel.open_process(argv, preexec_fn=_subreaper_in_child,
                                                 **options)
         _shells[proc.pid] = before
@@ -108,37 +117,6 @@ async def open_shell(argv: list[str], **options: Any) -> trio.Process:
 
 def forget(proc: trio.Process) -> None:
     _shells.pop(proc.pid, None)
-
-
-@frozen
-class Stat:
-    ppid: int
-    session: int
-    zombie: bool
-    start: int  # clock ticks after boot
-
-
-def _stat(pid: int | str) -> Stat | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            data = file.read()
-    except OSError:  # gone meanwhile
-        return None
-    # "pid (comm) state ppid pgrp session ... starttime(22nd)"; comm may hold ") ".
-    fields = data[data.rfind(b")") + 2:].split()
-    try:
-        return Stat(ppid=int(fields[1]), session=int(fields[3]),
-                    zombie=fields[0] in (b"Z", b"X"), start=int(fields[19]))
-    except (IndexError, ValueError):
-        return None
-
-
-def _table() -> dict[int, Stat]:
-    table = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _stat(name)) is not None:
-            table[int(name)] = stat
-    return table
 
 
 def _descendants(table: dict[int, Stat], roots: Iterable[int]) -> set[int]:
@@ -190,7 +168,7 @@ class Tree:
         # Poll first: while the shell is not reaped its pid cannot be reused, and once it has
         # exited its children are ours already.
         shell_alive = self.shell.poll() is None
-        table = _table()
+        table = processes()
         roots = [self.shell.pid] if shell_alive else _adopted(table)
         for pid in roots:
             if not shell_alive and table[pid].zombie:
@@ -234,6 +212,86 @@ class Tree:
             self.unkillable.add(pid)
 
 
+# --- ending a shell's group and tree ---------------------------------------------------------
+
+
+async def end_group(proc: trio.Process, tree: Tree, grace: float) -> None:
+    """End the shell's process group, and the rest of ``tree``: TERM, up to ``grace`` seconds,
+    KILL; reap the shell.
+
+    Bounded by ``grace + KILL_WAIT`` (and the odd look at ``/proc``); call it shielded.
+    """
+    pgid = proc.pid  # start_new_session: the shell leads its own session and group
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
+        if await _all_done(proc, tree, pgid):
+            return
+        _signal_group(pgid, sig)
+        if sig == signal.SIGTERM:
+            _signal_group(pgid, signal.SIGCONT)  # a stopped process must run to see TERM
+            await tree.terminate()
+        else:
+            await tree.kill()
+        with trio.move_on_after(wait):
+            await proc.wait()  # the shell's exit wakes us at once (no polling it in steps)
+            delay = 0.002
+            while not await _all_done(proc, tree, pgid):
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+                if sig == signal.SIGKILL:  # forked before it was killed, or just orphaned
+                    await tree.kill()
+    if not await _all_done(proc, tree, pgid):
+        log.warning("process group %d still has live processes after SIGKILL", pgid)
+
+
+async def _all_done(proc: trio.Process, tree: Tree, pgid: int) -> bool:
+    # The tree last: looking at it reaps the orphans that died.
+    return _group_done(proc, pgid) and not await tree.alive()
+
+
+def _group_done(proc: trio.Process, pgid: int) -> bool:
+    return proc.poll() is not None and not group_alive(pgid)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    # ESRCH: the group is already gone. EPERM: what is left is not ours to signal (setuid).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for pid in _live_members(pgid) or []:  # jobs in groups of their own, same session
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether the process group, or the session its leader started, still has a process that
+    is not a zombie.
+
+    A child orphaned by the shell's exit goes to init, which may reap it lazily; a zombie
+    holds no resources and no pipe, and signals cannot end it further, so it does not count.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return bool(_live_members(pgid))  # a job in a group of its own may be left
+    except PermissionError:  # only processes we cannot signal are left
+        return False
+    return _has_live_member(pgid)
+
+
+def _has_live_member(pgid: int) -> bool:
+    members = _live_members(pgid)
+    return True if members is None else bool(members)  # no procfs (macOS): trust killpg
+
+
+def _live_members(pgid: int) -> list[int] | None:
+    """Live processes in the group ``pgid`` or in the session it leads; None without procfs."""
+    try:
+        table = processes()
+    except OSError:
+        return None
+    return [pid for pid, stat in table.items()
+            if pgid in (stat.pgrp, stat.session) and not stat.zombie]
+
+
 # --- synchronous, for the terminal supervisor (iaccode.tools.supervise) -------------------------
 
 
@@ -249,7 +307,7 @@ def set_parent_death_signal(sig: signal.Signals) -> bool:
 
 def live_descendants(root: int) -> set[int]:
     """Every live process below ``root`` (not ``root`` itself) by the ``/proc`` parent links."""
-    table = _table()
+    table = processes()
     return {pid for pid in _descendants(table, [root])
             if pid != root and not table[pid].zombie}
 

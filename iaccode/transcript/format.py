@@ -16,7 +16,6 @@ minor version of their major and refuse a newer major with a clear message.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,6 @@ from attrs import frozen
 
 FORMAT = "1.0"
 MAJOR = 1
-
-SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 
 class TranscriptError(Exception):
@@ -84,16 +81,6 @@ def check_version(header: dict[str, Any], path: Path) -> None:
         raise TranscriptError(
             f"{path} was written in transcript format {version}, newer than this iaccode "
             f"reads ({FORMAT}); upgrade iaccode to replay it")
-
-
-def secret_values(env: dict[str, str] | None = None) -> list[str]:
-    """Values that must never reach a transcript: API keys and other credentials."""
-    env = dict(os.environ) if env is None else env
-    return sorted({value for name, value in env.items()
-                   if len(value) >= 8 and (name.upper().endswith(SECRET_SUFFIXES)
-                                           or "SECRET" in name.upper()
-                                           or name.startswith("ANTHROPIC_AUTH"))},
-                  key=len, reverse=True)
 
 
 class TranscriptWriter:

@@ -20,8 +20,9 @@ import trio
 import iaccode
 from iaccode.llm.base import ModelError, ModelEvent, ModelRequest, Provider, RawTap
 from iaccode.protocol.convert import to_wire
+from iaccode.secret_env import secret_values
 from iaccode.tools.base import ToolResult
-from iaccode.transcript.format import FORMAT, TranscriptWriter, secret_values
+from iaccode.transcript.format import FORMAT, TranscriptWriter
 
 log = logging.getLogger(__name__)
 

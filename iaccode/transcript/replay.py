@@ -292,7 +292,7 @@ class _Lines:
 
 def write_updated(path: Path, records: list[dict[str, Any]]) -> None:
     """``--update``: the transcript as the current build behaves (secrets still scrubbed)."""
-    from iaccode.transcript.format import secret_values
+    from iaccode.secret_env import secret_values
 
     temporary = path.with_suffix(path.suffix + ".tmp")
     writer = TranscriptWriter(temporary, secret_values())

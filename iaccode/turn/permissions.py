@@ -27,6 +27,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from iaccode import choices
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import SessionMode
@@ -44,14 +45,9 @@ log = logging.getLogger(__name__)
 DENIED = "Permission denied."
 
 MODES: dict[str, SessionMode] = {
-    "default": SessionMode("default", "Default",
-                           "Reads inside the project run; edits and commands ask first."),
-    "accept_edits": SessionMode("accept_edits", "Accept edits",
-                                "File edits inside the project run without asking."),
-    "plan": SessionMode("plan", "Plan", "Read-only: edits and commands are refused."),
-    "bypass": SessionMode("bypass", "Bypass permissions",
-                          "Nothing asks: every tool runs, outside the project too."),
+    mode.id: SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
 }
+"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 OPTIONS = [
     PermissionOption("allow_once", "Allow once", "allow_once"),

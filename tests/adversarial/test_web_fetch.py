@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iaccode.llm.script import ToolUse, reply
-from iaccode.tools.web_fetch import address_refusal
+from iaccode.tools.web.addresses import address_refusal
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import http_agent, request_tool_results, start
 from tests.fakes.model_server import FakeModelServer

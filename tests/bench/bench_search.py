@@ -60,7 +60,7 @@ def generate(root: Path, count: int) -> None:
 
 
 def _rg() -> str:
-    from iaccode.tools.glob import find_rg
+    from iaccode.tools.search.rg import find_rg
 
     rg = find_rg()
     if rg is None:

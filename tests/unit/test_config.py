@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from iaccode.config import DEFAULT_MODEL, MODES, THOUGHT_LEVELS, Config, ConfigError
+from iaccode.choices import MODES, THOUGHT_LEVELS
+from iaccode.config import DEFAULT_MODEL, Config, ConfigError
 from iaccode.tools.base import ToolLimits
 
 FULL = """\

@@ -22,11 +22,14 @@ from iaccode.tools import grep as grep_module
 from iaccode.tools import local_files
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, ToolResult
 from iaccode.tools.edit_file import EditFile
-from iaccode.tools.glob import Glob, run_rg
+from iaccode.tools.glob import Glob
 from iaccode.tools.grep import Grep
-from iaccode.tools.list_files import ListFiles, expand_braces
+from iaccode.tools.list_files import ListFiles
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.read_file import ReadFile
+from iaccode.tools.search import rg as rg_module
+from iaccode.tools.search.ignore import expand_braces
+from iaccode.tools.search.rg import run_rg
 from iaccode.tools.write_file import WriteFile
 
 ALL_TOOLS: list[Tool] = [ReadFile(), ListFiles(), Glob(), Grep(), WriteFile(), EditFile()]
@@ -102,12 +105,12 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         raise AssertionError("the other search backend ran")
 
     if request.param == "rg":
-        if glob_module.find_rg() is None:
+        if rg_module.find_rg() is None:
             pytest.skip("rg is not installed")
         monkeypatch.setattr(glob_module, "walk_files", unexpected)
         monkeypatch.setattr(grep_module, "_python_search", unexpected)
     else:
-        monkeypatch.setattr(glob_module, "USE_RG", False)
+        monkeypatch.setattr(rg_module, "USE_RG", False)
         monkeypatch.setattr(glob_module, "run_rg", unexpected)
         monkeypatch.setattr(grep_module, "run_rg", unexpected)
     return str(request.param)
@@ -478,7 +481,7 @@ async def test_gitignore_rules_come_from_the_work_tree_not_stray_parents(
 
 async def test_glob_falls_back_when_rg_cannot_start(ctx: ToolContext, tree: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(glob_module, "_locate_rg", lambda: str(tree / "no-such-rg"))
+    monkeypatch.setattr(rg_module, "_locate_rg", lambda: str(tree / "no-such-rg"))
     result = await run(Glob(), ctx, pattern="*.py")
     assert result.text.splitlines() == ["src/b.py", "a.py", "src/sub/c.py"]
 

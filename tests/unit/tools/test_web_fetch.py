@@ -18,9 +18,11 @@ import pytest
 import trio
 
 from iaccode.protocol.convert import ParamsError, tool_input
-from iaccode.tools import web_fetch
 from iaccode.tools.base import ToolContext, ToolFailure, ToolLimits, ToolResult
-from iaccode.tools.web_fetch import WebFetch, WebFetchInput, address_refusal, html_to_text
+from iaccode.tools.web import addresses, client
+from iaccode.tools.web.addresses import address_refusal
+from iaccode.tools.web.html import html_to_text
+from iaccode.tools.web_fetch import WebFetch, WebFetchInput
 
 TIMEOUT = 10
 
@@ -172,8 +174,8 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         attempts.append(f"connect {ip}")
         raise AssertionError(f"connected to {ip}:{port}")
 
-    monkeypatch.setattr(web_fetch, "resolve", no_resolve)
-    monkeypatch.setattr(web_fetch, "open_stream", no_connect)
+    monkeypatch.setattr(addresses, "resolve", no_resolve)
+    monkeypatch.setattr(client, "open_stream", no_connect)
     return attempts
 
 
@@ -442,7 +444,7 @@ async def test_names_resolving_to_internal_addresses_are_refused(
         no_network.append(f"resolve {host}")
         return [ipaddress.ip_address(a) for a in answers[host]]
 
-    monkeypatch.setattr(web_fetch, "resolve", fake_resolve)
+    monkeypatch.setattr(addresses, "resolve", fake_resolve)
     with trio.fail_after(TIMEOUT):
         for host, why in [("evil.example", "10.0.0.5, which is a private"),
                           ("mixed.example", "127.0.0.1, which is a loopback"),
@@ -458,7 +460,7 @@ async def test_the_resolved_vetted_address_is_what_gets_connected(
     """An allowed name is connected through the address resolved once, not looked up again."""
     lookups: list[str] = []
     connects: list[tuple[str, int]] = []
-    real_open = web_fetch.open_stream
+    real_open = client.open_stream
 
     async def fake_resolve(host: str, port: int) -> list[Any]:
         lookups.append(host)
@@ -468,8 +470,8 @@ async def test_the_resolved_vetted_address_is_what_gets_connected(
         connects.append((ip, port))
         return await real_open(ip, port)
 
-    monkeypatch.setattr(web_fetch, "resolve", fake_resolve)
-    monkeypatch.setattr(web_fetch, "open_stream", spy_open)
+    monkeypatch.setattr(addresses, "resolve", fake_resolve)
+    monkeypatch.setattr(client, "open_stream", spy_open)
     server.routes["/"] = response(200, "hello")
     limits = ToolLimits(web_allowed_hosts=frozenset({f"site.test:{server.port}"}))
     with trio.fail_after(TIMEOUT):

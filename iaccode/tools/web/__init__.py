@@ -1,0 +1,1 @@
+"""What web_fetch is made of: address checks (SSRF), the HTTP client, HTML to text."""
