@@ -108,7 +108,9 @@ class Turn:
                 self._transcript.append({"role": "user", "content": results})
                 if self._context_nearly_full(finished.usage):
                     await self.compact()
-            # The last answer's tool calls are not run: the model would never see their results.
+            # The last answer's tool calls have run and their results are in the history (the
+            # model reads them with the next prompt); repair only answers calls left without a
+            # result, should there be any.
             self._transcript.repair(LIMIT_REACHED)
             return "max_turn_requests"
         finally:
