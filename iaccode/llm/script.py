@@ -1,9 +1,9 @@
 """Model scripts: canned Anthropic Messages API answers, played one per model request.
 
 A *model script* is a JSON-serialisable list of *exchanges*. Each model request made
-against a scripted model (for instance the fake server in ``tests/fakes/model_server.py``)
-consumes the next exchange, in order. An exchange is a JSON object of exactly one of
-these four forms:
+against a scripted model (``iaccode acp --model-script``, or the fake model APIs of the
+conformance package, ``acp_conformance.fakes``) consumes the next exchange, in order. An
+exchange is a JSON object of exactly one of these four forms:
 
 ``{"events": [...], "delay": 0.0, "cut_after": null}``
     A ``200`` streaming answer (``Content-Type: text/event-stream``). ``events`` are the
@@ -40,15 +40,10 @@ Any exchange may also carry a free-text ``"comment"``; other keys are errors, so
 typos are caught. A script *file* is JSON, either the bare list of exchanges or the
 object ``{"version": 1, "exchanges": [...]}`` (:func:`dump_script` writes the latter).
 
-Builders make the common exchanges:
-
-    reply(text, *, thinking, tool_uses, stop_reason, ...)   a streamed assistant message
-    stream_error(text_before, error_type, message)          text, then an ``error`` event
-    error_status(status, message, retry_after)              a non-200 JSON error answer
-    hang(), reset()
-
-and :func:`load_script`, :func:`validate_script` and :func:`dump_script` read, check and
-write scripts; malformed scripts raise :class:`ScriptError` naming the exchange index.
+:func:`load_script`, :func:`validate_script` and :func:`dump_script` read, check and write
+scripts; malformed scripts raise :class:`ScriptError` naming the exchange index. Builders
+of the common exchanges (``reply``, ``stream_error``, ``error_status``, ``hang``,
+``reset``) are the test harness's: ``acp_conformance.script``.
 """
 
 from __future__ import annotations
@@ -56,9 +51,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 __all__ = [
@@ -66,17 +59,10 @@ __all__ = [
     "Exchange",
     "ExchangeKind",
     "ScriptError",
-    "ToolUse",
     "dump_script",
     "error_body",
-    "error_status",
     "error_type_for_status",
-    "exchange_kind",
-    "hang",
     "load_script",
-    "reply",
-    "reset",
-    "stream_error",
     "validate_exchange",
     "validate_script",
 ]
@@ -128,138 +114,8 @@ class ScriptError(ValueError):
     """A model script (or one exchange of it) is malformed."""
 
 
-@dataclass(frozen=True)
-class ToolUse:
-    """A ``tool_use`` content block for :func:`reply`."""
-
-    id: str
-    name: str
-    input: dict[str, Any] = field(default_factory=dict)
-
-
 # ---------------------------------------------------------------------------------------
-# Builders
-
-
-def reply(
-    text: str | list[str] = "",
-    *,
-    thinking: str | list[str] | None = None,
-    tool_uses: Sequence[ToolUse] | None = None,
-    stop_reason: str | None = None,
-    input_tokens: int = 10,
-    output_tokens: int = 5,
-    cache_read_input_tokens: int | None = None,
-    cache_creation_input_tokens: int | None = None,
-    model: str = "claude-sonnet-4-5",
-    message_id: str | None = None,
-    signature: str = "fake-signature",
-    delay: float = 0.0,
-    cut_after: int | None = None,
-) -> Exchange:
-    """A streamed assistant message.
-
-    Content blocks come in this order: a thinking block (when ``thinking`` is given; its
-    ``signature_delta`` comes just before its stop), a text block (when ``text`` is not
-    empty), then one ``tool_use`` block per entry of ``tool_uses``, whose input is
-    streamed as 2-3 ``input_json_delta`` chunks. A list for ``text`` or ``thinking``
-    means one delta per item, in order; a string is a single delta.
-
-    ``stop_reason`` defaults to ``"tool_use"`` when there are tool uses, else
-    ``"end_turn"``. Usage is reported in ``message_start`` (input and cache tokens, one
-    output token) and as cumulative totals in ``message_delta``, like the real API.
-    """
-    tools = list(tool_uses or [])
-    if stop_reason is None:
-        stop_reason = "tool_use" if tools else "end_turn"
-    usage: dict[str, Any] = {"input_tokens": input_tokens}
-    if cache_creation_input_tokens is not None:
-        usage["cache_creation_input_tokens"] = cache_creation_input_tokens
-    if cache_read_input_tokens is not None:
-        usage["cache_read_input_tokens"] = cache_read_input_tokens
-
-    events: list[dict[str, Any]] = [_message_start(model, message_id, usage)]
-    index = 0
-    thinking_chunks = _chunks(thinking)
-    if thinking is not None:
-        events.append(_block_start(index, {"type": "thinking", "thinking": "", "signature": ""}))
-        for chunk in thinking_chunks:
-            events.append(_delta(index, {"type": "thinking_delta", "thinking": chunk}))
-        events.append(_delta(index, {"type": "signature_delta", "signature": signature}))
-        events.append(_block_stop(index))
-        index += 1
-    text_chunks = [chunk for chunk in _chunks(text) if chunk]
-    if text_chunks:
-        events.append(_block_start(index, {"type": "text", "text": ""}))
-        for chunk in text_chunks:
-            events.append(_delta(index, {"type": "text_delta", "text": chunk}))
-        events.append(_block_stop(index))
-        index += 1
-    for tool in tools:
-        block = {"type": "tool_use", "id": tool.id, "name": tool.name, "input": {}}
-        events.append(_block_start(index, block))
-        for piece in _split_json(json.dumps(tool.input)):
-            events.append(_delta(index, {"type": "input_json_delta", "partial_json": piece}))
-        events.append(_block_stop(index))
-        index += 1
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-            "usage": {**usage, "output_tokens": output_tokens},
-        }
-    )
-    events.append({"type": "message_stop"})
-    return _checked({"events": events, "delay": delay, "cut_after": cut_after})
-
-
-def stream_error(
-    text_before: str = "",
-    error_type: str = "overloaded_error",
-    message: str = "Overloaded",
-    *,
-    model: str = "claude-sonnet-4-5",
-    message_id: str | None = None,
-    delay: float = 0.0,
-) -> Exchange:
-    """A 200 stream that starts a message, sends ``text_before`` (if any) as one text
-    delta, then an ``error`` event (``{"type": "error", "error": {...}}``), and ends."""
-    events: list[dict[str, Any]] = [_message_start(model, message_id, {"input_tokens": 10})]
-    if text_before:
-        events.append(_block_start(0, {"type": "text", "text": ""}))
-        events.append(_delta(0, {"type": "text_delta", "text": text_before}))
-    events.append({"type": "error", "error": {"type": error_type, "message": message}})
-    return _checked({"events": events, "delay": delay, "cut_after": None})
-
-
-def error_status(
-    status: int,
-    message: str | None = None,
-    retry_after: float | None = None,
-    *,
-    error_type: str | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> Exchange:
-    """A non-200 answer with the API's JSON error body (see :func:`error_body`).
-
-    ``retry_after`` (seconds) becomes a ``retry-after`` header; ``headers`` are added
-    as given (for instance ``{"x-should-retry": "false"}``).
-    """
-    all_headers = dict(headers or {})
-    if retry_after is not None:
-        all_headers["retry-after"] = _format_seconds(retry_after)
-    body = error_body(status, message, error_type=error_type)
-    return _checked({"status": status, "headers": all_headers, "body": body})
-
-
-def hang() -> Exchange:
-    """Accept the request and never answer it."""
-    return {"hang": True}
-
-
-def reset() -> Exchange:
-    """Close the connection before sending any response header."""
-    return {"reset": True}
+# The API's error shape (the default body of a status exchange)
 
 
 def error_type_for_status(status: int) -> str:
@@ -280,14 +136,6 @@ def error_body(
 
 # ---------------------------------------------------------------------------------------
 # Reading, checking and writing
-
-
-def exchange_kind(exchange: Mapping[str, Any]) -> ExchangeKind:
-    """Which of the four forms an exchange has (it must already be valid)."""
-    for kind in _KINDS:
-        if kind in exchange:
-            return kind
-    raise ScriptError("exchange has none of the keys " + ", ".join(repr(k) for k in _KINDS))
 
 
 def validate_exchange(obj: object, index: int = 0) -> Exchange:
@@ -420,61 +268,6 @@ def dump_script(exchanges: Iterable[Mapping[str, Any]], path: str | os.PathLike[
 
 # ---------------------------------------------------------------------------------------
 # Helpers
-
-
-def _checked(exchange: Exchange) -> Exchange:
-    try:
-        return validate_exchange(exchange)
-    except ScriptError as exc:
-        raise ScriptError(str(exc).removeprefix("exchange 0: ")) from None
-
-
-def _message_start(model: str, message_id: str | None, usage: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "message_start",
-        "message": {
-            "id": message_id or f"msg_fake_{uuid.uuid4().hex[:20]}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {**usage, "output_tokens": 1},
-        },
-    }
-
-
-def _block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "content_block_start", "index": index, "content_block": block}
-
-
-def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "content_block_delta", "index": index, "delta": delta}
-
-
-def _block_stop(index: int) -> dict[str, Any]:
-    return {"type": "content_block_stop", "index": index}
-
-
-def _chunks(value: str | list[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value] if value else []
-    return list(value)
-
-
-def _split_json(text: str) -> list[str]:
-    """Split ``text`` into 2-3 consecutive non-empty pieces (1 if it is too short)."""
-    if len(text) < 2:
-        return [text]
-    size = -(-len(text) // min(3, len(text)))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _format_seconds(seconds: float) -> str:
-    return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
 
 
 def _json_type(value: object) -> str:

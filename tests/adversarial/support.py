@@ -10,8 +10,8 @@
 
 ``RoutedModelServer``
     A fake Messages API that computes each answer from the request (the FIFO fake in
-    ``tests/fakes`` cannot tell concurrent sessions apart): the load test needs answers that
-    belong to the session that asked.
+    ``acp_conformance.fakes`` cannot tell concurrent sessions apart): the load test needs
+    answers that belong to the session that asked.
 
 Helpers: agent environments (scripted offline model or the fake HTTP server), RSS from /proc,
 process liveness, and the API's history rules.
@@ -35,8 +35,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from iaccode.llm.script import Exchange, dump_script, error_body
-from tests.support.acp_schema import WireChecker, method_tables, validate_def
+from acp_conformance.schema import WireChecker, method_tables, validate_def
+from acp_conformance.script import Exchange, error_body
+
+from iaccode.llm.script import dump_script
 from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, agent_environment
 
 INTERNAL_ERROR = -32603

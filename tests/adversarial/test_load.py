@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
     RoutedModelServer,

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance.script import reply
 
-from iaccode.llm.script import reply
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
     QueueModelServer,

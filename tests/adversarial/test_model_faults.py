@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, error_status, hang, reply, reset, stream_error
 
-from iaccode.llm.script import ToolUse, error_status, hang, reply, reset, stream_error
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
     allow,
@@ -25,7 +26,6 @@ from tests.adversarial.support import (
     ran_files,
     survivors,
 )
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 CATEGORY = "model_faults"

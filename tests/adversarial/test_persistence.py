@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from acp_conformance.script import Exchange, ToolUse, reply
 
-from iaccode.llm.script import SCRIPT_VERSION, Exchange, ToolUse, reply
+from iaccode.llm.script import SCRIPT_VERSION
 from iaccode.store.store import SessionStore
 from iaccode.turn.compaction import turn_starts
 from iaccode.turn.transcript import Transcript, api_messages

@@ -1,4 +1,5 @@
-"""The model script format: builders, validation, load/dump."""
+"""The model script format: the harness's builders (``acp_conformance.script``), iac-code's
+validation and load/dump (``iaccode.llm.script``), and that the two agree."""
 
 from __future__ import annotations
 
@@ -7,21 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance import script as builders
+from acp_conformance.script import (
+    ToolUse,
+    error_status,
+    exchange_kind,
+    hang,
+    read_exchange,
+    reply,
+    reset,
+    stream_error,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from iaccode.llm.script import (
     ScriptError,
-    ToolUse,
     dump_script,
     error_body,
-    error_status,
-    exchange_kind,
-    hang,
     load_script,
-    reply,
-    reset,
-    stream_error,
     validate_exchange,
     validate_script,
 )
@@ -137,9 +142,9 @@ def test_reply_usage() -> None:
 
 def test_reply_delay_and_cut_after_are_checked() -> None:
     assert reply("x", delay=0.5, cut_after=2)["cut_after"] == 2
-    with pytest.raises(ScriptError, match="delay"):
+    with pytest.raises(builders.ScriptError, match="delay"):
         reply("x", delay=-1)
-    with pytest.raises(ScriptError, match="cut_after"):
+    with pytest.raises(builders.ScriptError, match="cut_after"):
         reply("x", cut_after=99)
 
 
@@ -182,7 +187,8 @@ def test_error_status_retry_after_and_headers() -> None:
     assert ex["headers"] == {"x-should-retry": "false"}
     assert ex["body"]["error"] == {"type": "overloaded_error", "message": "busy"}
     assert error_body(500, "m", error_type="x")["error"] == {"type": "x", "message": "m"}
-    with pytest.raises(ScriptError, match="status"):
+    assert builders.error_body(500, "m", error_type="x") == error_body(500, "m", error_type="x")
+    with pytest.raises(builders.ScriptError, match="status"):
         error_status(200)
 
 
@@ -324,3 +330,30 @@ def test_tool_input_pieces_rebuild_the_input(tool_input: dict[str, Any]) -> None
 def test_text_chunks_are_kept(chunks: list[str]) -> None:
     assert deltas(reply(chunks), "text_delta", "text") == chunks
     assert deltas(reply(thinking=chunks), "thinking_delta", "thinking") == chunks
+
+
+@pytest.mark.parametrize("exchange", [
+    {"events": [{"type": "ping"}]},
+    {"status": 429},
+    {"status": 503, "headers": {"retry-after": "1"}, "comment": "busy"},
+    {"hang": True},
+    {"reset": True},
+    {"model_error": "boom"},
+    {"events": [{"type": "ping"}], "delay": 0.5, "cut_after": 1, "then_hang": True},
+])
+def test_the_fakes_read_an_exchange_as_iaccode_does(exchange: dict[str, Any]) -> None:
+    """The fakes (acp_conformance) and iac-code's script loader read one format: the same
+    defaults, so a script plays the same against either."""
+    assert read_exchange(exchange) == validate_exchange(exchange)
+
+
+@pytest.mark.parametrize("bad", [
+    {}, {"hang": True, "reset": True}, {"hang": False}, {"reset": 1}, {"status": 200},
+    {"events": {}}, {"events": [1]}, {"events": [], "delay": -1}, {"events": [], "cutafter": 1},
+    {"events": [{"type": "ping"}], "cut_after": 2},
+])
+def test_the_fakes_refuse_what_iaccode_refuses(bad: dict[str, Any]) -> None:
+    with pytest.raises(ScriptError):
+        validate_exchange(bad)
+    with pytest.raises(builders.ScriptError):
+        read_exchange(bad)

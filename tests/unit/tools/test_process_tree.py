@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.processes import pid_alive
 
 from iaccode.tools import process_tree
 from iaccode.tools.base import ToolContext, ToolLimits, ToolResult
 from iaccode.tools.bash import Bash, BashInput
-from tests.support.processes import pid_alive
 
 pytestmark = pytest.mark.skipif(not process_tree.supported(),
                                 reason="needs Linux child subreapers and /proc")

@@ -22,9 +22,9 @@ from typing import Any
 
 import trio
 
-from conformance.client import HOLD, ClientServices, RpcError
-from tests.support.acp_schema import WireChecker, method_tables
-from tests.support.remote_agent import connect
+from acp_conformance.client import HOLD, ClientServices, RpcError
+from acp_conformance.remote import connect
+from acp_conformance.schema import WireChecker, method_tables
 
 LINE_SHOWN = 3000
 """Characters of one line kept in the transcript (huge lines are cut, their size noted)."""
@@ -388,6 +388,6 @@ async def spawn(command: list[str], env: dict[str, str], cwd: Path, transcript: 
 async def connect_remote(url: str, token: str | None, transport: str, transcript: Transcript,
                          timeout: float) -> AsyncIterator[AgentConnection]:
     """A connection to a remote agent, driven as a spawned one: its stdin and stdout are the
-    transport's (``tests/support/remote_agent.py``); ending stdin ends the connection."""
+    transport's (``acp_conformance/remote.py``); ending stdin ends the connection."""
     async with connect(url, token, transport) as remote:
         yield AgentConnection(remote, transcript, timeout)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API: a real HTTP server on 127.0.0.1 that plays a model script.
 
-The script format (and builders for it) live in :mod:`iaccode.llm.script`. Each
+The script format and its builders: :mod:`acp_conformance.script`. Each
 ``POST /v1/messages`` takes the next scripted exchange, in order; when none is left the
 answer is a 500 whose message says ``fake model server: no scripted exchange left``
 (with ``x-should-retry: false`` so that SDK retries do not hide the failure).
@@ -13,8 +13,8 @@ answer is a 500 whose message says ``fake model server: no scripted exchange lef
 
 With ``prompt_cache=True`` the usage of each streamed answer is not the script's but what the
 API would bill for the request received: input, cache read and cache write tokens computed
-from its bytes and its ``cache_control`` breakpoints (:mod:`tests.fakes.prompt_cache`); each
-request's figures are kept in :attr:`FakeModelServer.cache_usage`.
+from its bytes and its ``cache_control`` breakpoints (:mod:`acp_conformance.fakes.prompt_cache`);
+each request's figures are kept in :attr:`FakeModelServer.cache_usage`.
 
 The server runs in daemon threads (stdlib ``ThreadingHTTPServer``, HTTP/1.1, keep-alive),
 so it works from sync tests, trio or asyncio tests, and other processes alike.
@@ -29,14 +29,14 @@ ends the connection without the final chunk (clients see an incomplete body);
 becomes the matching error status).
 
 The serving (threads, connections, chunked SSE, hangs, resets, cuts) is shared with the fake
-Chat Completions API (``tests/fakes/chat_server.py``), which overrides the few methods that
+Chat Completions API (:mod:`acp_conformance.fakes.chat`), which overrides the few methods that
 speak the API (``path``, ``refuse``, ``error_body``, ``stream_frames``, ``stream_tail``,
 ``fold``).
 
 As a program, it serves a script file until SIGTERM or SIGINT (then exits 0), after
 printing ``READY <base_url>`` on stdout:
 
-    python -m tests.fakes.model_server --script FILE [--port N] [--loop]
+    python -m acp_conformance.fakes.messages --script FILE [--port N] [--loop]
 """
 
 from __future__ import annotations
@@ -61,34 +61,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from iaccode.llm.script import (
+from acp_conformance.fakes.prompt_cache import PromptCache
+from acp_conformance.script import (
+    ERROR_TYPES,
     Exchange,
     ScriptError,
     error_body,
     exchange_kind,
     load_script,
-    validate_exchange,
+    read_exchange,
 )
-from tests.fakes.prompt_cache import PromptCache
 
 __all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "main"]
 
 NO_EXCHANGE_LEFT = "fake model server: no scripted exchange left"
 MESSAGES_PATH = "/v1/messages"
 
-# Error type of an SSE `error` event -> status of a non-streamed answer.
-_STATUS_FOR_ERROR_TYPE = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
+_STATUS_FOR_ERROR_TYPE = {kind: status for status, kind in ERROR_TYPES.items()}
+"""Error type of an SSE ``error`` event -> status of a non-streamed answer."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +157,7 @@ class FakeModelServer:
 
     def enqueue(self, *exchanges: Mapping[str, Any]) -> None:
         """Add exchanges to the end of the queue (checked; raises ScriptError)."""
-        checked = [validate_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
+        checked = [read_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
         with self._lock:
             self._queue.extend(checked)
 
@@ -256,7 +246,7 @@ class FakeModelServer:
     ) -> None:
         self.close()
 
-    # -- what a fake of another API changes (tests/fakes/chat_server.py) ----------------
+    # -- what a fake of another API changes (acp_conformance/fakes/chat.py) ----------------
 
     path = MESSAGES_PATH
     """The one route answered (``POST``)."""
