@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from acp_conformance.driver import AgentConnection, Transcript, connect_remote, spawn
+from acp_conformance.client import ClientServices
+from acp_conformance.driver import (
+    AgentConnection,
+    SchemaRouter,
+    Transcript,
+    connect_remote,
+    spawn,
+)
 from acp_conformance.environment import agent_environment
 from acp_conformance.requirements import EVIDENCE, WireViolation, not_applicable, note
 from acp_conformance.scenarios import (
@@ -114,9 +121,11 @@ class Harness:
         transcript = Transcript(f"agent#{number}", self.command)
         self.transcripts.append(transcript)
         self.home.mkdir(exist_ok=True)
-        async with spawn(self.command, self.environment(extra_env, without), self.workspace,
-                         transcript,
-                         self.root / f"agent{number}.stderr", self.timeout) as connection:
+        async with spawn(self.command, self.environment(extra_env, without),
+                         self.root / f"agent{number}.stderr", cwd=self.workspace,
+                         checker=SchemaRouter(), transcript=transcript, timeout=self.timeout,
+                         services=ClientServices(), record_violations=True,
+                         client_name="acp-conformance") as connection:
             self.connections.append(connection)
             yield connection
 
@@ -140,7 +149,7 @@ class Harness:
         found = {
             "schema": [v for c in self.connections for v in c.schema_violations],
             "stdout": [v for c in self.connections for v in c.stdout_violations],
-            "caps": [v for c in self.connections for v in c.services.violations],
+            "caps": [v for c in self.connections if c.services for v in c.services.violations],
         }
         evidence = [t.dump() for t in self.transcripts] if any(found.values()) else []
         for key, (req_id, summary) in WIRE_ROWS.items():

@@ -38,8 +38,8 @@ class Padded(FakeModelServer):
     answers 500 then), so agents making extra requests (titles, summaries) and tests that plan
     nothing still get answers."""
 
-    def _next_exchange(self) -> Exchange | None:
-        return super()._next_exchange() or copy.deepcopy(_FALLBACK)
+    def _next_exchange(self, body: dict[str, Any]) -> Exchange | None:
+        return super()._next_exchange(body) or copy.deepcopy(_FALLBACK)
 
 
 class PaddedModelServer(Padded):
@@ -51,7 +51,6 @@ class PaddedChatServer(Padded, FakeChatServer):
 
 
 _FALLBACK = reply(FALLBACK_TEXT)
-assert hasattr(FakeModelServer, "_next_exchange"), "acp_conformance/fakes/messages.py changed"
 
 
 class Model:

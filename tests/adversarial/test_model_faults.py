@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.driver import TimedOut
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, error_status, hang, reply, reset, stream_error
 
@@ -92,7 +93,7 @@ async def test_error_statuses_retry_within_bounds(tmp_path: Path, workspace: Pat
                 "sessionId": session, "prompt": [{"type": "text", "text": name}]})
             try:
                 response, updates = await agent.response(request_id, timeout=20)
-            except trio.TooSlowError:
+            except TimedOut:
                 problems[name] = "no answer within 20 s"
                 await agent.notify("session/cancel", {"sessionId": session})
                 await agent.response(request_id, timeout=5)

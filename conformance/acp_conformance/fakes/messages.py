@@ -55,7 +55,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -72,13 +72,17 @@ from acp_conformance.script import (
     read_exchange,
 )
 
-__all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "main"]
+__all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "Responder", "main"]
 
 NO_EXCHANGE_LEFT = "fake model server: no scripted exchange left"
 MESSAGES_PATH = "/v1/messages"
 
 _STATUS_FOR_ERROR_TYPE = {kind: status for status, kind in ERROR_TYPES.items()}
 """Error type of an SSE ``error`` event -> status of a non-streamed answer."""
+
+
+Responder = Callable[[dict[str, Any]], Mapping[str, Any]]
+"""Computes the answer to one request from its JSON body (instead of the queue)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,10 @@ class FakeModelServer:
     It starts serving on construction; :meth:`close` (or leaving the ``with`` block)
     stops it promptly, even with hung or slow answers in flight. With ``loop=True`` a
     used exchange goes back to the end of the queue, so the script repeats forever.
+
+    With a ``responder``, each answer is ``responder(request body)`` instead, for answers
+    that depend on the request (concurrent sessions, each needing its own); a responder that
+    raises gets the request a 500 (not retried) and the error into :attr:`problems`.
     """
 
     def __init__(
@@ -121,8 +129,10 @@ class FakeModelServer:
         loop: bool = False,
         prompt_cache: bool = False,
         min_cache_tokens: int | None = None,
+        responder: Responder | None = None,
     ) -> None:
         self._lock = threading.Lock()
+        self.responder = responder
         self.cache = (PromptCache(*([min_cache_tokens] if min_cache_tokens is not None else []))
                       if prompt_cache else None)
         self._cache_usage: list[dict[str, int]] = []
@@ -160,6 +170,15 @@ class FakeModelServer:
         checked = [read_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
         with self._lock:
             self._queue.extend(checked)
+
+    def play(self, *exchanges: Mapping[str, Any]) -> int:
+        """Replace the queue with ``exchanges`` (so what one case left unused cannot answer
+        the next); returns how many requests came so far (a bookmark into :attr:`requests`)."""
+        checked = [read_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
+        with self._lock:
+            self._queue.clear()
+            self._queue.extend(checked)
+            return len(self._requests)
 
     @property
     def remaining(self) -> int:
@@ -285,7 +304,14 @@ class FakeModelServer:
         with self._lock:
             self._problems.append(text)
 
-    def _next_exchange(self) -> Exchange | None:
+    def _next_exchange(self, body: dict[str, Any]) -> Exchange | None:
+        if self.responder is not None:
+            try:
+                return read_exchange(dict(self.responder(body)))
+            except Exception as exc:  # a bug in the test's responder: make it visible
+                self._problem(f"responder failed: {exc!r}")
+                return {"status": 500, "headers": {"x-should-retry": "false"},
+                        "body": self.error_body(500, f"responder failed: {exc!r}")}
         with self._lock:
             if not self._queue:
                 return None
@@ -414,7 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake._problem(f"POST {self.path}: {refused}")
             self._send_json(400, fake.error_body(400, refused))
             return
-        exchange = fake._next_exchange()
+        exchange = fake._next_exchange(body)
         if exchange is None:
             number = len(fake.requests)
             fake._problem(f"request #{number}: {NO_EXCHANGE_LEFT}")
