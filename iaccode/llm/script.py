@@ -20,9 +20,9 @@ exchange is a JSON object of exactly one of these four forms:
 
 ``{"status": 429, "headers": {"retry-after": "1"}, "body": {...}}``
     A non-``200`` answer (status 400-599) with a JSON body. ``headers`` (optional) are
-    sent as given, names and values strings. ``body`` (optional) defaults to the API's
-    error shape ``{"type": "error", "error": {"type": ..., "message": ...}}`` with the
-    error type that matches the status (see :func:`error_body`).
+    sent as given, names and values strings. ``body`` (optional): without one, a server
+    playing the script answers the API's error shape for the status, and the offline
+    provider reports just the status.
 
 ``{"hang": true}``
     The request is accepted and never answered, until the client goes away or the
@@ -60,8 +60,6 @@ __all__ = [
     "ExchangeKind",
     "ScriptError",
     "dump_script",
-    "error_body",
-    "error_type_for_status",
     "load_script",
     "validate_exchange",
     "validate_script",
@@ -83,55 +81,9 @@ _ALLOWED_KEYS: dict[ExchangeKind, frozenset[str]] = {
     "model_error": frozenset({"model_error", "comment"}),
 }
 
-_ERROR_TYPES: dict[int, str] = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-
-_DEFAULT_MESSAGES: dict[str, str] = {
-    "invalid_request_error": "Invalid request",
-    "authentication_error": "invalid x-api-key",
-    "billing_error": "Billing error",
-    "permission_error": "Permission denied",
-    "not_found_error": "Not found",
-    "request_too_large": "Request exceeds the maximum allowed number of bytes",
-    "rate_limit_error": "Rate limited",
-    "api_error": "Internal server error",
-    "timeout_error": "Request timed out",
-    "overloaded_error": "Overloaded",
-}
-
 
 class ScriptError(ValueError):
     """A model script (or one exchange of it) is malformed."""
-
-
-# ---------------------------------------------------------------------------------------
-# The API's error shape (the default body of a status exchange)
-
-
-def error_type_for_status(status: int) -> str:
-    """The API error ``type`` that goes with an HTTP status."""
-    if status in _ERROR_TYPES:
-        return _ERROR_TYPES[status]
-    return "api_error" if status >= 500 else "invalid_request_error"
-
-
-def error_body(
-    status: int, message: str | None = None, *, error_type: str | None = None
-) -> dict[str, Any]:
-    """The API's error body, ``{"type": "error", "error": {"type": ..., "message": ...}}``."""
-    kind = error_type or error_type_for_status(status)
-    text = message if message is not None else _DEFAULT_MESSAGES.get(kind, f"HTTP {status}")
-    return {"type": "error", "error": {"type": kind, "message": text}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -208,8 +160,9 @@ def validate_exchange(obj: object, index: int = 0) -> Exchange:
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
         ):
             raise ScriptError(f"{where}: 'headers' must be an object of strings")
-        body = obj["body"] if "body" in obj else error_body(status)
-        out.update(status=status, headers=dict(headers), body=body)
+        out.update(status=status, headers=dict(headers))
+        if "body" in obj:
+            out["body"] = obj["body"]
     elif kind == "model_error":
         if not isinstance(obj[kind], str):
             raise ScriptError(f"{where}: 'model_error' must be a string")

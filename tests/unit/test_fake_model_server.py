@@ -374,7 +374,7 @@ async def test_unknown_path_is_404(server: FakeModelServer) -> None:
 
 async def test_enqueue_validates(server: FakeModelServer) -> None:
     with pytest.raises(ValueError, match="exchange 1: "):
-        server.enqueue(hang(), {"hang": True, "bogus": 1})
+        server.enqueue(hang(), {"hang": True, "reset": True})
     assert server.remaining == 0
 
 
