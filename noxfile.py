@@ -84,7 +84,8 @@ def conformance_remote(session: nox.Session) -> None:
                 session.error(f"iaccode serve did not start:\n{stderr_path.read_text()}")
             time.sleep(0.1)
         session.run("acp-conformance", "-p", "no:xdist", "--url", found.group(1),
-                    "--token", token, "--model-port", str(model_port),
+                    f"--token={token}",  # "=": a token may start with "-"
+                    "--model-port", str(model_port),
                     "--report", ".conformance/report-remote.json", "--transport", "websocket",
                     *session.posargs)
     finally:

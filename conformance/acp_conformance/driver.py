@@ -1,13 +1,13 @@
-"""A trio client for one spawned ACP agent: JSON lines both ways, a transcript, live checks.
+"""The trio driver of one ACP agent: JSON lines both ways, live checks, a transcript.
 
-The one trio driver of an ACP agent, for the conformance suite and iac-code's own tests
-(:class:`AgentConnection`; :func:`spawn` starts a process, :func:`connect_remote` reaches a
-remote agent). For the suite, every line in either direction goes into a :class:`Transcript`
-(for the failure report); every line the agent writes must be one JSON-RPC object (else a
-WIRE-STDOUT violation; the line is skipped), and every message is validated against the
-schema as it arrives (a WIRE-SCHEMA violation; the test goes on, so one bad field does not
-hide the behaviour); agent -> client requests are answered at once by
-:class:`ClientServices`. Tests of one agent rather fail at the first bad line.
+One driver for the conformance suite and iac-code's own tests (:class:`AgentConnection`;
+:func:`spawn` starts a process, :func:`connect_remote` reaches a remote agent). For the suite,
+every line in either direction goes into a :class:`Transcript` (for the failure report); every
+line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation; the line is
+skipped), and every message is validated against the schema as it arrives (a WIRE-SCHEMA
+violation; the test goes on, so one bad field does not hide the behaviour); agent -> client
+requests are answered at once by :class:`ClientServices`. Tests of one agent rather fail at
+the first bad line and answer the agent's requests themselves.
 """
 
 from __future__ import annotations
@@ -134,6 +134,9 @@ def _id_key(value: Any) -> tuple[str, Any]:
 
 RECEIVE_TIMEOUT = 15.0
 """Seconds to wait for any one message, unless the connection is given another figure."""
+SUITE_CLIENT = {"name": "acp-conformance", "version": "1"}
+TESTS_CLIENT = {"name": "tests", "version": "0"}
+"""The ``clientInfo`` the conformance suite and iac-code's tests send."""
 
 
 class AgentConnection:
@@ -155,7 +158,8 @@ class AgentConnection:
     def __init__(self, process: trio.Process, checker: Any | None = None,
                  stderr_path: Path | None = None, *, transcript: Transcript | None = None,
                  timeout: float = RECEIVE_TIMEOUT, services: ClientServices | None = None,
-                 record_violations: bool = False, client_name: str = "tests") -> None:
+                 record_violations: bool = False,
+                 client_info: Mapping[str, str] = TESTS_CLIENT) -> None:
         self.process = process
         self.checker = checker
         self.stderr_path = stderr_path
@@ -163,7 +167,7 @@ class AgentConnection:
         self.timeout = timeout
         self.services = services
         self.record_violations = record_violations
-        self.client_name = client_name
+        self.client_info = dict(client_info)
         self.schema_violations: list[str] = []
         self.stdout_violations: list[str] = []
         self.received: list[dict[str, Any]] = []
@@ -352,8 +356,7 @@ class AgentConnection:
             self.services.capabilities = client_capabilities
         self.init_result = await self.call("initialize", {
             "protocolVersion": 1, "clientCapabilities": client_capabilities,
-            "clientInfo": {"name": self.client_name,
-                           "version": "1" if self.client_name == "acp-conformance" else "0"}})
+            "clientInfo": self.client_info})
         return self.init_result
 
     def capability(self, path: str) -> Any:
@@ -473,7 +476,7 @@ async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *
                 cwd: Path | None = None, checker: Any | None = None,
                 transcript: Transcript | None = None, timeout: float = RECEIVE_TIMEOUT,
                 services: ClientServices | None = None, record_violations: bool = False,
-                client_name: str = "tests") -> AsyncIterator[AgentConnection]:
+                client_info: Mapping[str, str] = TESTS_CLIENT) -> AsyncIterator[AgentConnection]:
     """Start the agent in its own process group, stderr to ``stderr_path``; kill the whole
     group at the end."""
     if transcript is not None:
@@ -484,7 +487,7 @@ async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *
             cwd=str(cwd) if cwd is not None else None, start_new_session=True)
         connection = AgentConnection(
             process, checker, stderr_path, transcript=transcript, timeout=timeout,
-            services=services, record_violations=record_violations, client_name=client_name)
+            services=services, record_violations=record_violations, client_info=client_info)
         try:
             yield connection
         finally:
@@ -509,4 +512,4 @@ async def connect_remote(url: str, token: str | None, transport: str, transcript
     async with connect(url, token, transport) as remote:
         yield AgentConnection(remote, SchemaRouter(), transcript=transcript,  # type: ignore[arg-type]
                               timeout=timeout, services=ClientServices(),
-                              record_violations=True, client_name="acp-conformance")
+                              record_violations=True, client_info=SUITE_CLIENT)

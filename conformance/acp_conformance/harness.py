@@ -13,6 +13,7 @@ import pytest
 
 from acp_conformance.client import ClientServices
 from acp_conformance.driver import (
+    SUITE_CLIENT,
     AgentConnection,
     SchemaRouter,
     Transcript,
@@ -125,7 +126,7 @@ class Harness:
                          self.root / f"agent{number}.stderr", cwd=self.workspace,
                          checker=SchemaRouter(), transcript=transcript, timeout=self.timeout,
                          services=ClientServices(), record_violations=True,
-                         client_name="acp-conformance") as connection:
+                         client_info=SUITE_CLIENT) as connection:
             self.connections.append(connection)
             yield connection
 

@@ -53,7 +53,6 @@ class LineClient:
         self._lines: deque[bytes] = deque()
         self.bytes_read = 0
         self._ids = 0
-        self.client_name = "bench"
 
     @property
     def pid(self) -> int:
@@ -229,9 +228,10 @@ class LineClient:
 
     # -- ACP --
 
-    def initialize(self) -> dict[str, Any]:
-        return self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {},  # type: ignore[no-any-return]
-                                        "clientInfo": {"name": self.client_name, "version": "0"}})
+    def initialize(self, client_name: str = "bench") -> dict[str, Any]:
+        return self.call("initialize", {  # type: ignore[no-any-return]
+            "protocolVersion": 1, "clientCapabilities": {},
+            "clientInfo": {"name": client_name, "version": "0"}})
 
     def new_session(self, cwd: Path) -> str:
         return str(self.call("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"])
