@@ -54,7 +54,6 @@ A value we cannot use is a ConfigError naming the file and key, or the variable.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -63,6 +62,7 @@ from typing import Any, NamedTuple
 
 from attrs import evolve, field, frozen
 
+from iaccode import checks
 from iaccode.llm.providers import DEFAULT_PROVIDER, PRESETS, default_model
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_toml
 from iaccode.tools.base import ToolLimits
@@ -332,8 +332,10 @@ def _read_token_file(path: Path, raw: str, home: Path) -> str:
 def _read_table(path: Path, name: str, table: object,
                 settings: dict[str, _Setting]) -> dict[str, Any]:
     """The checked values of one config.toml table (``[tools]``, ``[serve]``)."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: {name} must be a table, got {_type_name(table)}")
+    try:
+        table = checks.table(table, f"{path}: {name}", toml=True)
+    except checks.Invalid as exc:
+        raise ConfigError(str(exc)) from None
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in settings:
@@ -352,35 +354,23 @@ def _serve_settings(path: Path, table: object) -> ServeSettings:
     return ServeSettings(**values)
 
 
-_KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-               frozenset: "an array of strings", tuple: "an array of strings"}
-
-
-def _type_name(value: object) -> str:
-    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"),
-                       (str, "a string"), (dict, "a table"), (list, "an array")):
-        if isinstance(value, kind):
-            return name
-    return "a date or time" if hasattr(value, "isoformat") else type(value).__name__
+_CHECKS: dict[type, Callable[..., Any]] = {
+    bool: checks.boolean, int: checks.integer, float: checks.number, str: checks.string,
+}
 
 
 def _from_value(label: str, value: object, setting: _Setting) -> Any:
     """A typed value (from TOML or Python) checked; ``label`` starts the message."""
-    if setting.kind is frozenset:  # from TOML: an array of strings
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{label}must be {_KIND_NAMES[frozenset]}, got {value!r}")
-        value = frozenset(v.lower() for v in value)  # host names are case-insensitive
-    if setting.kind is tuple:  # from TOML: an array of strings, in order
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{label}must be {_KIND_NAMES[tuple]}, got {value!r}")
-        value = tuple(value)
-    kinds = (int, float) if setting.kind is float else (setting.kind,)
-    if (isinstance(value, bool) and setting.kind is not bool) or not isinstance(value, kinds):
-        raise ConfigError(f"{label}must be {_KIND_NAMES[setting.kind]}, got {_type_name(value)}")
-    if setting.kind is float:
-        value = float(value)  # type: ignore[arg-type]
-        if not math.isfinite(value):
-            raise ConfigError(f"{label}must be a finite number, got {value!r}")
+    where = label.rstrip()
+    try:
+        if setting.kind is frozenset:  # from TOML: an array of strings
+            value = frozenset(v.lower() for v in checks.strings(value, where))  # host names
+        elif setting.kind is tuple:  # from TOML: an array of strings, in order
+            value = tuple(checks.strings(value, where))
+        else:
+            value = _CHECKS[setting.kind](value, where, toml=True)
+    except checks.Invalid as exc:
+        raise ConfigError(str(exc)) from None
     if problem := setting.problem(value):
         raise ConfigError(f"{label}{problem}, got {value!r}")
     return value

@@ -10,6 +10,7 @@ import json
 import logging
 from typing import Any
 
+from iaccode.checks import deeper_than
 from iaccode.llm.base import (
     Finished,
     ModelError,
@@ -50,17 +51,6 @@ def _pick_in(raw: Any, key: str, old: int) -> int:
 MAX_INPUT_DEPTH = 64
 """Tool inputs nested deeper than this are refused like invalid JSON (no tool takes more than a
 few levels, and deeper ones would exhaust the stack wherever they are copied or encoded)."""
-
-
-def deeper_than(value: Any, limit: int) -> bool:
-    """Whether JSON data nests lists and objects more than ``limit`` levels deep."""
-    level = [value]
-    for _ in range(limit + 1):
-        level = [child for item in level if isinstance(item, dict | list)
-                 for child in (item.values() if isinstance(item, dict) else item)]
-        if not level:
-            return False
-    return True
 
 
 def _string(part: dict[str, Any], key: str) -> str:

@@ -24,6 +24,7 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from iaccode.checks import type_name
 from iaccode.protocol.content import (
     CONTENT_TYPES,
     BlobResourceContents,
@@ -51,27 +52,21 @@ def _strict(kind: type, expected: str) -> Any:
         # bool is an int subclass in Python, never on the wire.
         if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
             return value
-        raise TypeError(f"expected {expected}, got {_json_type(value)}")
+        raise TypeError(f"expected {expected}, got {type_name(value)}")
 
     return check
-
-
-def _json_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "an array", dict: "an object", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _structure_float(value: Any, _: Any) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    raise TypeError(f"expected a number, got {_json_type(value)}")
+    raise TypeError(f"expected a number, got {type_name(value)}")
 
 
 def _structure_object(value: Any, _: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
-    raise TypeError(f"expected an object, got {_json_type(value)}")
+    raise TypeError(f"expected an object, got {type_name(value)}")
 
 
 def _make_converter(rename: Callable[[str], str],
@@ -89,7 +84,7 @@ def _make_converter(rename: Callable[[str], str],
 
         def structure(value: Any, _: Any) -> Any:
             if not isinstance(value, dict):
-                raise TypeError(f"expected an object, got {_json_type(value)}")
+                raise TypeError(f"expected an object, got {type_name(value)}")
             return inner(value, cls)
 
         return structure
@@ -108,7 +103,7 @@ def _make_converter(rename: Callable[[str], str],
 
         def structure(value: Any, _: Any) -> Any:
             if not isinstance(value, list):  # a string is iterable, not an array
-                raise TypeError(f"expected an array, got {_json_type(value)}")
+                raise TypeError(f"expected an array, got {type_name(value)}")
             return inner(value, type_)
 
         return structure
@@ -122,7 +117,7 @@ def _make_converter(rename: Callable[[str], str],
         cls = CONTENT_TYPES.get(kind) if isinstance(kind, str) else None
         if cls is None:
             if not isinstance(value, dict):
-                raise TypeError(f"expected a content block object, got {_json_type(value)}")
+                raise TypeError(f"expected a content block object, got {type_name(value)}")
             raise ValueError(f"unknown content block type {kind!r}")
         result: ContentBlock = conv.structure(value, cls)
         return result

@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from iaccode.llm.assemble import deeper_than
+from iaccode.checks import deeper_than
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import ParamsError, from_wire, to_wire
 from iaccode.server.agent import Agent

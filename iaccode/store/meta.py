@@ -18,9 +18,11 @@ import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
-from attrs import field, frozen
+from attrs import Attribute, field, frozen
+
+from iaccode import checks
 
 FORMAT_VERSION = 1
 """The session format this code writes and the newest it reads (``format`` in ``meta.json``)."""
@@ -96,10 +98,8 @@ def _check_session_id(_: object, __: object, value: Any) -> None:
         raise ValueError(f"not a session id: {value!r}")
 
 
-def _check_timestamp(_: object, __: object, value: Any) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"timestamp must be a string, got {type(value).__name__}")
-    parse_timestamp(value)
+def _check_timestamp(_: object, attribute: Attribute[str], value: Any) -> None:
+    parse_timestamp(checks.string(value, attribute.name))
 
 
 @frozen
@@ -144,7 +144,7 @@ class SessionMeta:
         sid = data.get("session_id")
         what = f"session {sid}" if is_valid_session_id(sid) else "session"
         version = data.get("format")
-        if not _is_int(version) or version < 1:
+        if not checks.is_int(version) or version < 1:
             raise StoreError(f"{what}: meta.json has no valid format version ({version!r})")
         if version > FORMAT_VERSION:
             raise FormatTooNew(
@@ -152,43 +152,24 @@ class SessionMeta:
                 f" reads format {FORMAT_VERSION}). Upgrade iac-code to open it."
             )
         try:
-            remembered = data.get("remembered", {})
-            if not isinstance(remembered, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, bool) for k, v in remembered.items()
-            ):
-                raise ValueError("remembered must map tool names to true/false")
-            count = data.get("message_count", 0)
-            if not _is_int(count) or count < 0:
-                raise ValueError(f"message_count must be a non-negative integer, got {count!r}")
-            title = data.get("title")
-            if title is not None and not isinstance(title, str):
-                raise ValueError("title must be a string or null")
             return cls(
-                session_id=_string(data, "session_id"),
-                cwd=_string(data, "cwd"),
-                created_at=_string(data, "created_at"),
-                updated_at=_string(data, "updated_at"),
-                model=_string(data, "model"),
-                mode=_string(data, "mode"),
-                thought_level=_string(data, "thought_level", "medium"),
-                title=title,
-                remembered=dict(remembered),
-                message_count=count,
+                session_id=checks.string(data.get("session_id"), "session_id"),
+                cwd=checks.string(data.get("cwd"), "cwd"),
+                created_at=checks.string(data.get("created_at"), "created_at"),
+                updated_at=checks.string(data.get("updated_at"), "updated_at"),
+                model=checks.string(data.get("model"), "model"),
+                mode=checks.string(data.get("mode"), "mode"),
+                thought_level=checks.string(data.get("thought_level", "medium"),
+                                            "thought_level"),
+                title=checks.optional_string(data.get("title"), "title"),
+                remembered=checks.table_of(data.get("remembered", {}), "remembered",
+                                           checks.boolean, "an object of true/false answers"),
+                message_count=checks.integer(data.get("message_count", 0), "message_count",
+                                             minimum=0),
                 format=version,
             )
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:  # checks.Invalid, or a bad id or timestamp
             raise StoreError(f"{what}: invalid meta.json: {exc}") from None
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _string(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
-    value = data.get(key, default)
-    if not isinstance(value, str):
-        raise ValueError(f"{key} must be a string, got {value!r}")
-    return value
 
 
 def parse_meta(raw: bytes, expected_id: str) -> SessionMeta:
