@@ -49,10 +49,11 @@ of the common exchanges (``reply``, ``stream_error``, ``error_status``, ``hang``
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
+
+from iaccode import checks
 
 __all__ = [
     "SCRIPT_VERSION",
@@ -83,7 +84,8 @@ _ALLOWED_KEYS: dict[ExchangeKind, frozenset[str]] = {
 
 
 class ScriptError(ValueError):
-    """A model script (or one exchange of it) is malformed."""
+    """A model script (or one exchange of it) is malformed; the message names the place
+    (``exchange 2: 'delay' must be a non-negative number, got -1``: :mod:`iaccode.checks`)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -95,81 +97,55 @@ def validate_exchange(obj: object, index: int = 0) -> Exchange:
 
     Raises :class:`ScriptError` whose message starts with ``exchange <index>:``.
     """
-    where = f"exchange {index}"
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where}: must be an object, not {_json_type(obj)}")
-    kinds = [kind for kind in _KINDS if kind in obj]
-    if len(kinds) != 1:
-        found = ", ".join(repr(k) for k in kinds) or "none"
-        raise ScriptError(
-            f"{where}: must have exactly one of {', '.join(repr(k) for k in _KINDS)} "
-            f"(found {found})"
-        )
-    kind = kinds[0]
-    unknown = sorted(str(key) for key in obj if key not in _ALLOWED_KEYS[kind])
-    if unknown:
-        raise ScriptError(f"{where}: unknown key(s) for a {kind!r} exchange: {', '.join(unknown)}")
-    if "comment" in obj and not isinstance(obj["comment"], str):
-        raise ScriptError(f"{where}: 'comment' must be a string")
+    try:
+        return _checked_exchange(obj, f"exchange {index}:")
+    except checks.Invalid as exc:
+        raise ScriptError(str(exc)) from None
 
+
+def _checked_exchange(obj: object, where: str) -> Exchange:
+    exchange = checks.table(obj, where)
+    kinds = [kind for kind in _KINDS if kind in exchange]
+    if len(kinds) != 1:
+        raise checks.Invalid(f"{where} must have exactly one of "
+                             f"{', '.join(repr(k) for k in _KINDS)} "
+                             f"(found {', '.join(repr(k) for k in kinds) or 'none'})")
+    kind = kinds[0]
+    unknown = sorted(str(key) for key in exchange if key not in _ALLOWED_KEYS[kind])
+    if unknown:
+        raise checks.Invalid(f"{where} unknown key(s) for a {kind!r} exchange: "
+                             f"{', '.join(unknown)}")
     out: Exchange = {}
-    if "comment" in obj:
-        out["comment"] = obj["comment"]
+    if "comment" in exchange:
+        out["comment"] = checks.string(exchange["comment"], f"{where} 'comment'")
     if kind == "events":
-        events = obj["events"]
-        if not isinstance(events, list):
-            raise ScriptError(f"{where}: 'events' must be a list, not {_json_type(events)}")
+        events = checks.array(exchange["events"], f"{where} 'events'")
         for number, event in enumerate(events):
-            if not isinstance(event, dict):
-                raise ScriptError(
-                    f"{where}: events[{number}] must be an object, not {_json_type(event)}"
-                )
-            if not isinstance(event.get("type"), str) or not event["type"]:
-                raise ScriptError(f"{where}: events[{number}] needs a string 'type'")
-        delay = obj.get("delay", 0.0)
-        if delay is None:
-            delay = 0.0
-        if (
-            isinstance(delay, bool)
-            or not isinstance(delay, int | float)
-            or not math.isfinite(delay)
-            or delay < 0
-        ):
-            raise ScriptError(f"{where}: 'delay' must be a non-negative number, not {delay!r}")
-        cut_after = obj.get("cut_after")
-        if cut_after is not None and (
-            isinstance(cut_after, bool)
-            or not isinstance(cut_after, int)
-            or not 0 <= cut_after <= len(events)
-        ):
-            raise ScriptError(
-                f"{where}: 'cut_after' must be null or an integer from 0 to {len(events)}, "
-                f"not {cut_after!r}"
-            )
+            checks.table(event, f"{where} events[{number}]")
+            checks.string(event.get("type"), f"{where} events[{number}].type", nonempty=True)
+        delay = exchange.get("delay")
+        delay = 0.0 if delay is None else checks.number(delay, f"{where} 'delay'", minimum=0)
+        cut_after = exchange.get("cut_after")
+        if cut_after is not None and not (checks.is_int(cut_after)
+                                          and 0 <= cut_after <= len(events)):
+            raise checks.fail(f"{where} 'cut_after'", f"null or an integer from 0 to "
+                              f"{len(events)}", repr(cut_after))
         out.update(events=[dict(event) for event in events], delay=delay, cut_after=cut_after)
-        if obj.get("then_hang"):
+        if exchange.get("then_hang"):
             out["then_hang"] = True
     elif kind == "status":
-        status = obj["status"]
-        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
-            raise ScriptError(
-                f"{where}: 'status' must be an integer from 400 to 599, not {status!r}"
-            )
-        headers = obj.get("headers") or {}
-        if not isinstance(headers, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-        ):
-            raise ScriptError(f"{where}: 'headers' must be an object of strings")
-        out.update(status=status, headers=dict(headers))
-        if "body" in obj:
-            out["body"] = obj["body"]
+        status = checks.integer(exchange["status"], f"{where} 'status'", minimum=400,
+                                maximum=599)
+        headers = checks.table_of(exchange.get("headers") or {}, f"{where} 'headers'",
+                                  checks.string, "an object of strings")
+        out.update(status=status, headers=headers)
+        if "body" in exchange:
+            out["body"] = exchange["body"]
     elif kind == "model_error":
-        if not isinstance(obj[kind], str):
-            raise ScriptError(f"{where}: 'model_error' must be a string")
-        out[kind] = obj[kind]
+        out[kind] = checks.string(exchange[kind], f"{where} 'model_error'")
     else:
-        if obj[kind] is not True:
-            raise ScriptError(f"{where}: {kind!r} must be true, not {obj[kind]!r}")
+        if exchange[kind] is not True:
+            raise checks.fail(f"{where} {kind!r}", "true", repr(exchange[kind]))
         out[kind] = True
     return out
 
@@ -180,21 +156,22 @@ def validate_script(obj: object) -> list[Exchange]:
     Returns the exchanges, copied, with their optional fields filled in. Raises
     :class:`ScriptError` naming the index of the first bad exchange.
     """
-    if isinstance(obj, dict):
-        unknown = sorted(str(key) for key in obj if key not in ("version", "exchanges"))
-        if unknown:
-            raise ScriptError(f"script: unknown key(s): {', '.join(unknown)}")
-        version = obj.get("version")
-        if version != SCRIPT_VERSION or isinstance(version, bool):
-            raise ScriptError(f"script: 'version' must be {SCRIPT_VERSION}, not {version!r}")
-        if "exchanges" not in obj:
-            raise ScriptError("script: missing 'exchanges'")
-        obj = obj["exchanges"]
-    if not isinstance(obj, list):
-        raise ScriptError(
-            f"script: must be a list of exchanges or an object with 'exchanges', "
-            f"not {_json_type(obj)}"
-        )
+    try:
+        if isinstance(obj, dict):
+            unknown = sorted(str(key) for key in obj if key not in ("version", "exchanges"))
+            if unknown:
+                raise checks.Invalid(f"script: unknown key(s): {', '.join(unknown)}")
+            version = obj.get("version")
+            if version != SCRIPT_VERSION or isinstance(version, bool):
+                raise checks.fail("script: 'version'", str(SCRIPT_VERSION), repr(version))
+            if "exchanges" not in obj:
+                raise checks.Invalid("script: missing 'exchanges'")
+            obj = obj["exchanges"]
+        if not isinstance(obj, list):
+            raise checks.fail("script", "a list of exchanges or an object with 'exchanges'",
+                              checks.type_name(obj))
+    except checks.Invalid as exc:
+        raise ScriptError(str(exc)) from None
     return [validate_exchange(item, index) for index, item in enumerate(obj)]
 
 
@@ -217,23 +194,3 @@ def dump_script(exchanges: Iterable[Mapping[str, Any]], path: str | os.PathLike[
     text = json.dumps({"version": SCRIPT_VERSION, "exchanges": checked}, indent=2)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text + "\n")
-
-
-# ---------------------------------------------------------------------------------------
-# Helpers
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
