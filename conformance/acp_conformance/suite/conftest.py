@@ -1,27 +1,27 @@
-"""Agent-agnostic ACP conformance suite.
+"""Agent-agnostic ACP conformance suite (the pytest options, fixtures and result table).
 
-    nox -s conformance                          # checks `iaccode acp` against the fake model
-    nox -s conformance -- --agent "CMD ARGS"    # checks any ACP agent command
+    acp-conformance --agent "CMD ARGS"          # checks any ACP agent command (pip install)
         [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
-        [--model-api messages|chat]
-    pytest conformance --url http://127.0.0.1:PORT/acp --token T --model-port MPORT -n 0
+        [--model-api messages|chat] [-n 2]
+    nox -s conformance                          # checks `iaccode acp` against the fake model
+    acp-conformance --url http://127.0.0.1:PORT/acp --token T --model-port MPORT -n 0
                                                 # checks a remote agent (nox -s conformance_remote)
 
 Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
 (``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
-run by the test and a dummy ``ANTHROPIC_API_KEY``. With ``--model-api chat`` the fake is an
-OpenAI Chat Completions API instead (``acp_conformance/fakes/chat.py``), and the agent is told of it
-the way iac-code's OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=openai``,
-``IAC_CODE_BASE_URL``, a dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement
-ids, tiers and the result
-table: ``acp_conformance/requirements.py``; what the suite checks: ``docs/conformance.md``.
+run by the test and a dummy ``ANTHROPIC_API_KEY`` (:mod:`acp_conformance.harness`). With
+``--model-api chat`` the fake is an OpenAI Chat Completions API instead
+(:mod:`acp_conformance.fakes.chat`), and the agent is told of it the way iac-code's
+OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=openai``, ``IAC_CODE_BASE_URL``, a
+dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement ids, tiers and the result
+table: :mod:`acp_conformance.requirements`; what the suite checks: ``docs/conformance.md``.
 
 A remote agent (``--url``, the ACP remote-transport RFD: Streamable HTTP or WebSocket) is
-already running: each "spawn" is a new connection to it instead (``acp_conformance/
-remote.py``), and ending stdin ends the connection (DELETE, or closing the socket). Its
-environment is not ours, so start it with ``ANTHROPIC_BASE_URL=http://127.0.0.1:MPORT`` and a
-dummy key, and give ``--model-port MPORT``: each test's fake model listens there (so run the
-tests one at a time, ``-n 0``). Tests that need their own environment for the agent are n/a.
+already running: each "spawn" is a new connection to it instead (:mod:`acp_conformance.remote`),
+and ending stdin ends the connection (DELETE, or closing the socket). Its environment is not
+ours, so start it with ``ANTHROPIC_BASE_URL=http://127.0.0.1:MPORT`` and a dummy key, and give
+``--model-port MPORT``: each test's fake model listens there (so run the tests one at a time,
+``-n 0``). Tests that need their own environment for the agent are n/a.
 """
 
 from __future__ import annotations
