@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -176,7 +175,7 @@ class AgentConnection:
         self.held: list[dict[str, Any]] = []
         self.init_result: dict[str, Any] = {}
         self._buffer = bytearray()
-        self._backlog: deque[dict[str, Any]] = deque()
+        self._unread: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
 
     @property
@@ -302,8 +301,8 @@ class AgentConnection:
 
     async def receive(self, timeout: float | None = None) -> dict[str, Any]:
         """The next message the agent sent (fails on time-out or end of output)."""
-        if self._backlog:
-            return self._backlog.popleft()
+        if self._unread:
+            return self._unread.pop(0)
         message = await self._next(timeout or self.timeout)
         if message is None:
             with trio.move_on_after(1):
@@ -340,7 +339,7 @@ class AgentConnection:
         """Send a request, return its whole answer (what came before stays to be received)."""
         request_id = await self.send_request(method, params)
         answer, before = await self.response(request_id, timeout)
-        self._backlog.extend(before)
+        self._unread.extend(before)
         return answer
 
     async def call(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
@@ -433,8 +432,8 @@ class AgentConnection:
         return code
 
     async def read_until_eof(self, timeout: float | None = None) -> list[dict[str, Any]]:
-        messages = list(self._backlog)
-        self._backlog.clear()
+        messages = list(self._unread)
+        self._unread.clear()
         timeout = timeout or self.timeout
         with deadline(timeout, "the agent did not close its stdout"):
             while (message := await self._next(timeout)) is not None:
