@@ -52,7 +52,7 @@ from iaccode.tools.base import FileAccess, Tool, ToolResult
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.tools.tool_output import output_dir
-from iaccode.turn.env import Request, SendUpdate, TurnEnv
+from iaccode.turn.env import QueueUpdate, Request, SendUpdate, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
@@ -84,9 +84,10 @@ class Session:
                  mcp_servers: list[ServerSpec],
                  tool_tap: Callable[[str, str, ToolResult], None] | None = None,
                  recorded_tools: Mapping[str, ToolResult] | None = None,
-                 unsaved: str | None = None) -> None:
+                 unsaved: str | None = None,
+                 queue_update: QueueUpdate = lambda update: False) -> None:
         """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
-        the user."""
+        the user. ``queue_update``: see ``TurnEnv.queue_update``."""
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
@@ -112,6 +113,7 @@ class Session:
         self._config = config
         self._provider = provider
         self._send_update = send_update
+        self._queue_update = queue_update
         self._request = request
         local = LocalFiles(max_bytes=config.tool_limits.read_max_bytes)
         fs = client.fs
@@ -263,7 +265,8 @@ class Session:
             tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
             system=lambda: self.context.current.main,
             subagent_system=lambda: self.context.current.subagent, cost=self.cost,
-            show_plan=self._show_plan, saved_output=self._saved_output)
+            show_plan=self._show_plan, saved_output=self._saved_output,
+            queue_update=self._queue_update)
         sub_agent.bind(env)
         return env
 

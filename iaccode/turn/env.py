@@ -15,6 +15,11 @@ from iaccode.protocol.messages import PlanEntry, SessionUpdate
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool, ToolLimits, ToolResult
 
 SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
+"""Send a ``session/update``, waiting while the editor reads slowly: always a checkpoint."""
+QueueUpdate = Callable[[SessionUpdate], bool]
+"""Send a ``session/update`` only if that needs no wait: never a checkpoint. False (nothing
+sent) when the output is full or a burst is done (``Connection.notify_nowait``); then await
+``send_update`` for it."""
 Request = Callable[[str, Any], Awaitable[Any]]
 
 
@@ -57,6 +62,9 @@ class TurnEnv:
     """Where over-long tool output is kept whole (a real path; read_file may read it freely)."""
     cost: CostMeter = field(factory=CostMeter)
     """The session's cost so far (shared with the session and its sub-agents)."""
+    queue_update: QueueUpdate = lambda update: False
+    """How the model's deltas are streamed (``send_update`` when this says False): a turn
+    hands the writer batches instead of one line per scheduler pass."""
 
     def nested(self, *, tools: dict[str, Tool], parent_tool_call_id: str) -> TurnEnv:
         """The environment of a sub-agent running inside one of this turn's tool calls."""

@@ -27,6 +27,7 @@ from iaccode.protocol.messages import (
     AgentMessageChunk,
     AgentThoughtChunk,
     Cost,
+    SessionUpdate,
     StopReason,
     UsageUpdate,
 )
@@ -162,13 +163,19 @@ class Turn:
         try:
             async with env.provider.stream(request) as events:
                 async for event in events:
+                    # Deltas are queued without a checkpoint; the loop awaits send_update (waits
+                    # for the editor, lets other tasks run) once per burst or when it is full.
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
                         if self._stream_text:
-                            await env.send_update(AgentMessageChunk(TextContent(event.text)))
+                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text))
+                            if not env.queue_update(chunk):
+                                await env.send_update(chunk)
                     elif isinstance(event, ThinkingDelta):
                         if self._stream_text:
-                            await env.send_update(AgentThoughtChunk(TextContent(event.text)))
+                            chunk = AgentThoughtChunk(TextContent(event.text))
+                            if not env.queue_update(chunk):
+                                await env.send_update(chunk)
                     else:
                         finished = event
         except ModelError as exc:

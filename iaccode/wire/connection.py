@@ -35,9 +35,9 @@ WRITE_BUFFER = 1024
 MAX_BATCH = 256
 """At most this many queued messages are joined into one write."""
 
-YIELD_EVERY = 64
-"""A notification that finds room in the outbox yields to other tasks once per this many (see
-``notify``)."""
+BURST = 64
+"""``notify_nowait`` queues at most this many in a row, then says False (the caller awaits
+``notify``): a task streaming updates lets the writer and the reader run that often."""
 
 FLUSH_TIMEOUT = 1.0
 """How long queued output may take to reach a peer that stopped reading, at shutdown."""
@@ -119,8 +119,8 @@ class Connection:
         self._next_id = 0
         self._closed = False
         self._reading = trio.CancelScope()
-        self._unyielded = 0
-        """Notifications queued since ``notify`` last yielded."""
+        self._burst = 0
+        """Notifications ``notify_nowait`` queued since the last ``notify``."""
         self._tap = tap
         """Sees every line: ("in" | "out", the line without its newline, whether it is JSON)."""
         self._stray_kinds: set[tuple[Any, ...]] = set()
@@ -135,27 +135,42 @@ class Connection:
         return line
 
     async def notify(self, method: str, params: Any) -> None:
-        """Queue a notification. Returns once queued; cancellation never tears a message.
+        """Queue a notification, waiting while the outbox is full (the peer reads slowly).
 
-        Only one notification in ``YIELD_EVERY`` is a checkpoint (it raises Cancelled, before
-        queueing, if the caller is cancelled, and yields to other tasks after): the others are
-        queued at once when the outbox has room, so a task that streams updates hands the
-        writer batches rather than one line per write, and a cancelled one stops within that
-        many. A full outbox waits for the writer as before.
+        Always a checkpoint (trio's rule 2): if the caller is cancelled, Cancelled is raised
+        before anything is queued, and other tasks run before it returns. Cancellation never
+        tears a message. A loop that sends many notifications with nothing else to wait for
+        (streaming deltas, replaying a history) queues them with ``notify_nowait`` and awaits
+        this only when that says False.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._burst = 0
         line = self._encode({"jsonrpc": "2.0", "method": method, "params": params})
-        self._unyielded += 1
-        if self._unyielded >= YIELD_EVERY:
-            self._unyielded = 0
-            await self._outbox_send.send(line)
-            return
+        await self._outbox_send.send(line)
+
+    def notify_nowait(self, method: str, params: Any) -> bool:
+        """Queue a notification if that needs no wait. Never a checkpoint.
+
+        False, with nothing queued (or recorded), when the outbox is full or ``BURST`` were
+        queued since the last ``notify``: the caller then awaits ``notify`` for it, which waits
+        for room and lets the writer run. So a task that streams hands the writer batches
+        rather than one line per write, and other tasks run at least once per burst.
+        """
+        if self._burst >= BURST:
+            return False
+        line = _dumps({"jsonrpc": "2.0", "method": method, "params": params})
         try:
             self._outbox_send.send_nowait(line)
         except trio.WouldBlock:
-            await self._outbox_send.send(line)
+            return False
+        self._burst += 1
+        if self._tap is not None:  # after queueing, and before any other task can queue
+            self._tap("out", line[:-1], True)
+        return True
 
     async def request(self, method: str, params: Any) -> Any:
-        """Send a request and wait for its answer.
+        """Send a request and wait for its answer. Always a checkpoint (it waits for the
+        answer), except when it raises RpcError at once because the connection is closed.
 
         Raises RpcError if the peer answers with an error. If the caller is cancelled, the
         request is forgotten (a late answer is logged and dropped) and the peer is told with

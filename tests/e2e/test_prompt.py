@@ -186,3 +186,24 @@ async def test_second_prompt_while_busy_is_queued_and_sessions_run_concurrently(
     assert response["result"]["stopReason"] == "cancelled"
     response, _ = await agent.response(queued)
     assert response["result"]["stopReason"] == "cancelled"
+
+
+async def test_an_editor_that_pauses_reading_gets_every_delta_in_order(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """More output than the pipe and the agent's outbox hold: the turn waits for the editor
+    (back-pressure) instead of dropping or reordering deltas, and the answer comes last."""
+    deltas = [f"w{i:05d}-" + "x" * 200 for i in range(4000)]  # ~1 MB of updates
+    model_server.enqueue(reply(deltas))
+    await agent.initialize()
+    session = await agent.new_session(workspace)
+    request_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]})
+    await trio.sleep(1.5)  # the editor is busy: the agent fills the pipe, then waits
+    response, before = await agent.response(request_id, timeout=60)
+    assert response["result"]["stopReason"] == "end_turn"
+    chunks = [u["content"]["text"] for u in updates(before, "agent_message_chunk")]
+    assert chunks == deltas
+    model_server.enqueue(reply("ok"))
+    response, _ = await agent.prompt(session, "again")  # the session goes on
+    assert response["result"]["stopReason"] == "end_turn"

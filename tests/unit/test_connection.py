@@ -15,6 +15,7 @@ import trio.testing
 
 from iaccode.wire import errors
 from iaccode.wire.connection import (
+    BURST,
     CANCEL_REQUEST,
     FLUSH_TIMEOUT,
     MAX_BATCH,
@@ -142,11 +143,12 @@ async def serving(
     drain_timeout: float = 10.0,
     max_line_bytes: int = 1 << 20,
     pair: Callable[[], tuple[Any, Any]] = trio.testing.memory_stream_pair,
+    tap: Callable[[str, bytes, bool], None] | None = None,
 ) -> AsyncIterator[Harness]:
     """Serve `handler` until the block ends (then the peer closes its output, if it has not)."""
     handler = handler or FakeHandler()
     client, server = pair()
-    conn = Connection(server, server, max_line_bytes=max_line_bytes)
+    conn = Connection(server, server, max_line_bytes=max_line_bytes, tap=tap)
     handler.connection = conn
     harness = Harness(Peer(client), conn, handler)
 
@@ -860,6 +862,74 @@ async def test_concurrent_large_notifications_are_never_torn() -> None:
     for message in received:
         assert message["method"] == "big"
         assert message["params"]["data"] == payload[message["params"]["i"]]
+
+
+async def test_notify_is_always_a_checkpoint() -> None:
+    """Trio's rule 2: with room in the outbox too, notify is a cancel point and a schedule
+    point; a cancelled caller gets Cancelled before anything is queued."""
+    with trio.fail_after(5):
+        async with serving() as h:
+            for i in range(3):  # the outbox has room for all
+                with trio.testing.assert_checkpoints():
+                    await h.conn.notify("note", i)
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await h.conn.notify("note", "never sent")
+            assert scope.cancelled_caught
+            received = [await h.peer.receive() for _ in range(3)]
+            await h.ping()  # nothing else came before the pong
+    assert [message["params"] for message in received] == [0, 1, 2]
+
+
+async def test_notify_nowait_queues_a_burst_without_checkpoints() -> None:
+    """A streaming loop queues with notify_nowait and awaits notify when it says False: after
+    BURST in a row (so other tasks run), or when the outbox is full. Nothing refused is queued
+    or recorded; the wire has them in the order queued."""
+    tapped: list[bytes] = []
+
+    def tap(way: str, line: bytes, is_json: bool) -> None:
+        if way == "out":
+            tapped.append(line)
+
+    with trio.fail_after(5):
+        async with serving(tap=tap) as h:
+            sent = 0
+            for _ in range(3):
+                start = sent
+                with trio.testing.assert_no_checkpoints():
+                    while h.conn.notify_nowait("chunk", sent):
+                        sent += 1
+                    assert not h.conn.notify_nowait("chunk", "refused")
+                assert sent - start == BURST
+                assert len(tapped) == sent
+                await h.conn.notify("chunk", sent)  # a checkpoint; the next burst may start
+                sent += 1
+            chunks = [(await h.peer.receive())["params"] for _ in range(sent)]
+            await h.ping()
+    assert chunks == list(range(sent)) and sent == 3 * (BURST + 1)
+    assert b"refused" not in b"".join(tapped)
+
+
+async def test_notify_nowait_refuses_when_the_outbox_is_full(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(60):
+        async with serving(pair=trio.testing.lockstep_stream_pair) as h:
+            sent = 0
+            while True:  # the peer reads nothing
+                if h.conn.notify_nowait("chunk", sent):
+                    sent += 1
+                    continue
+                with trio.move_on_after(1) as waiting:
+                    await h.conn.notify("chunk", sent)
+                if waiting.cancelled_caught:
+                    break  # full: notify waits for the peer
+                sent += 1
+            assert sent >= WRITE_BUFFER
+            assert not h.conn.notify_nowait("chunk", "refused")  # no burst pending: full
+            chunks = [(await h.peer.receive())["params"] for _ in range(sent)]
+            await h.ping()
+    assert chunks == list(range(sent))
 
 
 async def test_peer_that_stops_reading_does_not_block_shutdown(

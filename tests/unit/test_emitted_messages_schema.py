@@ -26,7 +26,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
-from iaccode.server.agent import auth_method
+from iaccode.server.credentials import auth_method
 from iaccode.turn.permissions import MODES, OPTIONS
 from iaccode.wire import errors
 
