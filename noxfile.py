@@ -109,8 +109,8 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks, each figure against a baseline measured in the same run: prints the table
     and writes .bench/results.json (about 5 minutes). `-- --quick` for a smoke run,
-    `-- --only startup,streaming,cancel,sessions,memory,search`, `-- --readme` to put the
-    table in README.md. See tests/bench/."""
+    `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing`,
+    `-- --readme` to put the table in README.md. See tests/bench/."""
     session.install("-e", ".", "-e", "./conformance", "psutil>=5.9")
     session.run("python", "-m", "tests.bench", *session.posargs)
 
