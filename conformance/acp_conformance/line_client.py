@@ -39,14 +39,14 @@ class LineClient:
         self.stderr_path = stderr
         err = open(stderr, "wb") if stderr is not None else subprocess.DEVNULL  # noqa: SIM115
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(
+        self.proc = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             env=dict(env) if env is not None else None, cwd=cwd, bufsize=0)
         if stderr is not None:
             err.close()  # type: ignore[union-attr]
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self._in = self.process.stdin.fileno()
-        self._out = self.process.stdout.fileno()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
         os.set_blocking(self._in, False)
         self._on_line = on_line
         self._buffer = b""
@@ -56,7 +56,7 @@ class LineClient:
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.proc.pid
 
     @property
     def stderr(self) -> str:
@@ -72,7 +72,7 @@ class LineClient:
         return self.stderr[-3000:]
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self.proc.poll() is None
 
     # -- sending --
 
@@ -242,22 +242,22 @@ class LineClient:
 
     def close(self, timeout: float = 5.0) -> None:
         try:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
         except OSError:
             pass
         try:
-            self.process.wait(timeout)
+            self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        assert self.process.stdout is not None
-        self.process.stdout.close()
+            self.proc.kill()
+            self.proc.wait()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
     def __enter__(self) -> LineClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if exc[0] is not None and self.process.poll() is None:
-            self.process.kill()
+        if exc[0] is not None and self.proc.poll() is None:
+            self.proc.kill()
         self.close()

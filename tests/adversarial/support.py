@@ -263,7 +263,7 @@ class LineAgent:
         self.lines_received = 0
         self._probe_ids = itertools.count(1)
         self.client = LineClient(AGENT_COMMAND, env, stderr=stderr_path, on_line=self._accept)
-        self.process = self.client.process
+        self.process = self.client.proc
 
     # -- lifecycle -----------------------------------------------------------------------------
 

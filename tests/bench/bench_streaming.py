@@ -105,7 +105,7 @@ def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
                 agent.prompt_request(agent.new_session(root / "project")))
             assert response["result"]["stopReason"] == "end_turn", response
             runs = [_one_answer(agent, root / "project", deltas) for _ in range(repeats)]
-        server.process.terminate()  # the fake serves until SIGTERM
+        server.proc.terminate()  # the fake serves until SIGTERM
     return runs
 
 
