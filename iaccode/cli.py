@@ -1,19 +1,31 @@
 """Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode serve`` over HTTP and WebSocket
 (``iaccode/remote/``); ``iaccode replay`` checks a recorded
-transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``."""
+transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``.
+
+``iaccode acp`` answers ``initialize`` before anything else is imported
+(``iaccode/server/handshake.py``): keep this module's own imports to the standard library's
+lightest (not even pathlib or typing, which cost milliseconds), and import the rest inside
+the functions that need it.
+"""
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
-from pathlib import Path
 
 import iaccode
-from iaccode.config import Config, ConfigError
+
+TYPE_CHECKING = False  # not typing's, for the same reason: type checkers know the name
+if TYPE_CHECKING:
+    import argparse
+
+    from iaccode.server.handshake import Early
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Here, as pathlib: ``iaccode acp`` answers initialize before it parses its options.
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(prog="iaccode", description=iaccode.__doc__)
     parser.add_argument("--version", action="version", version=f"iaccode {iaccode.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -51,9 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    early = None
+    if argv[:1] == ["acp"]:
+        from iaccode.server.handshake import answer_early
+
+        early = answer_early(argv[1:])
+        if early is not None and early.stopped:
+            return 0  # SIGTERM or SIGINT before the editor said anything
     args = build_parser().parse_args(argv)
     if args.command == "acp":
-        return run_acp(args)
+        return run_acp(args, early)
     if args.command == "serve":
         return run_serve(args)
     if args.command == "replay":
@@ -67,11 +87,18 @@ def main(argv: list[str] | None = None) -> int:
     return 2  # argparse enforces a command; kept for type checkers
 
 
-def run_acp(args: argparse.Namespace) -> int:
-    # First thing: nothing but protocol may reach stdout.
-    from iaccode.server.stdio import claim_stdio
+def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
+    import logging
 
-    protocol_in, protocol_out = claim_stdio()
+    from iaccode.config import Config, ConfigError
+
+    if early is None:
+        # First thing: nothing but protocol may reach stdout.
+        from iaccode.server.handshake import claim_stdio
+
+        protocol_in, protocol_out = claim_stdio()
+    else:
+        protocol_in, protocol_out = early.protocol_in, early.protocol_out
     try:
         config = Config.from_env(model_script=args.model_script, model=args.model,
                                  provider=args.provider, record_path=args.record)
@@ -90,7 +117,7 @@ def run_acp(args: argparse.Namespace) -> int:
              config.provider, config.model,
              f", script {config.model_script}" if config.model_script else "")
     try:
-        trio.run(serve_stdio, config, protocol_in, protocol_out)
+        trio.run(serve_stdio, config, protocol_in, protocol_out, early)
     except Exception:
         log.exception("the server failed")
         return 1
@@ -98,6 +125,10 @@ def run_acp(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from iaccode.config import Config, ConfigError
+
     try:
         config = Config.from_env(model_script=args.model_script, model=args.model)
     except ConfigError as exc:

@@ -28,14 +28,13 @@ from iaccode.llm.base import (
     ModelRequest,
     RawTap,
 )
+from iaccode.llm.providers import CREDENTIAL_VARIABLES
 from iaccode.llm.sdk_stream import encodable, no_long_retry_waits, open_stream, sse_data
 
 if TYPE_CHECKING:
     import anthropic
 
 log = logging.getLogger(__name__)
-
-CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 
 def _import_sdk() -> Any:

@@ -12,46 +12,75 @@ their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_UR
 replaces the preset's model list; the first one is the default model.
 
 Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
-module it needs, and the SDK is imported later, lazily, by the provider itself.
+module it needs, and the SDK is imported later, lazily, by the provider itself. Nor does it
+import anything outside the standard library: the early handshake
+(``iaccode/server/handshake.py``) reads the auth methods from here before the rest loads.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
 
-from iaccode.llm.base import Provider
-
+# Not typing's: the early handshake imports this module, and typing (with re and enum) would
+# cost it milliseconds. Type checkers know the name.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from os import PathLike
+    from typing import Protocol
+
     from iaccode.config import Config
+    from iaccode.llm.base import Provider
     from iaccode.transcript.recorder import Recorder
 
+    class ProviderSettings(Protocol):
+        """The settings that choose and reach a provider: a ``Config``, or the early handshake's
+        reading of them (``iaccode.server.handshake.Settings``)."""
 
-class Preset(NamedTuple):
-    # NamedTuples, not attrs classes: this module is imported at start-up, and each attrs
-    # class costs about a millisecond there.
-    title: str
-    """The provider's name as a user knows it."""
-    base_url: str | None
-    """The API's default base URL (None: the SDK's, or one must be configured)."""
-    key_variable: str | None
-    """The environment variable holding the key (None: the API needs none)."""
-    models: dict[str, str]
-    """Model id -> display name, offered in the editor's model option; the first is the
-    default."""
-    api: str = "chat_completions"
-    """"messages" (Anthropic) or "chat_completions" (OpenAI-compatible)."""
-    thinking: str = "none"
-    """How a thinking level is sent: "reasoning_effort" (to OpenAI's reasoning models),
-    "reasoning_effort_any" (to every model: OpenRouter maps it to each one's own form),
-    "enable_thinking" (DashScope/Qwen) or "none" (the model decides)."""
-    max_tokens_field: str = "max_tokens"
-    """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
-    ``max_tokens``); the compatible APIs know ``max_tokens``."""
-    reasoning_back: bool = False
-    """Send the model's reasoning back as ``reasoning_content`` on assistant messages: DeepSeek's
-    thinking mode answers 400 when a tool-calling turn's reasoning is missing."""
+        @property
+        def provider(self) -> str: ...
+        @property
+        def base_url(self) -> str | None: ...
+        @property
+        def api_key_env(self) -> str | None: ...
+        @property
+        def models(self) -> tuple[str, ...] | None: ...
+        @property
+        def model(self) -> str: ...
+        @property
+        def model_script(self) -> PathLike[str] | str | None: ...
+
+
+class Preset:
+    # Plain classes, not attrs or NamedTuples: the early handshake imports this module before
+    # anything else, and those cost milliseconds there.
+    __slots__ = ("title", "base_url", "key_variable", "models", "api", "thinking",
+                 "max_tokens_field", "reasoning_back")
+
+    def __init__(self, title: str, base_url: str | None, key_variable: str | None,
+                 models: dict[str, str], api: str = "chat_completions", thinking: str = "none",
+                 max_tokens_field: str = "max_tokens", reasoning_back: bool = False) -> None:
+        self.title = title
+        """The provider's name as a user knows it."""
+        self.base_url = base_url
+        """The API's default base URL (None: the SDK's, or one must be configured)."""
+        self.key_variable = key_variable
+        """The environment variable holding the key (None: the API needs none)."""
+        self.models = models
+        """Model id -> display name, offered in the editor's model option; the first is the
+        default."""
+        self.api = api
+        """"messages" (Anthropic) or "chat_completions" (OpenAI-compatible)."""
+        self.thinking = thinking
+        """How a thinking level is sent: "reasoning_effort" (to OpenAI's reasoning models),
+        "reasoning_effort_any" (to every model: OpenRouter maps it to each one's own form),
+        "enable_thinking" (DashScope/Qwen) or "none" (the model decides)."""
+        self.max_tokens_field = max_tokens_field
+        """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models refuse
+        ``max_tokens``); the compatible APIs know ``max_tokens``."""
+        self.reasoning_back = reasoning_back
+        """Send the model's reasoning back as ``reasoning_content`` on assistant messages:
+        DeepSeek's thinking mode answers 400 when a tool-calling turn's reasoning is missing."""
 
 
 ANTHROPIC_MODELS = {
@@ -91,19 +120,26 @@ PRESETS: dict[str, Preset] = {
 DEFAULT_PROVIDER = "anthropic"
 API_KEY_VARIABLE = "IAC_CODE_API_KEY"
 """Overrides any preset's key (config.toml ``api_key_env`` names another variable)."""
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Where the Anthropic provider finds its credentials when no other variable is configured
+(the SDK reads either)."""
 NO_KEY = "no-key"
 """What a keyless API (Ollama, a local server) gets: the OpenAI SDK insists on some key."""
 
 
-class Endpoint(NamedTuple):
+class Endpoint:
     """Where and how one provider is reached, with the configuration applied."""
 
-    provider: str
-    preset: Preset
-    base_url: str | None
-    key_variable: str | None
-    """The variable the key is read from (None: no key needed)."""
-    models: dict[str, str]
+    __slots__ = ("provider", "preset", "base_url", "key_variable", "models")
+
+    def __init__(self, provider: str, preset: Preset, base_url: str | None,
+                 key_variable: str | None, models: dict[str, str]) -> None:
+        self.provider = provider
+        self.preset = preset
+        self.base_url = base_url
+        self.key_variable = key_variable
+        """The variable the key is read from (None: no key needed)."""
+        self.models = models
 
     def api_key(self, env: Mapping[str, str] = os.environ) -> str | None:
         return env.get(self.key_variable) if self.key_variable else NO_KEY
@@ -124,7 +160,7 @@ class Endpoint(NamedTuple):
         return None
 
 
-def endpoint(config: Config, env: Mapping[str, str] = os.environ) -> Endpoint:
+def endpoint(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> Endpoint:
     """The configured provider with its base URL, key variable and models resolved."""
     preset = PRESETS[config.provider]
     if config.api_key_env:
@@ -146,7 +182,7 @@ def default_model(provider: str, models: tuple[str, ...] | None) -> str:
     return listed[0] if listed else ""
 
 
-def offered_models(config: Config) -> dict[str, str]:
+def offered_models(config: ProviderSettings) -> dict[str, str]:
     """Model id -> name for the editor's model option: the provider's list, plus the
     configured model when the list does not have it."""
     models = endpoint(config).models
@@ -191,7 +227,21 @@ def _base_provider(config: Config) -> Provider:
                           timeout=config.request_timeout)
 
 
-def auth_method_text(config: Config) -> tuple[str, str, str]:
+def has_credentials(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the provider ``config`` asks for can authenticate: what its
+    ``check_credentials`` says, known without building (or importing) it."""
+    if config.model_script is not None:
+        return True  # a script needs no key
+    where = endpoint(config, env)
+    if where.preset.api == "messages":
+        overridden = where.key_variable != where.preset.key_variable
+        variables = (where.key_variable,) if overridden and where.key_variable else (
+            CREDENTIAL_VARIABLES)
+        return any(env.get(name) for name in variables)
+    return where.missing(config.model, env) is None
+
+
+def auth_method_text(config: ProviderSettings) -> tuple[str, str, str]:
     """(id, name, description) of the ACP auth method: where the key goes (or, for an API
     that needs none, what else is missing)."""
     where = endpoint(config)

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
-import iaccode
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.llm.providers import offered_models
 from iaccode.protocol import messages as m
-from iaccode.protocol.convert import to_wire
+from iaccode.protocol.convert import converter, to_wire
 from iaccode.server.credentials import Credentials
+from iaccode.server.handshake import PROTOCOL_VERSION, initialize_result
 from iaccode.server.lifecycle import SessionLifecycle
 from iaccode.server.listing import list_sessions
 from iaccode.server.options import SessionOptions
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
 log = logging.getLogger(__name__)
-
-PROTOCOL_VERSION = 1
 
 
 class Agent:
@@ -73,21 +71,12 @@ class Agent:
             # our latest; the client decides whether it can go on.
             log.warning("the client asked for protocol version %s; we speak %d and answer "
                         "that", json.dumps(asked), PROTOCOL_VERSION)
-        return m.InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=m.AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=m.PromptCapabilities(
-                    image=True, audio=False, embedded_context=True),
-                session_capabilities=m.SessionCapabilities(
-                    list={}, close={}, resume={}, fork={}, delete={}),
-                mcp_capabilities=m.McpCapabilities(http=True, sse=True),
-            ),
-            agent_info=m.Implementation(name="iaccode", title="iac-code",
-                                        version=iaccode.__version__),
-            auth_methods=[] if self.credentials.present() else [self.credentials.method],
-            meta={"steering": {"supported": True}},  # _session/steering (see ``steer``)
-        )
+        # The early handshake (``handshake.py``) answers most initializes with the same result.
+        method = self.credentials.method
+        result = initialize_result(None if self.credentials.present() else (
+            method.id, method.name, method.description))
+        answer: m.InitializeResponse = converter.structure(result, m.InitializeResponse)
+        return answer
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
         method = self.credentials.method

@@ -18,6 +18,7 @@ from iaccode.llm.base import Provider
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, merge
 from iaccode.protocol import messages as m
 from iaccode.server.credentials import Credentials
+from iaccode.server.editor_requests import editor_requests
 from iaccode.server.options import QueueUpdate, SendUpdate
 from iaccode.server.store_call import store_call
 from iaccode.session.session import Session
@@ -32,7 +33,7 @@ from iaccode.store.store import (
     new_session_id,
 )
 from iaccode.tools import tool_output
-from iaccode.transcript.playback import recorded_tool_results
+from iaccode.transcript.tools import tool_table
 from iaccode.turn.stored_images import restore
 from iaccode.wire import errors
 from iaccode.wire.connection import Connection
@@ -62,8 +63,8 @@ class SessionLifecycle:
         self._send_update = send_update
         self._queue_update = queue_update
         self._recorder = recorder
-        self._recorded_tools = (recorded_tool_results(config.recorded_tools)
-                                if config.recorded_tools is not None else {})
+        self._tool_table = tool_table(recorder, config.recorded_tools)
+        """Each turn's built-in tools, wrapped to record or play what depends on the machine."""
 
     def get(self, session_id: str) -> Session:
         """A live session; -32602 naming the id when there is none."""
@@ -150,10 +151,8 @@ class SessionLifecycle:
             meta=meta, file=file, records=records, config=self.config, provider=self.provider,
             send_update=lambda update: self._send_update(session_id, update),
             queue_update=lambda update: self._queue_update(session_id, update),
-            request=self.connection.request, client=self.client_capabilities,
-            mcp_servers=mcp_servers,
-            tool_tap=self._recorder.tool if self._recorder is not None else None,
-            recorded_tools=self._recorded_tools, unsaved=unsaved)
+            request=editor_requests(self.connection), client=self.client_capabilities,
+            mcp_servers=mcp_servers, tool_table=self._tool_table, unsaved=unsaved)
 
     async def _start(self, session: Session) -> None:
         await self._session_nursery.start(session.serve)

@@ -2,8 +2,9 @@
 
 Every request is decoded strictly into its params type (-32602 naming the bad field), checked
 against the handshake (nothing but ``initialize`` before ``initialize``), and answered with the
-handler's result in wire form. Exceptions other than RpcError are the connection's business
-(-32603 with a logged traceback).
+handler's result in wire form. The session's InvalidParams is -32602 with its problems;
+exceptions other than RpcError are the connection's business (-32603 with a logged
+traceback).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from iaccode.checks import deeper_than
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import ParamsError, from_wire, to_wire
 from iaccode.server.agent import Agent
+from iaccode.session.errors import InvalidParams
 from iaccode.wire import errors
 from iaccode.wire.connection import ThenNotify
 
@@ -72,11 +74,14 @@ class Dispatcher:
             raise errors.invalid_request(
                 f"{method} before initialize: the connection must start with initialize")
         decoded = _decode(params, route.params)
-        if route.ordered:
-            result = await route.handler(self.agent, decoded, ready)
-        else:
-            ready()
-            result = await route.handler(self.agent, decoded)
+        try:
+            if route.ordered:
+                result = await route.handler(self.agent, decoded, ready)
+            else:
+                ready()
+                result = await route.handler(self.agent, decoded)
+        except InvalidParams as exc:  # the session's refusal of what the params ask
+            raise errors.invalid_params(exc.problems) from exc
         if isinstance(result, ThenNotify):
             return ThenNotify(to_wire(result.result), result.then)
         return to_wire(result)

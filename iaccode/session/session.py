@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,20 +45,20 @@ from iaccode.protocol.messages import (
     StopReason,
     Usage,
 )
-from iaccode.session.client_access import ClientFiles, ClientTerminal
+from iaccode.session.editor import Editor, EditorRequest
+from iaccode.session.errors import InvalidParams
 from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import SessionFile, StoreError
-from iaccode.tools.base import FileAccess, Tool, ToolResult
+from iaccode.tools.base import Tool
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.tools.tool_output import output_dir
-from iaccode.turn.env import QueueUpdate, Request, SendUpdate, TurnEnv
+from iaccode.turn.env import ModelSide, QueueUpdate, SendUpdate, SessionState, ToolEnv, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
 from iaccode.turn.turn import Turn
-from iaccode.wire import errors
 
 if TYPE_CHECKING:
     from iaccode.context import SessionContext
@@ -80,14 +80,14 @@ COMMANDS = [
 class Session:
     def __init__(self, *, meta: SessionMeta, file: SessionFile | None,
                  records: list[dict[str, Any]], config: Config, provider: Provider,
-                 send_update: SendUpdate, request: Request, client: ClientCapabilities,
+                 send_update: SendUpdate, request: EditorRequest, client: ClientCapabilities,
                  mcp_servers: list[ServerSpec],
-                 tool_tap: Callable[[str, str, ToolResult], None] | None = None,
-                 recorded_tools: Mapping[str, ToolResult] | None = None,
+                 tool_table: Callable[[], dict[str, Tool]] = builtin_tools,
                  unsaved: str | None = None,
                  queue_update: QueueUpdate = lambda update: False) -> None:
         """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
-        the user. ``queue_update``: see ``TurnEnv.queue_update``."""
+        the user. ``tool_table`` makes each turn's built-in tools (a recording wraps them);
+        ``queue_update``: see ``EditorAccess.queue_update``."""
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
@@ -112,18 +112,11 @@ class Session:
         self.transcript.repair()
         self._config = config
         self._provider = provider
-        self._send_update = send_update
-        self._queue_update = queue_update
-        self._request = request
-        local = LocalFiles(max_bytes=config.tool_limits.read_max_bytes)
-        fs = client.fs
-        self._files: FileAccess = (
-            ClientFiles(request, self.id, local, read=fs.read_text_file,
-                        write=fs.write_text_file)
-            if fs.read_text_file or fs.write_text_file else local)
-        self._terminal = ClientTerminal(request, self.id) if client.terminal else None
-        self._tool_tap = tool_tap
-        self._recorded_tools = recorded_tools or {}
+        self.editor = Editor(request, send_update, self.id, client,
+                             LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
+                             queue_update)
+        """Every call to the editor for this session's turns."""
+        self._tool_table = tool_table
         self._turn: trio.CancelScope | None = None
         self._running: Turn | None = None
         """The running turn (steering messages go to it)."""
@@ -181,15 +174,15 @@ class Session:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
         for the running turn's next tool call too."""
         if mode_id not in MODES:
-            raise errors.invalid_params({"params.modeId": (
+            raise InvalidParams({"params.modeId": (
                 f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")})
         self.update_meta(mode=mode_id)
-        await self._send_update(CurrentModeUpdate(mode_id))
+        await self.editor.send_update(CurrentModeUpdate(mode_id))
 
     async def announce(self) -> None:
         """What a client wants to know about a session it just opened: the commands."""
         self._commands_sent = self._commands()
-        await self._send_update(AvailableCommandsUpdate(self._commands_sent))
+        await self.editor.send_update(AvailableCommandsUpdate(self._commands_sent))
 
     def _commands(self) -> list[AvailableCommand]:
         return COMMANDS + [
@@ -215,7 +208,7 @@ class Session:
     async def _tell_warnings(self) -> None:
         while self._warnings:
             message = self._warnings.pop(0)
-            await self._send_update(AgentMessageChunk(
+            await self.editor.send_update(AgentMessageChunk(
                 TextContent(f"\n\n⚠ {message}\n"), meta={"iaccode": {"error": message}}))
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -237,7 +230,7 @@ class Session:
         and show it."""
         update = PlanUpdate(entries)
         self.transcript.plan(to_wire(update)["entries"])
-        await self._send_update(update)
+        await self.editor.send_update(update)
 
     async def _build_context(self) -> None:
         """The system prompt, built as the session opens (off the request path). A failure
@@ -256,17 +249,17 @@ class Session:
                               if tool.read_only and name != "todo_write"})  # the plan is ours
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
-            config=self._config, provider=self._provider, model=self.model, session_id=self.id,
-            cwd=self.cwd, send_update=self._send_update, request=self._request,
-            files=self._files, terminal=self._terminal, tools=tools,
-            mode=lambda: self.mode, thinking=lambda: self.thought_level,
-            remembered=self.remembered, limits=self._config.tool_limits,
-            cancel_turn=self._cancel_running,
-            tool_tap=self._tool_tap, recorded_tools=self._recorded_tools,
-            system=lambda: self.context.current.main,
-            subagent_system=lambda: self.context.current.subagent, cost=self.cost,
-            show_plan=self._show_plan, saved_output=self._saved_output,
-            queue_update=self._queue_update)
+            model=ModelSide(
+                provider=self._provider, model=self.model,
+                system=lambda: self.context.current.main,
+                subagent_system=lambda: self.context.current.subagent,
+                thinking=lambda: self.thought_level, cost=self.cost),
+            calls=ToolEnv(
+                config=self._config, tools=tools, editor=self.editor,
+                session=SessionState(
+                    cwd=self.cwd, mode=lambda: self.mode, remembered=self.remembered,
+                    cancel_turn=self._cancel_running, saved_output=self._saved_output,
+                    show_plan=self._show_plan)))
         sub_agent.bind(env)
         return env
 
@@ -301,7 +294,7 @@ class Session:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
-        tools = builtin_tools()  # the MCP servers' tools join once they are ready (_run)
+        tools = self._tool_table()  # the MCP servers' tools join once they are ready (_run)
         turn = self._running = Turn(self._turn_env(tools), self.transcript)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []
@@ -369,7 +362,7 @@ class Session:
         if command is not None and not command.startswith("/"):
             self._running = None  # no model turn to steer: steering starts one after this
         if command == "mcp":
-            await self._send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
+            await self.editor.send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
             return "end_turn"
         if command is not None and command.startswith("/"):  # an MCP prompt: a model turn
             expanded = await self._expand_prompt(command[1:], blocks)
@@ -380,12 +373,12 @@ class Session:
             if not await turn.compact():
                 text = "Nothing to compact yet: the conversation is a single turn."
                 self.transcript.notice(text)
-                await self._send_update(AgentMessageChunk(TextContent(text)))
+                await self.editor.send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if command == "clear":
             text = "Context cleared: the model starts fresh (the history stays in this session)."
             self.transcript.replace([], notice=text)
-            await self._send_update(AgentMessageChunk(TextContent(text)))
+            await self.editor.send_update(AgentMessageChunk(TextContent(text)))
             return "end_turn"
         if self.mcp:
             await self._prepare_mcp(tools)
@@ -398,7 +391,7 @@ class Session:
         """Wait (bounded) for the MCP servers still starting, tell the user of failures, and
         give the turn their tools; the system prompt is rebuilt when the tools changed."""
         for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
-            await self._send_update(AgentMessageChunk(
+            await self.editor.send_update(AgentMessageChunk(
                 TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
         mcp_tools = self.mcp.tools()
         tools.update(mcp_tools)
@@ -415,7 +408,7 @@ class Session:
         rest = text.strip().split(maxsplit=1)[1:]
         expanded = await expand_prompt(command, rest[0] if rest else "")
         if isinstance(expanded, str):  # what went wrong
-            await self._send_update(AgentMessageChunk(TextContent(expanded)))
+            await self.editor.send_update(AgentMessageChunk(TextContent(expanded)))
             return None
         return expanded
 
@@ -427,7 +420,8 @@ class Session:
         if len(title) > TITLE_LENGTH:
             title = title[:TITLE_LENGTH - 1].rstrip() + "…"
         self.update_meta(title=title)
-        await self._send_update(SessionInfoUpdate(title=title, updated_at=self.meta.updated_at))
+        await self.editor.send_update(SessionInfoUpdate(title=title,
+                                                        updated_at=self.meta.updated_at))
 
     def cancel(self) -> None:
         """Cancel the running turn, if any, and every prompt queued behind it. Never blocks."""
@@ -459,7 +453,7 @@ def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
     try:
         return to_model_content(blocks)
     except PromptInputError as exc:
-        raise errors.invalid_params({exc.field: str(exc)}) from None
+        raise InvalidParams({exc.field: str(exc)}) from None
 
 
 def _command(blocks: list[ContentBlock], prompts: Collection[str] = ()) -> str | None:

@@ -29,7 +29,10 @@ is close-on-exec, so commands the agent runs do not inherit it. The pid written 
 is only there to name the holder in the error message.
 
 Creation and deletion are atomic renames: a new session is assembled in a hidden
-``.creating-*`` folder and renamed into place; a deleted one is renamed to a hidden
+``.creating-*`` folder and renamed into place (two fsyncs: ``meta.json``'s data before the
+rename, the root folder after it; a fork's history too. The hidden folder's own entries need
+no fsync of their own: journaling filesystems (ext4, xfs) commit every earlier metadata change
+with the root's fsync); a deleted one is renamed to a hidden
 ``.deleting-*`` folder and removed from there. Leftovers of a crash in between are swept
 (once per store, when ten minutes old and unlocked) by the next ``create`` or ``delete``.
 
@@ -256,9 +259,10 @@ class SessionStore:
             _write_pid(lock_fd)
             fd = os.open(temp / HISTORY, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
             file = io.FileIO(fd, "a", closefd=True)
-            _write_all(file, history)
-            os.fsync(file.fileno())
-            write_json_atomic(temp / META, meta_bytes(meta))
+            if history:
+                _write_all(file, history)
+                os.fsync(file.fileno())
+            _write_new_file(temp / META, meta_bytes(meta))
             if os.path.lexists(folder):
                 raise _exists_error(folder, session_id)
             try:
@@ -644,6 +648,16 @@ def _remove_temp_files(folder: Path) -> None:
                     os.unlink(entry.path)
     except OSError as exc:
         log.debug("cleaning %s: %s", folder, exc)
+
+
+def _write_new_file(path: Path, data: bytes) -> None:
+    """Write a file of the hidden folder a create assembles, durably: no temp file and rename,
+    since nobody sees the folder before it is complete."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def _fsync_dir_quietly(folder: Path) -> None:

@@ -8,6 +8,7 @@ the traceback.
 
 from __future__ import annotations
 
+import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
@@ -20,6 +21,8 @@ from iaccode.protocol.tool_calls import ToolCallContent, ToolCallProgress, ToolK
 
 if TYPE_CHECKING:
     from iaccode.protocol.messages import PlanEntry
+
+log = logging.getLogger(__name__)
 
 
 @frozen
@@ -84,13 +87,38 @@ class FileAccess(Protocol):
         ...
 
 
+@frozen
+class ExitStatus:
+    """How a command in the editor's terminal ended (both None: not known)."""
+
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+@frozen
+class TerminalOutput:
+    """What ``terminal/output`` answered."""
+
+    output: str | None
+    """The text the terminal kept; None when the answer held nothing we could read."""
+    truncated: bool = False
+    """The terminal's byte limit cut the start of the output."""
+    exit_status: ExitStatus | None = None
+    """Set once the command has ended."""
+
+
 class ClientTerminal(Protocol):
-    """The editor's terminal (``terminal/*``), when the client advertised ``terminal: true``."""
+    """The editor's terminal (``terminal/*``), when the client advertised ``terminal: true``.
+
+    Each call raises ToolFailure, saying what failed, when the editor answers with an error."""
 
     async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int) -> str: ...
-    async def output(self, terminal_id: str) -> dict[str, Any]: ...
-    async def wait_for_exit(self, terminal_id: str) -> dict[str, Any]: ...
+                     output_byte_limit: int) -> str:
+        """Start the command; the terminal's id."""
+        ...
+
+    async def output(self, terminal_id: str) -> TerminalOutput: ...
+    async def wait_for_exit(self, terminal_id: str) -> ExitStatus: ...
     async def kill(self, terminal_id: str) -> None: ...
     async def release(self, terminal_id: str) -> None: ...
 
@@ -152,6 +180,19 @@ class Tool(ABC):
         out without changing anything; None when there is nothing to show. May raise
         ToolFailure (the question then shows none: running the call reports the problem)."""
         return None
+
+
+async def run_tool(tool: Tool, args: Any, ctx: ToolContext) -> ToolResult:
+    """Run one call; a ToolFailure becomes an error result, and so does a bug in the tool
+    (logged with its traceback): the model hears of both. Cancellation propagates."""
+    try:
+        return await tool.run(args, ctx)
+    except ToolFailure as exc:
+        return ToolResult(str(exc), is_error=True)
+    except Exception as exc:  # a bug in the tool: the model and the log both hear of it
+        log.exception("tool %s failed", tool.name)
+        return ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
+                          is_error=True)
 
 
 def resolve_path(cwd: Path, raw: str) -> Path:

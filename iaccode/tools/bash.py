@@ -51,13 +51,14 @@ from iaccode.protocol.tool_calls import (
 from iaccode.tools import process_tree, supervise
 from iaccode.tools.base import (
     ClientTerminal,
+    ExitStatus,
+    TerminalOutput,
     Tool,
     ToolContext,
     ToolFailure,
     ToolLimits,
     ToolResult,
 )
-from iaccode.wire.errors import RpcError
 
 log = logging.getLogger(__name__)
 
@@ -438,21 +439,18 @@ async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
         terminal_id = created[0]
         await ctx.report(ToolCallProgress(tool_call_id=ctx.tool_call_id,
                                           content=[TerminalContent(terminal_id)]))
-        exit_status: dict[str, Any] | None = None
+        exit_status: ExitStatus | None = None
         with trio.move_on_after(limit) as deadline:
-            try:
-                exit_status = await terminal.wait_for_exit(terminal_id)
-            except RpcError as exc:
-                raise ToolFailure(f"The editor's terminal failed: {exc.message}") from exc
+            exit_status = await terminal.wait_for_exit(terminal_id)  # ToolFailure: it failed
         timed_out = deadline.cancelled_caught
         if timed_out:
             await _bounded(terminal.kill, terminal_id, bound)
         exited = True
-        answer: dict[str, Any] | None = None
+        answer: TerminalOutput | None = None
         with trio.move_on_after(bound):
             try:
                 answer = await terminal.output(terminal_id)
-            except RpcError as exc:
+            except ToolFailure as exc:
                 log.warning("terminal/output for %s failed: %s", terminal_id, exc)
     finally:
         if created:
@@ -479,7 +477,7 @@ async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolCont
         finally:
             shield.deadline = min(shield.deadline, trio.current_time() + bound)
 
-    failure: RpcError | None = None
+    failure: ToolFailure | None = None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(on_cancel)
         with shield:
@@ -488,11 +486,11 @@ async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolCont
                 created.append(await terminal.create(
                     program, args, cwd=str(ctx.cwd),
                     output_byte_limit=ctx.limits.bash_output_bytes))
-            except RpcError as exc:
+            except ToolFailure as exc:  # raised outside the nursery: not in an exception group
                 failure = exc
         nursery.cancel_scope.cancel()
     if failure is not None:
-        raise ToolFailure(f"The editor could not run the command: {failure.message}")
+        raise failure
 
 
 def _terminal_command(command: str, limits: ToolLimits) -> tuple[str, list[str]]:
@@ -515,23 +513,18 @@ async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,
             log.warning("terminal clean-up for %s failed: %s", terminal_id, exc)
 
 
-def _terminal_result(terminal_id: str, answer: dict[str, Any] | None,
-                     exit_status: dict[str, Any] | None, timed_out: bool,
+def _terminal_result(terminal_id: str, answer: TerminalOutput | None,
+                     exit_status: ExitStatus | None, timed_out: bool,
                      timeout: float, plan: bool = False) -> ToolResult:
-    answer = answer if isinstance(answer, dict) else {}
-    text = answer.get("output")
-    if not isinstance(text, str):
-        text = "" if answer else "(the terminal's output could not be read)"
-    truncated = answer.get("truncated") is True
+    answer = answer or TerminalOutput(None)
+    text = answer.output
+    if text is None:
+        text = "(the terminal's output could not be read)"
+    truncated = answer.truncated
     if truncated:
         text = "[... the start of the output was cut by the terminal's limit ...]\n" + text
-    status = answer.get("exitStatus")
-    if not isinstance(status, dict):
-        status = exit_status if isinstance(exit_status, dict) else {}
-    exit_code = status.get("exitCode")
-    exit_code = exit_code if isinstance(exit_code, int) else None
-    signal_name = status.get("signal")
-    signal_name = signal_name if isinstance(signal_name, str) else None
+    status = answer.exit_status or exit_status or ExitStatus()
+    exit_code, signal_name = status.exit_code, status.signal
     line = _status_line(exit_code, signal_name, timed_out, timeout)
     summary = None
     if plan:  # only what the terminal kept: its limit may have cut the start

@@ -20,7 +20,7 @@ import trio
 import iaccode
 from iaccode.llm.base import ModelError, ModelEvent, ModelRequest, Provider, RawTap
 from iaccode.protocol.convert import to_wire
-from iaccode.tools.base import MACHINE_DEPENDENT, ToolResult
+from iaccode.tools.base import ToolResult
 from iaccode.transcript.format import FORMAT, TranscriptWriter, secret_values
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,7 @@ class Recorder:
                                                                        prefix="sessions/")})
 
     def tool(self, call_id: str, name: str, result: ToolResult) -> None:
-        if name not in MACHINE_DEPENDENT:
-            return
+        """A machine-dependent tool's result (``RecordingTool``), for replays to play."""
         self._writer.write({"type": "tool", "t": self._t(), "toolCallId": call_id, "name": name,
                             "result": {"text": result.text, "is_error": result.is_error,
                                        "raw_output": result.raw_output,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +29,15 @@ from attrs import evolve, frozen
 
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.convert import to_wire
 from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
-    RequestPermissionRequest,
     ToolCallContent,
     ToolCallFields,
 )
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
-from iaccode.wire.errors import RpcError
+from iaccode.turn.env import EditorAccess
 
 log = logging.getLogger(__name__)
 
@@ -158,29 +156,20 @@ def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
     return ours is not None and bool(paths) and all(is_inside(path, ours) for path in paths)
 
 
-async def ask(request: Callable[[str, Any], Awaitable[Any]], session_id: str,
-              tool_call: ToolCallFields, tool_name: str, remembered: dict[str, bool],
-              options: list[PermissionOption] = OPTIONS) -> Answer:
+async def ask(editor: EditorAccess, tool_call: ToolCallFields, tool_name: str,
+              remembered: dict[str, bool], options: list[PermissionOption] = OPTIONS) -> Answer:
     """Ask the user; remember ``*_always`` answers for this tool in ``remembered``.
 
     Anything but a clear allow means the tool does not run: a rejection, an answer we cannot
     read, an error from the client, or the client going away.
     """
-    question = RequestPermissionRequest(session_id, tool_call, options)
-    try:
-        response = await request("session/request_permission", to_wire(question))
-    except RpcError as exc:
-        log.warning("permission request failed: %s %s", exc.message, exc.data)
-        return Answer.REJECT
-    kind = _selected_kind(response, options)
+    kind = await editor.request_permission(tool_call, options)
     if kind == "cancelled":
         return Answer.CANCELLED
     if kind in ("allow_always", "reject_always"):
         remembered[tool_name] = kind == "allow_always"
     if kind in ("allow_once", "allow_always"):
         return Answer.ALLOW
-    if kind is None:
-        log.warning("unreadable permission answer %r: not running the tool", response)
     return Answer.REJECT
 
 
@@ -199,24 +188,3 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
     except ToolFailure as exc:
         log.info("no preview for the %s question: %s", tool.name, exc)
         return None
-
-
-def _selected_kind(response: Any, options: list[PermissionOption]) -> str | None:
-    """The option kind the user chose, ``cancelled``, or None when unreadable."""
-    if not isinstance(response, dict):
-        return None
-    outcome = response.get("outcome")
-    if isinstance(outcome, dict):  # the ACP shape
-        if outcome.get("outcome") == "cancelled":
-            return "cancelled"
-        if outcome.get("outcome") == "selected":
-            option_id = outcome.get("optionId")
-            return next((o.kind for o in options if o.option_id == option_id), None)
-        return None
-    if outcome == "allowed":  # the seed's flat shape
-        option_id = response.get("option_id", "allow_once")
-        kind = next((o.kind for o in options if o.option_id == option_id), None)
-        return kind if kind in ("allow_once", "allow_always") else None
-    if outcome == "denied":
-        return "reject_once"
-    return None

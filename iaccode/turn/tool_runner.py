@@ -38,17 +38,9 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.tools import tool_output
-from iaccode.tools.base import (
-    MACHINE_DEPENDENT,
-    Tool,
-    ToolContext,
-    ToolFailure,
-    ToolResult,
-    resolve_path,
-    truncate,
-)
+from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_tool, truncate
 from iaccode.turn import permissions
-from iaccode.turn.env import TurnEnv
+from iaccode.turn.env import ToolEnv
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.transcript import Transcript
 
@@ -75,9 +67,11 @@ class _Call:
 
 
 class ToolRunner:
-    def __init__(self, env: TurnEnv, invalid_inputs: dict[str, str],
+    def __init__(self, env: ToolEnv, invalid_inputs: dict[str, str],
                  transcript: Transcript) -> None:
         self._env = env
+        self._editor = env.editor
+        self._session = env.session
         self._invalid_inputs = invalid_inputs
         self._transcript = transcript
         self._starts: dict[str, dict[str, Any]] = {}
@@ -133,10 +127,10 @@ class ToolRunner:
         """A read-only call that needs no question (so it may run beside others)."""
         if not call.tool.read_only:
             return False
-        verdict = permissions.decide(call.tool, call.args, mode=self._env.mode(),
-                                     cwd=self._env.cwd, remembered=self._env.remembered,
-                                     resolved=call.resolved,
-                                     ours=self._env.saved_output)
+        session = self._session
+        verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
+                                     cwd=session.cwd, remembered=session.remembered,
+                                     resolved=call.resolved, ours=session.saved_output)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -160,13 +154,13 @@ class ToolRunner:
     async def _for_model(self, call_id: str, text: str) -> str:
         """The text, or, when it is over the limit, its head and tail and the file keeping
         all of it."""
-        env = self._env
-        limit = env.limits.output_chars
-        if len(text) <= limit or env.saved_output is None:
+        limit = self._env.config.tool_limits.output_chars
+        saved_output = self._session.saved_output
+        if len(text) <= limit or saved_output is None:
             return truncate(text, limit)
         try:
             saved: Path | None = await trio.to_thread.run_sync(
-                tool_output.save, env.saved_output, call_id, text)
+                tool_output.save, saved_output, call_id, text)
         except OSError as exc:
             log.warning("could not save the output of %s: %s", call_id, exc)
             saved = None
@@ -192,7 +186,7 @@ class ToolRunner:
             return await self._refuse(call_id, name, tool.kind, raw_input,
                                       f"Invalid input for {name}: {problems}. Not run.")
         # Resolved once: what is judged, shown and used must be the same real path.
-        resolved = {raw: resolve_path(env.cwd, raw) for raw in tool.paths(args)}
+        resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
         locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
         call = _Call(call_id, tool, args, raw_input, tool.title(args), locations, resolved)
         await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", locations,
@@ -201,10 +195,10 @@ class ToolRunner:
         return call
 
     async def _call(self, call: _Call) -> ToolResult:
-        env, tool, call_id = self._env, call.tool, call.call_id
-        verdict = permissions.decide(tool, call.args, mode=env.mode(), cwd=env.cwd,
-                                     remembered=env.remembered, resolved=call.resolved,
-                                     ours=env.saved_output,
+        env, session, tool, call_id = self._env, self._session, call.tool, call.call_id
+        verdict = permissions.decide(tool, call.args, mode=session.mode(), cwd=session.cwd,
+                                     remembered=session.remembered, resolved=call.resolved,
+                                     ours=session.saved_output,
                                      confirm_infra_changes=env.config.confirm_infra_changes)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
@@ -217,11 +211,11 @@ class ToolRunner:
                 fields = permissions.infra_question(fields, verdict.infra_change,
                                                     call.args.command)
                 options = permissions.INFRA_OPTIONS
-            answer = await permissions.ask(env.request, env.session_id, fields, tool.name,
-                                           env.remembered, options)
+            answer = await permissions.ask(self._editor, fields, tool.name,
+                                           session.remembered, options)
             if answer is Answer.CANCELLED:
                 await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
-                env.cancel_turn()
+                session.cancel_turn()
                 await trio.lowlevel.checkpoint()  # raises Cancelled: the turn ends here
             if answer is not Answer.ALLOW:
                 return await self._finish(call_id, ToolResult(permissions.DENIED, is_error=True))
@@ -229,7 +223,7 @@ class ToolRunner:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
-        await env.send_update(ToolCallProgress(call_id, status="in_progress",
+        await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
         return await self._finish(call_id,
                                   await self._execute(tool, call.args, call_id, call.resolved))
@@ -242,35 +236,24 @@ class ToolRunner:
                 await self._finish(call_id, ToolResult(f"Cancelled: {why}.", is_error=True))
 
     def _context(self, tool: Tool, call_id: str, resolved: dict[str, Path]) -> ToolContext:
-        env = self._env
+        editor, session = self._editor, self._session
 
         async def report(update: ToolCallProgress) -> None:
-            await env.send_update(evolve(update, name=tool.name))
+            await editor.send_update(evolve(update, name=tool.name))
 
-        return ToolContext(cwd=env.cwd, limits=env.limits, files=env.files,
-                           tool_call_id=call_id, report=report, terminal=env.terminal,
-                           resolved=resolved, show_plan=env.show_plan)
+        return ToolContext(cwd=session.cwd, limits=self._env.config.tool_limits,
+                           files=editor.files, tool_call_id=call_id, report=report,
+                           terminal=editor.terminal, resolved=resolved,
+                           show_plan=session.show_plan)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path]) -> ToolResult:
-        env = self._env
-        context = self._context(tool, call_id, resolved)
-        recorded = env.recorded_tools.get(call_id) if tool.name in MACHINE_DEPENDENT else None
-        try:
-            result = recorded if recorded is not None else await tool.run(args, context)
-        except ToolFailure as exc:
-            result = ToolResult(str(exc), is_error=True)
-        except Exception as exc:  # a bug in the tool: the model and the log both hear of it
-            log.exception("tool %s failed", tool.name)
-            result = ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
-                                is_error=True)
+        result = await run_tool(tool, args, self._context(tool, call_id, resolved))
         if tool.name in diagnostics.CHECKED_TOOLS and not result.is_error:
             # An IaC file just written is checked, as an editor would; a replay leaves the
             # machine's programs (terraform, cfn-lint) out.
-            result = await diagnostics.annotate(result, env.cwd,
-                                                external=env.config.recorded_tools is None)
-        if env.tool_tap is not None:
-            env.tool_tap(call_id, tool.name, result)
+            result = await diagnostics.annotate(
+                result, self._session.cwd, external=self._env.config.recorded_tools is None)
         return result
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
@@ -284,10 +267,10 @@ class ToolRunner:
         self._starts[start.tool_call_id] = to_wire(start)
         self._names[start.tool_call_id] = start.name
         self._unfinished[start.tool_call_id] = "the turn ended before the tool could run"
-        await self._env.send_update(start)
+        await self._editor.send_update(start)
 
     async def _finish(self, call_id: str, result: ToolResult) -> ToolResult:
-        shown = truncate(result.text, self._env.limits.output_chars)
+        shown = truncate(result.text, self._env.config.tool_limits.output_chars)
         end = ToolCallProgress(
             call_id,
             status="failed" if result.is_error else "completed",
@@ -300,5 +283,5 @@ class ToolRunner:
         self._unfinished.pop(call_id, None)
         # Shielded (bounded): a cancel arriving now must not lose the call's last update.
         with trio.CancelScope(shield=True), trio.move_on_after(FINAL_UPDATE_TIMEOUT):
-            await self._env.send_update(end)
+            await self._editor.send_update(end)
         return result

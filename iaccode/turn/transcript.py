@@ -34,6 +34,8 @@ from iaccode.turn.stored_images import externalize
 log = logging.getLogger(__name__)
 
 INTERRUPTED = "Session interrupted before tool execution completed."
+"""The result of a tool call a crash or a cancel cut short (the model reads it, a load shows
+it): the one text for it, used by ``repair`` and the replay of a history."""
 
 
 class Transcript:

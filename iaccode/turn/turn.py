@@ -49,7 +49,6 @@ STOP_REASONS: dict[str, StopReason] = {
 }
 """The API's stop reasons -> ACP's. Unknown ones end the turn normally."""
 
-INTERRUPTED = "The turn was interrupted before this tool finished; it may not have run."
 LIMIT_REACHED = "Not run: the turn reached its limit of model requests."
 
 
@@ -58,7 +57,10 @@ class Turn:
 
     def __init__(self, env: TurnEnv, transcript: Transcript, *,
                  stream_text: bool = True) -> None:
-        self._env = env
+        self._model = env.model
+        self._calls = env.calls
+        self._config = env.config
+        self._editor = env.calls.editor
         self._transcript = transcript
         self._stream_text = stream_text
         """False for a sub-agent: its text is its tool result, not a message to the user."""
@@ -91,7 +93,7 @@ class Turn:
         """
         self._transcript.append({"role": "user", "content": user_content}, prompt)
         try:
-            for _ in range(self._env.config.max_turn_requests):
+            for _ in range(self._config.max_turn_requests):
                 self._take_steering()  # what the user added meanwhile rides with this request
                 finished = await self._model_request()
                 if finished is None:
@@ -101,7 +103,7 @@ class Turn:
                     if self._steering:
                         continue  # the user said more meanwhile: the model answers that too
                     return STOP_REASONS.get(finished.stop_reason, "end_turn")
-                runner = ToolRunner(self._env, finished.invalid_tool_inputs, self._transcript)
+                runner = ToolRunner(self._calls, finished.invalid_tool_inputs, self._transcript)
                 results = await runner.run_all(tool_uses)
                 self._transcript.append({"role": "user", "content": results})
                 if self._context_nearly_full(finished.usage):
@@ -110,12 +112,12 @@ class Turn:
             self._transcript.repair(LIMIT_REACHED)
             return "max_turn_requests"
         finally:
-            self._transcript.repair(INTERRUPTED)
+            self._transcript.repair()  # a call the cancel cut short: transcript.INTERRUPTED
             # Steering that came too late for a request is still the user's: kept for the next.
             self._take_steering()
 
     def _context_nearly_full(self, usage: TokenUsage) -> bool:
-        config = self._env.config
+        config = self._config
         return usage.context_tokens >= config.compaction_threshold * config.context_window
 
     async def compact(self) -> bool:
@@ -123,45 +125,45 @@ class Turn:
 
         Errors: a failed summary request leaves the history as it was and tells the user.
         """
-        env = self._env
+        model = self._model
         parts = compaction.split(self._transcript.messages,
-                                 int(env.config.context_window * compaction.KEEP_SHARE))
+                                 int(self._config.context_window * compaction.KEEP_SHARE))
         if parts is None:
             return False
         older, recent = parts
         try:
-            summary, finished = await compaction.summarise(env.provider, env.model, older,
+            summary, finished = await compaction.summarise(model.provider, model.model, older,
                                                            api_messages)
         except ModelError as exc:
             await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
             return False
         self.usage = self.usage + finished.usage
-        env.cost.add(env.model, finished.usage)
+        model.cost.add(model.model, finished.usage)
         text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
         # The notice is kept in the compaction record: a replay shows it where it happened.
         self._transcript.replace(compaction.compacted(summary, recent), notice=text)
-        await self._env.send_update(AgentMessageChunk(TextContent(text)))
+        await self._editor.send_update(AgentMessageChunk(TextContent(text)))
         return True
 
     async def _notify(self, text: str) -> None:
         self._transcript.notice(text)
-        await self._env.send_update(AgentMessageChunk(TextContent(text)))
+        await self._editor.send_update(AgentMessageChunk(TextContent(text)))
 
     async def _model_request(self) -> Finished | None:
         """Stream one answer into the history; None when the model failed (already told)."""
-        env = self._env
+        model, editor = self._model, self._editor
         request = ModelRequest(
-            model=env.model,
+            model=model.model,
             messages=api_messages(self._transcript.messages),
-            max_tokens=env.config.max_tokens,
-            system=env.system() or None,
-            thinking=env.thinking(),
-            tools=[tool.definition() for tool in env.tools.values()],
+            max_tokens=self._config.max_tokens,
+            system=model.system() or None,
+            thinking=model.thinking(),
+            tools=[tool.definition() for tool in self._calls.tools.values()],
         )
         partial: list[str] = []
         finished: Finished | None = None
         try:
-            async with env.provider.stream(request) as events:
+            async with model.provider.stream(request) as events:
                 async for event in events:
                     # Deltas are queued without a checkpoint; the loop awaits send_update (waits
                     # for the editor, lets other tasks run) once per burst or when it is full.
@@ -169,20 +171,20 @@ class Turn:
                         partial.append(event.text)
                         if self._stream_text:
                             chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text))
-                            if not env.queue_update(chunk):
-                                await env.send_update(chunk)
+                            if not editor.queue_update(chunk):
+                                await editor.send_update(chunk)
                     elif isinstance(event, ThinkingDelta):
                         if self._stream_text:
                             chunk = AgentThoughtChunk(TextContent(event.text))
-                            if not env.queue_update(chunk):
-                                await env.send_update(chunk)
+                            if not editor.queue_update(chunk):
+                                await editor.send_update(chunk)
                     else:
                         finished = event
         except ModelError as exc:
             log.warning("model request failed: %s", exc)
             text = f"\n\n⚠ {exc}\n"
             self._transcript.notice(text)
-            await env.send_update(AgentMessageChunk(
+            await editor.send_update(AgentMessageChunk(
                 TextContent(text), meta={"iaccode": {"error": str(exc)}}))
             return None
         finally:
@@ -194,9 +196,9 @@ class Turn:
             self._transcript.append({"role": "assistant", "content": finished.content})
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
-        spent = env.cost.add(env.model, finished.usage)
+        spent = model.cost.add(model.model, finished.usage)
         if self._stream_text:
-            await env.send_update(UsageUpdate(
-                used=finished.usage.context_tokens, size=env.config.context_window,
+            await editor.send_update(UsageUpdate(
+                used=finished.usage.context_tokens, size=self._config.context_window,
                 cost=Cost(round(spent, 6)) if spent is not None else None))
         return finished

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeGuard
 import trio
 
 from iaccode.wire import errors
+from iaccode.wire.encode import dumps_line
 from iaccode.wire.errors import RpcError
 from iaccode.wire.framing import LineReader, LineTooLong
 
@@ -56,26 +57,6 @@ class Handler(Protocol):
 
     def connection_closed(self) -> None:
         """The peer closed its input: cancel whatever waits for it. Must not block."""
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-"""What ``json.dumps`` with these options would build anew for every message."""
-_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)  # not in the type stubs
-_C_ENCODE = (None if _C_MAKE_ENCODER is None else _C_MAKE_ENCODER(
-    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, True))
-"""The C encoder ``_ENCODER.encode`` makes for each call (no circular-reference check: our
-messages are trees), made once; None where the C accelerator is missing."""
-
-
-def _dumps(message: dict[str, Any]) -> bytes:
-    # A lone surrogate (a valid JSON escape, so peers and models can send one) cannot be UTF-8:
-    # "backslashreplace" writes it back as the same \uXXXX escape, inside its string.
-    if _C_ENCODE is not None:
-        try:
-            return "".join(_C_ENCODE(message, 0)).encode("utf-8", "backslashreplace") + b"\n"
-        except RecursionError:
-            pass  # circular: the checking encoder below raises the usual ValueError
-    return _ENCODER.encode(message).encode("utf-8", "backslashreplace") + b"\n"
 
 
 def _is_request_id(value: Any) -> TypeGuard[RequestId]:
@@ -129,7 +110,7 @@ class Connection:
     # -- outgoing ---------------------------------------------------------------------------
 
     def _encode(self, message: dict[str, Any]) -> bytes:
-        line = _dumps(message)  # first: a message that cannot be encoded is not recorded
+        line = dumps_line(message)  # first: a message that cannot be encoded is not recorded
         if self._tap is not None:
             self._tap("out", line[:-1], True)
         return line
@@ -158,7 +139,7 @@ class Connection:
         """
         if self._burst >= BURST:
             return False
-        line = _dumps({"jsonrpc": "2.0", "method": method, "params": params})
+        line = dumps_line({"jsonrpc": "2.0", "method": method, "params": params})
         try:
             self._outbox_send.send_nowait(line)
         except trio.WouldBlock:

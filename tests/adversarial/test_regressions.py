@@ -108,7 +108,7 @@ def test_regression_lone_surrogates_are_sent_escaped(tmp_path: Path, workspace: 
                                                      figures: Figures) -> None:
     """A lone surrogate (valid as a JSON escape) in anything the agent sends back, a model's
     text or an unknown method's name, made the line impossible to encode: the turn failed with
-    -32603. It is now written as the same \\uXXXX escape (iaccode/wire/connection.py, _dumps)."""
+    -32603. It is now written as the same \\uXXXX escape (iaccode/wire/encode.py, dumps_line)."""
     with line_agent(tmp_path, [reply(["half a pair: \ud83d.", " ok"])]) as agent:
         agent.call("initialize", INIT)
         session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]

@@ -4,7 +4,8 @@
 
 (``nox -s bench`` runs this.) Every figure is shown with its baseline, measured in the same run
 on the same machine, and the ratio of the two; see each ``bench_*.py`` for what it measures.
-``--readme`` also replaces the table in README.md's "Performance" section.
+``--readme`` also replaces the table in README.md's "Performance" section (with ``--only``,
+just the rows of the benchmarks run, with a note saying where they come from).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _format(value: float | None, unit: str = "") -> str:
     if value is None:
         return "—"
     if unit in ("ms",):
-        text = f"{value:.1f}" if value < 100 else f"{value:.0f}"
+        text = f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
     elif abs(value) >= 1000:
         text = f"{value:,.0f}"
     elif abs(value) >= 10:
@@ -75,18 +76,57 @@ def _machine() -> dict[str, Any]:
             "git": rev + ("+dirty" if dirty else "")}
 
 
-def update_readme(text: str, command: str, machine: dict[str, Any]) -> None:
+def update_readme(text: str, command: str, machine: dict[str, Any],
+                  partial: list[Row] | None = None) -> None:
+    """Write the table between the markers. A run of some benchmarks (``partial``: its rows)
+    replaces only the rows of its groups and says below the table where they come from; the
+    other rows, from earlier runs, stay as they are."""
     readme = REPO / "README.md"
     content = readme.read_text()
     if README_BEGIN not in content or README_END not in content:
         print("README.md has no bench table markers; not updated", file=sys.stderr)
         return
     head, rest = content.split(README_BEGIN, 1)
-    _, tail = rest.split(README_END, 1)
-    block = (f"{README_BEGIN}\n`{command}` on {machine['date']} ({machine['cpus']} cores, "
-             f"load average {machine['load_average']} at the start, Python "
-             f"{machine['python']}, {machine['git']}):\n\n{text}\n{README_END}")
-    readme.write_text(head + block + tail)
+    old, tail = rest.split(README_END, 1)
+    when = (f"on {machine['date']} ({machine['cpus']} cores, load average "
+            f"{machine['load_average']} at the start, Python {machine['python']}, "
+            f"{machine['git']})")
+    if partial is None or "| figure |" not in old:
+        body = f"`{command}` {when}:\n\n{text}\n"
+    else:
+        body = _merged_table(old, partial, f"The {_groups_named(partial)} rows are from "
+                             f"`{command}` {when}.")
+    readme.write_text(head + README_BEGIN + "\n" + body + README_END + tail)
+
+
+def _groups_named(rows: list[Row]) -> str:
+    groups = list(dict.fromkeys(row.group for row in rows))
+    return " and ".join([", ".join(groups[:-1]), groups[-1]] if len(groups) > 1 else groups)
+
+
+def _merged_table(old: str, rows: list[Row], note: str) -> str:
+    """``old`` (the text between the markers) with the rows of ``rows``' groups replaced by
+    them and ``note`` after the table (replacing an earlier note about the same groups)."""
+    groups = {row.group for row in rows}
+    new_lines = table(rows).splitlines()[2:]
+    lines = old.strip("\n").splitlines()
+    merged: list[str] = []
+    placed: set[str] = set()
+    for line in lines:
+        group = line[2:].split(":", 1)[0] if line.startswith("| ") and ":" in line else None
+        if group in groups:
+            if group not in placed:
+                placed.add(group)
+                merged += [new for new, row in zip(new_lines, rows, strict=True)
+                           if row.group == group]
+            continue
+        if line.startswith(f"The {_groups_named(rows)} rows are from `"):
+            continue  # the note of the run these rows replace
+        merged.append(line)
+    last_row = max(i for i, line in enumerate(merged) if line.startswith("|"))
+    missing = [new for new, row in zip(new_lines, rows, strict=True) if row.group not in placed]
+    merged[last_row + 1:last_row + 1] = missing
+    return "\n".join(merged).rstrip("\n") + f"\n\n{note}\n"
 
 
 def compile_package() -> None:
@@ -146,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         "rows": [row.to_json() for row in rows]}, indent=2) + "\n")
     print(f"wrote {args.output}")
     if args.readme:
-        update_readme(text, command, machine)
+        update_readme(text, command, machine, partial=rows if args.only else None)
         print("updated README.md")
 
 

@@ -2,8 +2,10 @@
 
 - idle: RSS after ``initialize`` (and half a second to settle), scripted model; against the RSS
   of ``python -c "import trio"`` idling on stdin (the floor of our stack). Also the RSS with
-  the Anthropic provider once its SDK has been preloaded (informational: what an editor with
-  an API key sees);
+  the Anthropic provider once its SDK has been preloaded (what an editor with an API key
+  sees), against the smallest installed peer (``peers.py``) idle after the same
+  ``initialize`` (its whole process tree), and the SDK's own cost: ``python -c "import
+  anthropic"`` against a bare ``python``;
 - per idle session: (RSS after 1,000 ``session/new`` - RSS before) / 1,000; against the same
   for ``bare.py sessions``: trio tasks that each hold a nursery and two open files, which is
   what a live session minimally holds;
@@ -15,10 +17,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
 
+from tests.bench import peers
 from tests.bench.common import (
     MIB,
     Client,
@@ -32,8 +36,10 @@ from tests.bench.common import (
 )
 
 KIB = 1024
-IDLE_FLOOR = [sys.executable, "-c", "import sys, trio; sys.stdout.write('ready\\n'); "
-              "sys.stdout.flush(); sys.stdin.readline()"]
+IDLE = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.readline()"
+IDLE_FLOOR = [sys.executable, "-c", "import trio; " + IDLE]
+IDLE_SDK = [sys.executable, "-c", "import anthropic; " + IDLE]
+IDLE_PYTHON = [sys.executable, "-c", IDLE]
 
 
 def _settled_rss(pid: int, seconds: float = 0.5) -> int:
@@ -41,12 +47,40 @@ def _settled_rss(pid: int, seconds: float = 0.5) -> int:
     return rss_bytes(pid)
 
 
+def _tree_rss(pid: int) -> int:
+    """RSS of a process and its children (a Node agent may start helpers)."""
+    import psutil
+
+    total = rss_bytes(pid)
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # gone meanwhile: it holds no memory now
+            total += int(child.memory_info().rss)
+    return total
+
+
+def _idle_rss(argv: list[str]) -> int:
+    with Client(argv) as process:
+        assert process.line(60) == b"ready"
+        return _settled_rss(process.pid)
+
+
+def _peer_idle_rss(peer: peers.Peer, home: Path) -> int:
+    """The peer's RSS after ``initialize``, once it stops growing."""
+    with Client(peer.argv, peer.environment(home), stderr=home / "stderr.log") as client:
+        client.initialize()
+        rss, previous = _tree_rss(client.pid), 0
+        deadline = time.perf_counter() + 20
+        while abs(rss - previous) > 256 * KIB and time.perf_counter() < deadline:
+            time.sleep(1.0)
+            previous, rss = rss, _tree_rss(client.pid)
+        client.proc.kill()
+    return rss
+
+
 def idle(root: Path) -> list[Row]:
     script = root / "empty.json"
     script.write_text('{"version": 1, "exchanges": []}')
-    with Client(IDLE_FLOOR) as floor:
-        assert floor.line(30) == b"ready"
-        floor_rss = _settled_rss(floor.pid)
+    floor_rss = _idle_rss(IDLE_FLOOR)
     with spawn_agent(root / "home-idle", "--model-script", str(script)) as agent:
         agent.initialize()
         rss = _settled_rss(agent.pid)
@@ -57,13 +91,27 @@ def idle(root: Path) -> list[Row]:
         deadline = time.perf_counter() + 20
         while abs(sdk_rss - previous) > 256 * KIB and time.perf_counter() < deadline:
             previous, sdk_rss = sdk_rss, _settled_rss(agent.pid, 1.0)
-    return [
+    python_rss, sdk_alone = _idle_rss(IDLE_PYTHON), _idle_rss(IDLE_SDK)
+    rows = [
         Row("memory", "RSS at idle", rss / MIB, "MiB", floor_rss / MIB, "idle python + trio",
             "< 60 MiB", rss < 60 * MIB),
         Row("memory", "RSS at idle, Anthropic provider (SDK preloaded)", sdk_rss / MIB, "MiB",
             floor_rss / MIB, "idle python + trio", "< 60 MiB", sdk_rss < 60 * MIB,
             note="with an API key the SDK is imported in the background after initialize"),
+        Row("memory", "the Anthropic SDK alone: python -c 'import anthropic'", sdk_alone / MIB,
+            "MiB", python_rss / MIB, "idle python", "", None,
+            note=f"the SDK with httpx and pydantic adds {(sdk_alone - python_rss) / MIB:.1f} MiB"),
     ]
+    found = {peer.label: _peer_idle_rss(peer, root / f"peer-{peer.name}")
+             for peer in peers.installed()}
+    if found:
+        best = min(found, key=found.__getitem__)
+        others = ", ".join(f"{label} {value / MIB:.1f} MiB" for label, value in found.items())
+        rows.append(Row("memory", "RSS at idle, Anthropic provider, against the peers",
+                        sdk_rss / MIB, "MiB", found[best] / MIB, best, "≤ 1.0× smallest peer",
+                        sdk_rss <= found[best],
+                        note=f"each after initialize, settled (its process tree): {others}"))
+    return rows
 
 
 def per_session(root: Path, count: int) -> list[Row]:

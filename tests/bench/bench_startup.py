@@ -1,10 +1,15 @@
-"""Cold start and the ``session/new`` round trip.
+"""Cold start and the ``session/new`` round trip, against our floors and the peers.
 
 - spawn -> ``initialize`` answered, against ``python -c "import trio"`` that echoes one line
-  (the same client sends the same line right after the spawn and waits for a line back);
-  runs alternate, medians over the repeats;
+  (the same client sends the same line right after the spawn and waits for a line back), and
+  against the fastest installed peer (``peers.py``: codex-acp, claude-agent-acp) answering the
+  same ``initialize``; also the interpreter alone echoing the line (``python``, ``python -S``,
+  ``python -I``), which is what the early handshake (``iaccode/server/handshake.py``) cannot
+  go below; runs alternate, medians over the repeats;
 - ``session/new`` round trip in a running agent (the median of many; the first one after
   ``initialize`` is shown apart), against the round trip of a bare Python echo process;
+- the same round trip in the fastest peer that can open a session offline (codex-acp, after
+  ``authenticate`` with a placeholder key);
 - the first ``session/new`` after ``initialize`` with the Anthropic provider, whose SDK import
   (``preload``) runs in a worker thread just then (informational).
 
@@ -17,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.bench import peers
 from tests.bench.common import (
     Client,
     Row,
@@ -29,14 +35,19 @@ from tests.bench.common import (
     spawn_agent,
 )
 
-FLOOR = [sys.executable, "-c",
-         "import sys, trio; sys.stdout.buffer.write(sys.stdin.buffer.readline()); "
-         "sys.stdout.flush()"]
+ECHO = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.readline()); sys.stdout.flush()"
+FLOOR = [sys.executable, "-c", "import trio; " + ECHO]
+INTERPRETER = {"python": [sys.executable, "-c", ECHO],
+               "python -S": [sys.executable, "-S", "-c", ECHO],
+               "python -I": [sys.executable, "-I", "-c", ECHO]}
+"""The interpreter alone echoing the line: with site (and, in a venv with an editable install,
+its import hook), without site (-S), and isolated (-I: no user site, no PYTHON* variables)."""
 INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
         b'"clientCapabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n')
 
 
-def _spawn_to_first_line(argv: list[str], env: dict[str, str], stderr: Path) -> float:
+def _spawn_to_first_line(argv: list[str], env: dict[str, str], stderr: Path,
+                         kill: bool = False) -> float:
     began = time.perf_counter()
     client = Client(argv, env, stderr=stderr)
     try:
@@ -44,25 +55,45 @@ def _spawn_to_first_line(argv: list[str], env: dict[str, str], stderr: Path) -> 
         client.line(30)
         return time.perf_counter() - began
     finally:
+        if kill:  # a peer: only its answer is timed, not how it shuts down
+            client.proc.kill()
         client.close()
 
 
 def cold_start(repeats: int) -> list[Row]:
+    found = peers.installed()
     with scratch("startup") as root:
         env = agent_env(root / "home", IAC_CODE_MODEL_SCRIPT=str(_empty_script(root)))
         (root / "home").mkdir()
-        floor: list[float] = []
-        agent: list[float] = []
+        runs: dict[str, list[float]] = {"agent": [], "floor": []}
+        commands: dict[str, tuple[list[str], dict[str, str], bool]] = {
+            "agent": (agent_command(), env, False), "floor": (FLOOR, env, False),
+            **{name: (argv, env, False) for name, argv in INTERPRETER.items()},
+            **{peer.label: (peer.argv, peer.environment(root / peer.name), True)
+               for peer in found}}
         for index in range(repeats + 1):
-            f = _spawn_to_first_line(FLOOR, env, root / "floor.err")
-            a = _spawn_to_first_line(agent_command(), env, root / "agent.err")
-            if index:  # the first pair warms the page cache
-                floor.append(f)
-                agent.append(a)
-    value, base = median(agent), median(floor)
-    return [Row("cold start", "spawn → initialize answered", ms(value), "ms", ms(base),
-                "python -c 'import trio'", "≤ 1.3× floor", value <= 1.3 * base,
-                extra={"agent_ms": [ms(x) for x in agent], "floor_ms": [ms(x) for x in floor]})]
+            for name, (argv, run_env, kill) in commands.items():
+                took = _spawn_to_first_line(argv, run_env, root / "spawn.err", kill)
+                if index:  # the first round warms the page cache (and each peer's home)
+                    runs.setdefault(name, []).append(took)
+    medians = {name: ms(median(times)) for name, times in runs.items()}
+    value, base = medians["agent"], medians["floor"]
+    extra = {f"{name}_ms": [ms(x) for x in times] for name, times in runs.items()}
+    rows = [Row("cold start", "spawn → initialize answered", value, "ms", base,
+                "python -c 'import trio'", "≤ 1.3× floor", value <= 1.3 * base, extra=extra)]
+    interpreter = ", ".join(f"{name} {medians[name]:.1f} ms" for name in INTERPRETER)
+    if found:
+        best = min(found, key=lambda peer: medians[peer.label])
+        others = ", ".join(f"{peer.label} {medians[peer.label]:.0f} ms" for peer in found)
+        rows.append(Row("cold start", "spawn → initialize answered, against the peers",
+                        value, "ms", medians[best.label], best.label, "≤ 1.0× fastest peer",
+                        value <= medians[best.label],
+                        note=f"peers: {others}; the interpreter alone echoing a line: "
+                             f"{interpreter}"))
+    rows.append(Row("cold start", "the interpreter alone: spawn → one line echoed",
+                    medians["python"], "ms", medians["python -S"], "python -S", "", None,
+                    note=f"what the early handshake cannot go below: {interpreter}"))
+    return rows
 
 
 def _empty_script(root: Path) -> Path:
@@ -94,6 +125,9 @@ def session_new(repeats: int) -> list[Row]:
                 agent.new_session(project)
                 times.append(time.perf_counter() - began)
 
+        peer_times = {peer.label: _peer_session_new(peer, root, project, repeats // 5)
+                      for peer in peers.installed() if peer.auth_method is not None}
+
         # The Anthropic provider: its SDK is imported in a worker thread right after initialize.
         firsts: list[float] = []
         for index in range(3):
@@ -104,16 +138,44 @@ def session_new(repeats: int) -> list[Row]:
                 agent.new_session(project)
                 firsts.append(time.perf_counter() - began)
     value, base = median(times), median(echo_times)
-    return [
+    rows = [
         Row("cold start", "session/new round trip (median)", ms(value), "ms", ms(base),
             "bare echo round trip", "< 5 ms", ms(value) < 5.0,
             note=f"n={len(times)}; the first one after initialize took {ms(first):.1f} ms",
             extra={"first_ms": ms(first), "p90_ms": ms(sorted(times)[int(len(times) * 0.9)])}),
+    ]
+    if peer_times:
+        best = min(peer_times, key=lambda label: median(peer_times[label]))
+        rows.append(Row(
+            "cold start", "session/new round trip, against the peers", ms(value), "ms",
+            ms(median(peer_times[best])), best, "≤ 1.0× fastest peer",
+            value <= median(peer_times[best]),
+            note=f"n={len(peer_times[best])} for the peer, after one unmeasured",
+            extra={f"{label}_ms": [ms(x) for x in runs] for label, runs in peer_times.items()}))
+    return rows + [
         Row("cold start", "first session/new, Anthropic provider (SDK preloading)",
             ms(median(firsts)), "ms", ms(base), "bare echo round trip", "", None,
             note="informational: the SDK import runs in a thread right after initialize",
             extra={"runs_ms": [ms(x) for x in firsts]}),
     ]
+
+
+def _peer_session_new(peer: peers.Peer, root: Path, project: Path, repeats: int
+                      ) -> list[float]:
+    """``session/new`` round trips in a running peer (after ``authenticate`` and one
+    unmeasured session)."""
+    home = root / f"peer-{peer.name}"
+    with Client(peer.argv, peer.environment(home), stderr=home / "stderr.log") as client:
+        client.initialize()
+        client.call("authenticate", {"methodId": peer.auth_method})
+        client.new_session(project)
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            client.new_session(project)
+            times.append(time.perf_counter() - began)
+        client.proc.kill()
+    return times
 
 
 def run(quick: bool = False) -> list[Row]:

@@ -13,7 +13,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import group_gone
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import AgentProcess, spawn_agent
+from tests.support.agent_process import AgentProcess, RpcReply, spawn_agent
 
 
 def call(name: str, **args: Any) -> dict:
@@ -334,6 +334,38 @@ async def test_terminal_delegation(agent: AgentProcess, model_server: FakeModelS
     assert "Plan: 1 to add" in result_for(model_server, 1, "toolu_bash")["content"]
     contents = [c for u in tool_updates(updates, "toolu_bash") for c in u.get("content") or []]
     assert {"type": "terminal", "terminalId": "term-1"} in contents
+
+
+async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
+    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """An error answer to fs/*, terminal/* or a permission question fails that call only,
+    saying what failed; the turn and the session go on."""
+    (workspace / "buf.tf").write_text("on disk\n")
+    model_server.enqueue(call("read_file", path="buf.tf"), reply("a"),
+                         call("bash", command="make plan"), reply("b"),
+                         call("write_file", path="new.tf", content="x"), reply("c"))
+    session = await start(agent, workspace, fs={"readTextFile": True}, terminal=True)
+
+    def editor(message: dict) -> Any:
+        if message["method"] == "session/request_permission" and \
+                message["params"]["toolCall"]["toolCallId"] == "toolu_bash":
+            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+        return RpcReply(-32603, f"no {message['method']} today")
+
+    for prompt in ("read", "run", "write"):
+        response, _, _ = await agent.run_prompt(session, prompt, editor)
+        assert response["result"]["stopReason"] == "end_turn"
+    read = result_for(model_server, 1, "toolu_read_file")
+    assert read["is_error"] is True
+    assert read["content"].startswith("The editor could not read /")
+    assert read["content"].endswith("/buf.tf: no fs/read_text_file today")
+    ran = result_for(model_server, 3, "toolu_bash")
+    assert ran["is_error"] is True
+    assert ran["content"] == "The editor could not run the command: no terminal/create today"
+    wrote = result_for(model_server, 5, "toolu_write_file")
+    assert (wrote["is_error"], wrote["content"]) == (True, "Permission denied.")
+    assert not (workspace / "new.tf").exists()
 
 
 async def test_sub_agent_runs_read_only_tools_as_children(

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from iaccode.iac.plan_summary import PlanReader, runs_plan
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, TerminalContent
+from iaccode.tools.base import ExitStatus, TerminalOutput
 from iaccode.tools.bash import _terminal_result
 
 PLANS = Path(__file__).parents[1] / "fixtures" / "iac" / "plans"
@@ -143,7 +144,7 @@ def test_runs_plan(command: str, expected: bool) -> None:
 
 def test_a_plan_run_in_the_editors_terminal_is_summarised_too() -> None:
     output = (PLANS / "show-plan.txt").read_text()
-    result = _terminal_result("term-1", {"output": output, "exitStatus": {"exitCode": 0}},
+    result = _terminal_result("term-1", TerminalOutput(output, exit_status=ExitStatus(0)),
                               None, False, 120.0, plan=True)
     summary = summarise(output.encode())
     assert summary is not None
@@ -153,5 +154,5 @@ def test_a_plan_run_in_the_editors_terminal_is_summarised_too() -> None:
     first, terminal = result.content
     assert isinstance(first, ContentToolCallContent) and isinstance(terminal, TerminalContent)
     assert first.content == TextContent(summary) and terminal.terminal_id == "term-1"
-    plain = _terminal_result("term-2", {"output": output}, None, False, 120.0)
+    plain = _terminal_result("term-2", TerminalOutput(output), None, False, 120.0)
     assert "plan_summary" not in plain.raw_output and not plain.text.startswith("Plan")

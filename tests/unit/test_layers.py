@@ -99,13 +99,10 @@ def bottom(package: str) -> Rule:
     return Rule((f"iaccode/{package}",), ("iaccode",), (f"iaccode.{package}",), leaves=True)
 
 
-PART_A = ("part A (the typed editor facade in session/) has not landed: until it does, tools/, "
-          "turn/ and session/ catch RpcError and build JSON-RPC errors themselves")
 
 RULES = {
-    "tools, turn and session do not import wire: only server speaks JSON-RPC": pytest.param(
-        Rule(("iaccode/tools", "iaccode/turn", "iaccode/session"), ("iaccode.wire",)),
-        marks=pytest.mark.xfail(strict=True, reason=PART_A)),
+    "tools, turn and session do not import wire: only server speaks JSON-RPC": Rule(
+        ("iaccode/tools", "iaccode/turn", "iaccode/session"), ("iaccode.wire",)),
     "tools do not import session, server or turn": Rule(
         ("iaccode/tools",), ("iaccode.session", "iaccode.server", "iaccode.turn")),
     "conformance imports nothing of iaccode or tests": Rule(

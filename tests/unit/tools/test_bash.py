@@ -15,9 +15,16 @@ from acp_conformance.processes import group_gone, pid_alive
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
 from iaccode.tools import process_tree
-from iaccode.tools.base import ClientTerminal, ToolContext, ToolFailure, ToolLimits, ToolResult
+from iaccode.tools.base import (
+    ClientTerminal,
+    ExitStatus,
+    TerminalOutput,
+    ToolContext,
+    ToolFailure,
+    ToolLimits,
+    ToolResult,
+)
 from iaccode.tools.bash import Bash, BashInput
-from iaccode.wire.errors import INTERNAL_ERROR, RpcError
 
 BASH = Bash()
 
@@ -334,7 +341,7 @@ class FakeTerminal:
 
     def __init__(self, *, hang: bool = False, hang_kill: bool = False, exit_code: int = 0,
                  output: str = "hello\n", truncated: bool = False,
-                 create_error: RpcError | None = None) -> None:
+                 create_error: ToolFailure | None = None) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.hang = hang
         self.hang_kill = hang_kill
@@ -347,10 +354,10 @@ class FakeTerminal:
     def names(self) -> list[str]:
         return [call[0] for call in self.calls]
 
-    def _status(self) -> dict[str, Any]:
+    def _status(self) -> ExitStatus:
         if self.killed.is_set():
-            return {"exitCode": None, "signal": "SIGKILL"}
-        return {"exitCode": self.exit_code, "signal": None}
+            return ExitStatus(None, "SIGKILL")
+        return ExitStatus(self.exit_code, None)
 
     async def create(self, command: str, args: list[str], cwd: str,
                      output_byte_limit: int) -> str:
@@ -360,12 +367,12 @@ class FakeTerminal:
             raise self.create_error
         return "term-1"
 
-    async def output(self, terminal_id: str) -> dict[str, Any]:
+    async def output(self, terminal_id: str) -> TerminalOutput:
         self.calls.append(("output", terminal_id))
         await trio.lowlevel.checkpoint()
-        return {"output": self.text, "truncated": self.truncated, "exitStatus": self._status()}
+        return TerminalOutput(self.text, self.truncated, self._status())
 
-    async def wait_for_exit(self, terminal_id: str) -> dict[str, Any]:
+    async def wait_for_exit(self, terminal_id: str) -> ExitStatus:
         self.calls.append(("wait_for_exit", terminal_id))
         if self.hang:
             await self.killed.wait()
@@ -459,7 +466,8 @@ async def test_terminal_cancellation_is_bounded_when_kill_hangs(tmp_path: Path) 
 
 
 async def test_terminal_create_error_is_a_failure(tmp_path: Path) -> None:
-    terminal = FakeTerminal(create_error=RpcError(INTERNAL_ERROR, "no shells today"))
+    terminal = FakeTerminal(create_error=ToolFailure(
+        "The editor could not run the command: no shells today"))
     with trio.fail_after(10), pytest.raises(ToolFailure, match="no shells today"):
         await run(make_ctx(tmp_path, terminal=terminal), "ls")
     assert terminal.names() == ["create"]

@@ -18,6 +18,8 @@ import trio
 
 from iaccode.config import Config
 from iaccode.protocol.convert import tool_input
+from iaccode.protocol.messages import ClientCapabilities
+from iaccode.session.editor import Editor
 from iaccode.tools import local_files
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, resolve_path
 from iaccode.tools.edit_file import EditFile
@@ -25,7 +27,7 @@ from iaccode.tools.list_files import ListFiles
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.read_file import ReadFile
 from iaccode.tools.write_file import WriteFile
-from iaccode.turn.env import TurnEnv
+from iaccode.turn.env import SessionState, ToolEnv
 from iaccode.turn.tool_runner import ToolRunner
 from iaccode.turn.transcript import Transcript
 
@@ -127,12 +129,10 @@ def runner(cwd: Path, mode: str, answers: list[str],
 
     tools: dict[str, Tool] = {t.name: t for t in (ReadFile(), WriteFile(), EditFile(),
                                                     ListFiles())}
-    env = TurnEnv(config=Config(home=cwd), provider=None,  # type: ignore[arg-type]
-                  model="m", session_id="s",
-                  cwd=cwd, send_update=send_update, request=request,
-                  files=LocalFiles(10_000), terminal=None, tools=tools, mode=lambda: mode,
-                  thinking=lambda: "off", remembered={}, limits=ToolLimits(),
-                  cancel_turn=lambda: None)
+    editor = Editor(request, send_update, "s", ClientCapabilities(), LocalFiles(10_000))
+    env = ToolEnv(config=Config(home=cwd), tools=tools, editor=editor,
+                  session=SessionState(cwd=cwd, mode=lambda: mode, remembered={},
+                                       cancel_turn=lambda: None))
     return ToolRunner(env, {}, Transcript()), asked
 
 

@@ -1,0 +1,104 @@
+"""Tools recorded and played like the model (``RecordingProvider``): wrappers around the tools
+whose results depend on the machine (``MACHINE_DEPENDENT``: bash, web_fetch).
+
+    RecordingTool   runs the tool and writes its result to the transcript (``--record``)
+    PlayedTool      answers with the result recorded for the call (a replay), else runs it
+
+``tool_table`` wraps the built-in tools as each turn's table is made, so the session, the turn
+and the tool runner know nothing of recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from iaccode.protocol.tool_calls import ToolCallContent
+from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, ToolResult, run_tool
+from iaccode.tools.registry import builtin_tools
+
+if TYPE_CHECKING:
+    from iaccode.transcript.recorder import Recorder
+
+_TOOL_ATTRIBUTES = ("name", "description", "kind", "input_type", "input_schema", "read_only")
+"""The Tool attributes a wrapper takes from the tool it wraps (they are per class)."""
+
+
+class _Wrapper(Tool):
+    """A tool that is another one to the model, the editor and the permissions."""
+
+    def __init__(self, inner: Tool) -> None:
+        self.inner = inner
+
+    def definition(self) -> dict[str, Any]:
+        return self.inner.definition()
+
+    def title(self, args: Any) -> str:
+        return self.inner.title(args)
+
+    def paths(self, args: Any) -> list[str]:
+        return self.inner.paths(args)
+
+    async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
+        return await self.inner.preview(args, ctx)
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        return await self.inner.run(args, ctx)
+
+
+def _wrap(wrapper: type[_Wrapper], inner: Tool, *args: Any) -> Tool:
+    cls = type(f"{wrapper.__name__}_{inner.name}", (wrapper,),
+               {attribute: getattr(inner, attribute) for attribute in _TOOL_ATTRIBUTES})
+    tool: Tool = cls(inner, *args)
+    return tool
+
+
+class RecordingTool(_Wrapper):
+    """Runs the tool and records each result (what the model was told, failures included)."""
+
+    def __init__(self, inner: Tool, recorder: Recorder) -> None:
+        super().__init__(inner)
+        self._recorder = recorder
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        result = await run_tool(self.inner, args, ctx)  # a cancelled call records nothing
+        self._recorder.tool(ctx.tool_call_id, self.name, result)
+        return result
+
+
+class PlayedTool(_Wrapper):
+    """Answers with the recorded result of the call; a call the transcript lacks runs."""
+
+    def __init__(self, inner: Tool, results: Mapping[str, ToolResult]) -> None:
+        super().__init__(inner)
+        self._results = results
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        recorded = self._results.get(ctx.tool_call_id)
+        return recorded if recorded is not None else await self.inner.run(args, ctx)
+
+
+def tool_table(recorder: Recorder | None, played: Path | None
+               ) -> Callable[[], dict[str, Tool]]:
+    """What makes each turn's built-in tools: as they are, or with the machine-dependent ones
+    playing the results recorded in the transcript ``played`` and/or recording into
+    ``recorder``."""
+    if recorder is None and played is None:
+        return builtin_tools
+    from iaccode.transcript.playback import recorded_tool_results
+
+    results = recorded_tool_results(played) if played is not None else None
+
+    def make() -> dict[str, Tool]:
+        tools = builtin_tools()
+        for name in MACHINE_DEPENDENT & tools.keys():
+            tool = tools[name]
+            if results is not None:
+                tool = _wrap(PlayedTool, tool, results)
+            if recorder is not None:
+                tool = _wrap(RecordingTool, tool, recorder)
+            tools[name] = tool
+        return tools
+
+    return make

@@ -1,0 +1,170 @@
+"""The editor facade: what it sends for each call, how it reads the answers, and how the
+editor's errors (``EditorError``, from the server's adapter) reach the tools and the turn."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from iaccode.protocol.messages import ClientCapabilities, FileSystemCapabilities
+from iaccode.protocol.tool_calls import ToolCallFields
+from iaccode.session.editor import Editor
+from iaccode.session.errors import EditorError
+from iaccode.tools.base import ExitStatus, TerminalOutput, ToolFailure
+from iaccode.tools.local_files import LocalFiles
+from iaccode.turn.permissions import OPTIONS
+
+
+@pytest.fixture
+def real(tmp_path: Path) -> Path:
+    """The test's folder as a real path (what the tool runner hands the tools)."""
+    return Path(os.path.realpath(tmp_path))
+
+
+FIELDS = ToolCallFields("t1", "Run ls", "execute", "pending", name="bash")
+
+
+class Wire:
+    """The editor's side of the requests: answers in order, records what was asked."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.sent: list[tuple[str, Any]] = []
+
+    async def __call__(self, method: str, params: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        self.sent.append((method, params))
+        answer = self.answers.pop(0)
+        if isinstance(answer, EditorError):
+            raise answer
+        return answer
+
+
+def editor(wire: Wire, *, read: bool = True, write: bool = True,
+           terminal: bool = True) -> Editor:
+    async def send_update(update: Any) -> None:
+        raise AssertionError("no update expected")
+
+    client = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=read,
+                                                        write_text_file=write),
+                                terminal=terminal)
+    return Editor(wire, send_update, "sess-1", client, LocalFiles(max_bytes=1_000_000))
+
+
+@pytest.mark.parametrize(("reply", "choice"), [
+    ({"outcome": {"outcome": "selected", "optionId": "allow_always"}}, "allow_always"),
+    ({"outcome": {"outcome": "selected", "optionId": "reject_once"}}, "reject_once"),
+    ({"outcome": {"outcome": "cancelled"}}, "cancelled"),
+    ({"outcome": {"outcome": "selected", "optionId": "no-such-option"}}, None),
+    ({"outcome": "allowed", "option_id": "allow_always"}, "allow_always"),  # the seed's shape
+    ({"outcome": "allowed"}, "allow_once"),
+    ({"outcome": "denied"}, "reject_once"),
+    ("yes please", None),
+    (EditorError("Internal error", {"detail": "boom"}), None),
+    (EditorError("connection closed"), None),
+])
+async def test_a_permission_answer_becomes_a_choice(reply: Any, choice: str | None) -> None:
+    wire = Wire(reply)
+    assert await editor(wire).request_permission(FIELDS, OPTIONS) == choice
+    [(method, params)] = wire.sent
+    assert method == "session/request_permission"
+    assert params["sessionId"] == "sess-1" and params["toolCall"]["toolCallId"] == "t1"
+    assert [o["optionId"] for o in params["options"]] == [o.option_id for o in OPTIONS]
+
+
+async def test_files_go_through_the_editor_for_the_directions_it_advertised(
+        real: Path) -> None:
+    path = real / "a.txt"
+    path.write_text("on disk\n")
+    wire = Wire({"content": "in the buffer\n"})
+    files = editor(wire, write=False).files
+    assert await files.read_text(path) == "in the buffer\n"
+    await files.write_text(path, "written locally\n")  # the editor cannot write: local
+    assert path.read_text() == "written locally\n"
+    assert wire.sent == [("fs/read_text_file", {"sessionId": "sess-1", "path": str(path)})]
+
+
+async def test_without_fs_capabilities_files_are_local(tmp_path: Path) -> None:
+    wire = Wire()
+    path = tmp_path / "b.txt"
+    files = editor(wire, read=False, write=False).files
+    assert isinstance(files, LocalFiles)
+    await files.write_text(path, "x")
+    assert path.read_text() == "x" and wire.sent == []
+
+
+async def test_an_editor_error_on_a_file_is_a_tool_failure_naming_it(real: Path) -> None:
+    path = real / "a.txt"
+    path.write_text("x")
+    wire = Wire(EditorError("Resource not found", {"uri": "a.txt"}), {"nothing": 1},
+                EditorError("Read-only buffer"))
+    files = editor(wire).files
+    with pytest.raises(ToolFailure) as read:
+        await files.read_text(path)
+    assert str(read.value) == (f"The editor could not read {path}: Resource not found "
+                               "({'uri': 'a.txt'})")
+    with pytest.raises(ToolFailure, match="The editor gave no text"):
+        await files.read_text(path)
+    with pytest.raises(ToolFailure) as wrote:
+        await files.write_text(path, "y")
+    assert str(wrote.value) == f"The editor could not write {path}: Read-only buffer"
+
+
+async def test_a_special_file_is_refused_before_asking_the_editor(real: Path) -> None:
+    wire = Wire()
+    with pytest.raises(ToolFailure, match="is a directory"):
+        await editor(wire).files.read_text(real)
+    assert wire.sent == []
+
+
+async def test_terminal_calls_and_their_answers() -> None:
+    wire = Wire({"terminalId": "term-7"},
+                {"exitCode": 3, "signal": None},
+                {"output": "out\n", "truncated": True, "exitStatus": {"exitCode": 3}},
+                None, None)
+    terminal = editor(wire).terminal
+    assert terminal is not None
+    assert await terminal.create("bash", ["-c", "ls"], "/w", 4096) == "term-7"
+    assert await terminal.wait_for_exit("term-7") == ExitStatus(3, None)
+    assert await terminal.output("term-7") == TerminalOutput("out\n", True, ExitStatus(3, None))
+    await terminal.kill("term-7")
+    await terminal.release("term-7")
+    assert wire.sent[0] == ("terminal/create", {
+        "sessionId": "sess-1", "command": "bash", "args": ["-c", "ls"], "cwd": "/w",
+        "outputByteLimit": 4096})
+    assert [m for m, _ in wire.sent[1:]] == ["terminal/wait_for_exit", "terminal/output",
+                                             "terminal/kill", "terminal/release"]
+    assert all(p == {"sessionId": "sess-1", "terminalId": "term-7"} for _, p in wire.sent[1:])
+
+
+@pytest.mark.parametrize(("reply", "read"), [
+    ({}, TerminalOutput(None)),  # nothing we can read
+    ("text", TerminalOutput(None)),
+    ({"truncated": False}, TerminalOutput("", False, None)),
+    ({"output": 5, "exitStatus": {"exitCode": "0", "signal": "SIGTERM"}},
+     TerminalOutput("", False, ExitStatus(None, "SIGTERM"))),
+])
+async def test_terminal_output_read_leniently(reply: Any, read: TerminalOutput) -> None:
+    terminal = editor(Wire(reply)).terminal
+    assert terminal is not None
+    assert await terminal.output("t") == read
+
+
+async def test_terminal_errors_are_tool_failures_saying_what_failed() -> None:
+    wire = Wire(EditorError("no shells today"), {"id": "wrong"}, EditorError("it died"))
+    terminal = editor(wire).terminal
+    assert terminal is not None
+    with pytest.raises(ToolFailure, match="^The editor could not run the command: no shells"):
+        await terminal.create("bash", [], "/", 1)
+    with pytest.raises(ToolFailure, match="^The editor did not create a terminal"):
+        await terminal.create("bash", [], "/", 1)
+    with pytest.raises(ToolFailure, match="^The editor's terminal failed: it died"):
+        await terminal.wait_for_exit("t")
+
+
+def test_no_terminal_unless_the_client_has_them() -> None:
+    assert editor(Wire(), terminal=False).terminal is None

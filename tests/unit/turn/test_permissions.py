@@ -1,0 +1,123 @@
+"""``permissions.decide`` across the modes and the remembered answers, and ``ask`` turning the
+editor's answer into what the runner does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from iaccode.protocol.convert import tool_input
+from iaccode.protocol.tool_calls import ToolCallFields
+from iaccode.tools.base import Tool
+from iaccode.tools.registry import builtin_tools
+from iaccode.turn import permissions
+from iaccode.turn.permissions import Answer, Decision
+from tests.support.fake_editor import FakeEditor
+
+TOOLS = builtin_tools()
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    path = Path(os.path.realpath(tmp_path)) / "project"
+    path.mkdir()
+    return path
+
+
+def decide(cwd: Path, name: str, mode: str, *, remembered: dict[str, bool] | None = None,
+           ours: Path | None = None, confirm_infra_changes: bool = True,
+           **args: Any) -> permissions.Verdict:
+    tool: Tool = TOOLS[name]
+    return permissions.decide(tool, tool_input(args, tool.input_type), mode=mode, cwd=cwd,
+                              remembered=remembered or {}, ours=ours,
+                              confirm_infra_changes=confirm_infra_changes)
+
+
+READ_INSIDE = ("read_file", {"path": "main.tf"})
+READ_OUTSIDE = ("read_file", {"path": "/etc/hostname"})
+EDIT_INSIDE = ("write_file", {"path": "main.tf", "content": "x"})
+EDIT_OUTSIDE = ("write_file", {"path": "../elsewhere.tf", "content": "x"})
+COMMAND = ("bash", {"command": "ls"})
+INFRA = ("bash", {"command": "terraform apply -auto-approve"})
+
+R, A, X = Decision.RUN, Decision.ASK, Decision.REFUSE
+
+
+@pytest.mark.parametrize(("call", "expected"), [
+    # call            default accept_edits plan bypass
+    (READ_INSIDE,    (R, R, R, R)),
+    (READ_OUTSIDE,   (A, A, A, R)),
+    (EDIT_INSIDE,    (A, R, X, R)),
+    (EDIT_OUTSIDE,   (A, A, X, R)),
+    (COMMAND,        (A, A, X, R)),
+    (INFRA,          (A, A, X, A)),  # a real infrastructure change asks even in bypass
+], ids=["read-inside", "read-outside", "edit-inside", "edit-outside", "command", "infra"])
+def test_the_modes(cwd: Path, call: tuple[str, dict[str, Any]],
+                   expected: tuple[Decision, ...]) -> None:
+    name, args = call
+    got = tuple(decide(cwd, name, mode, **args).decision
+                for mode in ("default", "accept_edits", "plan", "bypass"))
+    assert got == expected
+
+
+def test_plan_mode_says_why_it_refuses(cwd: Path) -> None:
+    verdict = decide(cwd, "bash", "plan", command="ls")
+    assert verdict.reason.startswith("Plan mode is on")
+    infra = decide(cwd, "bash", "plan", **INFRA[1])
+    assert "terraform apply" in infra.reason and "real infrastructure" in infra.reason
+
+
+def test_remembered_answers_hold_for_the_tool(cwd: Path) -> None:
+    assert decide(cwd, "bash", "default", remembered={"bash": True},
+                  command="ls").decision is R
+    refused = decide(cwd, "bash", "bypass", remembered={"bash": False}, command="ls")
+    assert refused.decision is X and refused.reason == permissions.DENIED
+    # An infrastructure change asks again whatever was allowed before...
+    infra = decide(cwd, "bash", "default", remembered={"bash": True}, **INFRA[1])
+    assert infra.decision is A and infra.infra_change == "terraform apply"
+    # ...and an "Always reject" still holds for it.
+    assert decide(cwd, "bash", "default", remembered={"bash": False},
+                  **INFRA[1]).decision is X
+
+
+def test_infra_changes_are_ordinary_commands_when_the_check_is_off(cwd: Path) -> None:
+    verdict = decide(cwd, "bash", "bypass", confirm_infra_changes=False, **INFRA[1])
+    assert verdict.decision is R and verdict.infra_change is None
+
+
+def test_reads_of_our_own_saved_output_run_without_asking(cwd: Path, tmp_path: Path) -> None:
+    ours = Path(os.path.realpath(tmp_path)) / "saved"
+    ours.mkdir()
+    (ours / "call.txt").write_text("long output")
+    args = {"path": str(ours / "call.txt")}
+    assert decide(cwd, "read_file", "default", **args).decision is A
+    assert decide(cwd, "read_file", "default", ours=ours, **args).decision is R
+
+
+def test_a_symlink_out_of_the_project_is_judged_by_its_real_path(cwd: Path) -> None:
+    (cwd / "escape").symlink_to("/etc")
+    assert decide(cwd, "read_file", "default", path="escape/hostname").decision is A
+
+
+FIELDS = ToolCallFields("t1", "Write main.tf", "edit", "pending", name="write_file")
+
+
+@pytest.mark.parametrize(("choice", "answer", "remembered"), [
+    ("allow_once", Answer.ALLOW, {}),
+    ("allow_always", Answer.ALLOW, {"write_file": True}),
+    ("reject_once", Answer.REJECT, {}),
+    ("reject_always", Answer.REJECT, {"write_file": False}),
+    ("cancelled", Answer.CANCELLED, {}),
+    (None, Answer.REJECT, {}),  # no answer to go by: the tool does not run
+])
+async def test_ask_turns_the_choice_into_an_answer(
+        choice: str | None, answer: Answer, remembered: dict[str, bool]) -> None:
+    editor = FakeEditor([choice])
+    memory: dict[str, bool] = {}
+    assert await permissions.ask(editor, FIELDS, "write_file", memory) is answer
+    assert memory == remembered
+    [(asked, options)] = editor.questions
+    assert asked == FIELDS and options == permissions.OPTIONS
