@@ -18,28 +18,31 @@ PYTHON = ["3.11"]
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Unit and end-to-end tests (a real `iaccode acp` against a fake Messages API)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "tests", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
-    """The agent-agnostic ACP conformance suite; `-- --agent "CMD ARGS"` checks another agent.
+    """The agent-agnostic ACP conformance suite (the `acp-conformance` command of the package
+    in conformance/) on `iaccode acp`; `-- --agent "CMD ARGS"` checks another agent.
 
     Two agents run at a time (pytest-xdist); `-- -n 0` runs them one by one. The results table
     is printed at the end; `.conformance/report.json` has the failures' wire transcripts.
     """
-    session.install("-e", ".[test]", "pytest-xdist>=3.5")
-    session.run("pytest", "conformance", "-n", "2", *session.posargs)
+    session.install("-e", ".", "-e", "./conformance")
+    session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
+                *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def conformance_openai(session: nox.Session) -> None:
     """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
     a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK."""
-    session.install("-e", ".[test]", "pytest-xdist>=3.5")
-    session.run("pytest", "conformance", "-n", "2", "--model-api", "chat",
-                "--report", ".conformance/report-openai.json", *session.posargs)
+    session.install("-e", ".", "-e", "./conformance")
+    session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
+                "--model-api", "chat", "--report", ".conformance/report-openai.json",
+                *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -50,7 +53,7 @@ def conformance_remote(session: nox.Session) -> None:
     (WebSocket, not HTTP/2, in CI: over h2c the 10 MiB prompt's upload sometimes stalls in the
     client's flow control (httpx/httpcore) while the event stream shares the connection; the
     e2e tests cover HTTP/2, with a 20 MiB prompt.)"""
-    session.install("-e", ".[test]")
+    session.install("-e", ".", "-e", "./conformance")
     import os
     import re
     import secrets
@@ -80,8 +83,9 @@ def conformance_remote(session: nox.Session) -> None:
             if server.poll() is not None or time.monotonic() > deadline:
                 session.error(f"iaccode serve did not start:\n{stderr_path.read_text()}")
             time.sleep(0.1)
-        session.run("pytest", "conformance", "-p", "no:xdist", "--url", found.group(1),
-                    "--token", token, "--model-port", str(model_port),
+        session.run("acp-conformance", "-p", "no:xdist", "--url", found.group(1),
+                    f"--token={token}",  # "=": a token may start with "-"
+                    "--model-port", str(model_port),
                     "--report", ".conformance/report-remote.json", "--transport", "websocket",
                     *session.posargs)
     finally:
@@ -105,11 +109,11 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks, each figure against a baseline measured in the same run: prints the table
     and writes .bench/results.json (about 5 minutes). `-- --quick` for a smoke run,
-    `-- --only startup,streaming,cancel,sessions,memory,search`, `-- --readme` to put the
-    table in README.md. See tests/bench/."""
+    `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing`,
+    `-- --readme` to put the table in README.md. See tests/bench/."""
     # A regular install, as users get from pip: an editable one adds its import hook to every
     # Python start in the venv (tens of milliseconds of cold start on a busy machine).
-    session.install(".", "psutil>=5.9")
+    session.install(".", "./conformance", "psutil>=5.9")
     session.run("python", "-m", "tests.bench", *session.posargs)
 
 
@@ -119,5 +123,5 @@ def adversarial(session: nox.Session) -> None:
     (tests/adversarial; about 5 minutes). `-- --soak` runs longer (about 18): 10x the examples,
     1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
     Reliability)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "tests/adversarial", *session.posargs)

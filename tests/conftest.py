@@ -4,15 +4,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from acp_conformance.environment import agent_environment
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
 
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
-from tests.support.agent_process import (
-    SEED_ALIASES,
-    AgentProcess,
-    agent_environment,
-    spawn_agent,
-)
+from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
 
 
 @pytest.fixture

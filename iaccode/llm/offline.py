@@ -42,9 +42,11 @@ class ScriptedProvider:
         if exchange.get("reset"):
             raise ModelError("Could not reach the model API: the connection was reset.")
         if "status" in exchange:
-            error = (exchange.get("body") or {}).get("error") or {}
-            message = error.get("message", "error") if isinstance(error, dict) else "error"
-            raise ModelError(f"The model API answered {exchange['status']}: {message}")
+            body = exchange.get("body")
+            error = (body.get("error") if isinstance(body, dict) else None) or {}
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ModelError(f"The model API answered {exchange['status']}"
+                             + (f": {message}" if message else ""))
         events = self._play(exchange, tap)
         try:
             yield events

@@ -4,7 +4,7 @@ every call.
 Reading every ``meta.json`` is the simple way, and it is correct, but it does not scale: with
 10,000 sessions it means 10,000 opens, reads and JSON parses on every ``session/list``, about
 0.6 s warm and 2 s with a cold page cache on the machine it was measured on
-(``tests/bench_store_listing.py``). So ``<root>/index.sqlite3`` caches, per session, its
+(``tests/bench/bench_store_listing.py``). So ``<root>/index.sqlite3`` caches, per session, its
 ``cwd`` and its ``updated_at`` (as a sort key), together with the signature (inode, mtime in ns,
 size) of the ``meta.json`` they were read from. A list then costs one directory scan, one
 ``stat`` per session (no file is opened), one read of the small index, and the reading of the

@@ -1,17 +1,12 @@
 """Machinery shared by the adversarial suite.
 
 ``LineAgent``
-    A raw line client on a plain (synchronous) subprocess, so that one ``iaccode acp`` can
-    serve every example of a Hypothesis test function. Every line the agent writes is checked
-    as it arrives: strict JSON (no NaN), a JSON-RPC 2.0 envelope, the official ACP schema for
-    what the agent sends on its own, and an oracle for answers: each request-shaped line we
-    sent is owed exactly one answer with its id, each malformed line exactly one error with a
-    null id, and nothing else is ever answered.
-
-``RoutedModelServer``
-    A fake Messages API that computes each answer from the request (the FIFO fake in
-    ``tests/fakes`` cannot tell concurrent sessions apart): the load test needs answers that
-    belong to the session that asked.
+    A raw line client on the harness's synchronous one (``acp_conformance.line_client``), so
+    that one ``iaccode acp`` can serve every example of a Hypothesis test function. Every line
+    the agent writes is checked as it arrives: strict JSON (no NaN), a JSON-RPC 2.0 envelope,
+    the official ACP schema for what the agent sends on its own, and an oracle for answers:
+    each request-shaped line we sent is owed exactly one answer with its id, each malformed
+    line exactly one error with a null id, and nothing else is ever answered.
 
 Helpers: agent environments (scripted offline model or the fake HTTP server), RSS from /proc,
 process liveness, and the API's history rules.
@@ -24,20 +19,19 @@ import itertools
 import json
 import os
 import re
-import select
-import socket
-import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from iaccode.llm.script import Exchange, dump_script, error_body
-from tests.support.acp_schema import WireChecker, method_tables, validate_def
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, agent_environment
+from acp_conformance.environment import agent_environment
+from acp_conformance.line_client import AgentGone, LineClient
+from acp_conformance.processes import parent_pid, pid_alive
+from acp_conformance.schema import WireChecker, method_tables, validate_def
+
+from iaccode.llm.script import dump_script
+from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES
 
 INTERNAL_ERROR = -32603
 NULL_ID = ("null", None)
@@ -99,15 +93,6 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError(f"no VmRSS for pid {pid}")
-
-
-def pid_alive(pid: int) -> bool:
-    """Running, and not a zombie."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return data[data.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
@@ -259,22 +244,12 @@ class AgentDied(AssertionError):
 
 
 class LineAgent:
-    """``iaccode acp`` on a plain subprocess, driven line by line (see the module docstring)."""
+    """``iaccode acp`` on the harness's synchronous client, driven line by line (see the
+    module docstring): each line the agent writes goes through the oracle as it arrives."""
 
     def __init__(self, env: Mapping[str, str], stderr_path: Path, *,
                  forbid_internal_errors: bool = True) -> None:
         self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("wb")
-        self.process = subprocess.Popen(AGENT_COMMAND, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self._stderr,
-                                        env=dict(env), bufsize=0)
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self._in = self.process.stdin.fileno()
-        self._out = self.process.stdout.fileno()
-        os.set_blocking(self._in, False)
-        os.set_blocking(self._out, False)
-        self._buffer = bytearray()
-        self._eof = False
         self.forbid_internal_errors = forbid_internal_errors
         self.schema = WireChecker(aliases=SEED_ALIASES)
         self._response_types = method_tables().agent_responses
@@ -286,37 +261,31 @@ class LineAgent:
         self.notifications: list[dict[str, Any]] = []
         self.agent_requests: list[dict[str, Any]] = []
         self.lines_received = 0
-        self.bytes_received = 0
         self._probe_ids = itertools.count(1)
+        self.client = LineClient(AGENT_COMMAND, env, stderr=stderr_path, on_line=self._accept)
+        self.process = self.client.proc
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()  # type: ignore[union-attr]
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        with contextlib.suppress(OSError):
-            self.process.stdout.close()  # type: ignore[union-attr]
-        self._stderr.close()
+        self.client.close()
 
     def __enter__(self) -> LineAgent:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.process.poll() is None and exc[0] is not None:
-            self.process.kill()
-        self.close()
+        self.client.__exit__(*exc)
 
     @property
     def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
+        return self.client.stderr
+
+    @property
+    def bytes_received(self) -> int:
+        return self.client.bytes_read
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self.client.alive()
 
     def _died(self) -> AgentDied:
         return AgentDied(f"the agent exited ({self.process.poll()}); stderr:\n"
@@ -331,27 +300,16 @@ class LineAgent:
         self._methods.setdefault(key, []).append(method)
 
     def send(self, data: bytes, *, expect: bool = True, timeout: float = 120.0) -> None:
-        """Write ``data`` while reading whatever the agent writes meanwhile (a peer that does
-        not read could otherwise deadlock us both). ``expect``: register the answers owed."""
+        """Write ``data`` while reading whatever the agent writes meanwhile. ``expect``:
+        register the answers owed."""
         if expect:
             self.expect(data)
-        view = memoryview(data)
-        deadline = time.monotonic() + timeout
-        while view:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"could not write to the agent for {timeout} s")
-            readable, writable, _ = select.select([self._out], [self._in], [], min(left, 1.0))
-            if readable:
-                self._pump()
-            if writable:
-                try:
-                    written = os.write(self._in, view[:1 << 20])
-                except BlockingIOError:
-                    continue
-                except BrokenPipeError:
-                    raise self._died() from None
-                view = view[written:]
+        try:
+            self.client.send_raw(data, timeout)
+        except TimeoutError:
+            raise AssertionError(f"could not write to the agent for {timeout} s") from None
+        except AgentGone:
+            raise self._died() from None
 
     def expect(self, data: bytes) -> None:
         """Register the answers the agent owes for ``data`` (whole lines)."""
@@ -366,23 +324,6 @@ class LineAgent:
         self.send(json.dumps(message).encode() + b"\n", **kwargs)
 
     # -- receiving -----------------------------------------------------------------------------
-
-    def _pump(self) -> bool:
-        """Read what is there; False at end of output."""
-        try:
-            chunk = os.read(self._out, 1 << 20)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            self._eof = True
-            return False
-        self.bytes_received += len(chunk)
-        self._buffer += chunk
-        while (newline := self._buffer.find(b"\n")) >= 0:
-            line = bytes(self._buffer[:newline])
-            del self._buffer[:newline + 1]
-            self._accept(line)
-        return True
 
     def _accept(self, line: bytes) -> None:
         self.lines_received += 1
@@ -449,9 +390,10 @@ class LineAgent:
             if left <= 0:
                 raise AssertionError(f"answers never came for {dict(+self.owed)}; stderr:\n"
                                      f"{self.stderr[-3000:]}")
-            readable, _, _ = select.select([self._out], [], [], min(left, 1.0))
-            if readable and not self._pump():
-                raise self._died()
+            try:
+                readable = self.client._fill(min(left, 1.0))
+            except AgentGone:
+                raise self._died() from None
             if self.process.poll() is not None and not readable:
                 raise self._died()
 
@@ -521,89 +463,6 @@ def history_problems(messages: list[dict[str, Any]]) -> list[str]:
             if stray:
                 problems.append(f"message {index} answers tool uses never asked: {stray}")
     return problems
-
-
-# -- a fake model that answers by what it is asked ---------------------------------------------
-
-
-Responder = Callable[[dict[str, Any]], Exchange]
-
-
-class RoutedModelServer:
-    """A Messages API on 127.0.0.1 whose every answer is ``responder(request body)``: a
-    streamed ``events`` exchange or a ``status`` one (the formats of ``iaccode.llm.script``)."""
-
-    def __init__(self, responder: Responder) -> None:
-        self.responder = responder
-        self.bodies: list[dict[str, Any]] = []
-        self.failures: list[str] = []
-        self._lock = threading.Lock()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - the http.server name
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with owner._lock:
-                    owner.bodies.append(body)
-                try:
-                    exchange = owner.responder(body)
-                except Exception as exc:  # a bug in the test's responder: make it visible
-                    with owner._lock:
-                        owner.failures.append(repr(exc))
-                    exchange = {"status": 500, "headers": {"x-should-retry": "false"},
-                                "body": error_body(500, f"responder failed: {exc!r}")}
-                if "status" in exchange:
-                    data = json.dumps(exchange.get("body") or error_body(exchange["status"]))
-                    self.send_response(exchange["status"])
-                    for name, value in (exchange.get("headers") or {}).items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data.encode())
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for event in exchange["events"]:
-                    if exchange.get("delay"):
-                        time.sleep(exchange["delay"])
-                    data = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                    self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            block_on_close = False
-
-            def server_bind(self) -> None:  # skip the reverse lookup of HTTPServer
-                socket.socket.bind(self.socket, self.server_address)
-                self.server_address = self.socket.getsockname()
-                self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> RoutedModelServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:
@@ -683,14 +542,11 @@ def strict_stdout(raw_lines: Iterable[bytes]) -> int:
 
 def _ancestors(pid: int) -> set[int]:
     """``pid`` and the processes above it (never counted as something a command left)."""
-    found = set()
-    while pid > 1 and pid not in found:
-        found.add(pid)
-        try:
-            data = Path(f"/proc/{pid}/stat").read_bytes()
-        except OSError:
-            break
-        pid = int(data[data.rfind(b")") + 2:].split()[1])
+    found: set[int] = set()
+    current: int | None = pid
+    while current is not None and current > 1 and current not in found:
+        found.add(current)
+        current = parent_pid(current)
     return found
 
 
@@ -760,30 +616,3 @@ async def http_agent(tmp_path: Path, base_url: str, name: str = "agent",
 async def start(agent: Any, cwd: Path, **capabilities: Any) -> str:
     await agent.initialize(**capabilities)
     return str(await agent.new_session(cwd))
-
-
-class QueueModelServer(RoutedModelServer):
-    """A routed server that plays a queue of ``events``/``status`` exchanges, one per request,
-    which the test can replace at any time (so one case cannot leave answers to the next);
-    an empty queue answers a 500 that the SDK does not retry."""
-
-    def __init__(self) -> None:
-        import collections
-
-        self.queue: collections.deque[Exchange] = collections.deque()
-        self.empty = 0
-        super().__init__(self._next)
-
-    def _next(self, body: dict[str, Any]) -> Exchange:
-        try:
-            return self.queue.popleft()
-        except IndexError:
-            self.empty += 1
-            return {"status": 500, "headers": {"x-should-retry": "false"},
-                    "body": error_body(500, "no scripted answer left")}
-
-    def play(self, *exchanges: Exchange) -> int:
-        """Replace the queue; returns how many requests were made so far (a bookmark)."""
-        self.queue.clear()
-        self.queue.extend(exchanges)
-        return len(self.bodies)

@@ -31,8 +31,9 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from iaccode.store.store import SessionStore, StoreError, encode_record
 from iaccode.turn.transcript import Transcript, api_messages
 from tests.adversarial.conftest import Figures
@@ -47,7 +48,6 @@ from tests.adversarial.support import (
     strict_stdout,
     survivors,
 )
-from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentProcess
 
 CATEGORY = "disk_faults"

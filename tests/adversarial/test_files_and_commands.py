@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
     allow,
@@ -37,7 +38,6 @@ from tests.adversarial.support import (
     survivors,
     tree_snapshot,
 )
-from tests.fakes.model_server import FakeModelServer
 
 CATEGORY = "files_and_commands"
 SECRET = "TOP-SECRET-OUTSIDE"

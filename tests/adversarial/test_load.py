@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
-    RoutedModelServer,
     history_problems,
     http_agent,
     last_user_text,
@@ -72,7 +72,7 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
     current: dict[str, dict[str, Any]] = {}  # session -> the turn in progress
     names: dict[str, str] = {}  # session id -> sK
     counts: Counter[str] = Counter()
-    with RoutedModelServer(model) as server:
+    with FakeModelServer(responder=model) as server:
         async with http_agent(tmp_path, server.base_url, extra={
                 "IAC_CODE_LOG_LEVEL": "WARNING"}) as agent:
             await agent.initialize()
@@ -166,8 +166,8 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
                 rss_end = rss_kib(agent.process.pid)
                 nursery.cancel_scope.cancel()
             assert problems == [], "\n".join(problems[:20])
-            assert model.problems == [] and server.failures == [], (model.problems[:5],
-                                                                  server.failures[:5])
+            assert model.problems == [] and server.problems == [], (model.problems[:5],
+                                                                  server.problems[:5])
             assert pending == {}
     prompts = counts["prompts"] - prompts_before
     grown = rss_end - rss_start
@@ -181,7 +181,7 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
     figures.add(CATEGORY, "updates", sum(v for k, v in counts.items()
                                          if k not in ("prompts", "permission")))
     figures.add(CATEGORY, "permission_questions", counts["permission"])
-    figures.add(CATEGORY, "model_requests", len(server.bodies))
+    figures.add(CATEGORY, "model_requests", len(server.requests))
     figures.set(CATEGORY, "seconds_under_load", round(took, 1))
     figures.set(CATEGORY, "prompts_per_second", round(prompts / took, 1))
     figures.set(CATEGORY, "rss_start_mib", round(rss_start / 1024, 1))

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import reply
 
-from iaccode.llm.script import reply
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
-    QueueModelServer,
     allow,
     history_problems,
     http_agent,
@@ -155,13 +155,13 @@ CASES: dict[str, tuple[dict[str, Any], bool | None, set[str]]] = {
 
 @pytest.fixture
 def model_server():  # type: ignore[no-untyped-def]
-    with QueueModelServer() as server:
+    with FakeModelServer() as server:
         yield server
 
 
 @pytest.mark.parametrize("group", [0, 1])
 async def test_malformed_tool_calls_are_never_run(tmp_path: Path, workspace: Path,
-                                                  model_server: QueueModelServer,
+                                                  model_server: FakeModelServer,
                                                   figures: Figures, group: int) -> None:
     names = sorted(CASES)[group::2]
     (workspace / "f.txt").write_text("content\n")
@@ -178,12 +178,12 @@ async def test_malformed_tool_calls_are_never_run(tmp_path: Path, workspace: Pat
                 continue
             if response["result"]["stopReason"] not in stops:
                 problems[name] = f"stop reason {response['result']['stopReason']}"
-            made = len(model_server.bodies) - first
+            made = len(model_server.requests) - first
             if made not in ((1, 2) if followup is None else (2 if followup else 1,)):
                 problems[name] = f"{made} model requests"
                 continue
             if made == 2:
-                body = model_server.bodies[first + 1]
+                body = model_server.requests[first + 1].body
                 bad = history_problems(body["messages"])
                 uses = [b for b in body["messages"][-2]["content"]
                         if b.get("type") == "tool_use"]
@@ -197,9 +197,9 @@ async def test_malformed_tool_calls_are_never_run(tmp_path: Path, workspace: Pat
             after, _, _ = await agent.run_prompt(session, "after", allow)
             if after.get("result", {}).get("stopReason") != "end_turn":
                 problems[name] = f"the next prompt: {after}"
-            elif history_problems(model_server.bodies[-1]["messages"]):
+            elif history_problems(model_server.requests[-1].body["messages"]):
                 problems[name] = "the next request's history: " + str(
-                    history_problems(model_server.bodies[-1]["messages"]))
+                    history_problems(model_server.requests[-1].body["messages"]))
     ran = ran_files(workspace)
     if ran:
         problems["executed"] = f"malformed calls were executed: {ran}"

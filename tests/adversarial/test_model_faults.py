@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.driver import TimedOut
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, error_status, hang, reply, reset, stream_error
 
-from iaccode.llm.script import ToolUse, error_status, hang, reply, reset, stream_error
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
     allow,
@@ -25,7 +27,6 @@ from tests.adversarial.support import (
     ran_files,
     survivors,
 )
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 CATEGORY = "model_faults"
@@ -92,7 +93,7 @@ async def test_error_statuses_retry_within_bounds(tmp_path: Path, workspace: Pat
                 "sessionId": session, "prompt": [{"type": "text", "text": name}]})
             try:
                 response, updates = await agent.response(request_id, timeout=20)
-            except trio.TooSlowError:
+            except TimedOut:
                 problems[name] = "no answer within 20 s"
                 await agent.notify("session/cancel", {"sessionId": session})
                 await agent.response(request_id, timeout=5)

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
     asked_ids,
@@ -30,7 +31,6 @@ from tests.adversarial.support import (
     start,
     tree_snapshot,
 )
-from tests.fakes.model_server import FakeModelServer
 
 CATEGORY = "path_races"
 SECRET = "SECRET-RACE-OUTSIDE"

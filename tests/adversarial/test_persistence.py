@@ -37,14 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import Exchange, ToolUse, reply
 
-from iaccode.llm.script import SCRIPT_VERSION, Exchange, ToolUse, reply
+from iaccode.llm.script import SCRIPT_VERSION
 from iaccode.store.store import SessionStore
 from iaccode.turn.compaction import turn_starts
 from iaccode.turn.transcript import Transcript, api_messages
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import (
-    RoutedModelServer,
     allow,
     guard_violations,
     history_problems,
@@ -517,7 +518,7 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
     others = sorted(set(tracked) - set(sample))
     sample += picker.sample(others, min(len(others), size - len(sample)))
     loads = sum(lane.loads for lane in lanes)
-    with RoutedModelServer(lambda body: reply("verified")) as server:
+    with FakeModelServer(responder=lambda body: reply("verified")) as server:
         async with http_agent(tmp_path, server.base_url, "verify", home=home) as agent:
             await agent.initialize()
             listed = await list_all(agent)
@@ -543,7 +544,7 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
     figures.add(CATEGORY, "cases", kills)
 
 
-async def verify(agent: AgentProcess, server: RoutedModelServer, root: Path, session_id: str,
+async def verify(agent: AgentProcess, server: FakeModelServer, root: Path, session_id: str,
                  workspace: Path, session: Tracked, replay: str) -> None:
     """Load and prompt one session: the request must be valid and hold every answered prompt
     that no compaction summarised (and the summary, if there was one)."""
@@ -555,10 +556,10 @@ async def verify(agent: AgentProcess, server: RoutedModelServer, root: Path, ses
     answer = await agent.request("session/load", {
         "sessionId": session_id, "cwd": str(workspace), "mcpServers": []})
     assert "result" in answer, (replay, session_id, answer)
-    sent = len(server.bodies)
+    sent = len(server.requests)
     response, _, _ = await agent.run_prompt(session_id, "verify", allow, timeout=30)
     assert response["result"]["stopReason"] == "end_turn", (replay, response)
-    body = server.bodies[sent]
+    body = server.requests[sent].body
     assert history_problems(body["messages"]) == [], (replay, session_id, body["messages"])
     seen = json.dumps(body["messages"])
     lost = [t.text for t in session.turns if t.answered

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance.script import hang, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from iaccode.llm.script import hang, reply
 from iaccode.server.routes import NOTIFICATIONS, REQUESTS
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import NULL_ID, LineAgent, rss_kib, scripted_env

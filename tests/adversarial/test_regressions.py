@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, error_status, reply
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from iaccode.llm.assemble import StreamAssembler
 from iaccode.llm.base import ModelError, ModelRequest
-from iaccode.llm.script import ToolUse, error_status, reply
 from iaccode.tools.base import ToolContext, ToolLimits
 from iaccode.tools.bash import Bash, BashInput
 from tests.adversarial.conftest import Figures
@@ -39,8 +41,6 @@ from tests.adversarial.support import (
     survivors,
 )
 from tests.adversarial.test_malformed_tool_calls import MISSING, answer, deep, tool
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
 
 CATEGORY = "regressions"

@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iaccode.llm.script import ToolUse, reply
 from iaccode.tools.web.addresses import address_refusal
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import http_agent, request_tool_results, start
-from tests.fakes.model_server import FakeModelServer
 
 CATEGORY = "web_fetch"
 

@@ -23,7 +23,8 @@ from typing import Any
 
 from tests.bench.common import REPO, Row
 
-BENCHES = ["startup", "streaming", "cancel", "sessions", "memory", "search", "caching"]
+BENCHES = ["startup", "streaming", "cancel", "sessions", "memory", "search", "caching",
+           "store_listing"]
 RESULTS = REPO / ".bench" / "results.json"
 README_BEGIN = "<!-- bench-table-begin -->"
 README_END = "<!-- bench-table-end -->"

@@ -1,9 +1,9 @@
 """Prompt caching: the input tokens a 30-request tool loop is billed, with and without caching.
 
 A real ``iaccode acp`` with the Anthropic provider talks to the fake Messages API with its
-prompt-cache accounting on (``tests/fakes/prompt_cache.py``): the fake reads the breakpoints
-the provider marked in each request and computes, from the request bytes, which prefix was
-read from cache, which was written, and what is plain input. The model reads 29 Terraform
+prompt-cache accounting on (``acp_conformance/fakes/prompt_cache.py``): the fake reads the
+breakpoints the provider marked in each request and computes, from the request bytes, which
+prefix was read from cache, which was written, and what is plain input. The model reads 29 Terraform
 files one call at a time, then answers: 30 requests, each its predecessor plus one tool result.
 
 Billed input is priced with the API's published multipliers: a cache write costs 1.25x an
@@ -39,8 +39,8 @@ def _workspace(project: Path, files: int) -> None:
 
 def measure(root: Path) -> list[dict[str, int]]:
     """Each request's usage as the fake API computed it."""
-    from iaccode.llm.script import ToolUse, reply
-    from tests.fakes.model_server import FakeModelServer
+    from acp_conformance.fakes.messages import FakeModelServer
+    from acp_conformance.script import ToolUse, reply
 
     project = root / "project"
     _workspace(project, REQUESTS - 1)

@@ -50,7 +50,7 @@ def _cancel_and_time(agent: Client, session: str, request_id: int) -> tuple[floa
 
 
 def streaming(root: Path, repeats: int) -> list[float]:
-    from iaccode.llm.script import reply
+    from acp_conformance.script import reply
 
     script = write_script(root / "stream.json",
                           [reply(text_chunks(STREAM_CHUNKS)) for _ in range(repeats)])
@@ -73,7 +73,7 @@ def streaming(root: Path, repeats: int) -> list[float]:
 
 
 def _bash_script(path: Path, repeats: int) -> Path:
-    from iaccode.llm.script import ToolUse, reply
+    from acp_conformance.script import ToolUse, reply
 
     return write_script(path, [
         reply("", tool_uses=[ToolUse(f"toolu_{i:04d}", "bash", {"command": "sleep 30"})],

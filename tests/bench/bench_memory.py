@@ -142,7 +142,7 @@ def per_session(root: Path, count: int) -> list[Row]:
 
 
 def streaming(root: Path, sessions: int, deltas: int) -> list[Row]:
-    from iaccode.llm.script import reply
+    from acp_conformance.script import reply
 
     script = write_script(root / "many.json",
                           [reply(text_chunks(deltas)) for _ in range(sessions)])

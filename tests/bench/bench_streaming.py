@@ -8,9 +8,9 @@ client the same way. Updates per second and bytes per second, medians over the r
 
 The same client then measures each provider on its real SDK: the Anthropic provider against
 the fake Messages API and the OpenAI-compatible provider against the fake Chat Completions API
-(``tests/fakes/``, each serving from its own process over loopback HTTP + SSE), 20,000 deltas
-per answer. Their baseline is the scripted model's rate from this run (no HTTP), so the ratio
-is what the SDK, the HTTP stream and the fake cost.
+(``acp_conformance.fakes``, each serving from its own process over loopback HTTP + SSE),
+20,000 deltas per answer. Their baseline is the scripted model's rate from this run (no
+HTTP), so the ratio is what the SDK, the HTTP stream and the fake cost.
 
     python -m tests.bench.bench_streaming [--quick]
 """
@@ -37,9 +37,9 @@ PROVIDER_DELTAS = 20_000
 ROOT = Path(__file__).resolve().parents[2]
 
 PROVIDERS = {
-    "Anthropic": ("tests.fakes.model_server", lambda url: {
+    "Anthropic": ("acp_conformance.fakes.messages", lambda url: {
         "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": url}),
-    "OpenAI-compatible": ("tests.fakes.chat_server", lambda url: {
+    "OpenAI-compatible": ("acp_conformance.fakes.chat", lambda url: {
         "IAC_CODE_PROVIDER": "openai", "OPENAI_API_KEY": "bench", "IAC_CODE_BASE_URL": url}),
 }
 """Provider -> (the fake API serving it, the environment pointing the agent at it)."""
@@ -61,7 +61,7 @@ def _runs(root: Path, repeats: int, deltas: int
           ) -> tuple[list[tuple[float, int, int]], list[tuple[float, int, int]]]:
     """(seconds, updates, bytes) of each run, the agent's and the bare loop's, alternating (the
     machine's load changes; both see the same)."""
-    from iaccode.llm.script import reply
+    from acp_conformance.script import reply
 
     chunks = text_chunks(deltas)
     script = write_script(root / "script.json", [reply(chunks) for _ in range(repeats)])
@@ -86,7 +86,7 @@ def _runs(root: Path, repeats: int, deltas: int
 def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
                    ) -> list[tuple[float, int, int]]:
     """(seconds, updates, bytes) of each answer streamed through ``provider``'s SDK."""
-    from iaccode.llm.script import reply
+    from acp_conformance.script import reply
 
     module, environment = PROVIDERS[provider]
     folder = root / provider

@@ -14,8 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iaccode.llm.script import dump_script, reply
-from tests.support.agent_process import agent_environment
+from acp_conformance.environment import agent_environment
+from acp_conformance.script import reply
+
+from iaccode.llm.script import dump_script
 
 ACPLINT = Path(sys.executable).with_name("acplint")
 

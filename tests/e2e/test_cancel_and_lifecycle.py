@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import error_status, hang, reply
 
-from iaccode.llm.script import error_status, hang, reply
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 SLOW_STREAM = reply([f"word{i} " for i in range(100)], delay=0.05)

@@ -12,9 +12,10 @@ import platform
 import subprocess
 from pathlib import Path
 
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
+
 from iaccode.context.instructions import CAP_CHARS
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 

@@ -15,15 +15,10 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.environment import agent_environment
+from acp_conformance.schema import WireChecker
 
-from tests.support.acp_schema import WireChecker
-from tests.support.agent_process import (
-    AGENT_COMMAND,
-    SEED_ALIASES,
-    AgentProcess,
-    agent_environment,
-    spawn_agent,
-)
+from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentProcess, spawn_agent
 
 EARLY = "initialize was answered before start-up"
 DIFFERS = "differs from the server's"

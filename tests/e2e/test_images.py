@@ -12,10 +12,10 @@ import zlib
 from pathlib import Path
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from iaccode.llm.script import reply
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import reply
+
 from tests.e2e.test_tools import start
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "iac" / "project"

@@ -1,6 +1,6 @@
 """MCP servers end to end: real MCP servers written with the official SDK
-(tests/fakes/mcp_server.py) on stdio, streamable HTTP and SSE, a real `iaccode acp`, and the
-fake model asking for their tools; the test plays the editor."""
+(acp_conformance/fakes/mcp_server.py) on stdio, streamable HTTP and SSE, a real `iaccode acp`,
+and the fake model asking for their tools; the test plays the editor."""
 
 from __future__ import annotations
 
@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.mcp_server import ROOT, RemoteServer, acp_stdio_server, calls
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.processes import pid_alive
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.mcp_server import RemoteServer, acp_stdio_server, calls
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
-from tests.support.processes import pid_alive
 
-ROOT = Path(__file__).resolve().parents[2]
 stdio_server = acp_stdio_server
 
 

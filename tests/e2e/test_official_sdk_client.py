@@ -14,9 +14,8 @@ from typing import Any
 import acp
 import pytest
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, UsageUpdate
-
-from iaccode.llm.script import ToolUse, hang, reply
-from tests.fakes.model_server import FakeModelServer
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, hang, reply
 
 
 class RecordingClient(acp.Client):

@@ -1,5 +1,5 @@
 """The OpenAI-compatible provider end to end: a real ``iaccode acp`` with the real ``openai``
-SDK, talking to the fake Chat Completions API (tests/fakes/chat_server.py) over loopback.
+SDK, talking to the fake Chat Completions API (acp_conformance/fakes/chat.py) over loopback.
 
 The fake is strict like the real API (tool calls and their answers must pair up, no
 Anthropic-only fields), so every test also checks that it refused nothing.
@@ -17,17 +17,13 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.environment import agent_environment
+from acp_conformance.fakes.chat import FakeChatServer
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, error_status, reply, stream_error
 
-from iaccode.llm.script import ToolUse, error_status, reply, stream_error
-from tests.fakes.chat_server import FakeChatServer
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
-from tests.support.agent_process import (
-    SEED_ALIASES,
-    AgentProcess,
-    agent_environment,
-    spawn_agent,
-)
+from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
 
 
 @pytest.fixture

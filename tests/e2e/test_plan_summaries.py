@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 from tests.support.stand_ins import env_with_stand_ins
 

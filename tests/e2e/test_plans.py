@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, reply
+
 from tests.support.agent_process import SEED_ALIASES, spawn_agent
 
 PLAN = [{"content": "Read the module", "status": "completed", "priority": "high"},

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import error_status, hang, reply, stream_error
 
-from iaccode.llm.script import error_status, hang, reply, stream_error
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 

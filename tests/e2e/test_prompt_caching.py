@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.agent_process import agent_environment
+from acp_conformance.environment import agent_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 

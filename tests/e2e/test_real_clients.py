@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.processes import pid_alive, pid_files_written, wait_until
+from acp_conformance.script import ToolUse, error_status, reply
 
-from iaccode.llm.script import ToolUse, error_status, reply
 from iaccode.tools import process_tree
 from tests.e2e.test_tools import call, choose, start, tool_updates
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
-from tests.support.processes import pid_alive, pid_files_written, wait_until
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 

@@ -17,20 +17,14 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.processes import pid_alive
+from acp_conformance.remote import TRANSPORTS, RemoteAgent, connect, http_client
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import SEED_ALIASES, AgentProcess
-from tests.support.processes import pid_alive
-from tests.support.remote_agent import (
-    TRANSPORTS,
-    RemoteAgent,
-    ServerProcess,
-    connect,
-    http_client,
-    spawn_server,
-)
+from tests.support.serve import ServerProcess, spawn_server
 
 TOKEN = "remote-test-token-0123456789"
 IDLE_TIMEOUT = 2

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
+from acp_conformance.script import ToolUse, hang, reply
 
-from iaccode.llm.script import ToolUse, hang, reply
-from tests.fakes.model_server import FakeModelServer
-from tests.support.acp_schema import WireChecker
 from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
+
 from tests.support.agent_process import AgentProcess
 
 

@@ -8,16 +8,12 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.environment import agent_environment
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.processes import group_gone
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
-from tests.support.agent_process import (
-    AgentProcess,
-    RpcReply,
-    agent_environment,
-    spawn_agent,
-)
-from tests.support.processes import group_gone
+from tests.support.agent_process import AgentProcess, RpcReply, spawn_agent
 
 
 def call(name: str, **args: Any) -> dict:

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from tests.golden import record
 
 GOLDEN = sorted(Path(record.GOLDEN).glob("*.jsonl"))

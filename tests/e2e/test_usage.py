@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import reply
 
 from iaccode.llm.prices import PRICES
-from iaccode.llm.script import reply
-from tests.fakes.model_server import FakeModelServer
 from tests.support.agent_process import AgentProcess
 
 PRICED = "claude-sonnet-4-5"

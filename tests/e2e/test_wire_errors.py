@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance.environment import agent_environment
 
-from tests.support.agent_process import AgentProcess, agent_environment, spawn_agent
+from tests.support.agent_process import AgentProcess, spawn_agent
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 

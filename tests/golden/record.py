@@ -22,9 +22,8 @@ from typing import Any
 
 import acp
 from acp.schema import AllowedOutcome
-
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.model_server import FakeModelServer
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
 
 GOLDEN = Path(__file__).parent
 DEMO = Path(__file__).parents[2] / "iaccode" / "transcript" / "demo-terraform.jsonl"

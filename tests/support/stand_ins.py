@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.fakes.model_server import FakeModelServer
-from tests.support.agent_process import agent_environment
+from acp_conformance.environment import agent_environment
+from acp_conformance.fakes.messages import FakeModelServer
 
 
 def env_with_stand_ins(tmp_path: Path, model_server: FakeModelServer,

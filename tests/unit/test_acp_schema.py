@@ -1,4 +1,4 @@
-"""Tests for tests/support/acp_schema.py (ACP v1 schema from the pinned npm package)."""
+"""Tests for acp_conformance/schema.py (ACP v1 schema from the pinned npm package)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.support import acp_schema
-from tests.support.acp_schema import (
+from acp_conformance import schema as acp_schema
+from acp_conformance.schema import (
     SchemaFetchError,
     WireChecker,
     method_tables,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance.schema import schema_defs, validate_def
 
 from iaccode.config import Config
 from iaccode.protocol import messages as m
@@ -28,7 +29,6 @@ from iaccode.protocol.tool_calls import (
 from iaccode.server.credentials import auth_method
 from iaccode.turn.permissions import MODES, OPTIONS
 from iaccode.wire import errors
-from tests.support.acp_schema import schema_defs, validate_def
 
 MODEL_STATE = m.SessionModelState("claude-sonnet-5-5", [m.ModelInfo("claude-sonnet-5-5", "S")])
 MODEL_OPTION = m.SessionConfigOption(

@@ -11,9 +11,8 @@ from typing import Any
 
 import openai
 import pytest
-
-from iaccode.llm.script import ToolUse, error_status, reply
-from tests.fakes.chat_server import CHAT_PATH, FakeChatServer
+from acp_conformance.fakes.chat import CHAT_PATH, FakeChatServer
+from acp_conformance.script import ToolUse, error_status, reply
 
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 

@@ -16,17 +16,10 @@ import anthropic
 import httpx2
 import pytest
 import trio
+from acp_conformance.fakes.messages import NO_EXCHANGE_LEFT, FakeModelServer
+from acp_conformance.script import ToolUse, error_status, hang, reply, reset, stream_error
 
-from iaccode.llm.script import (
-    ToolUse,
-    dump_script,
-    error_status,
-    hang,
-    reply,
-    reset,
-    stream_error,
-)
-from tests.fakes.model_server import NO_EXCHANGE_LEFT, FakeModelServer
+from iaccode.llm.script import dump_script
 
 ROOT = Path(__file__).resolve().parents[2]
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
@@ -381,7 +374,7 @@ async def test_unknown_path_is_404(server: FakeModelServer) -> None:
 
 async def test_enqueue_validates(server: FakeModelServer) -> None:
     with pytest.raises(ValueError, match="exchange 1: "):
-        server.enqueue(hang(), {"hang": True, "bogus": 1})
+        server.enqueue(hang(), {"hang": True, "reset": True})
     assert server.remaining == 0
 
 
@@ -408,7 +401,7 @@ def test_sync_client_works() -> None:
 def test_cli_serves_a_script_until_signalled(tmp_path: Path, stop_signal: int) -> None:
     script = tmp_path / "script.json"
     dump_script([reply(["from ", "cli"]), error_status(529)], script)
-    command = [sys.executable, "-m", "tests.fakes.model_server", "--script", str(script)]
+    command = [sys.executable, "-m", "acp_conformance.fakes.messages", "--script", str(script)]
     with subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:
@@ -436,7 +429,7 @@ def test_cli_rejects_a_bad_script(tmp_path: Path) -> None:
     script = tmp_path / "bad.json"
     script.write_text(json.dumps([{"hang": "no"}]))
     result = subprocess.run(
-        [sys.executable, "-m", "tests.fakes.model_server", "--script", str(script)],
+        [sys.executable, "-m", "acp_conformance.fakes.messages", "--script", str(script)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -99,17 +99,14 @@ def bottom(package: str) -> Rule:
     return Rule((f"iaccode/{package}",), ("iaccode",), (f"iaccode.{package}",), leaves=True)
 
 
-PART_C = ("part C (conformance/ stands alone) has not landed: until it does, the suite uses "
-          "iaccode's model scripts and the fakes and schema checker of tests/")
 
 RULES = {
     "tools, turn and session do not import wire: only server speaks JSON-RPC": Rule(
         ("iaccode/tools", "iaccode/turn", "iaccode/session"), ("iaccode.wire",)),
     "tools do not import session, server or turn": Rule(
         ("iaccode/tools",), ("iaccode.session", "iaccode.server", "iaccode.turn")),
-    "conformance imports nothing of iaccode or tests": pytest.param(
-        Rule(("conformance",), ("iaccode", "tests")),
-        marks=pytest.mark.xfail(strict=True, reason=PART_C)),
+    "conformance imports nothing of iaccode or tests": Rule(
+        ("conformance",), ("iaccode", "tests")),
     "wire imports nothing above it: it knows nothing of ACP": bottom("wire"),
     "protocol imports nothing above it": bottom("protocol"),
     "store imports nothing above it": bottom("store"),

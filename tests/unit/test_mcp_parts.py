@@ -1,5 +1,5 @@
 """The MCP package's parts: server descriptions (ACP and config.toml), tool names, results, and
-a session's servers against the real stdio fake server (tests/fakes/mcp_server.py)."""
+a session's servers against the real stdio fake server (acp_conformance/fakes/mcp_server.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import mcp_types
 import pytest
 import trio
+from acp_conformance.fakes.mcp_server import ROOT
 
 from iaccode.config import Config, ConfigError
 from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, from_toml, merge
@@ -18,9 +19,6 @@ from iaccode.mcp.section import mcp_section
 from iaccode.mcp.servers import McpServers, expand_prompt
 from iaccode.mcp.tool import MAX_IMAGE_BYTES, tool_result
 from iaccode.protocol.content import ImageContent, TextContent
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 # -- names -----------------------------------------------------------------------------------
 
@@ -160,7 +158,7 @@ def test_resources_images_and_the_output_cap() -> None:
 async def test_servers_connect_list_tools_prompts_and_end(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     spec = ServerSpec("db", "stdio", command=sys.executable,
-                      args=("-m", "tests.fakes.mcp_server", "stdio", "--spawn-child",
+                      args=("-m", "acp_conformance.fakes.mcp_server", "stdio", "--spawn-child",
                             str(pid_file)),
                       env={"PYTHONPATH": str(ROOT)})
     changes: list[None] = []
@@ -189,7 +187,7 @@ async def test_servers_connect_list_tools_prompts_and_end(tmp_path: Path) -> Non
             server_pid, child_pid = (int(p) for p in pid_file.read_text().split())
             await servers.aclose()
             nursery.cancel_scope.cancel()
-    from tests.support.processes import pid_alive
+    from acp_conformance.processes import pid_alive
 
     assert not pid_alive(server_pid) and not pid_alive(child_pid)
     assert mcp_section(McpServers([], tmp_path)) is None

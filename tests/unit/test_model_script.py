@@ -1,4 +1,5 @@
-"""The model script format: builders, validation, load/dump."""
+"""The model script format: the harness's builders (``acp_conformance.script``), iac-code's
+validation and load/dump (``iaccode.llm.script``), and that the two agree."""
 
 from __future__ import annotations
 
@@ -7,21 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_conformance import script as builders
+from acp_conformance.script import (
+    ToolUse,
+    error_body,
+    error_status,
+    exchange_kind,
+    hang,
+    read_exchange,
+    reply,
+    reset,
+    stream_error,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from iaccode.llm.script import (
     ScriptError,
-    ToolUse,
     dump_script,
-    error_body,
-    error_status,
-    exchange_kind,
-    hang,
     load_script,
-    reply,
-    reset,
-    stream_error,
     validate_exchange,
     validate_script,
 )
@@ -137,9 +142,9 @@ def test_reply_usage() -> None:
 
 def test_reply_delay_and_cut_after_are_checked() -> None:
     assert reply("x", delay=0.5, cut_after=2)["cut_after"] == 2
-    with pytest.raises(ScriptError, match="delay"):
+    with pytest.raises(builders.ScriptError, match="delay"):
         reply("x", delay=-1)
-    with pytest.raises(ScriptError, match="cut_after"):
+    with pytest.raises(builders.ScriptError, match="cut_after"):
         reply("x", cut_after=99)
 
 
@@ -182,7 +187,7 @@ def test_error_status_retry_after_and_headers() -> None:
     assert ex["headers"] == {"x-should-retry": "false"}
     assert ex["body"]["error"] == {"type": "overloaded_error", "message": "busy"}
     assert error_body(500, "m", error_type="x")["error"] == {"type": "x", "message": "m"}
-    with pytest.raises(ScriptError, match="status"):
+    with pytest.raises(builders.ScriptError, match="status"):
         error_status(200)
 
 
@@ -200,7 +205,7 @@ def test_validate_fills_defaults() -> None:
         ]
     )
     assert out[0] == {"events": [{"type": "ping"}], "delay": 0.0, "cut_after": None}
-    assert out[1] == {"status": 429, "headers": {}, "body": error_body(429)}
+    assert out[1] == {"status": 429, "headers": {}}
     assert out[2] == {"comment": "never answered", "hang": True}
 
 
@@ -215,12 +220,13 @@ def test_validate_accepts_object_form() -> None:
         ({}, "must have exactly one of"),
         ({"hang": True, "reset": True}, "must have exactly one of"),
         ({"events": [], "status": 500}, "must have exactly one of"),
-        ({"events": {}}, "'events' must be a list"),
+        ({"events": {}}, "'events' must be an array, got an object"),
         ({"events": [1]}, r"events\[0\] must be an object"),
-        ({"events": [{"type": "ping"}, {"data": 1}]}, r"events\[1\] needs a string 'type'"),
+        ({"events": [{"type": "ping"}, {"data": 1}]},
+         r"events\[1\]\.type must be a string, got null"),
         ({"events": [], "delay": -1}, "'delay' must be a non-negative number"),
-        ({"events": [], "delay": "1"}, "'delay' must be a non-negative number"),
-        ({"events": [], "delay": True}, "'delay' must be a non-negative number"),
+        ({"events": [], "delay": "1"}, "'delay' must be a number, got a string"),
+        ({"events": [], "delay": True}, "'delay' must be a number, got a boolean"),
         ({"events": [{"type": "ping"}], "cut_after": 2}, "'cut_after' must be null or an integer"),
         ({"events": [], "cut_after": 1.5}, "'cut_after'"),
         ({"events": [], "cutafter": 1}, "unknown key.*cutafter"),
@@ -281,7 +287,7 @@ def test_load_bare_list(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"reset": True}, {"status": 500}]))
     assert load_script(str(path)) == [
         {"reset": True},
-        {"status": 500, "headers": {}, "body": error_body(500)},
+        {"status": 500, "headers": {}},
     ]
 
 
@@ -324,3 +330,34 @@ def test_tool_input_pieces_rebuild_the_input(tool_input: dict[str, Any]) -> None
 def test_text_chunks_are_kept(chunks: list[str]) -> None:
     assert deltas(reply(chunks), "text_delta", "text") == chunks
     assert deltas(reply(thinking=chunks), "thinking_delta", "thinking") == chunks
+
+
+@pytest.mark.parametrize("exchange", [
+    {"events": [{"type": "ping"}]},
+    {"status": 429},
+    {"status": 503, "headers": {"retry-after": "1"}, "comment": "busy"},
+    {"hang": True},
+    {"reset": True},
+    {"model_error": "boom"},
+    {"events": [{"type": "ping"}], "delay": 0.5, "cut_after": 1, "then_hang": True},
+])
+def test_the_fakes_read_an_exchange_as_iaccode_does(exchange: dict[str, Any]) -> None:
+    """The fakes (acp_conformance) and iac-code's script loader read one format: the same
+    defaults (the fakes also make a status answer's body), so a script plays the same against
+    either."""
+    expected = validate_exchange(exchange)
+    if "status" in exchange:
+        expected.setdefault("body", error_body(exchange["status"]))
+    assert read_exchange(exchange) == expected
+
+
+@pytest.mark.parametrize("bad", [
+    {}, {"hang": True, "reset": True}, {"hang": False}, {"reset": 1}, {"status": 200},
+    {"events": {}}, {"events": [1]}, {"events": [], "delay": -1},
+    {"events": [{"type": "ping"}], "cut_after": 2},
+])
+def test_the_fakes_refuse_what_iaccode_refuses(bad: dict[str, Any]) -> None:
+    with pytest.raises(ScriptError):
+        validate_exchange(bad)
+    with pytest.raises(builders.ScriptError):
+        read_exchange(bad)

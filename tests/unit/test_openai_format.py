@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_conformance.fakes.chat import refusal
+
 from iaccode.llm.anthropic_provider import sendable
 from iaccode.llm.assemble import StreamAssembler
 from iaccode.llm.base import Finished, ModelEvent, ModelRequest, TextDelta, ThinkingDelta
 from iaccode.llm.openai_request import NO_RESULT, chat_body, chat_messages
 from iaccode.llm.openai_stream import ChunkTranslator
-from tests.fakes.chat_server import refusal
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                      "data": "iVBORw0KGgo="}}

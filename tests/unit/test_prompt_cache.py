@@ -6,8 +6,9 @@ import copy
 import json
 import math
 
+from acp_conformance.fakes.prompt_cache import BYTES_PER_TOKEN, PromptCache, _blocks
+
 from iaccode.llm.anthropic_provider import MAX_BREAKPOINTS, with_cache_breakpoints
-from tests.fakes.prompt_cache import BYTES_PER_TOKEN, PromptCache, _blocks
 
 MARK = {"type": "ephemeral"}
 SYSTEM = "s" * 8000  # 2,000 tokens: over the 1,024-token minimum on its own

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from acp_conformance.script import ToolUse, reply
 
-from iaccode.llm.script import ToolUse, reply
 from iaccode.transcript.format import TranscriptError
 from iaccode.transcript.paths import PathMap, check_inside, map_model_events, tool_inputs
 

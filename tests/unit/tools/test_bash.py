@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.processes import group_gone, pid_alive
 
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
@@ -24,7 +25,6 @@ from iaccode.tools.base import (
     ToolResult,
 )
 from iaccode.tools.bash import Bash, BashInput
-from tests.support.processes import group_gone, pid_alive
 
 BASH = Bash()
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.processes import pid_alive, state
 
 from iaccode.tools import process_tree
 from iaccode.tools.base import ToolContext, ToolLimits, ToolResult
 from iaccode.tools.bash import Bash, BashInput
-from tests.support.processes import pid_alive
 
 pytestmark = pytest.mark.skipif(not process_tree.supported(),
                                 reason="needs Linux child subreapers and /proc")
@@ -42,11 +42,7 @@ def pids(path: Path) -> list[int]:
 
 def gone(pid: int) -> bool:
     """Dead and reaped: not running, and no zombie left behind (by us or by anyone)."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return True
-    return data[data.rfind(b")") + 2:].split()[0] == b"X"
+    return state(pid) in (None, "X")
 
 
 def kill_quietly(found: list[int]) -> None:

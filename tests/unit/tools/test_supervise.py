@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from acp_conformance.processes import pid_alive, pid_files_written, wait_until
 
 from iaccode.tools import process_tree, supervise
-from tests.support.processes import pid_alive, pid_files_written, wait_until
 
 pytestmark = pytest.mark.skipif(not process_tree.supported(), reason="needs Linux prctl")
 

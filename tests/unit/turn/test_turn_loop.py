@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.script import ToolUse, error_status, reply, stream_error
 
 from iaccode.llm.offline import ScriptedProvider
-from iaccode.llm.script import ToolUse, error_status, reply, stream_error
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import AgentMessageChunk, UsageUpdate
 from iaccode.protocol.tool_calls import ToolCallProgress

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.conftest import Checks
-from conformance.driver import AgentConnection, deadline, updates
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import (
+from acp_conformance.driver import AgentConnection, deadline, updates
+from acp_conformance.harness import Checks
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import (
     Model,
     assert_error,
     capability_or_na,
@@ -16,7 +16,7 @@ from conformance.scenarios import (
     start,
     stop_reason,
 )
-from iaccode.llm.script import hang
+from acp_conformance.script import hang
 
 UNKNOWN_SESSION = "sess_conformance_does_not_exist"
 

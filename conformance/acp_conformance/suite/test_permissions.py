@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from conformance.client import HOLD, RpcError, cancelled, capability_for, choose
-from conformance.conftest import Checks, Harness
-from conformance.driver import AgentConnection, deadline, updates
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import Model, start, stop_reason
-from iaccode.llm.script import reply
+from acp_conformance.client import HOLD, RpcError, cancelled, capability_for, choose
+from acp_conformance.driver import AgentConnection, deadline, updates
+from acp_conformance.harness import Checks, Harness
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import Model, start, stop_reason
+from acp_conformance.script import reply
 
 CONTENT = "written by the conformance suite\n"
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import trio
 
-from conformance.conftest import Harness
-from conformance.driver import AgentConnection, deadline, text_of, updates
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import Model, error_code, slow_text, start, stop_reason
-from iaccode.llm.script import hang, reply
+from acp_conformance.driver import AgentConnection, deadline, text_of, updates
+from acp_conformance.harness import Harness
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import Model, error_code, slow_text, start, stop_reason
+from acp_conformance.script import hang, reply
 
 CANCEL_DEADLINE = 5.0
 """Seconds a cancelled turn may take to answer."""

@@ -1,7 +1,7 @@
 """A real MCP server for the tests, written with the official ``mcp`` SDK (MCPServer).
 
-    python -m tests.fakes.mcp_server stdio [--log FILE] [--spawn-child FILE]
-    python -m tests.fakes.mcp_server http|sse [--log FILE]     # prints "READY <url>" first
+    python -m acp_conformance.fakes.mcp_server stdio [--log FILE] [--spawn-child FILE]
+    python -m acp_conformance.fakes.mcp_server http|sse [--log FILE]  # prints "READY <url>"
 
 Its tools:
 
@@ -45,6 +45,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 ROOT = Path(__file__).resolve().parents[2]
+"""Where ``acp_conformance`` is imported from (on the PYTHONPATH of the servers it starts)."""
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -124,7 +125,7 @@ def build(log: Path | None) -> MCPServer:
 def acp_stdio_server(name: str, log: Path, *extra: str) -> dict[str, Any]:
     """ACP's ``McpServerStdio`` for this server (``env`` as ACP gives it: a list)."""
     return {"name": name, "command": sys.executable,
-            "args": ["-m", "tests.fakes.mcp_server", "stdio", "--log", str(log), *extra],
+            "args": ["-m", "acp_conformance.fakes.mcp_server", "stdio", "--log", str(log), *extra],
             "env": [{"name": "PYTHONPATH", "value": str(ROOT)}]}
 
 
@@ -135,7 +136,8 @@ class RemoteServer:
     def __init__(self, transport: str, log: Path) -> None:
         self.transport = transport
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.mcp_server", transport, "--log", str(log)],
+            [sys.executable, "-m", "acp_conformance.fakes.mcp_server", transport, "--log",
+             str(log)],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         ready = self.process.stdout.readline().split()

@@ -1,6 +1,6 @@
 """A fake Anthropic Messages API: a real HTTP server on 127.0.0.1 that plays a model script.
 
-The script format (and builders for it) live in :mod:`iaccode.llm.script`. Each
+The script format and its builders: :mod:`acp_conformance.script`. Each
 ``POST /v1/messages`` takes the next scripted exchange, in order; when none is left the
 answer is a 500 whose message says ``fake model server: no scripted exchange left``
 (with ``x-should-retry: false`` so that SDK retries do not hide the failure).
@@ -13,8 +13,8 @@ answer is a 500 whose message says ``fake model server: no scripted exchange lef
 
 With ``prompt_cache=True`` the usage of each streamed answer is not the script's but what the
 API would bill for the request received: input, cache read and cache write tokens computed
-from its bytes and its ``cache_control`` breakpoints (:mod:`tests.fakes.prompt_cache`); each
-request's figures are kept in :attr:`FakeModelServer.cache_usage`.
+from its bytes and its ``cache_control`` breakpoints (:mod:`acp_conformance.fakes.prompt_cache`);
+each request's figures are kept in :attr:`FakeModelServer.cache_usage`.
 
 The server runs in daemon threads (stdlib ``ThreadingHTTPServer``, HTTP/1.1, keep-alive),
 so it works from sync tests, trio or asyncio tests, and other processes alike.
@@ -29,14 +29,14 @@ ends the connection without the final chunk (clients see an incomplete body);
 becomes the matching error status).
 
 The serving (threads, connections, chunked SSE, hangs, resets, cuts) is shared with the fake
-Chat Completions API (``tests/fakes/chat_server.py``), which overrides the few methods that
+Chat Completions API (:mod:`acp_conformance.fakes.chat`), which overrides the few methods that
 speak the API (``path``, ``refuse``, ``error_body``, ``stream_frames``, ``stream_tail``,
 ``fold``).
 
 As a program, it serves a script file until SIGTERM or SIGINT (then exits 0), after
 printing ``READY <base_url>`` on stdout:
 
-    python -m tests.fakes.model_server --script FILE [--port N] [--loop]
+    python -m acp_conformance.fakes.messages --script FILE [--port N] [--loop]
 """
 
 from __future__ import annotations
@@ -55,40 +55,34 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from iaccode.llm.script import (
+from acp_conformance.fakes.prompt_cache import PromptCache
+from acp_conformance.script import (
+    ERROR_TYPES,
     Exchange,
     ScriptError,
     error_body,
     exchange_kind,
     load_script,
-    validate_exchange,
+    read_exchange,
 )
-from tests.fakes.prompt_cache import PromptCache
 
-__all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "main"]
+__all__ = ["NO_EXCHANGE_LEFT", "FakeModelServer", "RecordedRequest", "Responder", "main"]
 
 NO_EXCHANGE_LEFT = "fake model server: no scripted exchange left"
 MESSAGES_PATH = "/v1/messages"
 
-# Error type of an SSE `error` event -> status of a non-streamed answer.
-_STATUS_FOR_ERROR_TYPE = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
+_STATUS_FOR_ERROR_TYPE = {kind: status for status, kind in ERROR_TYPES.items()}
+"""Error type of an SSE ``error`` event -> status of a non-streamed answer."""
+
+
+Responder = Callable[[dict[str, Any]], Mapping[str, Any]]
+"""Computes the answer to one request from its JSON body (instead of the queue)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +114,10 @@ class FakeModelServer:
     It starts serving on construction; :meth:`close` (or leaving the ``with`` block)
     stops it promptly, even with hung or slow answers in flight. With ``loop=True`` a
     used exchange goes back to the end of the queue, so the script repeats forever.
+
+    With a ``responder``, each answer is ``responder(request body)`` instead, for answers
+    that depend on the request (concurrent sessions, each needing its own); a responder that
+    raises gets the request a 500 (not retried) and the error into :attr:`problems`.
     """
 
     def __init__(
@@ -131,8 +129,10 @@ class FakeModelServer:
         loop: bool = False,
         prompt_cache: bool = False,
         min_cache_tokens: int | None = None,
+        responder: Responder | None = None,
     ) -> None:
         self._lock = threading.Lock()
+        self.responder = responder
         self.cache = (PromptCache(*([min_cache_tokens] if min_cache_tokens is not None else []))
                       if prompt_cache else None)
         self._cache_usage: list[dict[str, int]] = []
@@ -167,9 +167,18 @@ class FakeModelServer:
 
     def enqueue(self, *exchanges: Mapping[str, Any]) -> None:
         """Add exchanges to the end of the queue (checked; raises ScriptError)."""
-        checked = [validate_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
+        checked = [read_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
         with self._lock:
             self._queue.extend(checked)
+
+    def play(self, *exchanges: Mapping[str, Any]) -> int:
+        """Replace the queue with ``exchanges`` (so what one case left unused cannot answer
+        the next); returns how many requests came so far (a bookmark into :attr:`requests`)."""
+        checked = [read_exchange(dict(ex), index) for index, ex in enumerate(exchanges)]
+        with self._lock:
+            self._queue.clear()
+            self._queue.extend(checked)
+            return len(self._requests)
 
     @property
     def remaining(self) -> int:
@@ -256,7 +265,7 @@ class FakeModelServer:
     ) -> None:
         self.close()
 
-    # -- what a fake of another API changes (tests/fakes/chat_server.py) ----------------
+    # -- what a fake of another API changes (acp_conformance/fakes/chat.py) ----------------
 
     path = MESSAGES_PATH
     """The one route answered (``POST``)."""
@@ -295,7 +304,14 @@ class FakeModelServer:
         with self._lock:
             self._problems.append(text)
 
-    def _next_exchange(self) -> Exchange | None:
+    def _next_exchange(self, body: dict[str, Any]) -> Exchange | None:
+        if self.responder is not None:
+            try:
+                return read_exchange(dict(self.responder(body)))
+            except Exception as exc:  # a bug in the test's responder: make it visible
+                self._problem(f"responder failed: {exc!r}")
+                return {"status": 500, "headers": {"x-should-retry": "false"},
+                        "body": self.error_body(500, f"responder failed: {exc!r}")}
         with self._lock:
             if not self._queue:
                 return None
@@ -424,7 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake._problem(f"POST {self.path}: {refused}")
             self._send_json(400, fake.error_body(400, refused))
             return
-        exchange = fake._next_exchange()
+        exchange = fake._next_exchange(body)
         if exchange is None:
             number = len(fake.requests)
             fake._problem(f"request #{number}: {NO_EXCHANGE_LEFT}")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import trio
 
-from conformance.conftest import Checks, Harness
-from conformance.driver import AgentConnection
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import Model, error_code, start, stop_reason
-from iaccode.llm.script import hang, reply
+from acp_conformance.driver import AgentConnection
+from acp_conformance.harness import Checks, Harness
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import Model, error_code, start, stop_reason
+from acp_conformance.script import hang, reply
 
 EXIT_DEADLINE = 5.0
 

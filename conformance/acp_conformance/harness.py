@@ -1,53 +1,37 @@
-"""Agent-agnostic ACP conformance suite.
-
-    nox -s conformance                          # checks `iaccode acp` against the fake model
-    nox -s conformance -- --agent "CMD ARGS"    # checks any ACP agent command
-        [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
-        [--model-api messages|chat]
-    pytest conformance --url http://127.0.0.1:PORT/acp --token T --model-port MPORT -n 0
-                                                # checks a remote agent (nox -s conformance_remote)
-
-Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
-(``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
-run by the test and a dummy ``ANTHROPIC_API_KEY``. With ``--model-api chat`` the fake is an
-OpenAI Chat Completions API instead (``tests/fakes/chat_server.py``), and the agent is told of it
-the way iac-code's OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=openai``,
-``IAC_CODE_BASE_URL``, a dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement
-ids, tiers and the result
-table: ``conformance/requirements.py``; what the suite checks: ``docs/conformance.md``.
-
-A remote agent (``--url``, the ACP remote-transport RFD: Streamable HTTP or WebSocket) is
-already running: each "spawn" is a new connection to it instead (``tests/support/
-remote_agent.py``), and ending stdin ends the connection (DELETE, or closing the socket). Its
-environment is not ours, so start it with ``ANTHROPIC_BASE_URL=http://127.0.0.1:MPORT`` and a
-dummy key, and give ``--model-port MPORT``: each test's fake model listens there (so run the
-tests one at a time, ``-n 0``). Tests that need their own environment for the agent are n/a.
-"""
+"""The harness of one conformance test: it spawns the agent under test (as often as the
+test needs) in a clean home, pointed at the test's fake model, and watches the wire."""
 
 from __future__ import annotations
 
 import contextlib
 import shlex
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from conformance.driver import AgentConnection, Transcript, connect_remote, spawn
-from conformance.requirements import EVIDENCE, Recorder, WireViolation, not_applicable, note
-from conformance.scenarios import (
-    PROFILES,
+from acp_conformance.client import ClientServices
+from acp_conformance.driver import (
+    SUITE_CLIENT,
+    AgentConnection,
+    SchemaRouter,
+    Transcript,
+    connect_remote,
+    spawn,
+)
+from acp_conformance.environment import agent_environment
+from acp_conformance.requirements import EVIDENCE, WireViolation, not_applicable, note
+from acp_conformance.scenarios import (
     Model,
     PaddedChatServer,
     PaddedModelServer,
     ToolProfile,
     profile_for,
 )
-from tests.support.agent_process import agent_environment
 
 DEFAULT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
-PLUGIN = "acp-conformance"
+"""The agent checked when ``--agent`` is not given (iac-code, beside this interpreter)."""
 
 WIRE_ROWS = {
     "schema": ("WIRE-SCHEMA", "every message the agent sends validates against the official "
@@ -56,44 +40,6 @@ WIRE_ROWS = {
     "caps": ("WIRE-CLIENT-CAPS", "the agent calls fs/* and terminal/* only when the client "
              "advertised them"),
 }
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("acp-conformance")
-    group.addoption("--agent", default=None,
-                    help="agent command to check (default: iaccode acp)")
-    group.addoption("--agent-env", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra environment for the agent (repeatable)")
-    group.addoption("--tools", default="auto", choices=["auto", "none", *PROFILES],
-                    help="tool profile for tool scenarios (auto: from agentInfo.name)")
-    group.addoption("--model-api", default="messages", choices=sorted(MODEL_APIS),
-                    help="the fake model's API: messages (Anthropic) or chat (OpenAI Chat "
-                    "Completions, for iac-code's OpenAI-compatible provider)")
-    group.addoption("--agent-timeout", type=float, default=20.0,
-                    help="seconds to wait for any one answer from the agent")
-    group.addoption("--report", default=None,
-                    help="JSON report path (default: .conformance/report.json)")
-    group.addoption("--markdown", default=None, metavar="PATH",
-                    help="also write the results table as Markdown to PATH")
-    group.addoption("--url", default=None, metavar="URL",
-                    help="check a remote agent at this endpoint (http://HOST:PORT/acp) "
-                    "instead of spawning one")
-    group.addoption("--token", default=None, help="bearer token for --url")
-    group.addoption("--transport", default="http2", choices=["http2", "http1", "websocket"],
-                    help="how to reach --url (default http2: h2c, or h2 over https)")
-    group.addoption("--model-port", type=int, default=0, metavar="PORT",
-                    help="port of the fake model (127.0.0.1) that a remote agent talks to")
-    group.addoption("--all-transcripts", action="store_true",
-                    help="keep the wire transcript of every test in the report, not only "
-                    "of failures")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "requirement(id, tier, summary): the ACP requirement a conformance test "
-        "checks; tier is MUST, CAPABILITY or SHOULD")
-    if not config.pluginmanager.has_plugin(PLUGIN):
-        config.pluginmanager.register(Recorder(config), PLUGIN)
 
 
 def _absolute(command: list[str], base: Path) -> list[str]:
@@ -176,9 +122,11 @@ class Harness:
         transcript = Transcript(f"agent#{number}", self.command)
         self.transcripts.append(transcript)
         self.home.mkdir(exist_ok=True)
-        async with spawn(self.command, self.environment(extra_env, without), self.workspace,
-                         transcript,
-                         self.root / f"agent{number}.stderr", self.timeout) as connection:
+        async with spawn(self.command, self.environment(extra_env, without),
+                         self.root / f"agent{number}.stderr", cwd=self.workspace,
+                         checker=SchemaRouter(), transcript=transcript, timeout=self.timeout,
+                         services=ClientServices(), record_violations=True,
+                         client_info=SUITE_CLIENT) as connection:
             self.connections.append(connection)
             yield connection
 
@@ -202,7 +150,7 @@ class Harness:
         found = {
             "schema": [v for c in self.connections for v in c.schema_violations],
             "stdout": [v for c in self.connections for v in c.stdout_violations],
-            "caps": [v for c in self.connections for v in c.services.violations],
+            "caps": [v for c in self.connections if c.services for v in c.services.violations],
         }
         evidence = [t.dump() for t in self.transcripts] if any(found.values()) else []
         for key, (req_id, summary) in WIRE_ROWS.items():
@@ -231,34 +179,4 @@ class Checks:
              "pass" if ok else "fail", "ok" if ok else (reason or summary), evidence=evidence)
         return ok
 
-
-@pytest.fixture
-def model(request: pytest.FixtureRequest) -> Iterator[Model]:
-    server_class = MODEL_APIS[str(request.config.getoption("--model-api"))][0]
-    with server_class(port=int(request.config.getoption("--model-port"))) as server:
-        yield Model(server)
-
-
-@pytest.fixture
-def harness(request: pytest.FixtureRequest, tmp_path: Path, model: Model) -> Iterator[Harness]:
-    harness = Harness(request.node, tmp_path, model)
-    yield harness
-    harness.finish()
-
-
-@pytest.fixture
-def workspace(harness: Harness) -> Path:
-    return harness.workspace
-
-
-@pytest.fixture
-def check(request: pytest.FixtureRequest, harness: Harness) -> Checks:
-    return Checks(request.node, harness)
-
-
-@pytest.fixture
-async def agent(harness: Harness) -> AsyncIterator[AgentConnection]:
-    """A fresh agent process, not yet initialized."""
-    async with harness.spawn() as connection:
-        yield connection
 

@@ -8,17 +8,17 @@ from typing import Any
 
 import trio
 
-from conformance.conftest import Checks, Harness
-from conformance.driver import AgentConnection, text_of, updates
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import (
+from acp_conformance.driver import AgentConnection, text_of, updates
+from acp_conformance.harness import Checks, Harness
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import (
     HISTORY_KINDS,
     Model,
     assert_error,
     capability_or_na,
     stop_reason,
 )
-from iaccode.llm.script import reply
+from acp_conformance.script import reply
 
 WORD = "zebra-quartz-7731"
 REPLY_WORD = "noted-walnut-4402"

@@ -2,10 +2,11 @@
 ``mcpCapabilities``: the agent connects them, offers their tools to the model, runs a call on
 the server, and ends a stdio server when it exits.
 
-The servers are real MCP servers written with the official SDK (``tests/fakes/mcp_server.py``:
-stdio, streamable HTTP and SSE on 127.0.0.1); each logs the tool calls it runs, so what the
-agent did is seen from the server's side. Tool names are the agent's own: the suite takes the
-name the agent offered the model for the server's ``lookup`` tool, and asks for that.
+The servers are real MCP servers written with the official SDK
+(``acp_conformance/fakes/mcp_server.py``: stdio, streamable HTTP and SSE on 127.0.0.1); each
+logs the tool calls it runs, so what the agent did is seen from the server's side. Tool names
+are the agent's own: the suite takes the name the agent offered the model for the server's
+``lookup`` tool, and asks for that.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any
 import pytest
 import trio
 
-from conformance.conftest import Checks, Harness
-from conformance.driver import AgentConnection, deadline
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import Model, capability_or_na
-from iaccode.llm.script import ToolUse, reply
-from tests.fakes.mcp_server import RemoteServer, acp_stdio_server, calls
-from tests.support.processes import pid_alive
+from acp_conformance.driver import AgentConnection, deadline
+from acp_conformance.fakes.mcp_server import RemoteServer, acp_stdio_server, calls
+from acp_conformance.harness import Checks, Harness
+from acp_conformance.processes import pid_alive
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import Model, capability_or_na
+from acp_conformance.script import ToolUse, reply
 
 SERVER = "conformance-db"
 PROMPTS_TO_CONNECT = 3

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from conformance.conftest import Checks
-from conformance.driver import AgentConnection
-from conformance.requirements import requirement
-from conformance.scenarios import assert_error, error_code, start, stop_reason
+from acp_conformance.driver import AgentConnection
+from acp_conformance.harness import Checks
+from acp_conformance.requirements import requirement
+from acp_conformance.scenarios import assert_error, error_code, start, stop_reason
 
 
 async def still_serving(agent: AgentConnection, workspace: Path) -> None:

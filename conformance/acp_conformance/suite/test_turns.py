@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import trio
 
-from conformance.driver import AgentConnection, deadline, text_of
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import Model, error_code, slow_text, start, stop_reason
-from iaccode.llm.script import hang, reply, stream_error
+from acp_conformance.driver import AgentConnection, deadline, text_of
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import Model, error_code, slow_text, start, stop_reason
+from acp_conformance.script import hang, reply, stream_error
 
 TRICKY = ('line\u2028sep\u2029para\u0085nel \ufeffbom 😀 中文 "quoted" back\\slash '
           "new\nline crlf\r\n tab\t end")

@@ -1,4 +1,6 @@
-"""Is a process (group) still alive? Zombies count as dead: init may reap orphans lazily."""
+"""What a test can see of other processes: alive or not, their group, their parent, from
+``/proc/<pid>/stat`` (read in one place, :func:`stat_fields`). Zombies count as dead: init may
+reap orphans lazily."""
 
 from __future__ import annotations
 
@@ -7,13 +9,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def _state(pid: int) -> str | None:
-    """The /proc state letter of ``pid``, or None when it is gone."""
+def stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (``[0]`` the state letter,
+    ``[1]`` the parent's pid, ``[2]`` the process group), or None when the process is gone."""
     try:
         data = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    return data[data.rfind(b")") + 2:].split()[0].decode()
+    return data[data.rfind(b")") + 2:].split()
+
+
+def state(pid: int) -> str | None:
+    """The /proc state letter of ``pid`` (``R``, ``S``, ``Z``, ...), or None when it is gone."""
+    fields = stat_fields(pid)
+    return fields[0].decode() if fields else None
 
 
 def pid_alive(pid: int) -> bool:
@@ -24,7 +33,13 @@ def pid_alive(pid: int) -> bool:
         except ProcessLookupError:
             return False
         return True
-    return _state(pid) not in (None, "Z", "X")
+    return state(pid) not in (None, "Z", "X")
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of ``pid`` (None when it is gone)."""
+    fields = stat_fields(pid)
+    return int(fields[1]) if fields else None
 
 
 def group_gone(pgid: int) -> bool:
@@ -38,12 +53,8 @@ def group_gone(pgid: int) -> bool:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            data = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+        fields = stat_fields(name)
+        if fields and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             return False
     return True
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import trio
 
-from conformance.conftest import Checks
-from conformance.driver import AgentConnection, text_of
-from conformance.requirements import not_applicable, requirement
-from conformance.scenarios import (
+from acp_conformance.driver import AgentConnection, text_of
+from acp_conformance.harness import Checks
+from acp_conformance.requirements import not_applicable, requirement
+from acp_conformance.scenarios import (
     Model,
     capability_or_na,
     error_code,
@@ -21,7 +21,7 @@ from conformance.scenarios import (
     stop_reason,
     text_block,
 )
-from iaccode.llm.script import reply
+from acp_conformance.script import reply
 
 MARK = "kestrel-lantern-5519"
 PNG_1X1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAA"

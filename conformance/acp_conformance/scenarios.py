@@ -1,12 +1,12 @@
 """What the fake model says in each scenario, and which tools the agent under test has.
 
-The suite runs a fake Anthropic Messages API per test (``tests/fakes/model_server.py``) and
+The suite runs a fake Anthropic Messages API per test (``acp_conformance/fakes/messages.py``) and
 points the agent at it (``ANTHROPIC_BASE_URL``, a dummy ``ANTHROPIC_API_KEY``). A test plans
 the model's answers in order; once they are used up the model answers a plain text, so that
 an agent making extra requests (titles, summaries) still gets answers. Agents that do not talk
 to the Messages API simply never ask; tests that depend on the model say ``n/a`` for them.
 With ``--model-api chat`` the same plans are played by a fake Chat Completions API
-(``tests/fakes/chat_server.py`` translates each scripted answer), for agents on that API.
+(``acp_conformance/fakes/chat.py`` translates each scripted answer), for agents on that API.
 
 Tool scenarios need the agent's own tool names and input shapes: a :class:`ToolProfile`,
 chosen with ``--tools NAME`` or found from ``agentInfo.name``. Unknown agents have none and
@@ -24,11 +24,11 @@ from typing import Any
 
 import trio
 
-from conformance.driver import AgentConnection
-from conformance.requirements import not_applicable
-from iaccode.llm.script import Exchange, ToolUse, reply
-from tests.fakes.chat_server import FakeChatServer
-from tests.fakes.model_server import FakeModelServer
+from acp_conformance.driver import AgentConnection
+from acp_conformance.fakes.chat import FakeChatServer
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.requirements import not_applicable
+from acp_conformance.script import Exchange, ToolUse, reply
 
 FALLBACK_TEXT = "Conformance check answer."
 
@@ -38,8 +38,8 @@ class Padded(FakeModelServer):
     answers 500 then), so agents making extra requests (titles, summaries) and tests that plan
     nothing still get answers."""
 
-    def _next_exchange(self) -> Exchange | None:
-        return super()._next_exchange() or copy.deepcopy(_FALLBACK)
+    def _next_exchange(self, body: dict[str, Any]) -> Exchange | None:
+        return super()._next_exchange(body) or copy.deepcopy(_FALLBACK)
 
 
 class PaddedModelServer(Padded):
@@ -51,7 +51,6 @@ class PaddedChatServer(Padded, FakeChatServer):
 
 
 _FALLBACK = reply(FALLBACK_TEXT)
-assert hasattr(FakeModelServer, "_next_exchange"), "tests/fakes/model_server.py changed"
 
 
 class Model:

@@ -1,10 +1,13 @@
-"""A trio client for one spawned ACP agent: JSON lines both ways, a transcript, live checks.
+"""The trio driver of one ACP agent: JSON lines both ways, live checks, a transcript.
 
-Every line in either direction goes into a :class:`Transcript` (for the failure report).
-Every line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation; the
-line is skipped), and every message is validated against the schema as it arrives (a
-WIRE-SCHEMA violation; the test goes on, so one bad field does not hide the behaviour).
-Agent -> client requests are answered at once by :class:`ClientServices`.
+One driver for the conformance suite and iac-code's own tests (:class:`AgentConnection`;
+:func:`spawn` starts a process, :func:`connect_remote` reaches a remote agent). For the suite,
+every line in either direction goes into a :class:`Transcript` (for the failure report); every
+line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation; the line is
+skipped), and every message is validated against the schema as it arrives (a WIRE-SCHEMA
+violation; the test goes on, so one bad field does not hide the behaviour); agent -> client
+requests are answered at once by :class:`ClientServices`. Tests of one agent rather fail at
+the first bad line and answer the agent's requests themselves.
 """
 
 from __future__ import annotations
@@ -15,16 +18,15 @@ import json
 import os
 import signal
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from conformance.client import HOLD, ClientServices, RpcError
-from tests.support.acp_schema import WireChecker, method_tables
-from tests.support.remote_agent import connect
+from acp_conformance.client import HOLD, ClientServices, RpcError
+from acp_conformance.remote import connect
+from acp_conformance.schema import WireChecker, method_tables
 
 LINE_SHOWN = 3000
 """Characters of one line kept in the transcript (huge lines are cut, their size noted)."""
@@ -34,14 +36,18 @@ class AgentExited(AssertionError):
     """The agent closed its stdout (exited or crashed) while the test waited for a message."""
 
 
+class TimedOut(AssertionError):
+    """Something the agent should have done did not happen in time (see :func:`deadline`)."""
+
+
 @contextlib.contextmanager
 def deadline(seconds: float, what: str) -> Iterator[None]:
-    """``trio.fail_after`` whose failure says what did not happen in time."""
+    """``trio.fail_after`` whose failure (:class:`TimedOut`) says what did not happen."""
     try:
         with trio.fail_after(seconds):
             yield
     except trio.TooSlowError:
-        raise AssertionError(f"{what} within {seconds:g} s") from None
+        raise TimedOut(f"{what} within {seconds:g} s") from None
 
 
 class Transcript:
@@ -107,51 +113,96 @@ class SchemaRouter:
             with contextlib.suppress(ValueError):
                 checker.client_sent(message)
 
-    def problems(self, message: Any) -> tuple[str, list[str]]:
-        """(schema name, problems) for one message the agent sent."""
+    def agent_sent(self, message: Any) -> list[str]:
+        """The problems of one message the agent sent, each marked with the schema that found
+        it (``[stable schema] ...``)."""
         method = None
         if isinstance(message, Mapping):
             if isinstance(message.get("method"), str):
                 method = message["method"]
             elif "id" in message and message.get("id") is not None:
                 method = self._client_requests.pop(_id_key(message["id"]), None)
-        if method in self._unstable_only:
-            return "unstable", self.unstable.agent_sent(message)
-        return "stable", self.stable.agent_sent(message)
+        kind, checker = (("unstable", self.unstable) if method in self._unstable_only
+                         else ("stable", self.stable))
+        return [f"[{kind} schema] {problem}" for problem in checker.agent_sent(message)]
 
 
 def _id_key(value: Any) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
+RECEIVE_TIMEOUT = 15.0
+"""Seconds to wait for any one message, unless the connection is given another figure."""
+SUITE_CLIENT = {"name": "acp-conformance", "version": "1"}
+TESTS_CLIENT = {"name": "tests", "version": "0"}
+"""The ``clientInfo`` the conformance suite and iac-code's tests send."""
+
+
 class AgentConnection:
-    def __init__(self, process: trio.Process, transcript: Transcript, timeout: float) -> None:
+    """One ACP agent driven as an editor drives it: JSON-RPC lines on its stdin and stdout.
+
+    Every message the agent sends is kept (``received``, and its raw line in ``raw_lines``)
+    and checked as it arrives by ``checker`` (``client_sent`` / ``agent_sent``: a
+    :class:`acp_conformance.schema.WireChecker`, or a :class:`SchemaRouter`). A line that is
+    not a JSON object, or a message with schema problems, fails at once; with
+    ``record_violations`` it is noted instead (``stdout_violations``, ``schema_violations``)
+    and the connection goes on, as the conformance suite wants (one bad field must not hide
+    the behaviour it checks). Agent requests (permission, ``fs/*``, ``terminal/*``) are
+    answered by ``services`` when given (:class:`acp_conformance.client.ClientServices`);
+    without, they come out of :meth:`receive` like any message, for the test to answer.
+    ``process`` is a ``trio.Process``, or anything shaped like one
+    (:mod:`acp_conformance.remote`).
+    """
+
+    def __init__(self, process: trio.Process, checker: Any | None = None,
+                 stderr_path: Path | None = None, *, transcript: Transcript | None = None,
+                 timeout: float = RECEIVE_TIMEOUT, services: ClientServices | None = None,
+                 record_violations: bool = False,
+                 client_info: Mapping[str, str] = TESTS_CLIENT) -> None:
         self.process = process
+        self.checker = checker
+        self.stderr_path = stderr_path
         self.transcript = transcript
         self.timeout = timeout
-        self.schema = SchemaRouter()
-        self.services = ClientServices()
+        self.services = services
+        self.record_violations = record_violations
+        self.client_info = dict(client_info)
         self.schema_violations: list[str] = []
         self.stdout_violations: list[str] = []
         self.received: list[dict[str, Any]] = []
+        self.raw_lines: list[bytes] = []
         self.agent_requests: list[dict[str, Any]] = []
         self.held: list[dict[str, Any]] = []
         self.init_result: dict[str, Any] = {}
         self._buffer = bytearray()
-        self._backlog: deque[dict[str, Any]] = deque()
+        self._unread: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
+
+    @property
+    def stderr(self) -> str:
+        """Everything the agent wrote on stderr so far."""
+        path = self.stderr_path
+        return path.read_text(errors="replace") if path and path.exists() else ""
+
+    def stderr_tail(self, size: int = 2000) -> str:
+        return self.stderr[-size:]
 
     # -- sending -----------------------------------------------------------------------------
 
     async def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are; the checker learns of the requests among them."""
         for line in data.split(b"\n"):
             if not line:
                 continue
-            self.transcript.add("->", line)
-            with contextlib.suppress(ValueError, RecursionError):
-                message = json.loads(line)
-                if isinstance(message, dict):
-                    self.schema.client_sent(message)
+            if self.transcript is not None:
+                self.transcript.add("->", line)
+            if self.checker is not None:
+                try:
+                    message = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(message, dict) and isinstance(message.get("id", 0), int | str):
+                    self.checker.client_sent(message)
         assert self.process.stdin is not None
         await self.process.stdin.send_all(data)
 
@@ -172,13 +223,15 @@ class AgentConnection:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def reply(self, request_id: Any, result: Any) -> None:
+        """Answer an agent request: a result, or an :class:`RpcError`."""
         if isinstance(result, RpcError):
             await self.send({"jsonrpc": "2.0", "id": request_id, "error": result.error})
         else:
             await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
     async def close_stdin(self) -> None:
-        self.transcript.add("->", b"[end of stdin]")
+        if self.transcript is not None:
+            self.transcript.add("->", b"[end of stdin]")
         assert self.process.stdin is not None
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self.process.stdin.aclose()
@@ -186,7 +239,8 @@ class AgentConnection:
     # -- receiving ---------------------------------------------------------------------------
 
     async def _next(self, timeout: float) -> dict[str, Any] | None:
-        """The next message from the agent (None at end of output); serves agent requests."""
+        """The next message from the agent (None at end of output); serves agent requests
+        when there are ``services``."""
         assert self.process.stdout is not None
         while True:
             with deadline(timeout, "no message from the agent"):
@@ -194,46 +248,61 @@ class AgentConnection:
                     chunk = await self.process.stdout.receive_some(1 << 20)
                     if not chunk:
                         if self._buffer.strip():
-                            self.transcript.add("<-", bytes(self._buffer))
-                            self.stdout_violations.append(
-                                f"output ended inside a line: {bytes(self._buffer[:120])!r}")
+                            self._violation(self.stdout_violations, "output ended inside a "
+                                            f"line: {bytes(self._buffer[:120])!r}")
+                            if self.transcript is not None:
+                                self.transcript.add("<-", bytes(self._buffer))
                         self._buffer.clear()
                         return None
                     self._buffer += chunk
             line, _, rest = bytes(self._buffer).partition(b"\n")
             self._buffer = bytearray(rest)
-            self.transcript.add("<-", line)
+            if self.transcript is not None:
+                self.transcript.add("<-", line)
+            self.raw_lines.append(line)
             message = self._parse(line)
             if message is not None:
                 break
         self.received.append(message)
-        kind, problems = self.schema.problems(message)
-        self.schema_violations.extend(f"[{kind} schema] {p} in {_short(message)}"
-                                      for p in problems)
+        if self.checker is not None:
+            problems = self.checker.agent_sent(message)
+            if problems and not self.record_violations:
+                listing = "\n".join(f"  - {p}" for p in problems)
+                raise AssertionError(f"the agent sent a message the ACP schema rejects:\n"
+                                     f"{listing}\nmessage: {_short(message, 4000)}")
+            self.schema_violations.extend(f"{p} in {_short(message)}" for p in problems)
         if "method" in message and "id" in message:
             self.agent_requests.append(message)
-            with trio.CancelScope(shield=True):  # a half-written answer would break the pipe
-                answer = await self.services.answer(message)
-                if answer is HOLD:
-                    self.held.append(message)
-                else:
-                    await self.reply(message["id"], answer)
+            if self.services is not None:
+                with trio.CancelScope(shield=True):  # a half-written answer breaks the pipe
+                    answer = await self.services.answer(message)
+                    if answer is HOLD:
+                        self.held.append(message)
+                    else:
+                        await self.reply(message["id"], answer)
         return message
+
+    def _violation(self, found: list[str], text: str) -> None:
+        if not self.record_violations:
+            raise AssertionError(text)
+        found.append(text)
 
     def _parse(self, line: bytes) -> dict[str, Any] | None:
         try:
             message = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            self.stdout_violations.append(f"not a JSON line on stdout: {line[:160]!r}")
+            self._violation(self.stdout_violations, f"not a JSON line on stdout: {line[:160]!r}")
             return None
         if not isinstance(message, dict):
-            self.stdout_violations.append(f"not a JSON object on stdout: {line[:160]!r}")
+            self._violation(self.stdout_violations,
+                            f"not a JSON object on stdout: {line[:160]!r}")
             return None
         return message
 
     async def receive(self, timeout: float | None = None) -> dict[str, Any]:
-        if self._backlog:
-            return self._backlog.popleft()
+        """The next message the agent sent (fails on time-out or end of output)."""
+        if self._unread:
+            return self._unread.pop(0)
         message = await self._next(timeout or self.timeout)
         if message is None:
             with trio.move_on_after(1):
@@ -243,6 +312,16 @@ class AgentConnection:
                               f"{self.process.returncode}); last stderr line: "
                               f"{lines[-1].strip() if lines else ''!r}")
         return message
+
+    async def receive_update(self, *kinds: str, timeout: float | None = None
+                             ) -> dict[str, Any]:
+        """The next ``session/update`` of one of ``kinds`` (others are skipped)."""
+        with deadline(timeout or self.timeout, f"no update of kind {kinds}"):
+            while True:
+                message = await self.receive(timeout)
+                if (message.get("method") == "session/update"
+                        and message["params"]["update"]["sessionUpdate"] in kinds):
+                    return message
 
     async def response(self, request_id: Any, timeout: float | None = None
                        ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -260,7 +339,7 @@ class AgentConnection:
         """Send a request, return its whole answer (what came before stays to be received)."""
         request_id = await self.send_request(method, params)
         answer, before = await self.response(request_id, timeout)
-        self._backlog.extend(before)
+        self._unread.extend(before)
         return answer
 
     async def call(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
@@ -272,10 +351,11 @@ class AgentConnection:
     # -- the usual steps ---------------------------------------------------------------------
 
     async def initialize(self, **client_capabilities: Any) -> dict[str, Any]:
-        self.services.capabilities = client_capabilities
+        if self.services is not None:
+            self.services.capabilities = client_capabilities
         self.init_result = await self.call("initialize", {
             "protocolVersion": 1, "clientCapabilities": client_capabilities,
-            "clientInfo": {"name": "acp-conformance", "version": "1"}})
+            "clientInfo": self.client_info})
         return self.init_result
 
     def capability(self, path: str) -> Any:
@@ -298,6 +378,38 @@ class AgentConnection:
                                              {"sessionId": session_id, "prompt": blocks, **extra})
         return await self.response(request_id, timeout)
 
+    async def run_prompt(self, session_id: str, prompt: str | list[dict[str, Any]],
+                         on_request: Any = None, timeout: float | None = None
+                         ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Prompt and serve the agent's requests until the prompt is answered.
+
+        ``on_request(message) -> result`` answers each agent request (permission questions,
+        ``fs/*``, ``terminal/*``); it may be async; returning an :class:`RpcError` sends an
+        error. Returns (the prompt's answer, the messages before it, the agent's requests).
+        """
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
+        request_id = await self.send_request("session/prompt",
+                                             {"sessionId": session_id, "prompt": blocks})
+        others: list[dict[str, Any]] = []
+        requests: list[dict[str, Any]] = []
+        with deadline(timeout or self.timeout, "no answer to the prompt"):
+            while True:
+                message = await self.receive(timeout)
+                if "method" in message and "id" in message:
+                    requests.append(message)
+                    if self.services is not None:
+                        continue  # answered already
+                    if on_request is None:
+                        raise AssertionError(f"unexpected request from the agent: {message}")
+                    result = on_request(message)
+                    if hasattr(result, "__await__"):
+                        result = await result
+                    await self.reply(message["id"], result)
+                elif message.get("id") == request_id and "method" not in message:
+                    return message, others, requests
+                else:
+                    others.append(message)
+
     async def late_updates(self, session_id: str, settle: float = 0.3) -> list[dict[str, Any]]:
         """``session/update``s for the session that arrive after now (a pause and a round
         trip later): used after a prompt's answer, when none may come."""
@@ -315,20 +427,18 @@ class AgentConnection:
     async def wait_exit(self, timeout: float) -> int:
         with deadline(timeout, "the agent did not exit"):
             code = await self.process.wait()
-        self.transcript.exit_code = code
+        if self.transcript is not None:
+            self.transcript.exit_code = code
         return code
 
-    async def read_until_eof(self, timeout: float) -> list[dict[str, Any]]:
-        messages = list(self._backlog)
-        self._backlog.clear()
+    async def read_until_eof(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        messages = list(self._unread)
+        self._unread.clear()
+        timeout = timeout or self.timeout
         with deadline(timeout, "the agent did not close its stdout"):
             while (message := await self._next(timeout)) is not None:
                 messages.append(message)
         return messages
-
-    def stderr_tail(self, size: int = 2000) -> str:
-        path = self.transcript.stderr_path
-        return path.read_text(errors="replace")[-size:] if path and path.exists() else ""
 
 
 def updates(messages: Iterable[dict[str, Any]], session_id: str | None = None,
@@ -361,15 +471,22 @@ def _short(message: Any, limit: int = 300) -> str:
 
 
 @contextlib.asynccontextmanager
-async def spawn(command: list[str], env: dict[str, str], cwd: Path, transcript: Transcript,
-                stderr_path: Path, timeout: float) -> AsyncIterator[AgentConnection]:
-    """Start the agent in its own process group; kill the whole group at the end."""
-    transcript.stderr_path = stderr_path
+async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *,
+                cwd: Path | None = None, checker: Any | None = None,
+                transcript: Transcript | None = None, timeout: float = RECEIVE_TIMEOUT,
+                services: ClientServices | None = None, record_violations: bool = False,
+                client_info: Mapping[str, str] = TESTS_CLIENT) -> AsyncIterator[AgentConnection]:
+    """Start the agent in its own process group, stderr to ``stderr_path``; kill the whole
+    group at the end."""
+    if transcript is not None:
+        transcript.stderr_path = stderr_path
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(
-            command, stdin=-1, stdout=-1, stderr=stderr, env=env, cwd=str(cwd),
-            start_new_session=True)
-        connection = AgentConnection(process, transcript, timeout)
+            command, stdin=-1, stdout=-1, stderr=stderr, env=dict(env),
+            cwd=str(cwd) if cwd is not None else None, start_new_session=True)
+        connection = AgentConnection(
+            process, checker, stderr_path, transcript=transcript, timeout=timeout,
+            services=services, record_violations=record_violations, client_info=client_info)
         try:
             yield connection
         finally:
@@ -377,7 +494,9 @@ async def spawn(command: list[str], env: dict[str, str], cwd: Path, transcript: 
                 if process.returncode is None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(process.pid, signal.SIGKILL)
-                transcript.exit_code = await process.wait()
+                code = await process.wait()
+                if transcript is not None:
+                    transcript.exit_code = code
                 for stream in (process.stdin, process.stdout):
                     if stream is not None:
                         with contextlib.suppress(trio.BrokenResourceError):
@@ -387,7 +506,9 @@ async def spawn(command: list[str], env: dict[str, str], cwd: Path, transcript: 
 @contextlib.asynccontextmanager
 async def connect_remote(url: str, token: str | None, transport: str, transcript: Transcript,
                          timeout: float) -> AsyncIterator[AgentConnection]:
-    """A connection to a remote agent, driven as a spawned one: its stdin and stdout are the
-    transport's (``tests/support/remote_agent.py``); ending stdin ends the connection."""
+    """A conformance connection to a remote agent, driven as a spawned one: its stdin and
+    stdout are the transport's (:mod:`acp_conformance.remote`); ending stdin ends it."""
     async with connect(url, token, transport) as remote:
-        yield AgentConnection(remote, transcript, timeout)  # type: ignore[arg-type]
+        yield AgentConnection(remote, SchemaRouter(), transcript=transcript,  # type: ignore[arg-type]
+                              timeout=timeout, services=ClientServices(),
+                              record_violations=True, client_info=SUITE_CLIENT)

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_schema import SDK_PACKAGE, SDK_VERSION
+from acp_conformance.schema import SDK_PACKAGE, SDK_VERSION
 
 TIERS = ("MUST", "CAPABILITY", "SHOULD")
 NA_PREFIX = "n/a: "
@@ -177,7 +177,7 @@ class Recorder:
         if not self.conformant() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         path = Path(self.config.getoption("--report") or
-                    self.config.rootpath / DEFAULT_REPORT)
+                    self.config.invocation_params.dir / DEFAULT_REPORT)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.report(), indent=1) + "\n")
         self.report_path = path

@@ -1,6 +1,6 @@
 """A fake OpenAI Chat Completions API: the fake Messages API's server, speaking the other API.
 
-It plays the same model scripts (:mod:`iaccode.llm.script`: ``reply(...)``, ``error_status``,
+It plays the same model scripts (:mod:`acp_conformance.script`: ``reply(...)``, ``error_status``,
 ``hang``, ``reset``, ``cut_after``, ``delay``), so one test plan drives either provider; each
 scripted Anthropic event becomes the Chat Completions chunks the real API would send for it:
 
@@ -29,7 +29,7 @@ Anthropic-only fields and content blocks are refused.
 
 As a program, like the Messages fake (``READY <base_url>`` on stdout, until SIGTERM):
 
-    python -m tests.fakes.chat_server --script FILE [--port N] [--loop]
+    python -m acp_conformance.fakes.chat --script FILE [--port N] [--loop]
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import time
 import uuid
 from typing import Any
 
-from tests.fakes import model_server
-from tests.fakes.model_server import FakeModelServer
+from acp_conformance.fakes import messages
+from acp_conformance.fakes.messages import FakeModelServer
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -258,7 +258,7 @@ def _content_problem(where: str, role: str, message: dict[str, Any]) -> str | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    return model_server.main(argv, FakeChatServer)
+    return messages.main(argv, FakeChatServer)
 
 
 if __name__ == "__main__":

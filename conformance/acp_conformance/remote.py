@@ -1,8 +1,8 @@
 """Talk to a remote ACP agent (``iaccode serve``, or any server of the ACP remote-transport RFD)
 as if it were a spawned process: ``stdin`` takes JSON-RPC lines, ``stdout`` gives them back.
 
-So the line-based drivers (``tests/support/agent_process.AgentProcess``, the conformance
-``AgentConnection``) run unchanged over HTTP and WebSocket. Per transport:
+So the line-based driver (:class:`acp_conformance.driver.AgentConnection`) runs unchanged
+over HTTP and WebSocket. Per transport:
 
 - ``http1`` / ``http2`` (httpx; HTTP/2 with prior knowledge over ``http://``): each line is one
   POST (with ``Acp-Connection-Id``, and ``Acp-Session-Id`` when the message names a session);
@@ -21,11 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -230,60 +226,3 @@ async def connect(url: str, token: str | None, transport: str = "http2"
                         # the connection without a close frame.
                         await remote._socket._stream.aclose()
             nursery.cancel_scope.cancel()
-
-
-
-class ServerProcess:
-    """A running ``iaccode serve`` (its URL and token, from what it printed on stderr)."""
-
-    def __init__(self, process: trio.Process, stderr_path: Path, token: str) -> None:
-        self.process = process
-        self.stderr_path = stderr_path
-        self.token = token
-        self.url = ""
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    async def wait_listening(self, timeout: float = 30.0) -> None:
-        with trio.fail_after(timeout):
-            while not (found := re.search(r"serving ACP on (http://\S+)", self.stderr)):
-                if self.process.returncode is not None:
-                    raise AssertionError(f"iaccode serve exited: {self.stderr[-3000:]}")
-                await trio.sleep(0.05)
-        self.url = found.group(1)
-
-    async def wait_log(self, pattern: str, timeout: float = 15.0) -> re.Match[str]:
-        """Wait until the server's stderr matches ``pattern``."""
-        with trio.fail_after(timeout):
-            while not (found := re.search(pattern, self.stderr)):  # noqa: ASYNC110 - a file
-                await trio.sleep(0.05)
-        return found
-
-
-SERVE_COMMAND = [sys.executable, "-m", "iaccode", "serve", "--port", "0"]
-
-
-@contextlib.asynccontextmanager
-async def spawn_server(env: Mapping[str, str], stderr_path: Path, token: str,
-                       args: Sequence[str] = ()) -> AsyncIterator[ServerProcess]:
-    """Start ``iaccode serve --port 0`` with IAC_CODE_SERVE_TOKEN=token; SIGTERM it at the end
-    (SIGKILL after 10 s)."""
-    with stderr_path.open("wb") as stderr:
-        process = await trio.lowlevel.open_process(
-            [*SERVE_COMMAND, *args], stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-            env={**env, "IAC_CODE_SERVE_TOKEN": token}, start_new_session=True)
-        server = ServerProcess(process, stderr_path, token)
-        try:
-            await server.wait_listening()
-            yield server
-        finally:
-            with trio.CancelScope(shield=True):
-                if process.returncode is None:
-                    process.terminate()
-                    with trio.move_on_after(10):
-                        await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
