@@ -116,8 +116,13 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
     log.info("iaccode %s serving ACP on stdio (%s, model %s%s)", iaccode.__version__,
              config.provider, config.model,
              f", script {config.model_script}" if config.model_script else "")
+    from iaccode.llm.script import ScriptError
+
     try:
         trio.run(serve_stdio, config, protocol_in, protocol_out, early)
+    except ScriptError as exc:  # the user's file: say what is wrong with it, not where we were
+        log.error("the model script cannot be played: %s", exc)
+        return 1
     except Exception:
         log.exception("the server failed")
         return 1
@@ -141,8 +146,13 @@ def run_serve(args: argparse.Namespace) -> int:
     logging.getLogger("iaccode").info(
         "iaccode %s serving ACP over HTTP (model %s%s)", iaccode.__version__, config.model,
         f", script {config.model_script}" if config.model_script else "")
+    from iaccode.llm.script import ScriptError
+
     try:
         return serve.run(config, args.host, args.port)
+    except ScriptError as exc:
+        logging.getLogger("iaccode").error("the model script cannot be played: %s", exc)
+        return 1
     except Exception:
         logging.getLogger("iaccode").exception("the server failed")
         return 1

@@ -271,3 +271,15 @@ async def test_a_bad_config_still_stops_the_agent(tmp_path: Path) -> None:
         await agent.send_raw(_initialize({"protocolVersion": 1}))
         assert await agent.wait_exit(timeout=10) == 2
         assert "max_tokens" in agent.stderr
+
+
+async def test_a_bad_model_script_is_named_in_one_line(tmp_path: Path) -> None:
+    """A model script that cannot be played stops the agent with what is wrong with the file,
+    not with a traceback of where the server was."""
+    script = tmp_path / "script.json"
+    script.write_text('[{"bogus": 1}]')
+    async with await _agent(tmp_path, IAC_CODE_MODEL_SCRIPT=str(script)) as agent:
+        await agent.send_raw(_initialize({"protocolVersion": 1}))
+        assert await agent.wait_exit(timeout=10) == 1
+        assert f"the model script cannot be played: {script}: exchange 0:" in agent.stderr
+        assert "Traceback" not in agent.stderr
