@@ -1,7 +1,7 @@
 """Path races under a hostile model: a symlink flipped between the check and the use.
 
 A real ``iaccode acp`` (real SDK, fake Messages API) runs in ``accept_edits`` mode, so reads and
-edits inside the project run without a question and anything outside asks. Meanwhile a thread
+edits inside the project run without a question and anything outside asks. Meanwhile a process
 of the test flips two symlinks in the project as fast as it can, each between an inside target
 and an outside one: ``link`` (a file: ``inside.txt`` / the outside ``secret.txt``) and
 ``linkdir`` (a folder: ``sub`` / an outside folder with its own ``f.txt``). The model asks for
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import threading
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ CATEGORY = "path_races"
 SECRET = "SECRET-RACE-OUTSIDE"
 CALLS_PER_CASE = 25
 """Calls per (tool, link): 50 per tool, 150 in all."""
+CALLS_PER_ANSWER = 5
 CHANGED = "changed while being opened"
 
 
@@ -45,36 +48,59 @@ def model_server():  # type: ignore[no-untyped-def]
         yield server
 
 
+_FLIP = """
+import json, os, signal, sys
+workspace, pairs = json.loads(sys.argv[1])
+stop = False
+def halt(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, halt)
+print("ready", flush=True)
+flips = 0
+while not stop:
+    for side in (0, 1):
+        for name, targets in pairs.items():
+            temp = os.path.join(workspace, "." + name + ".flip")
+            os.symlink(targets[side], temp)
+            os.replace(temp, os.path.join(workspace, name))
+        flips += 1
+print(flips, flush=True)
+"""
+
+
 class Flipper:
-    """Flips ``link`` and ``linkdir`` between their inside and outside targets in a thread,
-    atomically (a new link under a temporary name, renamed over the old one)."""
+    """Flips ``link`` and ``linkdir`` between their inside and outside targets, atomically (a
+    new link under a temporary name, renamed over the old one), in a process of its own: a
+    thread of the test would flip only when the test's own driver lets go of the GIL, so a
+    burst of the agent's checks could all see one side and the race would not be run."""
 
     def __init__(self, workspace: Path, pairs: dict[str, tuple[Path, Path]]) -> None:
         self.workspace = workspace
         self.pairs = pairs
         self.flips = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="link-flipper", daemon=True)
+        self._process: subprocess.Popen[str] | None = None
 
     def point(self, name: str, target: Path) -> None:
         temp = self.workspace / f".{name}.flip"
         os.symlink(target, temp)
         os.replace(temp, self.workspace / name)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for side in (0, 1):
-                for name, targets in self.pairs.items():
-                    self.point(name, targets[side])
-                self.flips += 1
-
     def __enter__(self) -> Flipper:
-        self._thread.start()
+        pairs = {name: [str(inside), str(outside)]
+                 for name, (inside, outside) in self.pairs.items()}
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _FLIP, json.dumps([str(self.workspace), pairs])],
+            stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        assert self._process.stdout.readline() == "ready\n"
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        assert self._process is not None
+        self._process.send_signal(signal.SIGTERM)
+        out, _ = self._process.communicate(timeout=10)
+        self.flips = int(out)
 
 
 def racing_calls() -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
@@ -110,7 +136,10 @@ async def test_regression_symlink_swapped_between_check_and_use(
     pairs = {"link": (workspace / "inside.txt", x / "secret.txt"),
              "linkdir": (workspace / "sub", x / "outdir")}
     calls = racing_calls()
-    model_server.enqueue(*(uses(c) for c in calls.values()), reply("done"))
+    # A few calls per answer: an answer's calls are checked in one quick burst, which a busy
+    # machine may run inside one time slice of the flipper; many bursts see both sides.
+    model_server.enqueue(*(uses(c[i:i + CALLS_PER_ANSWER]) for c in calls.values()
+                           for i in range(0, len(c), CALLS_PER_ANSWER)), reply("done"))
 
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await start(agent, workspace)
