@@ -99,6 +99,8 @@ class Connection:
         self._in_flight: dict[RequestId, trio.CancelScope] = {}
         self._next_id = 0
         self._closed = False
+        self._outbox_closed = False
+        """Set as the outbox closes: later notifications are dropped, not raised."""
         self._reading = trio.CancelScope()
         self._burst = 0
         """Notifications ``notify_nowait`` queued since the last ``notify``."""
@@ -126,6 +128,12 @@ class Connection:
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         self._burst = 0
+        if self._outbox_closed:
+            # The connection has shut down (end of input, SIGTERM) while a session task still
+            # had something to say (an MCP server connecting late): no one is left to hear it.
+            log.debug("connection closed: %s not sent", method)
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
         line = self._encode({"jsonrpc": "2.0", "method": method, "params": params})
         await self._outbox_send.send(line)
 
@@ -137,8 +145,8 @@ class Connection:
         for room and lets the writer run. So a task that streams hands the writer batches
         rather than one line per write, and other tasks run at least once per burst.
         """
-        if self._burst >= BURST:
-            return False
+        if self._burst >= BURST or self._outbox_closed:
+            return False  # closed: notify drops it
         line = dumps_line({"jsonrpc": "2.0", "method": method, "params": params})
         try:
             self._outbox_send.send_nowait(line)
@@ -242,6 +250,7 @@ class Connection:
                         pending.done.set()
                     handler.connection_closed()
                     handlers.cancel_scope.deadline = trio.current_time() + drain_timeout
+            self._outbox_closed = True
             await self._outbox_send.aclose()
             outer.cancel_scope.deadline = trio.current_time() + FLUSH_TIMEOUT
 

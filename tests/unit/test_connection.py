@@ -769,6 +769,18 @@ async def test_request_after_close_fails_at_once(autojump_clock: trio.testing.Mo
     assert h.served_at == pytest.approx(closed_at + 1)
 
 
+async def test_notification_after_close_is_dropped_not_raised() -> None:
+    """A session task with something to say after shutdown (an MCP server that connected
+    late announcing its prompts) must not crash the server: there is no one to hear it."""
+    handler = FakeHandler()
+    with trio.fail_after(10):
+        async with serving(handler, drain_timeout=1) as h:
+            await h.close_input()
+            await h.served.wait()
+            assert handler.conn.notify_nowait("session/update", {"late": True}) is False
+            await handler.conn.notify("session/update", {"late": True})
+
+
 async def test_stop_reading_behaves_like_end_of_input(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
