@@ -35,8 +35,9 @@ def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
     """The values of the secret variables of ``env`` (default: ours) long enough to scrub,
-    longest first (so a key that contains another is replaced whole)."""
+    longest first (so a key that contains another is replaced whole), equal lengths in text
+    order (so the list is the same in every run, whatever the order of the set)."""
     env = os.environ if env is None else env
     return sorted({value for name, value in env.items()
                    if len(value) >= MIN_SCRUBBED_CHARS and is_secret(name)},
-                  key=len, reverse=True)
+                  key=lambda value: (-len(value), value))
