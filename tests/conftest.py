@@ -8,7 +8,7 @@ from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 
-from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
+from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
 
 
 @pytest.fixture
-async def agent(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AgentProcess]:
+async def agent(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AgentConnection]:
     """A spawned ``iaccode acp`` whose every message is checked against the official schema."""
     checker = WireChecker(aliases=SEED_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as process:

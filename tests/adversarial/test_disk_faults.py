@@ -48,7 +48,7 @@ from tests.adversarial.support import (
     strict_stdout,
     survivors,
 )
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentProcess
+from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentConnection
 
 CATEGORY = "disk_faults"
 FULL = ("No space left on device", "File too large")
@@ -81,7 +81,7 @@ class Disk:
         self._limits: dict[int, tuple[int, int]] = {}
         """pid -> its RLIMIT_FSIZE before ``fill``."""
 
-    def fill(self, agent: AgentProcess, pad: Iterable[Path] = ()) -> None:
+    def fill(self, agent: AgentConnection, pad: Iterable[Path] = ()) -> None:
         """No room left. ``pad``: files whose last block is topped up first (the agent's log),
         so that their next line needs a block too."""
         if self.how == "rlimit":
@@ -104,7 +104,7 @@ class Disk:
             os.close(fd)
         assert os.statvfs(self.path).f_bavail == 0
 
-    def free(self, agent: AgentProcess) -> None:
+    def free(self, agent: AgentConnection) -> None:
         if self.how == "rlimit":
             pid = agent.process.pid
             resource.prlimit(pid, resource.RLIMIT_FSIZE, self._limits.pop(pid))
@@ -153,7 +153,7 @@ def _copier(read_fd: int, path: Path) -> threading.Thread:
 
 
 @contextlib.asynccontextmanager
-async def agent_on(env: dict[str, str], stderr_path: Path) -> AsyncIterator[AgentProcess]:
+async def agent_on(env: dict[str, str], stderr_path: Path) -> AsyncIterator[AgentConnection]:
     """``iaccode acp`` (like ``spawn_agent``), its stderr copied through a pipe by a thread: a
     file would be cut short by RLIMIT_FSIZE along with the rest. Every message is schema-checked
     as it arrives, and stdout must be JSON-RPC lines only."""
@@ -165,7 +165,7 @@ async def agent_on(env: dict[str, str], stderr_path: Path) -> AsyncIterator[Agen
             env=env, preexec_fn=_ignore_sigxfsz)
     finally:
         os.close(write_fd)
-    agent = AgentProcess(process, WireChecker(aliases=SEED_ALIASES), stderr_path)
+    agent = AgentConnection(process, WireChecker(aliases=SEED_ALIASES), stderr_path)
     try:
         yield agent
     finally:
@@ -214,7 +214,7 @@ def says_full(text: str) -> bool:
     return any(reason in text for reason in FULL)
 
 
-async def late_warnings(agent: AgentProcess) -> list[str]:
+async def late_warnings(agent: AgentConnection) -> list[str]:
     """Store warnings that came after the last answer (read up to a session/list answer)."""
     await agent.call("session/list", {})
     late = warnings(agent._unread)
@@ -246,7 +246,7 @@ def temp_files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*.tmp"))
 
 
-def bypass(agent: AgentProcess, session_id: str) -> Any:
+def bypass(agent: AgentConnection, session_id: str) -> Any:
     return agent.call("session/set_mode", {"sessionId": session_id, "modeId": "bypass"})
 
 

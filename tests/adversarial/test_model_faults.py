@@ -27,7 +27,7 @@ from tests.adversarial.support import (
     ran_files,
     survivors,
 )
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 CATEGORY = "model_faults"
 RETRIES = 2
@@ -47,7 +47,7 @@ def readable(updates: list[dict[str, Any]]) -> str:
     return " ".join(u["content"]["text"] for u in shown)
 
 
-async def goes_on(agent: AgentProcess, server: FakeModelServer, session: str) -> None:
+async def goes_on(agent: AgentConnection, server: FakeModelServer, session: str) -> None:
     """The session answers the next prompt, and the request it makes is valid."""
     server.enqueue(reply("after"))
     response, _, _ = await agent.run_prompt(session, "are you there?", allow)
@@ -191,7 +191,7 @@ async def test_broken_streams_are_readable_and_the_history_stays_valid(
     figures.add(CATEGORY, "cases", len(BREAK_CASES))
 
 
-async def _prompt_and_cancel(agent: AgentProcess, server: FakeModelServer, session: str,
+async def _prompt_and_cancel(agent: AgentConnection, server: FakeModelServer, session: str,
                              how: str, wait_for: str | None, workspace: Path
                              ) -> tuple[dict[str, Any], float]:
     asked = len(server.requests)

@@ -54,7 +54,7 @@ from tests.adversarial.support import (
     scripted_env,
     survivors,
 )
-from tests.support.agent_process import AgentProcess, spawn_agent
+from tests.support.agent_process import AgentConnection, spawn_agent
 
 CATEGORY = "persistence"
 
@@ -544,7 +544,7 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
     figures.add(CATEGORY, "cases", kills)
 
 
-async def verify(agent: AgentProcess, server: FakeModelServer, root: Path, session_id: str,
+async def verify(agent: AgentConnection, server: FakeModelServer, root: Path, session_id: str,
                  workspace: Path, session: Tracked, replay: str) -> None:
     """Load and prompt one session: the request must be valid and hold every answered prompt
     that no compaction summarised (and the summary, if there was one)."""
@@ -568,7 +568,7 @@ async def verify(agent: AgentProcess, server: FakeModelServer, root: Path, sessi
     assert not compactions or SUMMARY in seen, (replay, session_id, "the summary is not sent")
 
 
-def serialize_sends(agent: AgentProcess) -> None:
+def serialize_sends(agent: AgentConnection) -> None:
     """Let several tasks write to the agent (trio streams allow one sender at a time)."""
     lock = trio.Lock()
     send_raw = agent.send_raw
@@ -580,7 +580,7 @@ def serialize_sends(agent: AgentProcess) -> None:
     agent.send_raw = locked  # type: ignore[method-assign]
 
 
-async def list_all(agent: AgentProcess) -> set[str]:
+async def list_all(agent: AgentConnection) -> set[str]:
     found: set[str] = set()
     cursor = None
     while True:

@@ -11,24 +11,24 @@ import trio
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import error_status, hang, reply
 
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 SLOW_STREAM = reply([f"word{i} " for i in range(100)], delay=0.05)
 
 
-async def start_prompt(agent: AgentProcess, session: str) -> int:
+async def start_prompt(agent: AgentConnection, session: str) -> int:
     return await agent.send_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": "go"}]})
 
 
-async def assert_no_more_updates(agent: AgentProcess, session: str) -> None:
+async def assert_no_more_updates(agent: AgentConnection, session: str) -> None:
     """Nothing for the session arrives after its prompt was answered (a round trip later)."""
     _, before = await agent.response(await agent.send_request("session/new", {
         "cwd": "/", "mcpServers": []}))
     assert [m for m in before if m.get("params", {}).get("sessionId") == session] == []
 
 
-async def test_cancel_while_streaming(agent: AgentProcess, model_server: FakeModelServer,
+async def test_cancel_while_streaming(agent: AgentConnection, model_server: FakeModelServer,
                                       workspace: Path) -> None:
     await agent.initialize()
     session = await agent.new_session(workspace)
@@ -58,7 +58,7 @@ async def test_cancel_while_streaming(agent: AgentProcess, model_server: FakeMod
     assert history[1]["content"][0]["text"].startswith("word0 ")
 
 
-async def test_cancel_during_retry_wait(agent: AgentProcess, model_server: FakeModelServer,
+async def test_cancel_during_retry_wait(agent: AgentConnection, model_server: FakeModelServer,
                                         workspace: Path) -> None:
     model_server.enqueue(error_status(429, retry_after=30))
     await agent.initialize()
@@ -72,7 +72,7 @@ async def test_cancel_during_retry_wait(agent: AgentProcess, model_server: FakeM
     assert len(model_server.requests) == 1
 
 
-async def test_cancel_before_the_model_answers(agent: AgentProcess,
+async def test_cancel_before_the_model_answers(agent: AgentConnection,
                                                model_server: FakeModelServer,
                                                workspace: Path) -> None:
     model_server.enqueue(hang())
@@ -89,7 +89,7 @@ async def test_cancel_before_the_model_answers(agent: AgentProcess,
         "available_commands_update", "session_info_update"}
 
 
-async def test_cancel_request_for_an_in_flight_prompt(agent: AgentProcess,
+async def test_cancel_request_for_an_in_flight_prompt(agent: AgentConnection,
                                                       model_server: FakeModelServer,
                                                       workspace: Path) -> None:
     model_server.enqueue(hang())
@@ -107,7 +107,7 @@ async def test_cancel_request_for_an_in_flight_prompt(agent: AgentProcess,
 
 
 async def test_close_cancels_the_turn_and_forgets_the_session(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
@@ -132,7 +132,7 @@ async def test_close_cancels_the_turn_and_forgets_the_session(
         assert "not found" in error["data"]["params.sessionId"]
 
 
-async def test_end_of_input_cancels_turns_and_exits(agent: AgentProcess,
+async def test_end_of_input_cancels_turns_and_exits(agent: AgentConnection,
                                                     model_server: FakeModelServer,
                                                     workspace: Path) -> None:
     model_server.enqueue(hang())
@@ -150,7 +150,7 @@ async def test_end_of_input_cancels_turns_and_exits(agent: AgentProcess,
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
-async def test_signal_shuts_down_cleanly(agent: AgentProcess, model_server: FakeModelServer,
+async def test_signal_shuts_down_cleanly(agent: AgentConnection, model_server: FakeModelServer,
                                          workspace: Path, signum: signal.Signals) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
@@ -163,7 +163,7 @@ async def test_signal_shuts_down_cleanly(agent: AgentProcess, model_server: Fake
     assert [m["result"]["stopReason"] for m in rest if m.get("id") == request_id] == ["cancelled"]
 
 
-async def test_idle_agent_exits_at_end_of_input(agent: AgentProcess) -> None:
+async def test_idle_agent_exits_at_end_of_input(agent: AgentConnection) -> None:
     await agent.initialize()
     await agent.close_stdin()
     assert await agent.read_until_eof(timeout=2) == []

@@ -11,7 +11,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 from tests.support.stand_ins import env_with_stand_ins
 
 STAND_IN = f"""#!{sys.executable}
@@ -30,7 +30,7 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
     return env_with_stand_ins(tmp_path, model_server, {"terraform": STAND_IN})
 
 
-async def test_a_diagnostic_is_seen_and_fixed(agent: AgentProcess, model_server: FakeModelServer,
+async def test_a_diagnostic_is_seen_and_fixed(agent: AgentConnection, model_server: FakeModelServer,
                                               workspace: Path, tmp_path: Path) -> None:
     model_server.enqueue(
         reply(tool_uses=[ToolUse("toolu_write", "write_file",

@@ -16,7 +16,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
 from iaccode.context.instructions import CAP_CHARS
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 
 def system_text(body: dict) -> str:
@@ -36,7 +36,7 @@ def git(cwd: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-async def ask(agent: AgentProcess, model_server: FakeModelServer, cwd: Path,
+async def ask(agent: AgentConnection, model_server: FakeModelServer, cwd: Path,
               count: int = 1) -> list[str]:
     """Open a session in ``cwd``, send ``count`` prompts; the system prompt of each request."""
     model_server.enqueue(*[reply("ok") for _ in range(count)])
@@ -48,7 +48,7 @@ async def ask(agent: AgentProcess, model_server: FakeModelServer, cwd: Path,
     return [system_text(r.body) for r in model_server.requests]
 
 
-async def test_environment_section_outside_git(agent: AgentProcess,
+async def test_environment_section_outside_git(agent: AgentConnection,
                                                model_server: FakeModelServer,
                                                workspace: Path) -> None:
     [system] = await ask(agent, model_server, workspace)
@@ -63,7 +63,7 @@ async def test_environment_section_outside_git(agent: AgentProcess,
     assert "sub-agent of iac-code" not in system
 
 
-async def test_git_branch_and_status(agent: AgentProcess, model_server: FakeModelServer,
+async def test_git_branch_and_status(agent: AgentConnection, model_server: FakeModelServer,
                                      workspace: Path) -> None:
     git(workspace, "init", "-q", "-b", "feature-x")
     (workspace / "main.tf").write_text("x\n")
@@ -78,7 +78,7 @@ async def test_git_branch_and_status(agent: AgentProcess, model_server: FakeMode
     assert f"repository root: {real(workspace)}" in system
 
 
-async def test_clean_repository(agent: AgentProcess, model_server: FakeModelServer,
+async def test_clean_repository(agent: AgentConnection, model_server: FakeModelServer,
                                 workspace: Path) -> None:
     git(workspace, "init", "-q", "-b", "main")
     (workspace / "a").write_text("a")
@@ -89,7 +89,7 @@ async def test_clean_repository(agent: AgentProcess, model_server: FakeModelServ
 
 
 async def test_agents_md_nesting_precedence_and_the_users_own(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
     git(workspace, "init", "-q")
     sub = workspace / "envs" / "prod"
@@ -114,7 +114,7 @@ async def test_agents_md_nesting_precedence_and_the_users_own(
     assert "the later one wins" in system
 
 
-async def test_instructions_are_capped_with_a_marker(agent: AgentProcess,
+async def test_instructions_are_capped_with_a_marker(agent: AgentConnection,
                                                      model_server: FakeModelServer,
                                                      workspace: Path) -> None:
     git(workspace, "init", "-q")
@@ -133,7 +133,7 @@ async def test_instructions_are_capped_with_a_marker(agent: AgentProcess,
 
 
 async def test_prompt_is_stable_and_rebuilt_only_when_instructions_change(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "AGENTS.md").write_text("FIRST VERSION\n")
     (workspace / "notes.md").write_text("x\n")  # neither instructions nor IaC
@@ -154,7 +154,7 @@ async def test_prompt_is_stable_and_rebuilt_only_when_instructions_change(
 
 
 async def test_sub_agent_gets_environment_and_instructions_with_its_own_identity(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "AGENTS.md").write_text("PROJECT RULE\n")
     model_server.enqueue(

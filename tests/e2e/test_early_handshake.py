@@ -18,7 +18,7 @@ import trio
 from acp_conformance.environment import agent_environment
 from acp_conformance.schema import WireChecker
 
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentProcess, spawn_agent
+from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentConnection, spawn_agent
 
 EARLY = "initialize was answered before start-up"
 DIFFERS = "differs from the server's"
@@ -180,7 +180,7 @@ async def test_an_initialize_written_in_pieces_is_answered_early(tmp_path: Path)
     assert EARLY in agent.stderr
 
 
-async def still_initialized(agent: AgentProcess) -> None:
+async def still_initialized(agent: AgentConnection) -> None:
     """The full server took over initialized: a method other than initialize is served."""
     answer = await agent.request("session/list", {})
     assert "result" in answer, answer

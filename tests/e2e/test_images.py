@@ -16,7 +16,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
+from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
 
 
 def png(width: int = 2, height: int = 2) -> bytes:
@@ -45,14 +45,14 @@ def image_blocks(messages: list[dict]) -> list[dict]:
     return found
 
 
-async def prompt_blocks(agent: AgentProcess, session: str, blocks: list[dict]) -> dict:
+async def prompt_blocks(agent: AgentConnection, session: str, blocks: list[dict]) -> dict:
     request_id = await agent.send_request("session/prompt",
                                           {"sessionId": session, "prompt": blocks})
     response, _ = await agent.response(request_id)
     return response
 
 
-async def test_an_image_reaches_the_model(agent: AgentProcess, model_server: FakeModelServer,
+async def test_an_image_reaches_the_model(agent: AgentConnection, model_server: FakeModelServer,
                                          workspace: Path) -> None:
     model_server.enqueue(reply("A red square."))
     init = await agent.initialize()
@@ -78,7 +78,7 @@ async def test_an_image_reaches_the_model(agent: AgentProcess, model_server: Fak
     ("image/png", b64(png(1000, 1800)), "over the model's limit"),
 ])
 async def test_a_bad_image_is_refused_before_any_model_request(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path,
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
     mime: str, data: str, says: str,
 ) -> None:
     model_server.enqueue(reply("fine"))
@@ -134,7 +134,7 @@ async def test_a_large_image_is_kept_beside_the_history_and_replayed(
 
 
 async def test_read_file_shows_an_image_in_the_project(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     picture = png(3, 3)
     (workspace / "diagram.png").write_bytes(picture)

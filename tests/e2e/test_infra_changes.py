@@ -10,7 +10,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
-from tests.support.agent_process import AgentProcess, spawn_agent
+from tests.support.agent_process import AgentConnection, spawn_agent
 from tests.support.stand_ins import env_with_stand_ins
 
 STAND_IN = """#!/bin/sh
@@ -50,7 +50,7 @@ APPLY = "cd . && TF_IN_AUTOMATION=1 terraform apply -auto-approve"
 
 
 async def test_asked_after_always_allow_and_never_run_when_rejected(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, terraform_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, terraform_log: Path
 ) -> None:
     model_server.enqueue(bash("toolu_validate", "terraform validate"), reply("valid"),
                          bash("toolu_apply", APPLY), reply("not applied"),
@@ -77,7 +77,7 @@ async def test_asked_after_always_allow_and_never_run_when_rejected(
 
 
 async def test_asked_in_bypass_mode_and_run_once_allowed(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, terraform_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, terraform_log: Path
 ) -> None:
     model_server.enqueue(bash("toolu_fmt", "terraform fmt -check"), reply("formatted"),
                          bash("toolu_destroy", "env TF_LOG=1 terraform destroy -auto-approve"),
@@ -96,7 +96,7 @@ async def test_asked_in_bypass_mode_and_run_once_allowed(
 
 
 async def test_plan_mode_refuses_an_infrastructure_change(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, terraform_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, terraform_log: Path
 ) -> None:
     model_server.enqueue(bash("toolu_apply", "bash -c 'terraform apply'"), reply("refused"))
     session = await start(agent, workspace)

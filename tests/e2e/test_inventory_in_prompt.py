@@ -11,7 +11,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import reply
 
 from tests.e2e.test_tools import start
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
 
@@ -28,7 +28,7 @@ def add_resource(path: Path) -> None:
 
 
 async def test_the_inventory_is_in_the_system_prompt_and_follows_the_files(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     shutil.copytree(FIXTURE, workspace, dirs_exist_ok=True)
     model_server.enqueue(reply("It has a network module."), reply("Now an EIP too."))

@@ -18,7 +18,7 @@ from acp_conformance.processes import pid_alive
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
+from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
 
 stdio_server = acp_stdio_server
 
@@ -65,7 +65,7 @@ def result_for(server: FakeModelServer, request_index: int, call_id: str = "tool
     raise AssertionError(f"no tool_result for {call_id}")
 
 
-async def open_session(agent: AgentProcess, workspace: Path, servers: list[dict[str, Any]]
+async def open_session(agent: AgentConnection, workspace: Path, servers: list[dict[str, Any]]
                        ) -> str:
     init = await agent.initialize()
     assert init["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
@@ -74,7 +74,7 @@ async def open_session(agent: AgentProcess, workspace: Path, servers: list[dict[
 
 
 async def test_stdio_tools_reach_the_model_and_a_read_only_one_runs_without_asking(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__lookup", key="region"), reply("It is set."))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -103,7 +103,7 @@ async def test_stdio_tools_reach_the_model_and_a_read_only_one_runs_without_aski
 
 @pytest.mark.parametrize(("option", "runs"), [("allow_once", True), ("reject_once", False)])
 async def test_a_destructive_tool_asks_then_runs_or_not(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path,
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path,
     option: str, runs: bool,
 ) -> None:
     model_server.enqueue(call("mcp__db__drop_table", name="users"), reply("done"))
@@ -126,7 +126,7 @@ async def test_a_destructive_tool_asks_then_runs_or_not(
 
 
 async def test_always_allow_holds_for_that_tool_and_plan_mode_refuses_it(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__drop_table", name="a"), reply("1"),
                          call("mcp__db__drop_table", "toolu_2", name="b"), reply("2"),
@@ -148,7 +148,7 @@ async def test_always_allow_holds_for_that_tool_and_plan_mode_refuses_it(
 
 
 async def test_bypass_runs_a_destructive_tool_without_asking(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__drop_table", name="x"), reply("ok"))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -159,7 +159,7 @@ async def test_bypass_runs_a_destructive_tool_without_asking(
 
 
 async def test_text_and_image_result_reach_editor_and_model(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__picture"), reply("A diagram."))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -178,7 +178,7 @@ async def test_text_and_image_result_reach_editor_and_model(
 
 
 async def test_an_is_error_result_fails_the_call_and_the_turn_goes_on(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__broken"), reply("It is locked."))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -191,7 +191,7 @@ async def test_an_is_error_result_fails_the_call_and_the_turn_goes_on(
 
 
 async def test_open_world_tool_is_a_fetch(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__fetch_page", url="https://example.com"), reply("ok"))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -201,7 +201,7 @@ async def test_open_world_tool_is_a_fetch(
 
 
 async def test_remote_servers_http_and_sse(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path,
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path,
     remote_server: RemoteServer,
 ) -> None:
     transport = remote_server.transport
@@ -230,7 +230,7 @@ async def test_remote_servers_http_and_sse(
 
 
 async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(reply("first"), reply("second"))
     session = await open_session(agent, workspace, [
@@ -261,7 +261,7 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
 
 
 async def test_a_server_that_goes_away_fails_the_call_and_comes_back_at_the_next_prompt(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__crash"), reply("It went away."))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -309,7 +309,7 @@ async def test_a_late_server_does_not_hold_session_new_or_the_prompt(
 
 
 async def test_load_and_resume_connect_the_servers_they_are_given(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(reply("one"), reply("two"), reply("three"))
     session = await open_session(agent, workspace, [])
@@ -325,7 +325,7 @@ async def test_load_and_resume_connect_the_servers_they_are_given(
         assert f"mcp__db{index}__lookup" in names
 
 
-async def test_bad_mcp_servers_are_invalid_params(agent: AgentProcess, workspace: Path) -> None:
+async def test_bad_mcp_servers_are_invalid_params(agent: AgentConnection, workspace: Path) -> None:
     await agent.initialize()
     answer = await agent.request("session/new", {"cwd": str(workspace), "mcpServers": [
         {"type": "http", "name": "x", "url": "ftp://nope", "headers": []}]})
@@ -334,7 +334,7 @@ async def test_bad_mcp_servers_are_invalid_params(agent: AgentProcess, workspace
 
 
 async def test_cancel_during_a_slow_tool_the_server_ignores(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(call("mcp__db__slow", seconds=30))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -358,7 +358,7 @@ async def test_cancel_during_a_slow_tool_the_server_ignores(
 
 
 async def test_prompts_are_slash_commands(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, calls_log: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
     model_server.enqueue(reply("Reviewed."))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
@@ -401,7 +401,7 @@ async def wait_file(path: Path) -> None:
 
 @pytest.mark.parametrize("method", ["session/close", "session/delete"])
 async def test_close_and_delete_end_the_server_and_what_it_started(
-    agent: AgentProcess, workspace: Path, calls_log: Path, tmp_path: Path, method: str
+    agent: AgentConnection, workspace: Path, calls_log: Path, tmp_path: Path, method: str
 ) -> None:
     pid_file = tmp_path / "pids"
     session = await open_session(agent, workspace, [

@@ -23,7 +23,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, error_status, reply, stream_error
 
-from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
+from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
 
 
 @pytest.fixture
@@ -71,12 +71,12 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}}
 
 
-async def start(agent: AgentProcess, workspace: Path) -> str:
+async def start(agent: AgentConnection, workspace: Path) -> str:
     await agent.initialize()
     return await agent.new_session(workspace)
 
 
-async def test_text_reasoning_and_usage(agent: AgentProcess, chat_server: FakeChatServer,
+async def test_text_reasoning_and_usage(agent: AgentConnection, chat_server: FakeChatServer,
                                         workspace: Path) -> None:
     chat_server.enqueue(with_reasoning_tokens(reply(
         ["Hel", "lo ", "world"], thinking=["Let me ", "think."], input_tokens=12,
@@ -114,7 +114,7 @@ async def test_text_reasoning_and_usage(agent: AgentProcess, chat_server: FakeCh
 
 
 async def test_parallel_tool_calls_and_the_history_sent_back(
-    agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
     (workspace / "a.tf").write_text('variable "a" {}\n')
     (workspace / "b.tf").write_text('variable "b" {}\n')
@@ -168,7 +168,7 @@ async def test_deepseek_gets_its_reasoning_back_after_a_tool_call(
     assert assistant["reasoning_content"] == "I should read main.tf."
 
 
-async def test_each_finish_reason(agent: AgentProcess, chat_server: FakeChatServer,
+async def test_each_finish_reason(agent: AgentConnection, chat_server: FakeChatServer,
                                   workspace: Path) -> None:
     chat_server.enqueue(reply("cut", stop_reason="max_tokens"),
                         reply("", stop_reason="refusal"),
@@ -179,7 +179,7 @@ async def test_each_finish_reason(agent: AgentProcess, chat_server: FakeChatServ
 
 
 async def test_arguments_that_are_not_json_are_answered_as_the_models_error(
-    agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
     chat_server.enqueue(
         {"events": [
@@ -199,7 +199,7 @@ async def test_arguments_that_are_not_json_are_answered_as_the_models_error(
     assert "not valid JSON" in tool_message["content"]
 
 
-async def test_429_then_success(agent: AgentProcess, chat_server: FakeChatServer,
+async def test_429_then_success(agent: AgentConnection, chat_server: FakeChatServer,
                                 workspace: Path) -> None:
     chat_server.enqueue(error_status(429, "Rate limit reached", retry_after=0.2),
                         error_status(503), reply("finally"))
@@ -211,7 +211,7 @@ async def test_429_then_success(agent: AgentProcess, chat_server: FakeChatServer
 
 
 async def test_a_wait_over_a_minute_is_not_retried_and_a_retry_wait_is_cancelled(
-    agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
     chat_server.enqueue(error_status(429, "Come back in an hour", retry_after=3600),
                         error_status(429, retry_after=30))
@@ -231,7 +231,7 @@ async def test_a_wait_over_a_minute_is_not_retried_and_a_retry_wait_is_cancelled
 
 
 async def test_an_error_answer_is_shown_with_what_the_api_said(
-    agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
     chat_server.enqueue(
         error_status(400, "This model's maximum context length is 128000 tokens"),
@@ -249,7 +249,7 @@ async def test_an_error_answer_is_shown_with_what_the_api_said(
 
 
 async def test_a_stream_cut_midway_is_a_readable_error_and_the_session_goes_on(
-    agent: AgentProcess, chat_server: FakeChatServer, workspace: Path
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
     chat_server.enqueue(reply(["partial ", "answer ", "never ends"], cut_after=4),
                         reply("second"))
@@ -265,7 +265,7 @@ async def test_a_stream_cut_midway_is_a_readable_error_and_the_session_goes_on(
     assert {"role": "assistant", "content": "partial answer "} in history
 
 
-async def test_cancel_closes_the_http_stream(agent: AgentProcess, chat_server: FakeChatServer,
+async def test_cancel_closes_the_http_stream(agent: AgentConnection, chat_server: FakeChatServer,
                                             workspace: Path) -> None:
     chat_server.enqueue(reply([f"word{i} " for i in range(400)], delay=0.05), reply("after"))
     session = await start(agent, workspace)

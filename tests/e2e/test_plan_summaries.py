@@ -10,7 +10,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 from tests.support.stand_ins import env_with_stand_ins
 
 BLOCK = ('  # aws_s3_bucket.b{n} will be created\n  + resource "aws_s3_bucket" "b{n}" {{\n'
@@ -34,7 +34,7 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
 
 
 async def test_a_destroy_in_the_middle_of_a_long_plan_leads_the_summary(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(
         reply(tool_uses=[ToolUse("toolu_plan", "bash", {"command": "terraform plan"})]),

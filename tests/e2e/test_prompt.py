@@ -8,7 +8,7 @@ import trio
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import error_status, hang, reply, stream_error
 
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 
 def updates(messages: list[dict], kind: str) -> list[dict]:
@@ -22,7 +22,7 @@ def text_of(messages: list[dict], kind: str) -> str:
 
 
 async def test_streamed_answer_with_thinking_and_usage(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply(["Hel", "lo ", "world"], thinking=["Let me ", "think."],
                                input_tokens=12, output_tokens=7,
@@ -58,7 +58,7 @@ async def test_streamed_answer_with_thinking_and_usage(
 
 
 async def test_deltas_stream_as_they_arrive(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     # 0.3 s between events: the first chunk must reach us long before the answer ends.
     model_server.enqueue(reply(["one", "two", "three"], delay=0.3))
@@ -73,7 +73,7 @@ async def test_deltas_stream_as_they_arrive(
 
 
 async def test_history_carries_into_the_next_turn(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply("First answer", thinking="hmm"), reply("Second answer"))
     await agent.initialize()
@@ -87,7 +87,7 @@ async def test_history_carries_into_the_next_turn(
     assert assistant[1] == {"type": "text", "text": "First answer"}
 
 
-async def test_stop_reasons(agent: AgentProcess, model_server: FakeModelServer,
+async def test_stop_reasons(agent: AgentConnection, model_server: FakeModelServer,
                             workspace: Path) -> None:
     model_server.enqueue(reply("cut", stop_reason="max_tokens"),
                          reply("", stop_reason="refusal"),
@@ -99,7 +99,7 @@ async def test_stop_reasons(agent: AgentProcess, model_server: FakeModelServer,
 
 
 async def test_prompt_content_blocks_reach_the_model(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply("ok"))
     await agent.initialize()
@@ -124,7 +124,7 @@ async def test_prompt_content_blocks_reach_the_model(
 
 
 async def test_model_error_is_a_readable_message_and_the_session_lives_on(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(error_status(400, "prompt is too long"),
                          stream_error("partial ", message="Overloaded"),
@@ -150,7 +150,7 @@ async def test_model_error_is_a_readable_message_and_the_session_lives_on(
 
 
 async def test_retry_after_429_then_success(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(error_status(429, retry_after=0.5), error_status(529), reply("finally"))
     await agent.initialize()
@@ -164,7 +164,7 @@ async def test_retry_after_429_then_success(
 
 
 async def test_second_prompt_while_busy_is_queued_and_sessions_run_concurrently(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(hang(), reply("other session"))
     await agent.initialize()
@@ -189,7 +189,7 @@ async def test_second_prompt_while_busy_is_queued_and_sessions_run_concurrently(
 
 
 async def test_an_editor_that_pauses_reading_gets_every_delta_in_order(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     """More output than the pipe and the agent's outbox hold: the turn waits for the editor
     (back-pressure) instead of dropping or reordering deltas, and the answer comes last."""

@@ -11,7 +11,7 @@ import pytest
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def breakpoints(body: dict) -> list[str]:
 
 
 async def test_a_tool_loop_reads_each_previous_request_from_cache(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     for name in ("a", "b", "c"):
         (workspace / f"{name}.tf").write_text(f'resource "null_resource" "{name}" {{}}\n' * 50)
@@ -69,7 +69,7 @@ async def test_a_tool_loop_reads_each_previous_request_from_cache(
 
 
 async def test_the_next_prompt_reads_the_conversation_so_far(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply("first answer"), reply("second answer"))
     await agent.initialize()

@@ -19,12 +19,12 @@ from acp_conformance.script import ToolUse, error_status, reply
 
 from iaccode.tools import process_tree
 from tests.e2e.test_tools import call, choose, start, tool_updates
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 
 
-async def load(agent: AgentProcess, session: str, cwd: Path) -> list[dict[str, Any]]:
+async def load(agent: AgentConnection, session: str, cwd: Path) -> list[dict[str, Any]]:
     """``session/load``; the replayed ``session/update`` messages."""
     request_id = await agent.send_request("session/load", {
         "sessionId": session, "cwd": str(cwd), "mcpServers": []})
@@ -34,7 +34,7 @@ async def load(agent: AgentProcess, session: str, cwd: Path) -> list[dict[str, A
 
 
 async def test_every_update_of_a_call_names_its_tool(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "main.tf").write_text('resource "x" "y" {}\n')
     model_server.enqueue(
@@ -70,7 +70,7 @@ async def test_every_update_of_a_call_names_its_tool(
 
 
 async def test_the_permission_question_shows_the_edit_as_a_diff(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "main.tf").write_text('region = "eu-west-1"\n')
     model_server.enqueue(call("edit_file", path="main.tf", old_string="eu-west-1",
@@ -92,7 +92,7 @@ async def test_the_permission_question_shows_the_edit_as_a_diff(
 
 
 async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("write_file", path="out/new.tf", content="x = 1\n"), reply("ok"))
     session = await start(agent, workspace)
@@ -115,7 +115,7 @@ async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result
 
 
 async def test_an_edit_that_cannot_apply_asks_without_a_diff_and_fails_when_run(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "main.tf").write_text("a\n")
     model_server.enqueue(call("edit_file", path="main.tf", old_string="zzz",
@@ -126,7 +126,7 @@ async def test_an_edit_that_cannot_apply_asks_without_a_diff_and_fails_when_run(
     assert tool_updates(updates, "toolu_edit_file")[-1]["status"] == "failed"
 
 
-async def prompt_until_asked(agent: AgentProcess, session: str, text: str
+async def prompt_until_asked(agent: AgentConnection, session: str, text: str
                              ) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
     """Send a prompt; return its id, the first permission question, and what came before."""
     prompt_id = await agent.send_request("session/prompt", {
@@ -139,7 +139,7 @@ async def prompt_until_asked(agent: AgentProcess, session: str, text: str
         before.append(message)
 
 
-async def answers_to(agent: AgentProcess, *request_ids: int
+async def answers_to(agent: AgentConnection, *request_ids: int
                      ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
     """Wait until every request is answered: the answers (in the order they came) and the
     other messages before the last one."""
@@ -167,7 +167,7 @@ def final_states(updates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 async def test_a_cancel_while_asking_fails_the_asked_call_and_the_queued_one(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply(tool_uses=[
         ToolUse("toolu_first", "bash", {"command": "touch first"}),
@@ -195,7 +195,7 @@ async def test_a_cancel_while_asking_fails_the_asked_call_and_the_queued_one(
 
 
 async def test_session_close_while_asking_fails_the_call_before_close_answers(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="touch ran"))
     session = await start(agent, workspace)
@@ -209,7 +209,7 @@ async def test_session_close_while_asking_fails_the_call_before_close_answers(
 
 
 async def test_a_cancel_while_a_command_runs_fails_it_and_the_call_queued_behind(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply(tool_uses=[
         ToolUse("toolu_sleep", "bash", {"command": "sleep 30"}),
@@ -237,7 +237,7 @@ class OuterShellTerminal:
     """A client terminal as some real ones are: it runs the command under an outer shell of
     its own and ``terminal/kill`` kills that shell alone (SIGKILL, no process group)."""
 
-    def __init__(self, agent: AgentProcess) -> None:
+    def __init__(self, agent: AgentConnection) -> None:
         self.agent = agent
         self.shells: dict[str, trio.Process] = {}
         self.created: list[dict[str, Any]] = []
@@ -283,7 +283,7 @@ class OuterShellTerminal:
 
 @pytest.mark.skipif(not process_tree.supported(), reason="the supervisor needs Linux prctl")
 async def test_a_terminal_whose_outer_shell_alone_is_killed_leaves_nothing_alive(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     command = ("sleep 300 & echo $! > bg.pid; "
                "setsid sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid; "
@@ -324,7 +324,7 @@ def chunks(updates: list[dict[str, Any]], kind: str = "agent_message_chunk") -> 
 
 
 async def test_a_replayed_terminal_command_shows_its_output_as_text(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="terraform plan"), reply("planned"))
     session = await start(agent, workspace, terminal=True)
@@ -350,7 +350,7 @@ async def test_a_replayed_terminal_command_shows_its_output_as_text(
 
 
 async def test_replay_shows_where_the_context_was_compacted_and_cleared(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply("a1"), reply("a2"), reply("a3"),
                          reply("the summary", input_tokens=40_000, output_tokens=1_200),
@@ -381,13 +381,13 @@ def user_texts(request_body: dict[str, Any]) -> list[str]:
             for b in m["content"] if isinstance(b, dict) and b.get("type") == "text"]
 
 
-async def test_initialize_advertises_steering(agent: AgentProcess) -> None:
+async def test_initialize_advertises_steering(agent: AgentConnection) -> None:
     result = await agent.initialize()
     assert result["_meta"]["steering"] == {"supported": True}
 
 
 async def test_steering_during_a_tool_call_reaches_the_next_request_and_the_history(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="echo checked"), reply("Done, and noted."))
     session = await start(agent, workspace)
@@ -411,7 +411,7 @@ async def test_steering_during_a_tool_call_reaches_the_next_request_and_the_hist
 
 
 async def test_steering_after_the_last_answer_gets_an_answer_of_its_own(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     """An answer that is streaming is not cut; the turn goes on with one more request."""
     model_server.enqueue(reply(["Slow ", "answer."], delay=0.3), reply("About prod: fine."))
@@ -431,7 +431,7 @@ async def test_steering_after_the_last_answer_gets_an_answer_of_its_own(
 
 
 async def test_steering_while_idle_follows_idle_behavior(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply("Started by steering."))
     session = await start(agent, workspace)
@@ -449,7 +449,7 @@ async def test_steering_while_idle_follows_idle_behavior(
 
 
 async def test_two_prompts_queue_behind_a_running_turn_and_run_in_order(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="echo one"), reply("first done"),
                          reply("second done"), reply("third done"))
@@ -467,7 +467,7 @@ async def test_two_prompts_queue_behind_a_running_turn_and_run_in_order(
 
 
 async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="touch ran"), reply("next one"))
     session = await start(agent, workspace)
@@ -484,7 +484,7 @@ async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
 
 
 async def test_cancel_request_for_a_queued_prompt_drops_that_one_only(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="echo one"), reply("first done"),
                          reply("third done"))
@@ -505,7 +505,7 @@ async def test_cancel_request_for_a_queued_prompt_drops_that_one_only(
 
 
 async def test_a_model_error_inside_a_sub_agent_still_ends_its_call(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     """A model error ends the sub-agent's turn: the parent's `agent` call gets its final
     update (failed, saying why) and the parent turn goes on."""

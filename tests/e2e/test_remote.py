@@ -23,7 +23,7 @@ from acp_conformance.remote import TRANSPORTS, RemoteAgent, connect, http_client
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentProcess
+from tests.support.agent_process import SEED_ALIASES, AgentConnection
 from tests.support.serve import ServerProcess, spawn_server
 
 TOKEN = "remote-test-token-0123456789"
@@ -47,14 +47,14 @@ async def server(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[Ser
 
 @contextlib.asynccontextmanager
 async def client(server: ServerProcess, transport: str,
-                 checker: WireChecker | None = None) -> AsyncIterator[AgentProcess]:
+                 checker: WireChecker | None = None) -> AsyncIterator[AgentConnection]:
     """A remote connection driven like a spawned agent (schema-checked)."""
     async with connect(server.url, server.token, transport) as remote:
-        yield AgentProcess(remote, checker or WireChecker(aliases=SEED_ALIASES),  # type: ignore
+        yield AgentConnection(remote, checker or WireChecker(aliases=SEED_ALIASES),  # type: ignore
                            server.stderr_path)
 
 
-def remote_of(agent: AgentProcess) -> RemoteAgent:
+def remote_of(agent: AgentConnection) -> RemoteAgent:
     remote = agent.process
     assert isinstance(remote, RemoteAgent)
     return remote
@@ -375,7 +375,7 @@ async def test_a_client_that_vanishes_mid_turn(server: ServerProcess, tmp_path: 
         await other.initialize()
         other_session = await other.new_session(workspace)
         async with connect(server.url, TOKEN, transport) as remote:
-            gone = AgentProcess(remote, None, server.stderr_path)  # type: ignore[arg-type]
+            gone = AgentConnection(remote, None, server.stderr_path)  # type: ignore[arg-type]
             await gone.initialize()
             session = await gone.new_session(workspace)
             await gone.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
@@ -410,7 +410,7 @@ async def test_two_connections_prompting_at_once(server: ServerProcess, workspac
         second = await two.new_session(workspace)
         results: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
 
-        async def run(agent: AgentProcess, session: str) -> None:
+        async def run(agent: AgentConnection, session: str) -> None:
             results[session] = await agent.prompt(session, "count", timeout=60)
 
         async with trio.open_nursery() as nursery:

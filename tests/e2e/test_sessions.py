@@ -12,7 +12,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, hang, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentProcess, spawn_agent
+from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
 
 
 def spawn(env: dict[str, str], tmp_path: Path, name: str = "agent") -> spawn_agent:
@@ -40,7 +40,7 @@ def assert_valid_history(messages: list[dict[str, Any]]) -> None:
             assert sorted(answered) == sorted(uses)
 
 
-async def open_session(agent: AgentProcess, method: str, session: str,
+async def open_session(agent: AgentConnection, method: str, session: str,
                        workspace: Path) -> tuple[dict, list[dict]]:
     request_id = await agent.send_request(method, {"sessionId": session, "cwd": str(workspace),
                                                    "mcpServers": []})
@@ -142,7 +142,7 @@ async def test_delete(agent_env: dict[str, str], model_server: FakeModelServer,
         assert answer["error"]["code"] == -32602
 
 
-async def test_session_ids_are_validated(agent: AgentProcess, workspace: Path) -> None:
+async def test_session_ids_are_validated(agent: AgentConnection, workspace: Path) -> None:
     await agent.initialize()
     for bad in ("../../etc", "sess_../../x", "", "x" * 500):
         answer = await agent.request("session/load", {"sessionId": bad, "cwd": str(workspace),
@@ -309,7 +309,7 @@ async def test_compaction_keeps_the_request_in_the_window(
     assert any(b.get("type") == "tool_use" for m in final for b in m["content"])  # pair kept
 
 
-async def test_slash_commands(agent: AgentProcess, model_server: FakeModelServer,
+async def test_slash_commands(agent: AgentConnection, model_server: FakeModelServer,
                               workspace: Path) -> None:
     model_server.enqueue(reply("a1"), reply("a2"), reply("summary"), reply("fresh"))
     await agent.initialize()

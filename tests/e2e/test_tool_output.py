@@ -8,7 +8,7 @@ from pathlib import Path
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 
 def result(server: FakeModelServer, index: int, call_id: str) -> dict:
@@ -17,7 +17,7 @@ def result(server: FakeModelServer, index: int, call_id: str) -> dict:
 
 
 async def test_oversized_output_is_saved_and_readable(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
     lines = [f"line {n:05d} " + "x" * 90 for n in range(1, 1801)]
     (workspace / "big.log").write_text("\n".join(lines) + "\n")
@@ -49,7 +49,7 @@ async def test_oversized_output_is_saved_and_readable(
 
 
 async def test_another_sessions_output_is_not_ours(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
     other = tmp_path / "home" / "tool-output" / ("sess_" + "0" * 32)
     other.mkdir(parents=True)

@@ -13,7 +13,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import group_gone
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import AgentProcess, RpcReply, spawn_agent
+from tests.support.agent_process import AgentConnection, RpcError, spawn_agent
 
 
 def call(name: str, **args: Any) -> dict:
@@ -42,13 +42,13 @@ def choose(option: str):
     return answer
 
 
-async def start(agent: AgentProcess, workspace: Path, **capabilities: Any) -> str:
+async def start(agent: AgentConnection, workspace: Path, **capabilities: Any) -> str:
     await agent.initialize(**capabilities)
     return await agent.new_session(workspace)
 
 
 async def test_read_runs_without_asking_and_streams_its_lifecycle(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "main.tf").write_text('variable "region" {}\n')
     model_server.enqueue(call("read_file", path="main.tf"), reply("It declares region."))
@@ -70,7 +70,7 @@ async def test_read_runs_without_asking_and_streams_its_lifecycle(
     assert 'variable "region"' in result["content"] and result["is_error"] is False
 
 
-async def test_write_asks_and_allow_once_writes(agent: AgentProcess,
+async def test_write_asks_and_allow_once_writes(agent: AgentConnection,
                                                 model_server: FakeModelServer,
                                                 workspace: Path) -> None:
     model_server.enqueue(call("write_file", path="out/new.tf", content="x = 1\n"), reply("ok"))
@@ -91,7 +91,7 @@ async def test_write_asks_and_allow_once_writes(agent: AgentProcess,
 
 
 async def test_rejected_write_leaves_the_file_and_tells_the_model(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "a.tf").write_text("old\n")
     model_server.enqueue(call("write_file", path="a.tf", content="new\n"), reply("understood"))
@@ -108,7 +108,7 @@ async def test_rejected_write_leaves_the_file_and_tells_the_model(
 @pytest.mark.parametrize(("first", "second_asks", "written"), [
     ("allow_always", False, True), ("reject_always", False, False)])
 async def test_always_answers_hold_for_the_session(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path,
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
     first: str, second_asks: bool, written: bool,
 ) -> None:
     model_server.enqueue(call("write_file", path="one.txt", content="1"), reply("a"),
@@ -121,7 +121,7 @@ async def test_always_answers_hold_for_the_session(
     assert (workspace / "two.txt").exists() is written
 
 
-async def test_cancelled_permission_ends_the_turn(agent: AgentProcess,
+async def test_cancelled_permission_ends_the_turn(agent: AgentConnection,
                                                   model_server: FakeModelServer,
                                                   workspace: Path) -> None:
     model_server.enqueue(call("bash", command="touch ran"))
@@ -135,7 +135,7 @@ async def test_cancelled_permission_ends_the_turn(agent: AgentProcess,
 @pytest.mark.parametrize("answer", [
     {"outcome": "bogus"}, {}, "nope", {"outcome": {"outcome": "selected", "optionId": "zzz"}}])
 async def test_unreadable_permission_answers_do_not_run_the_tool(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, answer: Any
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, answer: Any
 ) -> None:
     model_server.enqueue(call("bash", command="touch ran"), reply("ok"))
     session = await start(agent, workspace)
@@ -145,7 +145,7 @@ async def test_unreadable_permission_answers_do_not_run_the_tool(
 
 
 async def test_seed_flat_permission_answer_is_understood(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="touch ran"), reply("ok"))
     session = await start(agent, workspace)
@@ -156,7 +156,7 @@ async def test_seed_flat_permission_answer_is_understood(
 
 @pytest.mark.parametrize("path", ["../secret.txt", "ABSOLUTE", "link/secret.txt"])
 async def test_reads_outside_the_project_ask_first(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path, path: str
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, path: str
 ) -> None:
     outside = workspace.parent / "secret.txt"
     outside.write_text("top secret\n")
@@ -170,7 +170,7 @@ async def test_reads_outside_the_project_ask_first(
     assert result["content"] == "Permission denied." and "top secret" not in str(result)
 
 
-async def test_sibling_prefix_folder_is_outside(agent: AgentProcess,
+async def test_sibling_prefix_folder_is_outside(agent: AgentConnection,
                                                 model_server: FakeModelServer,
                                                 workspace: Path) -> None:
     evil = workspace.parent / (workspace.name + "-evil")
@@ -182,7 +182,7 @@ async def test_sibling_prefix_folder_is_outside(agent: AgentProcess,
     assert len(asked) == 1
 
 
-async def test_cancel_kills_background_commands(agent: AgentProcess,
+async def test_cancel_kills_background_commands(agent: AgentConnection,
                                                 model_server: FakeModelServer,
                                                 workspace: Path) -> None:
     model_server.enqueue(call("bash", command="echo $$ > pgid; sleep 30 & sleep 30"))
@@ -204,7 +204,7 @@ async def test_cancel_kills_background_commands(agent: AgentProcess,
     assert group_gone(pgid)  # the whole process group is gone, background sleep included
 
 
-async def test_bash_cat_returns_at_once(agent: AgentProcess, model_server: FakeModelServer,
+async def test_bash_cat_returns_at_once(agent: AgentConnection, model_server: FakeModelServer,
                                         workspace: Path) -> None:
     model_server.enqueue(call("bash", command="cat; echo done"), reply("ok"))
     session = await start(agent, workspace)
@@ -227,7 +227,7 @@ async def test_max_turn_requests(tmp_path: Path, model_server: FakeModelServer,
     assert len(model_server.requests) == 3
 
 
-async def test_malformed_tool_calls_are_never_run(agent: AgentProcess,
+async def test_malformed_tool_calls_are_never_run(agent: AgentConnection,
                                                   model_server: FakeModelServer,
                                                   workspace: Path) -> None:
     model_server.enqueue(
@@ -243,7 +243,7 @@ async def test_malformed_tool_calls_are_never_run(agent: AgentProcess,
     assert tool_updates(updates, "toolu_a")[-1]["status"] == "failed"
 
 
-async def test_modes(agent: AgentProcess, model_server: FakeModelServer,
+async def test_modes(agent: AgentConnection, model_server: FakeModelServer,
                      workspace: Path) -> None:
     model_server.enqueue(call("write_file", path="p.txt", content="plan"), reply("refused"),
                          call("write_file", path="e.txt", content="edit"), reply("done"))
@@ -266,7 +266,7 @@ async def test_modes(agent: AgentProcess, model_server: FakeModelServer,
 
 
 async def test_fs_goes_through_the_editor_when_advertised(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "buf.tf").write_text("on disk\n")
     model_server.enqueue(call("read_file", path="buf.tf"), reply("read"),
@@ -293,7 +293,7 @@ async def test_fs_goes_through_the_editor_when_advertised(
 
 
 async def test_no_fs_or_terminal_calls_without_capabilities(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "f.txt").write_text("disk\n")
     model_server.enqueue(call("read_file", path="f.txt"), reply("a"),
@@ -310,7 +310,7 @@ async def test_no_fs_or_terminal_calls_without_capabilities(
     assert methods == ["session/request_permission"]
 
 
-async def test_terminal_delegation(agent: AgentProcess, model_server: FakeModelServer,
+async def test_terminal_delegation(agent: AgentConnection, model_server: FakeModelServer,
                                    workspace: Path) -> None:
     model_server.enqueue(call("bash", command="make plan"), reply("done"))
     session = await start(agent, workspace, terminal=True)
@@ -337,7 +337,7 @@ async def test_terminal_delegation(agent: AgentProcess, model_server: FakeModelS
 
 
 async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     """An error answer to fs/*, terminal/* or a permission question fails that call only,
     saying what failed; the turn and the session go on."""
@@ -351,7 +351,7 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
         if message["method"] == "session/request_permission" and \
                 message["params"]["toolCall"]["toolCallId"] == "toolu_bash":
             return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-        return RpcReply(-32603, f"no {message['method']} today")
+        return RpcError(-32603, f"no {message['method']} today")
 
     for prompt in ("read", "run", "write"):
         response, _, _ = await agent.run_prompt(session, prompt, editor)
@@ -369,7 +369,7 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
 
 
 async def test_sub_agent_runs_read_only_tools_as_children(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "vars.tf").write_text('variable "env" {}\n')
     model_server.enqueue(
@@ -392,7 +392,7 @@ async def test_sub_agent_runs_read_only_tools_as_children(
     assert "agent" not in [t["name"] for t in model_server.requests[1].body["tools"]]
 
 
-async def test_tool_failures_are_visible(agent: AgentProcess, model_server: FakeModelServer,
+async def test_tool_failures_are_visible(agent: AgentConnection, model_server: FakeModelServer,
                                          workspace: Path) -> None:
     (workspace / "e.txt").write_text("a a\n")
     model_server.enqueue(
@@ -411,7 +411,7 @@ async def test_tool_failures_are_visible(agent: AgentProcess, model_server: Fake
     assert (workspace / "e.txt").read_text() == "a a\n"
 
 
-async def test_every_tool_succeeds(agent: AgentProcess, model_server: FakeModelServer,
+async def test_every_tool_succeeds(agent: AgentConnection, model_server: FakeModelServer,
                                    workspace: Path) -> None:
     (workspace / "main.tf").write_text('resource "x" "y" {}\n')
     model_server.enqueue(

@@ -9,7 +9,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import reply
 
 from iaccode.llm.prices import PRICES
-from tests.support.agent_process import AgentProcess
+from tests.support.agent_process import AgentConnection
 
 PRICED = "claude-sonnet-4-5"
 
@@ -33,7 +33,7 @@ def usage_updates(messages: list[dict]) -> list[dict]:
 
 
 async def test_thought_tokens_and_cost_of_a_priced_model(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(
         thinking_reply(30, input_tokens=1000, output_tokens=50, cache_read_input_tokens=10_000,
@@ -57,7 +57,7 @@ async def test_thought_tokens_and_cost_of_a_priced_model(
 
 
 async def test_no_cost_once_a_model_we_do_not_price_was_used(
-    agent: AgentProcess, model_server: FakeModelServer, workspace: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(reply("a"), reply("b"), reply("c"))
     await agent.initialize()

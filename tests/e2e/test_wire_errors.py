@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from acp_conformance.environment import agent_environment
 
-from tests.support.agent_process import AgentProcess, spawn_agent
+from tests.support.agent_process import AgentConnection, spawn_agent
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
-async def still_serves(agent: AgentProcess) -> None:
+async def still_serves(agent: AgentConnection) -> None:
     result = await agent.call("initialize", INIT)
     assert result["protocolVersion"] == 1
 
@@ -33,7 +33,7 @@ async def still_serves(agent: AgentProcess) -> None:
     (b'{"jsonrpc": "2.0", "id": 1, "method": 7}', -32600),
     (b'{"jsonrpc": "2.0", "id": [1], "method": "initialize"}', -32600),
 ])
-async def test_malformed_lines(agent: AgentProcess, line: bytes, code: int) -> None:
+async def test_malformed_lines(agent: AgentConnection, line: bytes, code: int) -> None:
     await agent.send_raw(line + b"\n")
     answer = await agent.receive()
     assert answer["error"]["code"] == code
@@ -43,7 +43,7 @@ async def test_malformed_lines(agent: AgentProcess, line: bytes, code: int) -> N
     await still_serves(agent)
 
 
-async def test_unknown_method(agent: AgentProcess) -> None:
+async def test_unknown_method(agent: AgentConnection) -> None:
     await agent.initialize()
     for method in ("session/nope", "_iaccode/unknown"):
         answer = await agent.request(method, {})
@@ -59,7 +59,7 @@ async def test_unknown_method(agent: AgentProcess) -> None:
     ({"sessionId": "s", "prompt": "hello"}, {"params.prompt": "expected an array, got a string"}),
     ("just a string", {"params": "expected an object, got a string"}),
 ])
-async def test_invalid_params_name_the_wire_field(agent: AgentProcess, params: object,
+async def test_invalid_params_name_the_wire_field(agent: AgentConnection, params: object,
                                                    problems: dict[str, str]) -> None:
     await agent.initialize()
     answer = await agent.request("session/prompt", params)
@@ -67,7 +67,7 @@ async def test_invalid_params_name_the_wire_field(agent: AgentProcess, params: o
     assert answer["error"]["data"] == problems
 
 
-async def test_no_silent_coercion(agent: AgentProcess) -> None:
+async def test_no_silent_coercion(agent: AgentConnection) -> None:
     answer = await agent.request("initialize", {"protocolVersion": 1,
                                                 "clientCapabilities": {"terminal": "true"}})
     assert answer["error"]["code"] == -32602
@@ -75,7 +75,7 @@ async def test_no_silent_coercion(agent: AgentProcess) -> None:
         "params.clientCapabilities.terminal": "expected a boolean, got a string"}
 
 
-async def test_requests_before_initialize_are_refused(agent: AgentProcess,
+async def test_requests_before_initialize_are_refused(agent: AgentConnection,
                                                       workspace: Path) -> None:
     answer = await agent.request("session/new", {"cwd": str(workspace), "mcpServers": []})
     assert answer["error"]["code"] == -32600
@@ -84,7 +84,7 @@ async def test_requests_before_initialize_are_refused(agent: AgentProcess,
     assert "sessionId" in await agent.call("session/new", {"cwd": str(workspace)})
 
 
-async def test_session_new_needs_an_existing_absolute_directory(agent: AgentProcess,
+async def test_session_new_needs_an_existing_absolute_directory(agent: AgentConnection,
                                                                 workspace: Path) -> None:
     await agent.initialize()
     for cwd in ("relative/path", str(workspace / "missing"), str(workspace / "file.txt")):
@@ -94,7 +94,7 @@ async def test_session_new_needs_an_existing_absolute_directory(agent: AgentProc
         assert "absolute path to an existing directory" in answer["error"]["data"]["params.cwd"]
 
 
-async def test_unknown_session(agent: AgentProcess) -> None:
+async def test_unknown_session(agent: AgentConnection) -> None:
     await agent.initialize()
     answer = await agent.request("session/prompt", {
         "sessionId": "sess_nope", "prompt": [{"type": "text", "text": "hi"}]})
@@ -102,7 +102,7 @@ async def test_unknown_session(agent: AgentProcess) -> None:
     assert answer["error"]["data"] == {"params.sessionId": "session not found: sess_nope"}
 
 
-async def test_notifications_and_stray_responses_are_never_answered(agent: AgentProcess) -> None:
+async def test_notifications_and_stray_responses_are_never_answered(agent: AgentConnection) -> None:
     await agent.initialize()
     await agent.notify("_vendor/whatever", {"x": 1})
     await agent.notify("session/cancel", {"sessionId": "sess_unknown"})
@@ -116,7 +116,7 @@ async def test_notifications_and_stray_responses_are_never_answered(agent: Agent
 
 
 async def test_a_client_answering_notifications_is_logged_once_with_its_error(
-    agent: AgentProcess,
+    agent: AgentConnection,
 ) -> None:
     await agent.initialize()
     for stray_id in range(100, 108):
@@ -129,7 +129,7 @@ async def test_a_client_answering_notifications_is_logged_once_with_its_error(
     assert "-32601 'Method not found: session/update'" in warnings[0]
 
 
-async def test_version_negotiation(agent: AgentProcess) -> None:
+async def test_version_negotiation(agent: AgentConnection) -> None:
     for asked in (1, 2, 99):
         result = await agent.call("initialize", {"protocolVersion": asked})
         assert result["protocolVersion"] == 1
@@ -137,7 +137,7 @@ async def test_version_negotiation(agent: AgentProcess) -> None:
 
 @pytest.mark.parametrize("asked", ["1", 2, 1.5, -1, 70000, None, [1]])
 async def test_a_version_we_cannot_read_or_do_not_speak_is_answered_with_ours(
-    agent: AgentProcess, asked: Any,
+    agent: AgentConnection, asked: Any,
 ) -> None:
     """The spec's rule: answer our latest version (1) and let the client decide; acplint
     sends the string "1"."""
@@ -146,7 +146,7 @@ async def test_a_version_we_cannot_read_or_do_not_speak_is_answered_with_ours(
     assert f"the client asked for protocol version {json.dumps(asked)}" in agent.stderr
 
 
-async def test_the_other_initialize_params_stay_strict(agent: AgentProcess) -> None:
+async def test_the_other_initialize_params_stay_strict(agent: AgentConnection) -> None:
     answer = await agent.request("initialize", {"protocolVersion": "1",
                                                 "clientCapabilities": {"terminal": "yes"}})
     assert answer["error"]["code"] == -32602
@@ -155,7 +155,7 @@ async def test_the_other_initialize_params_stay_strict(agent: AgentProcess) -> N
     assert missing["error"]["data"] == {"params.protocolVersion": "is required"}
 
 
-async def test_handshake_advertises_what_we_implement(agent: AgentProcess) -> None:
+async def test_handshake_advertises_what_we_implement(agent: AgentConnection) -> None:
     result = await agent.call("initialize", INIT)
     assert result["agentCapabilities"]["promptCapabilities"] == {
         "image": True, "audio": False, "embeddedContext": True}
@@ -166,7 +166,7 @@ async def test_handshake_advertises_what_we_implement(agent: AgentProcess) -> No
     assert result["authMethods"] == []  # the key is in the environment
 
 
-async def test_a_64_mib_line_is_read(agent: AgentProcess) -> None:
+async def test_a_64_mib_line_is_read(agent: AgentConnection) -> None:
     padding = "x" * (64 * 1024 * 1024)
     await agent.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         **INIT, "_meta": {"padding": padding}}}).encode() + b"\n")

@@ -1,10 +1,10 @@
 """Drive a real ``iaccode acp`` subprocess over its stdio, line by line, as an editor would.
 
-The driver is the harness's (:class:`acp_conformance.driver.AgentConnection`, here under the
-name the tests use): every message the agent sends is kept (``received``, ``raw_lines``) and,
-when a WireChecker is given, checked against the official schema as it arrives; a bad line
-fails the test at once. Agent requests come out of ``receive`` for the test to answer
-(``run_prompt(..., on_request)``).
+The driver is the harness's (:class:`acp_conformance.driver.AgentConnection`): every message
+the agent sends is kept (``received``, ``raw_lines``) and, when a WireChecker is given, checked
+against the official schema as it arrives; a bad line fails the test at once. Agent requests
+come out of ``receive`` for the test to answer (``run_prompt(..., on_request)``; an
+:class:`RpcError` returned there is sent as the error answer).
 """
 
 from __future__ import annotations
@@ -23,11 +23,7 @@ AGENT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
 SEED_ALIASES = {"sessions/list": "session/list", "config/set": "session/set_config_option"}
 """The seed document's method names that iac-code answers too."""
 
-AgentProcess = AgentConnection
-RpcReply = RpcError
-"""An error answer from ``on_request`` (``{"code": ..., "message": ...}``)."""
-
-__all__ = ["AGENT_COMMAND", "RECEIVE_TIMEOUT", "SEED_ALIASES", "AgentProcess", "RpcReply",
+__all__ = ["AGENT_COMMAND", "RECEIVE_TIMEOUT", "SEED_ALIASES", "AgentConnection", "RpcError",
            "spawn_agent"]
 
 
