@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import statistics
 from pathlib import Path
 
 import pytest
@@ -47,8 +46,8 @@ async def test_cancel_while_streaming(agent: AgentConnection, model_server: Fake
                   if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
         assert len(chunks) < 99  # the stream really stopped
         await assert_no_more_updates(agent, session)
-    # Generous bound for a noisy machine; `nox -s bench` measures the real figure.
-    assert statistics.median(latencies) < 0.1, latencies
+    # The protocol's bound (CANCEL-STREAMING); `nox -s bench` measures the real figure.
+    assert max(latencies) < 5, latencies
     # The session goes on: the next prompt sees what was streamed before the cancel.
     model_server.enqueue(reply("after"))
     response, _ = await agent.prompt(session, "again")
@@ -142,9 +141,9 @@ async def test_end_of_input_cancels_turns_and_exits(agent: AgentConnection,
     await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     closed_at = trio.current_time()
     await agent.close_stdin()
-    rest = await agent.read_until_eof(timeout=2)
-    assert await agent.wait_exit(timeout=2) == 0
-    assert trio.current_time() - closed_at < 2
+    rest = await agent.read_until_eof(timeout=5)
+    assert await agent.wait_exit(timeout=5) == 0
+    assert trio.current_time() - closed_at < 5  # LIFE-EOF-BUSY's bound
     answer = [m for m in rest if m.get("id") == request_id]
     assert answer and answer[0]["result"]["stopReason"] == "cancelled"
 

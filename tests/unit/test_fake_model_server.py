@@ -262,7 +262,7 @@ async def test_hang_cancels_cleanly_and_close_is_quick() -> None:
     finally:
         start = time.monotonic()
         server.close()
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 3.0  # not the 5 s stream delay, nor forever
 
 
 async def test_close_is_quick_with_requests_in_flight() -> None:
@@ -284,7 +284,7 @@ async def test_close_is_quick_with_requests_in_flight() -> None:
                 await trio.sleep(0.1)  # let the slow stream start its delay
                 start = time.monotonic()
                 server.close()
-                assert time.monotonic() - start < 1.0
+                assert time.monotonic() - start < 3.0  # not the 5 s stream delay
     finally:
         server.close()
     # Both clients saw their connection go away instead of hanging forever.

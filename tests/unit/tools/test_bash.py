@@ -26,6 +26,10 @@ from iaccode.tools.base import (
 )
 from iaccode.tools.bash import Bash, BashInput
 
+SLACK = 3.0
+"""Seconds of scheduling allowed on a loaded machine on top of a bound; what the bounds rule
+out is a 30-60 s sleep running to its end."""
+
 BASH = Bash()
 
 
@@ -165,7 +169,7 @@ async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     with trio.fail_after(10):
         result = await run(ctx, "echo $$ > pgid; sleep 30 & echo $! > bg; echo started; sleep 30",
                            timeout=0.5)
-    assert trio.current_time() - start < 0.5 + ctx.limits.kill_grace + 1
+    assert trio.current_time() - start < 0.5 + ctx.limits.kill_grace + SLACK
     assert result.is_error
     assert result.raw_output["timed_out"] is True
     assert result.text == "started\n[timed out after 0.5 s; the process group was killed]"
@@ -179,7 +183,7 @@ async def test_process_ignoring_term_is_killed_after_the_grace(tmp_path: Path) -
     with trio.fail_after(10):
         result = await run(ctx, "trap '' TERM; echo $$ > pgid; sleep 30", timeout=0.3)
     elapsed = trio.current_time() - start
-    assert 0.3 + 0.3 <= elapsed < 0.3 + 0.3 + 1.5
+    assert 0.3 + 0.3 <= elapsed < 0.3 + 0.3 + SLACK
     assert result.raw_output["timed_out"] is True
     assert result.raw_output["signal"] == "SIGKILL"
     assert group_gone(read_pid(tmp_path / "pgid"))
@@ -199,7 +203,7 @@ async def test_cancellation_kills_everything_promptly(tmp_path: Path) -> None:
                 raise
     assert scope.cancelled_caught
     assert len(raised) == 1 and isinstance(raised[0], trio.Cancelled)  # bare, not a group
-    assert trio.current_time() - start < 0.5 + ctx.limits.kill_grace + 1
+    assert trio.current_time() - start < 0.5 + ctx.limits.kill_grace + SLACK
     assert group_gone(read_pid(tmp_path / "pgid"))
     assert not pid_alive(read_pid(tmp_path / "bg"))
 
@@ -210,7 +214,7 @@ async def test_cancellation_is_bounded_when_term_is_ignored(tmp_path: Path) -> N
     with trio.fail_after(10), trio.move_on_after(0.3) as scope:
         await run(ctx, "trap '' TERM; echo $$ > pgid; sleep 30 & sleep 30")
     assert scope.cancelled_caught
-    assert trio.current_time() - start < 0.3 + 0.3 + 1.5
+    assert trio.current_time() - start < 0.3 + 0.3 + SLACK
     assert group_gone(read_pid(tmp_path / "pgid"))
 
 
@@ -219,7 +223,7 @@ async def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
     with trio.fail_after(10):
         result = await run(make_ctx(tmp_path),
                            "echo $$ > pgid; sleep 30 & echo $! > bg; echo done")
-    assert trio.current_time() - start < 2
+    assert trio.current_time() - start < SLACK
     assert result.text == "done\n"
     assert not result.is_error
     assert not pid_alive(read_pid(tmp_path / "bg"))
@@ -461,7 +465,7 @@ async def test_terminal_cancellation_is_bounded_when_kill_hangs(tmp_path: Path) 
     with trio.fail_after(10), trio.move_on_after(0.3) as scope:
         await run(ctx, "sleep 30")
     assert scope.cancelled_caught
-    assert trio.current_time() - start < 0.3 + 2 * (0.2 + 1.0) + 1
+    assert trio.current_time() - start < 0.3 + 2 * (0.2 + 1.0) + SLACK
     assert terminal.names() == ["create", "wait_for_exit", "kill", "release"]
 
 

@@ -18,6 +18,10 @@ from iaccode.tools import process_tree
 from iaccode.tools.base import ToolContext, ToolLimits, ToolResult
 from iaccode.tools.bash import Bash, BashInput
 
+SLACK = 3.0
+"""Seconds of scheduling allowed on a loaded machine on top of a bound; what the bounds rule
+out is a 30-60 s sleep running to its end."""
+
 pytestmark = pytest.mark.skipif(not process_tree.supported(),
                                 reason="needs Linux child subreapers and /proc")
 
@@ -89,7 +93,7 @@ async def test_a_term_ignoring_escapee_is_killed_after_the_grace(tmp_path: Path)
     start = trio.current_time()
     with trio.fail_after(10):
         await run(make_ctx(tmp_path, kill_grace=0.3), command)
-    assert 0.3 <= trio.current_time() - start < 0.3 + 1.5
+    assert 0.3 <= trio.current_time() - start < 0.3 + SLACK
     assert all(gone(pid) for pid in pids(tmp_path / "pids"))
 
 
@@ -109,7 +113,7 @@ async def test_cancellation_kills_the_escapees(tmp_path: Path) -> None:
     with trio.fail_after(10), trio.move_on_after(0.5) as scope:
         await run(make_ctx(tmp_path), command)
     assert scope.cancelled_caught
-    assert trio.current_time() - start < 0.5 + 0.5 + 1
+    assert trio.current_time() - start < 0.5 + 0.5 + SLACK
     started = pids(tmp_path / "pids")
     assert len(started) == 2 and all(gone(pid) for pid in started), started
 
