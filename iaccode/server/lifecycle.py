@@ -184,7 +184,18 @@ class SessionLifecycle:
 
     def _fork_stored(self, source_id: str, meta: SessionMeta
                      ) -> tuple[SessionFile, list[dict[str, Any]]]:
-        file, records = self.store.fork(source_id, meta)
+        home, fork_id = self.config.home, meta.session_id
+        try:
+            renamed = tool_output.copy_for_fork(home, source_id, fork_id)
+        except OSError as exc:  # the history still forks; its saved output stays the source's
+            log.warning("fork of %s: saved tool output not copied: %s", source_id, exc)
+            tool_output.remove(home, fork_id)
+            renamed = None
+        try:
+            file, records = self.store.fork(source_id, meta, renamed)
+        except BaseException:
+            tool_output.remove(home, fork_id)
+            raise
         return file, [restore(record, file.load_image) for record in records]
 
     def _snapshot(self, cwd: Path) -> None:

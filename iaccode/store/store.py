@@ -57,6 +57,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -168,14 +169,18 @@ class SessionStore:
         return meta, records
 
     def fork(
-        self, source_id: str, new_meta: SessionMeta
+        self, source_id: str, new_meta: SessionMeta,
+        edit: Callable[[Record], Record] | None = None,
     ) -> tuple[SessionFile, builtins.list[Record]]:
         """A new session ``new_meta.session_id`` holding a copy of the source's complete
-        records, opened (locked). The source may be open and growing, here or in another
-        process; it is not locked or changed. The two are independent afterwards."""
+        records (each passed through ``edit`` when given), opened (locked). The source may be
+        open and growing, here or in another process; it is not locked or changed. The two are
+        independent afterwards."""
         self._folder(source_id)
         self._folder(new_meta.session_id)
         _, records = self.read(source_id)
+        if edit is not None:
+            records = [edit(record) for record in records]
         data = b"".join(encode_record(record) for record in records)
         file = self._create(new_meta, data)
         images = self._folder(source_id) / IMAGES

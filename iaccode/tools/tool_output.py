@@ -14,7 +14,9 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from iaccode.tools.base import truncate
 
@@ -60,3 +62,27 @@ def remove(home: Path, session_id: str) -> None:
     folder = output_dir(home, session_id)
     if os.path.lexists(folder):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def copy_for_fork(home: Path, source_id: str, fork_id: str) -> Callable[[Any], Any] | None:
+    """Copy the source session's saved output to the fork's folder (blocking; OSError if it
+    cannot) and return what rewrites a copied history record so that it names the copies:
+    the fork reads them as its own, without a question, and keeps them when the source is
+    deleted. None when the source saved nothing."""
+    source = Path(os.path.realpath(output_dir(home, source_id)))
+    if not source.is_dir():
+        return None
+    fork = output_dir(home, fork_id)
+    shutil.copytree(source, fork, symlinks=True)
+    old, new = f"{source}{os.sep}", f"{os.path.realpath(fork)}{os.sep}"
+
+    def renamed(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(old, new)
+        if isinstance(value, list):
+            return [renamed(item) for item in value]
+        if isinstance(value, dict):
+            return {key: renamed(item) for key, item in value.items()}
+        return value
+
+    return renamed

@@ -3,6 +3,7 @@ may read back without a question; the file goes with its session."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from acp_conformance.fakes.messages import FakeModelServer
@@ -63,3 +64,39 @@ async def test_another_sessions_output_is_not_ours(
         session, "peek", lambda m: {"outcome": {"outcome": "selected",
                                                 "optionId": "reject_once"}})
     assert [r["method"] for r in requests] == ["session/request_permission"]
+
+
+async def test_a_fork_has_its_own_copy_of_the_saved_output(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "big.log").write_text("".join(f"line {n:05d} {'x' * 90}\n" for n in range(1, 1801)))
+    await agent.initialize()
+    source = await agent.new_session(workspace)
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_big", "read_file", {"path": "big.log"})]),
+        reply("Read it."))
+    await agent.run_prompt(source, "read the log")
+    fork = (await agent.call("session/fork", {"sessionId": source,
+                                              "cwd": str(workspace)}))["sessionId"]
+    await agent.call("session/close", {"sessionId": source})
+    await agent.call("session/delete", {"sessionId": source})
+    outputs = tmp_path / "home" / "tool-output"
+    assert not (outputs / source).exists()
+    copy = outputs / fork / "toolu_big.txt"
+
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_back", "read_file", {
+            "path": str(copy), "offset": 900, "limit": 1})]),
+        reply("Line 900 is there."))
+    response, _, requests = await agent.run_prompt(fork, "what is on line 900?")
+    assert response["result"]["stopReason"] == "end_turn"
+    assert requests == []  # the copy is the fork's own: no question
+    history = model_server.requests[2].messages
+    assert f"is saved in {copy}" in result(model_server, 2, "toolu_big")["content"]
+    assert source not in json.dumps(history)  # the fork's history names its own copy
+    back = result(model_server, 3, "toolu_back")
+    assert back["is_error"] is False and "line 00900" in back["content"]
+
+    await agent.call("session/close", {"sessionId": fork})
+    await agent.call("session/delete", {"sessionId": fork})
+    assert not copy.parent.exists()
