@@ -56,18 +56,25 @@ def cost_usd(model: str, usage: TokenUsage) -> float | None:
 
 
 class CostMeter:
-    """The session's cost so far, in USD; None once a request went to a model we do not price."""
+    """The session's cost so far, in USD (None once a request went to a model we do not price),
+    and how full its context window was at the last request. Saved with the session, so a
+    loaded session goes on counting from where it was."""
 
-    def __init__(self) -> None:
-        self._total = 0.0
-        self._known = True
+    def __init__(self, total: float | None = 0.0, context_tokens: int = 0) -> None:
+        self._total = total or 0.0
+        self._known = total is not None
+        self.context_tokens = context_tokens
 
-    def add(self, model: str, usage: TokenUsage) -> float | None:
+    def add(self, model: str, usage: TokenUsage, *, in_context: bool = True) -> float | None:
+        """Count one request; ``in_context=False`` for one that is not the conversation itself
+        (a compaction's summary), whose size says nothing of the context."""
         cost = cost_usd(model, usage)
         if cost is None:
             self._known = False
         else:
             self._total += cost
+        if in_context:
+            self.context_tokens = usage.context_tokens
         return self.total
 
     @property

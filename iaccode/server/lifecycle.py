@@ -119,7 +119,7 @@ class SessionLifecycle:
         source, _ = await store_call(self.store.read, params.session_id)
         stamp = utc_now()
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
-                      updated_at=stamp,
+                      updated_at=stamp, cost_usd=0.0,  # its own spending; the context is the same
                       title=f"{source.title} (fork)" if source.title else None)
         meta = self._served(meta)
         file, records = await store_call(self._fork_stored, params.session_id, meta)

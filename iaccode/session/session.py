@@ -58,7 +58,7 @@ from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
-from iaccode.turn.turn import Turn
+from iaccode.turn.turn import Turn, usage_update
 
 if TYPE_CHECKING:
     from iaccode.context import SessionContext
@@ -133,8 +133,8 @@ class Session:
         self._nursery: trio.Nursery | None = None
         self._serve_scope = trio.CancelScope()
         self._saved_output = Path(os.path.realpath(output_dir(config.home, self.id)))
-        self.cost = CostMeter()
-        """What the session's requests cost since it was opened (known models only)."""
+        self.cost = CostMeter(meta.cost_usd, meta.context_tokens)
+        """What the session's requests cost (known models only), saved in its meta."""
         from iaccode.context import SessionContext  # with the first session, not at start-up
 
         self.context: SessionContext = SessionContext(self.cwd, config.home, self)
@@ -158,7 +158,8 @@ class Session:
         """Change settings and save them at once (atomically)."""
         self.meta = evolve(self.meta, **changes, updated_at=utc_now(),
                            remembered=dict(self.remembered),
-                           message_count=self.transcript.message_count)
+                           message_count=self.transcript.message_count,
+                           cost_usd=self.cost.total, context_tokens=self.cost.context_tokens)
         if self._file is not None:
             try:
                 self._file.write_meta(self.meta)
@@ -180,7 +181,13 @@ class Session:
         await self.editor.send_update(CurrentModeUpdate(mode_id))
 
     async def announce(self) -> None:
-        """What a client wants to know about a session it just opened: the commands."""
+        """What a client wants to know about a session it just opened: the commands, and for
+        one with a history, how full its context is and what it cost so far."""
+        await self._send_commands()
+        if self.cost.context_tokens:
+            await self.editor.send_update(usage_update(self.cost, self._config.context_window))
+
+    async def _send_commands(self) -> None:
         self._commands_sent = self._commands()
         await self.editor.send_update(AvailableCommandsUpdate(self._commands_sent))
 
@@ -196,7 +203,7 @@ class Session:
         """An MCP server connected or failed: its prompts come or go from the commands."""
         if (self._nursery is not None and self._commands_sent is not None
                 and self._commands() != self._commands_sent):
-            self._nursery.start_soon(self.announce)
+            self._nursery.start_soon(self._send_commands)
 
     def _store_failed(self, message: str) -> None:
         """Saving failed: the session goes on, and the user is told: at once, and at the latest

@@ -119,6 +119,11 @@ class SessionMeta:
     remembered: dict[str, bool] = field(factory=dict)
     """Tool name -> the session's standing answer (True: always allow, False: always reject)."""
     message_count: int = 0
+    cost_usd: float | None = 0.0
+    """What the session's model requests cost so far; None once one went to a model without a
+    known price (``iaccode.llm.prices``)."""
+    context_tokens: int = 0
+    """The context window's use at the last request (0: no request yet)."""
     format: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -134,6 +139,8 @@ class SessionMeta:
             "thought_level": self.thought_level,
             "remembered": dict(self.remembered),
             "message_count": self.message_count,
+            "cost_usd": self.cost_usd,
+            "context_tokens": self.context_tokens,
         }
 
     @classmethod
@@ -167,6 +174,10 @@ class SessionMeta:
                                            checks.boolean, "an object of true/false answers"),
                 message_count=checks.integer(data.get("message_count", 0), "message_count",
                                              minimum=0),
+                cost_usd=None if data.get("cost_usd", 0.0) is None else checks.number(
+                    data.get("cost_usd", 0.0), "cost_usd", minimum=0),
+                context_tokens=checks.integer(data.get("context_tokens", 0), "context_tokens",
+                                              minimum=0),
                 format=version,
             )
         except ValueError as exc:  # checks.Invalid, or a bad id or timestamp

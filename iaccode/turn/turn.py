@@ -22,6 +22,7 @@ from iaccode.llm.base import (
     ThinkingDelta,
     TokenUsage,
 )
+from iaccode.llm.prices import CostMeter
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import (
     AgentMessageChunk,
@@ -140,7 +141,7 @@ class Turn:
             await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
             return False
         self.usage = self.usage + finished.usage
-        model.cost.add(model.model, finished.usage)
+        model.cost.add(model.model, finished.usage, in_context=False)
         text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
         # The notice is kept in the compaction record: a replay shows it where it happened.
         self._transcript.replace(compaction.compacted(summary, recent), notice=text)
@@ -198,9 +199,15 @@ class Turn:
             self._transcript.append({"role": "assistant", "content": finished.content})
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
-        spent = model.cost.add(model.model, finished.usage)
+        # A sub-agent (no streamed text) has a context of its own, not the session's.
+        model.cost.add(model.model, finished.usage, in_context=self._stream_text)
         if self._stream_text:
-            await editor.send_update(UsageUpdate(
-                used=finished.usage.context_tokens, size=self._config.context_window,
-                cost=Cost(round(spent, 6)) if spent is not None else None))
+            await editor.send_update(usage_update(model.cost, self._config.context_window))
         return finished
+
+
+def usage_update(cost: CostMeter, context_window: int) -> UsageUpdate:
+    """The ``usage_update`` that tells the editor where the session stands."""
+    spent = cost.total
+    return UsageUpdate(used=cost.context_tokens, size=context_window,
+                       cost=Cost(round(spent, 6)) if spent is not None else None)

@@ -69,7 +69,8 @@ async def test_another_sessions_output_is_not_ours(
 async def test_a_fork_has_its_own_copy_of_the_saved_output(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
-    (workspace / "big.log").write_text("".join(f"line {n:05d} {'x' * 90}\n" for n in range(1, 1801)))
+    lines = [f"line {n:05d} {'x' * 90}\n" for n in range(1, 1801)]
+    (workspace / "big.log").write_text("".join(lines))
     await agent.initialize()
     source = await agent.new_session(workspace)
     model_server.enqueue(

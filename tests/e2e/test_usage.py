@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.schema import WireChecker
 from acp_conformance.script import reply
 
 from iaccode.llm.prices import PRICES
-from tests.support.agent_process import AgentConnection
+from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
 
 PRICED = "claude-sonnet-4-5"
 
@@ -25,6 +26,10 @@ def thinking_reply(thought_tokens: int, **tokens: int) -> dict:
         if event["type"] == "message_delta":
             event["usage"]["output_tokens_details"] = {"thinking_tokens": thought_tokens}
     return exchange
+
+
+def spawn(env: dict[str, str], tmp_path: Path, name: str) -> spawn_agent:
+    return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=SEED_ALIASES))
 
 
 def usage_updates(messages: list[dict]) -> list[dict]:
@@ -71,3 +76,51 @@ async def test_no_cost_once_a_model_we_do_not_price_was_used(
         [update] = usage_updates(before)
         assert "cost" not in update
         assert "thoughtTokens" not in response["result"]["usage"]  # the API said nothing
+
+
+async def test_a_loaded_session_shows_and_goes_on_counting_its_cost(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(reply("a", input_tokens=1000, output_tokens=50),
+                         reply("b", input_tokens=2000, output_tokens=10))
+    price = PRICES[PRICED]
+    first = (1000 * price.input + 50 * price.output) / 1e6
+    async with spawn(agent_env, tmp_path, "first") as agent:
+        await agent.initialize()
+        session = await agent.new_session(workspace)
+        await agent.prompt(session, "one")
+    async with spawn(agent_env, tmp_path, "second") as agent:  # a new process: the disk remembers
+        await agent.initialize()
+        await agent.call("session/load", {"sessionId": session, "cwd": str(workspace),
+                                          "mcpServers": []})
+        shown = await agent.receive_update("usage_update")
+        update = shown["params"]["update"]
+        assert update["used"] == 1000 + 50 and update["size"] == 200_000
+        assert update["cost"]["amount"] == pytest.approx(first, abs=1e-6)
+
+        _, before = await agent.prompt(session, "two")
+        [update] = usage_updates(before)
+        second = (2000 * price.input + 10 * price.output) / 1e6
+        assert update["cost"]["amount"] == pytest.approx(first + second, abs=1e-6)
+
+        fork = (await agent.call("session/fork", {"sessionId": session, "cwd": str(workspace),
+                                                  "mcpServers": []}))["sessionId"]
+        shown = await agent.receive_update("usage_update")
+        assert shown["params"]["sessionId"] == fork
+        assert shown["params"]["update"]["used"] == 2000 + 10  # the same context
+        assert shown["params"]["update"]["cost"]["amount"] == 0  # its own spending
+
+        await agent.call("session/resume", {"sessionId": session, "cwd": str(workspace),
+                                            "mcpServers": []})
+        shown = await agent.receive_update("usage_update")
+        assert shown["params"]["sessionId"] == session
+        assert shown["params"]["update"]["cost"]["amount"] == pytest.approx(first + second,
+                                                                            abs=1e-6)
+
+
+async def test_a_new_session_shows_no_usage_before_its_first_request(
+    agent: AgentConnection, workspace: Path
+) -> None:
+    await agent.initialize()
+    session = await agent.new_session(workspace)
+    assert usage_updates(await agent.late_updates(session)) == []

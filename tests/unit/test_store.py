@@ -147,12 +147,27 @@ def test_meta_json_round_trip_and_validation() -> None:
         {**data, "remembered": {"bash": "yes"}},
         {**data, "message_count": -1},
         {**data, "title": 3},
+        {**data, "cost_usd": "0.5"},
+        {**data, "cost_usd": -1},
+        {**data, "context_tokens": 1.5},
     ):
         with pytest.raises(StoreError) as info:
             SessionMeta.from_json(bad)
         assert not isinstance(info.value, FormatTooNew)
     with pytest.raises(FormatTooNew, match="newer iac-code"):
         SessionMeta.from_json({**data, "format": 2})
+
+
+def test_meta_keeps_the_cost_and_context_use() -> None:
+    meta = make_meta()
+    assert (meta.cost_usd, meta.context_tokens) == (0.0, 0)
+    spent = SessionMeta(**{**meta.to_json(), "cost_usd": 0.0123, "context_tokens": 4096})
+    assert SessionMeta.from_json(json.loads(json.dumps(spent.to_json()))) == spent
+    unpriced = SessionMeta(**{**meta.to_json(), "cost_usd": None})
+    assert SessionMeta.from_json(unpriced.to_json()).cost_usd is None
+    older = {key: value for key, value in meta.to_json().items()
+             if key not in ("cost_usd", "context_tokens")}  # saved before they were kept
+    assert SessionMeta.from_json(older) == meta
 
 
 def test_timestamps() -> None:
