@@ -252,8 +252,7 @@ class Session:
         return self._turn is not None or self._queued > 0
 
     def _turn_env(self, tools: dict[str, Tool]) -> TurnEnv:
-        sub_agent = SubAgent({name: tool for name, tool in tools.items()
-                              if tool.read_only and name != "todo_write"})  # the plan is ours
+        sub_agent = SubAgent(tools)
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
             model=ModelSide(

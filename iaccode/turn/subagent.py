@@ -1,9 +1,10 @@
 """The ``agent`` tool: a sub-agent with its own context, inside the parent's turn.
 
-It gets a fresh history with the task as its only message and, by default, the read-only tools
-(it can look, not touch). Its tool calls are shown to the editor as children of the parent call
-(``_meta.iaccode.parentToolCallId``); its text is not streamed to the user, its final answer is
-the tool result. It runs in the parent turn's cancel scope, so a cancel stops it too.
+It gets a fresh history with the task as its only message and the parent's read-only tools,
+the MCP servers' among them (it can look, not touch). Its tool calls are shown to the editor as
+children of the parent call (``_meta.iaccode.parentToolCallId``); its text is not streamed to
+the user, its final answer is the tool result. It runs in the parent turn's cancel scope, so a
+cancel stops it too.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class SubAgent(Tool):
     name: ClassVar[str] = "agent"
     description: ClassVar[str] = (
         "Start a sub-agent for a self-contained research task: it has its own context and the "
-        "read-only tools (read_file, list_files, glob, grep, web_fetch), and returns one final "
-        "answer. Give it a complete, specific task; it cannot see this conversation."
+        "read-only tools (read_file, list_files, glob, grep, web_fetch, and the MCP servers' "
+        "read-only ones), and returns one final answer. Give it a complete, specific task; it "
+        "cannot see this conversation."
     )
     kind: ClassVar[ToolKind] = "execute"
     input_type: ClassVar[type] = AgentInput
@@ -45,9 +47,17 @@ class SubAgent(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, tools: dict[str, Tool]) -> None:
-        self._tools = tools
+    def __init__(self, parent_tools: dict[str, Tool]) -> None:
+        """``parent_tools``: the parent turn's table, read when a sub-agent starts (the MCP
+        servers' tools join it once they are ready, after the turn was built)."""
+        self._parent_tools = parent_tools
         self._parent: TurnEnv | None = None
+
+    def tools(self) -> dict[str, Tool]:
+        """What a sub-agent may call: the parent's read-only tools but the plan (it is the
+        parent's) and itself."""
+        return {name: tool for name, tool in self._parent_tools.items()
+                if tool.read_only and name not in ("todo_write", self.name)}
 
     def bind(self, parent: TurnEnv) -> None:
         """Attach the parent turn's environment (built after its tool set, which holds us)."""
@@ -61,7 +71,7 @@ class SubAgent(Tool):
 
         if self._parent is None:
             raise ToolFailure("The sub-agent is not attached to a turn.")
-        env = self._parent.nested(tools=self._tools, parent_tool_call_id=ctx.tool_call_id)
+        env = self._parent.nested(tools=self.tools(), parent_tool_call_id=ctx.tool_call_id)
         turn = Turn(env, Transcript(), stream_text=False)  # its own context, kept in memory
         stop_reason = await turn.run([{"type": "text", "text": args.prompt}])
         usage = {"input_tokens": turn.usage.input_tokens,

@@ -101,6 +101,29 @@ async def test_stdio_tools_reach_the_model_and_a_read_only_one_runs_without_aski
     assert calls(calls_log) == [{"tool": "lookup", "arguments": {"key": "region"}}]
 
 
+async def test_a_sub_agent_gets_the_read_only_mcp_tools(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
+) -> None:
+    model_server.enqueue(
+        call("agent", "toolu_agent", prompt="What is the region?", description="look it up"),
+        call("mcp__db__lookup", "toolu_child", key="region"),
+        reply("The region is set."),
+        reply("Done."))
+    session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
+    response, updates, requests = await agent.run_prompt(session, "research",
+                                                         choose("allow_once"))
+    assert response["result"]["stopReason"] == "end_turn"
+    assert len(requests) == 1  # the agent call; the child's lookup is read-only
+    child_tools = {t["name"] for t in model_server.requests[1].body["tools"]}
+    assert "mcp__db__lookup" in child_tools and "read_file" in child_tools
+    assert "mcp__db__drop_table" not in child_tools and "agent" not in child_tools
+    child = tool_updates(updates, "toolu_child")
+    assert child[-1]["status"] == "completed"
+    assert all(u["_meta"]["iaccode"]["parentToolCallId"] == "toolu_agent" for u in child)
+    assert result_for(model_server, 2, "toolu_child")["content"] == "value of region"
+    assert calls(calls_log) == [{"tool": "lookup", "arguments": {"key": "region"}}]
+
+
 @pytest.mark.parametrize(("option", "runs"), [("allow_once", True), ("reject_once", False)])
 async def test_a_destructive_tool_asks_then_runs_or_not(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path,
