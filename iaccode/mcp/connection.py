@@ -1,5 +1,6 @@
 """One MCP server of a session: connect with the SDK's ``Client``, list its tools and prompts,
-hold the connection, and call tools on it.
+keep the lists current when the server says they changed, hold the connection, and call tools
+on it.
 
     starting -> connected -> failed (it exited, its connection dropped)
              -> failed (could not start: the reason)
@@ -44,9 +45,12 @@ class ServerGone(Exception):
 
 
 class ServerConnection:
-    def __init__(self, spec: ServerSpec, cwd: Path) -> None:
+    def __init__(self, spec: ServerSpec, cwd: Path,
+                 on_change: Callable[[], None] = lambda: None) -> None:
         self.spec = spec
         self._cwd = cwd
+        self._on_change = on_change
+        """Called when the server's tools or prompts were listed again after it said so."""
         self.status: Status = "starting"
         self.reason = ""
         """Why it failed (for the user): "/usr/bin/x: not found", "exited with status 1"."""
@@ -61,6 +65,8 @@ class ServerConnection:
         self._client: Client | None = None
         self._gone = trio.Event()
         self._gone_reason = ""
+        self._lists_changed = trio.Event()
+        """Set by a ``notifications/*/list_changed`` (protocol versions before 2026-07-28)."""
 
     @property
     def name(self) -> str:
@@ -95,7 +101,8 @@ class ServerConnection:
                     else:
                         transport = remote(self.spec, stack)
                     client = Client(transport, client_info=Implementation(
-                        name="iaccode", version=iaccode.__version__))
+                        name="iaccode", version=iaccode.__version__),
+                        message_handler=self._on_message)
                     await stack.enter_async_context(client)
                     self.tools = await _all_tools(client)
                     self.prompts = (await _all_prompts(client)
@@ -104,9 +111,10 @@ class ServerConnection:
                     self._client = client
                     self.status, self.was_connected = "connected", True
                     self.settled.set()
-                    log.info("MCP server %s connected (%s): %d tools, %d prompts", self.name,
-                             self.spec.transport, len(self.tools), len(self.prompts))
-                    await self._until_gone(process)
+                    log.info("MCP server %s connected (%s, protocol %s): %d tools, %d prompts",
+                             self.name, self.spec.transport, client.protocol_version,
+                             len(self.tools), len(self.prompts))
+                    await self._until_gone(process, client)
             if connecting.cancelled_caught:
                 self._failed(f"no answer within {CONNECT_TIMEOUT:g} s", process)
         except Exception as exc:  # ServerGone, or the SDK's error: the reason for the user
@@ -121,8 +129,9 @@ class ServerConnection:
             self._client = None
             self.ended.set()
 
-    async def _until_gone(self, process: StdioProcess | None) -> None:
+    async def _until_gone(self, process: StdioProcess | None, client: Client) -> None:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._follow_changes, client)
             if process is not None:
                 async def watch() -> None:
                     await process.ended.wait()
@@ -131,6 +140,56 @@ class ServerConnection:
             await self._gone.wait()
             nursery.cancel_scope.cancel()
         raise ServerGone(self._gone_reason)
+
+    async def _on_message(self, message: object) -> None:
+        """What the server sends unasked (the SDK's ``message_handler``)."""
+        from mcp_types import PromptListChangedNotification, ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification | PromptListChangedNotification):
+            self._lists_changed.set()
+        await trio.lowlevel.checkpoint()
+
+    async def _follow_changes(self, client: Client) -> None:
+        """List the tools and prompts again whenever the server says they changed: events of
+        a ``subscriptions/listen`` stream at protocol 2026-07-28, its ``list_changed``
+        notifications before (heeded even from a server that did not declare them). The session
+        takes the new tools at its next prompt."""
+        from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+
+        capabilities = client.server_capabilities
+        tools = bool(capabilities.tools and capabilities.tools.list_changed)
+        prompts = bool(capabilities.prompts and capabilities.prompts.list_changed)
+        if tools or prompts:
+            try:
+                async with client.listen(tools_list_changed=tools,
+                                         prompts_list_changed=prompts) as changes:
+                    async for _ in changes:
+                        await self._list_again(client)
+                return
+            except ListenNotSupportedError:
+                pass
+            except SubscriptionLost as exc:  # the connection is going: _until_gone hears it
+                log.info("MCP server %s: its change stream ended: %s", self.name, exc)
+                return
+        while True:
+            await self._lists_changed.wait()
+            self._lists_changed = trio.Event()
+            await self._list_again(client)
+
+    async def _list_again(self, client: Client) -> None:
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            tools = await _all_tools(client)
+            prompts = await _all_prompts(client) if client.server_capabilities.prompts else []
+        except MCPError as exc:  # it answered an error: keep what it said before
+            log.warning("MCP server %s said its lists changed, then could not list them: %s",
+                        self.name, exc.error.message)
+            return
+        self.tools, self.prompts = tools, prompts
+        log.info("MCP server %s changed: %d tools, %d prompts", self.name, len(tools),
+                 len(prompts))
+        self._on_change()
 
     def _lost(self, reason: str) -> None:
         if not self._gone.is_set():
@@ -148,13 +207,21 @@ class ServerConnection:
     async def check(self, timeout: float) -> None:  # noqa: ASYNC109 - a bound, not a deadline
         """For a connected HTTP or SSE server (a stdio one is watched all along): ping it, and
         when it does not answer within ``timeout``, end the connection and wait (as long
-        again) until it has ended; then ``status`` is "failed"."""
+        again) until it has ended; then ``status`` is "failed". Protocol 2026-07-28 has no
+        ``ping``: there the probe is a ``server/discover`` (answered from the server's state,
+        adopted by nobody)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         client = self._client
         if client is None or self.spec.transport == "stdio":
             return
         with trio.move_on_after(timeout) as waited:
             try:
-                await client.send_ping()
+                version = client.protocol_version
+                if version in MODERN_PROTOCOL_VERSIONS:
+                    await client.session.send_discover(version)
+                else:  # the session's (the Client's warns that 2026-07-28 dropped it)
+                    await client.session.send_ping()
             except Exception as exc:  # any failure: the server is not there to use
                 self._lost(_reason(exc))
         if waited.cancelled_caught:

@@ -4,9 +4,10 @@
 The servers start with the session (``serve``), in the background: ``session/new`` does not
 wait. The first model request of each prompt waits for those still starting, up to
 ``mcp_startup_timeout`` (``prepare``), and goes on without the late ones (their tools join at a
-later prompt). A server that failed is reported to the user once (an agent message naming it
-and the reason; the log has its stderr tail) and tried again at each next prompt. Closing the
-session (``aclose``) ends every connection; a stdio server's whole process tree with it.
+later prompt; so do the tools a server adds later and says so). A server that failed is
+reported to the user once (an agent message naming it and the reason; the log has its stderr
+tail) and tried again at each next prompt. Closing the session (``aclose``) ends every
+connection; a stdio server's whole process tree with it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class McpServers:
         if specs:  # the connection (and with it the transports) only when there are servers
             from iaccode.mcp.connection import ServerConnection
 
-            self.connections = [ServerConnection(spec, cwd) for spec in specs]
+            self.connections = [ServerConnection(spec, cwd, on_change) for spec in specs]
         self._on_change = on_change
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
         self._told: dict[str, str] = {}

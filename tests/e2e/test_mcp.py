@@ -238,7 +238,7 @@ async def test_remote_servers_http_and_sse(
     assert result_for(model_server, 1)["content"] == "value of bug-1"
     assert result_for(model_server, 2, "toolu_2")["content"] == "sent"  # the editor's header
     _, updates, _ = await agent.run_prompt(session, "/mcp")
-    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 9 tools" \
+    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 10 tools" \
         in messages_text(updates)
     remote_server.close()  # it goes away between prompts: the next one finds out and says so
     model_server.enqueue(reply("on without it"))
@@ -277,7 +277,7 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     listing = messages_text(updates)
     assert ("broken-db (stdio, /nonexistent/db-mcp, from the editor): failed: "
             "/nonexistent/db-mcp: not found") in listing
-    assert "db (stdio" in listing and "connected, 9 tools" in listing
+    assert "db (stdio" in listing and "connected, 10 tools" in listing
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
     assert "MCP server noisy (stdio) failed: exited with status 4" in agent.stderr
     assert "boom-db-error" in agent.stderr  # its stderr's tail, in the log
@@ -400,6 +400,51 @@ async def test_prompts_are_slash_commands(
     assert "Please review the schema carefully." in json.dumps(last["content"])
     _, updates, _ = await agent.run_prompt(session, "/db:review")
     assert "needs topic" in messages_text(updates)
+
+
+@pytest.mark.parametrize(("transport", "legacy"), [
+    ("stdio", False), ("http", False), ("sse", False), ("stdio", True), ("http", True)],
+    ids=["stdio", "http", "sse", "stdio-before-2026", "http-before-2026"])
+async def test_tools_and_prompts_a_server_adds_later_reach_the_next_prompt(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path,
+    transport: str, legacy: bool, tmp_path: Path,
+) -> None:
+    """At protocol 2026-07-28 the change comes on a subscriptions/listen stream, before as a
+    notifications/*/list_changed; either way the next prompt has the new tool."""
+    extra = ["--legacy"] if legacy else []
+    remote = RemoteServer(transport, calls_log, *extra) if transport != "stdio" else None
+    try:
+        server = remote.acp("db") if remote else stdio_server("db", calls_log, *extra)
+        model_server.enqueue(call("mcp__db__add_tool", name="extra"), reply("Added."),
+                             call("mcp__db__extra", "toolu_2"), reply("It ran."))
+        session = await open_session(agent, workspace, [server])
+        response, updates, asked = await agent.run_prompt(session, "add a tool")
+        assert response["result"]["stopReason"] == "end_turn" and asked == []
+        assert "mcp__db__extra" not in {t["name"] for t in model_server.requests[1].body["tools"]}
+
+        def has_the_new_prompt(message: dict[str, Any]) -> bool:
+            update = message["params"]["update"]
+            return update["sessionUpdate"] == "available_commands_update" and "db:extra_prompt" \
+                in {c["name"] for c in update["availableCommands"]}
+
+        with trio.fail_after(15):  # the server said so: its new prompt shows as a command
+            while not any(has_the_new_prompt(u) for u in updates):
+                updates = [await agent.receive_update("available_commands_update")]
+        response, updates, asked = await agent.run_prompt(session, "use it")
+        assert response["result"]["stopReason"] == "end_turn" and asked == []  # read-only
+        assert "MCP server" not in messages_text(updates)  # still connected: nothing to tell
+        tools = {t["name"]: t for t in model_server.requests[2].body["tools"]}
+        assert tools["mcp__db__extra"]["description"] == "Added at run time: extra."
+        assert "mcp__db__extra" in json.dumps(model_server.requests[2].body["system"])
+        assert tool_updates(updates, "toolu_2")[-1]["status"] == "completed"
+        assert result_for(model_server, 3, "toolu_2")["content"] == "extra ran"
+        assert [c["tool"] for c in calls(calls_log)] == ["add_tool", "extra"]
+        era = "protocol 20" + ("25" if legacy else "26-07-28")
+        assert f"MCP server db connected ({transport}, {era}" in \
+            (tmp_path / "agent.stderr").read_text()
+    finally:
+        if remote is not None:
+            remote.close()
 
 
 def pids(path: Path) -> list[int]:

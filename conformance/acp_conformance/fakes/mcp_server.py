@@ -1,7 +1,7 @@
 """A real MCP server for the tests, written with the official ``mcp`` SDK (MCPServer).
 
-    python -m acp_conformance.fakes.mcp_server stdio [--log FILE] [--spawn-child FILE]
-    python -m acp_conformance.fakes.mcp_server http|sse [--log FILE]  # prints "READY <url>"
+    python -m acp_conformance.fakes.mcp_server stdio [--log FILE] [--spawn-child FILE] [--legacy]
+    python -m acp_conformance.fakes.mcp_server http|sse [--log FILE] [--legacy]  # "READY <url>"
 
 Its tools:
 
@@ -15,6 +15,10 @@ Its tools:
   ``slow: cancelled`` and sleeps as long again before it gives up (a server that ignores it);
 - ``crash``: read-only; the server exits (status 3) before it answers;
 - ``echo_header``: read-only, answers the request's ``X-Test`` header (HTTP and SSE);
+- ``add_tool {name}``: read-only; adds the read-only tool ``<name>`` (it answers
+  ``<name> ran``) and the prompt ``<name>_prompt``, and says both lists changed, as the
+  protocol version of the connection wants it (a ``subscriptions/listen`` event at 2026-07-28,
+  a ``notifications/*/list_changed`` before);
 
 and a prompt ``review {topic}``. Every tool call is appended to ``--log`` as a JSON line
 (``{"tool": ..., "arguments": ...}``), so a test sees what ran. ``--spawn-child FILE`` starts
@@ -24,7 +28,8 @@ system picks.
 
 For tests: :func:`acp_stdio_server` describes it as an editor does in ``mcpServers``;
 :class:`RemoteServer` runs it over HTTP or SSE in a process of its own; :func:`calls` reads
-the log.
+the log. ``--legacy`` (stdio and HTTP) makes it a server of the versions before 2026-07-28: it
+does not know ``server/discover``, so a client falls back to the ``initialize`` handshake.
 """
 
 from __future__ import annotations
@@ -42,7 +47,10 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, RequestParams, ToolAnnotations
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 """Where ``acp_conformance`` is imported from (on the PYTHONPATH of the servers it starts)."""
@@ -51,8 +59,14 @@ PNG_1X1 = base64.b64decode(
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
-def build(log: Path | None) -> MCPServer:
+def build(log: Path | None, legacy: bool = False) -> MCPServer:
     server = MCPServer("fake-db")
+    if legacy:
+        async def no_discover(ctx: Any, params: RequestParams) -> Any:
+            raise MCPError(METHOD_NOT_FOUND, "Method not found")
+
+        server._lowlevel_server.add_request_handler("server/discover", RequestParams,
+                                                    no_discover)
 
     def record(tool: str, arguments: dict[str, Any]) -> None:
         if log is not None:
@@ -115,6 +129,26 @@ def build(log: Path | None) -> MCPServer:
         record("echo_header", {})
         return (ctx.headers or {}).get("x-test", "(no X-Test header)")
 
+    @server.tool(description="Add a tool and a prompt to this server.", annotations=READ_ONLY)
+    async def add_tool(name: str, ctx: Context) -> str:
+        record("add_tool", {"name": name})
+
+        def added() -> str:
+            record(name, {})
+            return f"{name} ran"
+
+        server.add_tool(added, name=name, description=f"Added at run time: {name}.",
+                        annotations=READ_ONLY)
+        server.add_prompt(Prompt.from_function(lambda: f"The {name} prompt.",
+                                               name=f"{name}_prompt",
+                                               description=f"Added with {name}."))
+        await ctx.notify_tools_changed()  # to subscriptions/listen streams (2026-07-28)
+        await ctx.notify_prompts_changed()
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await ctx.session.send_tool_list_changed()  # the earlier versions' notification
+            await ctx.session.send_prompt_list_changed()
+        return f"added {name}"
+
     @server.prompt(description="Ask for a review of a topic.")
     def review(topic: str) -> str:
         return f"Please review {topic} carefully."
@@ -133,11 +167,11 @@ class RemoteServer:
     """This server over ``http`` (streamable HTTP) or ``sse`` on 127.0.0.1, in a process of
     its own; ``url`` is its endpoint. ``close()`` ends it."""
 
-    def __init__(self, transport: str, log: Path) -> None:
+    def __init__(self, transport: str, log: Path, *extra: str) -> None:
         self.transport = transport
         self.process = subprocess.Popen(
             [sys.executable, "-m", "acp_conformance.fakes.mcp_server", transport, "--log",
-             str(log)],
+             str(log), *extra],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         ready = self.process.stdout.readline().split()
@@ -163,17 +197,36 @@ def calls(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
+async def _serve_handshake_only_stdio(server: MCPServer) -> None:
+    """Stdio served as before 2026-07-28: the connection is the ``initialize`` handshake's
+    (the SDK's own loop decides the era by the first request, so a refused
+    ``server/discover`` would leave it modern)."""
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.server.runner import serve_loop
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    changes = NotificationOptions(tools_changed=True, prompts_changed=True)  # add_tool says so
+    async with stdio_server() as (read, write), lowlevel.lifespan(lowlevel) as state:
+        await serve_loop(lowlevel, read, write, lifespan_state=state,
+                         init_options=lowlevel.create_initialization_options(changes))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("--log", type=Path)
     parser.add_argument("--spawn-child", type=Path)
+    parser.add_argument("--legacy", action="store_true")
     options = parser.parse_args(argv)
-    server = build(options.log)
+    server = build(options.log, options.legacy)
     if options.spawn_child is not None:
         child = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         options.spawn_child.write_text(f"{os.getpid()} {child.pid}")
+    if options.transport == "stdio" and options.legacy:
+        anyio.run(_serve_handshake_only_stdio, server)
+        return 0
     if options.transport == "stdio":
         server.run("stdio")
         return 0
@@ -187,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         app, path = server.sse_app(), "/sse"
     print(f"READY http://127.0.0.1:{port}{path}", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    # A client's open stream (SSE, subscriptions/listen) must not hold the stop for long.
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)).run(
+        sockets=[sock])
     return 0
 
 
