@@ -155,6 +155,7 @@ class ServerConnection:
         notifications before (heeded even from a server that did not declare them). The session
         takes the new tools at its next prompt."""
         from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+        from mcp.shared.exceptions import MCPError
 
         capabilities = client.server_capabilities
         tools = bool(capabilities.tools and capabilities.tools.list_changed)
@@ -168,6 +169,9 @@ class ServerConnection:
                 return
             except ListenNotSupportedError:
                 pass
+            except MCPError as exc:  # it refused the stream: its notifications may still come
+                log.warning("MCP server %s refused subscriptions/listen: %s", self.name,
+                            exc.error.message)
             except SubscriptionLost as exc:  # the connection is going: _until_gone hears it
                 log.info("MCP server %s: its change stream ended: %s", self.name, exc)
                 return
@@ -178,13 +182,14 @@ class ServerConnection:
 
     async def _list_again(self, client: Client) -> None:
         from mcp.shared.exceptions import MCPError
+        from pydantic import ValidationError
 
         try:
             tools = await _all_tools(client)
             prompts = await _all_prompts(client) if client.server_capabilities.prompts else []
-        except MCPError as exc:  # it answered an error: keep what it said before
+        except (MCPError, ValidationError) as exc:  # it answered, not a list: keep the old one
             log.warning("MCP server %s said its lists changed, then could not list them: %s",
-                        self.name, exc.error.message)
+                        self.name, _reason(exc))
             return
         self.tools, self.prompts = tools, prompts
         log.info("MCP server %s changed: %d tools, %d prompts", self.name, len(tools),
