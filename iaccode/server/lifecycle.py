@@ -33,7 +33,7 @@ from iaccode.store.store import (
     new_session_id,
 )
 from iaccode.tools import tool_output
-from iaccode.transcript.tools import tool_table
+from iaccode.transcript.tools import ToolTable
 from iaccode.turn.stored_images import restore
 from iaccode.wire import errors
 from iaccode.wire.connection import Connection
@@ -63,7 +63,7 @@ class SessionLifecycle:
         self._send_update = send_update
         self._queue_update = queue_update
         self._recorder = recorder
-        self._tool_table = tool_table(recorder, config.recorded_tools)
+        self._tool_table = ToolTable(recorder, config.recorded_tools)
         """Each turn's built-in tools, wrapped to record or play what depends on the machine."""
 
     def get(self, session_id: str) -> Session:

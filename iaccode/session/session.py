@@ -51,8 +51,8 @@ from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import SessionFile, StoreError
 from iaccode.tools.base import Tool
 from iaccode.tools.local_files import LocalFiles
-from iaccode.tools.registry import builtin_tools
 from iaccode.tools.tool_output import output_dir
+from iaccode.transcript.tools import ToolTable
 from iaccode.turn.env import ModelSide, QueueUpdate, SendUpdate, SessionState, ToolEnv, TurnEnv
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
@@ -82,11 +82,11 @@ class Session:
                  records: list[dict[str, Any]], config: Config, provider: Provider,
                  send_update: SendUpdate, request: EditorRequest, client: ClientCapabilities,
                  mcp_servers: list[ServerSpec],
-                 tool_table: Callable[[], dict[str, Tool]] = builtin_tools,
+                 tool_table: ToolTable | None = None,
                  unsaved: str | None = None,
                  queue_update: QueueUpdate = lambda update: False) -> None:
         """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
-        the user. ``tool_table`` makes each turn's built-in tools (a recording wraps them);
+        the user. ``tool_table`` makes each turn's tools (a recording or a replay wraps some);
         ``queue_update``: see ``EditorAccess.queue_update``."""
         self.meta = meta
         self.id = meta.session_id
@@ -116,7 +116,7 @@ class Session:
                              LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
                              queue_update)
         """Every call to the editor for this session's turns."""
-        self._tool_table = tool_table
+        self._tool_table = tool_table or ToolTable()
         self._turn: trio.CancelScope | None = None
         self._running: Turn | None = None
         """The running turn (steering messages go to it)."""
@@ -300,7 +300,7 @@ class Session:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
-        tools = self._tool_table()  # the MCP servers' tools join once they are ready (_run)
+        tools = self._tool_table.builtin()  # the MCP servers' join once they are ready (_run)
         turn = self._running = Turn(self._turn_env(tools), self.transcript)
         stop_reason: list[StopReason] = []
         failure: list[Exception] = []
@@ -399,7 +399,7 @@ class Session:
         for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
             await self.editor.send_update(AgentMessageChunk(
                 TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
-        mcp_tools = self.mcp.tools()
+        mcp_tools = self._tool_table.external(self.mcp.tools())
         tools.update(mcp_tools)
         if mcp_tools.keys() != self._mcp_tools_shown:
             self._mcp_tools_shown = mcp_tools.keys()

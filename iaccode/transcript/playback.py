@@ -32,7 +32,7 @@ def model_exchanges(transcript: Transcript, *, stream_seconds: float = 0.0
 
 
 def recorded_tool_results(path: Path) -> dict[str, ToolResult]:
-    """Tool-call id -> the result recorded for a machine-dependent tool."""
+    """Tool-call id -> the result recorded for a machine- or server-dependent tool."""
     from iaccode.protocol.convert import converter
     from iaccode.protocol.tool_calls import ToolCallContent
 
@@ -46,5 +46,7 @@ def recorded_tool_results(path: Path) -> dict[str, ToolResult]:
             raw_output=result.get("raw_output"),
             content=(converter.structure(content, list[ToolCallContent])
                      if isinstance(content, list) else None),
+            model_content=(result["model_content"]
+                           if isinstance(result.get("model_content"), list) else None),
         )
     return results

@@ -73,11 +73,14 @@ class Recorder:
                                                                        prefix="sessions/")})
 
     def tool(self, call_id: str, name: str, result: ToolResult) -> None:
-        """A machine-dependent tool's result (``RecordingTool``), for replays to play."""
+        """A machine- or server-dependent tool's result (``RecordingTool``), for replays to
+        play; ``model_content`` (an MCP tool's images) only when there is one."""
+        recorded = {"text": result.text, "is_error": result.is_error,
+                    "raw_output": result.raw_output, "content": to_wire(result.content)}
+        if result.model_content is not None:
+            recorded["model_content"] = result.model_content
         self._writer.write({"type": "tool", "t": self._t(), "toolCallId": call_id, "name": name,
-                            "result": {"text": result.text, "is_error": result.is_error,
-                                       "raw_output": result.raw_output,
-                                       "content": to_wire(result.content)}})
+                            "result": recorded})
 
     def model(self, request: ModelRequest, events: list[dict[str, Any]], error: str | None,
               cancelled: bool) -> None:

@@ -1,11 +1,11 @@
 """Replay a transcript: a fresh agent, the recorded model, the recorded client, compared.
 
 The agent runs in a scratch copy of the recorded workspace and data dir, its model is the
-recorded model exchanges, and its machine-dependent tools (bash, web_fetch) give their recorded
-results; every other tool runs for real. The client's side is played back in order: each
-client message is sent once the agent has sent everything that came before it in the
-recording, and each agent message is compared with the recorded one after normalising what
-legitimately varies (see ``normalize.py``).
+recorded model exchanges, and its machine- and server-dependent tools (bash, web_fetch, the MCP
+servers' tools) give their recorded results; every other tool runs for real. The client's side
+is played back in order: each client message is sent once the agent has sent everything that
+came before it in the recording, and each agent message is compared with the recorded one
+after normalising what legitimately varies (see ``normalize.py``).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ class _Workspace:
             for call_id, name, raw_input in tool_inputs(exchange["events"]):
                 tool = tools.get(name)
                 if tool is None or name in MACHINE_DEPENDENT:
-                    continue  # unknown: never run; machine-dependent: the recorded result
+                    continue  # an MCP tool or a machine-dependent one: no paths of ours
                 try:
                     args: Any = tool_input(raw_input, tool.input_type)
                 except ParamsError:

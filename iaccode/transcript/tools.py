@@ -1,16 +1,17 @@
 """Tools recorded and played like the model (``RecordingProvider``): wrappers around the tools
-whose results depend on the machine (``MACHINE_DEPENDENT``: bash, web_fetch).
+whose results depend on the machine (``MACHINE_DEPENDENT``: bash, web_fetch) or on a server
+(every MCP tool: a replay must not run a recorded ``drop_table`` again).
 
     RecordingTool   runs the tool and writes its result to the transcript (``--record``)
     PlayedTool      answers with the result recorded for the call (a replay), else runs it
 
-``tool_table`` wraps the built-in tools as each turn's table is made, so the session, the turn
-and the tool runner know nothing of recording.
+A :class:`ToolTable` wraps them as each turn's table is made, so the session, the turn and the
+tool runner know nothing of recording.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,26 +80,32 @@ class PlayedTool(_Wrapper):
         return recorded if recorded is not None else await self.inner.run(args, ctx)
 
 
-def tool_table(recorder: Recorder | None, played: Path | None
-               ) -> Callable[[], dict[str, Tool]]:
-    """What makes each turn's built-in tools: as they are, or with the machine-dependent ones
-    playing the results recorded in the transcript ``played`` and/or recording into
-    ``recorder``."""
-    if recorder is None and played is None:
-        return builtin_tools
-    from iaccode.transcript.playback import recorded_tool_results
+class ToolTable:
+    """Each turn's tools: the built-in ones (``builtin``) and the MCP servers' as they join
+    (``external``); as they are, or with the machine- and server-dependent ones playing the
+    results recorded in the transcript ``played`` and/or recording into ``recorder``."""
 
-    results = recorded_tool_results(played) if played is not None else None
+    def __init__(self, recorder: Recorder | None = None, played: Path | None = None) -> None:
+        self._recorder = recorder
+        self._results: Mapping[str, ToolResult] | None = None
+        if played is not None:
+            from iaccode.transcript.playback import recorded_tool_results
 
-    def make() -> dict[str, Tool]:
+            self._results = recorded_tool_results(played)
+
+    def builtin(self) -> dict[str, Tool]:
         tools = builtin_tools()
         for name in MACHINE_DEPENDENT & tools.keys():
-            tool = tools[name]
-            if results is not None:
-                tool = _wrap(PlayedTool, tool, results)
-            if recorder is not None:
-                tool = _wrap(RecordingTool, tool, recorder)
-            tools[name] = tool
+            tools[name] = self._wrapped(tools[name])
         return tools
 
-    return make
+    def external(self, tools: Mapping[str, Tool]) -> dict[str, Tool]:
+        """MCP tools: what they answer depends on their server, so each one is wrapped."""
+        return {name: self._wrapped(tool) for name, tool in tools.items()}
+
+    def _wrapped(self, tool: Tool) -> Tool:
+        if self._results is not None:
+            tool = _wrap(PlayedTool, tool, self._results)
+        if self._recorder is not None:
+            tool = _wrap(RecordingTool, tool, self._recorder)
+        return tool

@@ -8,7 +8,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import acp
 import pytest
 from acp_conformance.script import ToolUse, reply
 
@@ -157,3 +159,34 @@ def test_a_session_opened_outside_the_recorded_folders_is_refused(tmp_path: Path
     result = iaccode("replay", str(hostile))
     assert result.returncode == 2, result.stderr
     assert "the client's session/new names '/var'" in result.stderr
+
+
+def test_mcp_results_are_recorded_and_a_replay_does_not_call_the_server_again(
+        tmp_path: Path) -> None:
+    """A replay must not drop the table a second time: the MCP server's answers are played."""
+    from acp.schema import EnvVariable, McpServerStdio
+    from acp_conformance.fakes.mcp_server import ROOT, calls
+
+    calls_log = tmp_path / "mcp-calls.jsonl"
+    server = McpServerStdio(
+        name="db", command=sys.executable,
+        args=["-m", "acp_conformance.fakes.mcp_server", "stdio", "--log", str(calls_log)],
+        env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
+
+    async def scenario(conn: Any, editor: record.Editor, project: Path) -> None:
+        session = await conn.new_session(cwd=str(project), mcp_servers=[server])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("Drop it")])
+
+    out = tmp_path / "session.jsonl"
+    asyncio.run(record._record(
+        out, [reply(tool_uses=[ToolUse("toolu_drop", "mcp__db__drop_table", {"name": "old"})]),
+              reply("Dropped.")], scenario, ["allow_once"]))
+    [recorded] = [json.loads(line) for line in out.read_text().splitlines()
+                  if json.loads(line)["type"] == "tool"]
+    assert (recorded["name"], recorded["result"]["text"]) == ("mcp__db__drop_table",
+                                                              "dropped old")
+    assert calls(calls_log) == [{"tool": "drop_table", "arguments": {"name": "old"}}]
+
+    result = iaccode("replay", str(out))
+    assert result.returncode == 0, result.stderr
+    assert calls(calls_log) == [{"tool": "drop_table", "arguments": {"name": "old"}}]  # once

@@ -12,12 +12,19 @@ import trio
 
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ToolCallProgress
-from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, ToolLimits, run_tool
+from iaccode.tools.base import (
+    MACHINE_DEPENDENT,
+    Tool,
+    ToolContext,
+    ToolLimits,
+    ToolResult,
+    run_tool,
+)
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.transcript.format import read_transcript
 from iaccode.transcript.recorder import Recorder
-from iaccode.transcript.tools import tool_table
+from iaccode.transcript.tools import ToolTable
 
 
 async def report(update: ToolCallProgress) -> None:
@@ -38,14 +45,14 @@ async def bash(tool: Tool, cwd: Path, call_id: str, command: str) -> str:
 
 
 def test_without_recording_or_playback_the_tools_are_the_builtins() -> None:
-    make = tool_table(None, None)
-    assert {name: type(tool) for name, tool in make().items()} == {
+    table = ToolTable()
+    assert {name: type(tool) for name, tool in table.builtin().items()} == {
         name: type(tool) for name, tool in builtin_tools().items()}
 
 
 def test_only_machine_dependent_tools_are_wrapped_and_look_the_same(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "t.jsonl", model="m", home=tmp_path)
-    wrapped, plain = tool_table(recorder, None)(), builtin_tools()
+    wrapped, plain = ToolTable(recorder).builtin(), builtin_tools()
     recorder.close()
     for name, tool in wrapped.items():
         assert (type(tool) is type(plain[name])) is (name not in MACHINE_DEPENDENT)
@@ -65,7 +72,7 @@ async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path,
                                                                 cwd: Path) -> None:
     path = tmp_path / "transcript.jsonl"
     recorder = Recorder(path, model="m", home=tmp_path)
-    recording = tool_table(recorder, None)()["bash"]
+    recording = ToolTable(recorder).builtin()["bash"]
     assert await bash(recording, cwd, "c1", "echo recorded; touch ran-1") == "recorded\n"
     assert "exit code 3" in await bash(recording, cwd, "c2", "exit 3")
     recorder.close()
@@ -75,8 +82,50 @@ async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path,
     assert second["result"]["is_error"] is True
 
     (cwd / "ran-1").unlink()
-    played = tool_table(None, path)()["bash"]
+    played = ToolTable(played=path).builtin()["bash"]
     assert await bash(played, cwd, "c1", "echo recorded; touch ran-1") == "recorded\n"
     assert not (cwd / "ran-1").exists()  # answered from the transcript, not run
     # A call the transcript does not have runs for real.
     assert await bash(played, cwd, "c9", "echo live") == "live\n"
+
+
+class ServerTool(Tool):
+    """An MCP-like tool: what it answers depends on a server (here: how often it ran)."""
+
+    name = "mcp__db__drop_table"
+    description = "Drop a table."
+    kind = "other"
+    input_type = dict
+    input_schema = {"type": "object", "properties": {}}
+    read_only = False
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def title(self, args: dict) -> str:
+        return "drop_table (db MCP server)"
+
+    async def run(self, args: dict, ctx: ToolContext) -> ToolResult:
+        await trio.lowlevel.checkpoint()
+        self.runs += 1
+        return ToolResult(f"dropped ({self.runs})", model_content=[
+            {"type": "text", "text": f"dropped ({self.runs})"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}}])
+
+
+async def test_every_external_tool_is_recorded_and_played_with_what_the_model_saw(
+        tmp_path: Path, cwd: Path) -> None:
+    path = tmp_path / "transcript.jsonl"
+    recorder = Recorder(path, model="m", home=tmp_path)
+    server = ServerTool()
+    recording = ToolTable(recorder).external({server.name: server})[server.name]
+    assert recording.definition() == server.definition()
+    result = await run_tool(recording, {}, context(cwd, "c1"))
+    recorder.close()
+    assert server.runs == 1
+
+    played = ToolTable(played=path).external({server.name: server})[server.name]
+    again = await run_tool(played, {}, context(cwd, "c1"))
+    assert server.runs == 1  # the server was not asked again
+    assert (again.text, again.model_content) == (result.text, result.model_content)
