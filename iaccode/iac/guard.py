@@ -10,9 +10,13 @@ another command (``VAR=value``, ``env``, ``sudo``, ``time``, ``xargs``, ``nohup`
 A line we cannot parse (an unclosed quote) is split on white space instead: a wrong guess
 there asks one question too many, never one too few for the words it holds.
 
-What the guard cannot see: a program named through a variable or a substitution (``$TF
-apply``), and what a script, a Makefile or another program runs (``make deploy``). It reads the
-command line, as the user reading the permission question would.
+A program named through a variable is looked up in the environment the command gets (``$TF
+apply`` with ``TF=tofu`` is ``tofu apply``); one that is not set there, or a substitution
+(``$(which terraform) apply``), counts as a change when a word after it is one of the changing
+verbs of the tools above. A task runner's target that names a change (``make apply``, ``just
+deploy-prod``, ``task destroy``) counts too. What the guard cannot see is what a script or a
+target runs under another name: it reads the command line, as the user reading the permission
+question would.
 """
 
 from __future__ import annotations
@@ -84,17 +88,54 @@ _AWS_VALUE_OPTIONS = frozenset({"--region", "--profile", "--output", "--endpoint
 _ALIYUN_VALUE_OPTIONS = frozenset({"--profile", "-p", "--region", "--endpoint", "--mode"})
 
 
+_VARIABLE_VERBS = frozenset({
+    "apply", "destroy", "delete", "deploy", "up", "install", "upgrade", "uninstall",
+    "rollback", "import", "taint", "scale", "drain", "patch", "replace", "create-stack",
+    "update-stack", "delete-stack", "execute-change-set"})
+"""The words after a program we cannot name that make its command line count as a change."""
+_TARGET_CHANGES = frozenset({"apply", "destroy", "deploy", "undeploy", "teardown", "rollback"})
+"""Task-runner targets that change infrastructure, whole or as a part (``deploy-prod``)."""
+_TASK_RUNNERS = frozenset({"make", "gmake", "just", "task", "mage"})
+_MAKE_VALUE_OPTIONS = frozenset({"-C", "-f", "--file", "--makefile", "-I", "-j", "-l", "-o",
+                                 "-W", "--directory", "--justfile", "-d", "--dir",
+                                 "--taskfile"})
+_VARIABLE = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
+_SUBSTITUTED_PROGRAM = re.compile(r"(?:^|[;&|(\s])(\$\([^()]*\)|`[^`]*`)\s+([\w-]+)")
+"""``$(which terraform) apply``: a substitution as the program and the word after it (the
+split into commands takes the substitution for a command of its own)."""
+
+
 def infra_change(command: str) -> str | None:
     """What in ``command`` changes real infrastructure ("terraform apply"), or None."""
+    for program, verb in _SUBSTITUTED_PROGRAM.findall(command):
+        if verb in _VARIABLE_VERBS:
+            return f"{program} {verb} (a program named through a variable or a substitution)"
     for words in simple_commands(command):
         if words == [TOO_DEEP]:
             return "a deeply nested shell command"
-        name = os.path.basename(words[0])
-        check = _PROGRAMS.get(name)
-        if (check is not None and not _HELP.intersection(words[1:])
-                and (found := check(name, words[1:]))):
+        if _HELP.intersection(words[1:]):
+            continue
+        if words[0].startswith("$"):
+            found = _through_variable(words[0], words[1:])
+        else:
+            name = os.path.basename(words[0])
+            check = _PROGRAMS.get(name)
+            found = check(name, words[1:]) if check is not None else None
+        if found:
             return found
     return None
+
+
+def _through_variable(program: str, args: list[str]) -> str | None:
+    """``$TF apply``: the program the environment names, else a guess from the verbs."""
+    variable = _VARIABLE.match(program)
+    value = os.environ.get(variable.group(1) or variable.group(2), "") if variable else ""
+    name = os.path.basename(value.split()[0]) if value.split() else ""
+    if (check := _PROGRAMS.get(name)) is not None:
+        return check(name, args)
+    verbs = [word for word in _positionals(args) if word in _VARIABLE_VERBS]
+    return (f"{program} {verbs[0]} (a program named through a variable or a substitution)"
+            if verbs else None)
 
 
 TOO_DEEP = "\0too deep"
@@ -344,8 +385,16 @@ def _pulumi(name: str, args: list[str]) -> str | None:
     return None
 
 
+def _task_runner(name: str, args: list[str]) -> str | None:
+    for target in _positionals(args, _MAKE_VALUE_OPTIONS):
+        if "=" not in target and _TARGET_CHANGES.intersection(re.split(r"[-_:/.]", target)):
+            return f"{name} {target} (a {name} target)"
+    return None
+
+
 _PROGRAMS = {
     "terraform": _terraform, "tofu": _terraform, "terragrunt": _terraform,
     "aws": _aws, "aliyun": _aliyun, "kubectl": _kubectl, "oc": _kubectl,
     "helm": _helm, "pulumi": _pulumi,
+    **dict.fromkeys(_TASK_RUNNERS, _task_runner),
 }

@@ -98,6 +98,19 @@ CHANGES = [
     ("pulumi destroy -y", "pulumi destroy"),
     ("pulumi refresh --yes", "pulumi refresh --yes"),
     ("pulumi -C infra up", "pulumi up"),
+    ("make apply", "make apply (a make target)"),
+    ("make -C infra deploy-prod", "make deploy-prod (a make target)"),
+    ("make ENV=prod tf-destroy", "make tf-destroy (a make target)"),
+    ("just deploy", "just deploy (a just target)"),
+    ("task tf:apply", "task tf:apply (a task target)"),
+    ("$TERRAFORM_BIN destroy -auto-approve",
+     "$TERRAFORM_BIN destroy (a program named through a variable or a substitution)"),
+    ("cd infra && \"${TF_BIN}\" apply",
+     "${TF_BIN} apply (a program named through a variable or a substitution)"),
+    ("$(which terraform) apply -auto-approve",
+     "$(which terraform) apply (a program named through a variable or a substitution)"),
+    ("`which kubectl` delete -f k8s/",
+     "`which kubectl` delete (a program named through a variable or a substitution)"),
 ]
 
 READ_ONLY = [
@@ -148,6 +161,14 @@ READ_ONLY = [
     "ls -la && cat main.tf",
     "",
     "terraform",
+    "make plan",
+    "make -C infra validate test",
+    "just fmt",
+    "make --help deploy",
+    "$EDITOR main.tf",
+    "$TERRAFORM_BIN plan -out=tfplan",
+    "$(which terraform) validate",
+    "echo $(date) done",
 ]
 
 
@@ -205,3 +226,12 @@ def test_wrapped_and_chained_reads_stay_ordinary(
         if shell:
             line = f"bash -c {shlex.quote(line)}"
     assert infra_change(line) is None, line
+
+
+def test_a_program_named_in_the_environment_is_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TF", "tofu")
+    monkeypatch.setenv("KUBE", "/usr/local/bin/kubectl --context prod")
+    assert infra_change("$TF apply -auto-approve") == "tofu apply"
+    assert infra_change("${TF} plan") is None  # known, and only a read
+    assert infra_change("$KUBE delete -f k8s/") == "kubectl delete"
+    assert infra_change("$KUBE get pods") is None
