@@ -64,7 +64,8 @@ class SessionLifecycle:
         self._queue_update = queue_update
         self._recorder = recorder
         self._tool_table = ToolTable(recorder, config.recorded_tools)
-        """Each turn's built-in tools, wrapped to record or play what depends on the machine."""
+        """Each turn's tools, wrapped to record or play what depends on the machine or a
+        server."""
 
     def get(self, session_id: str) -> Session:
         """A live session; -32602 naming the id when there is none."""
