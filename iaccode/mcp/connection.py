@@ -169,9 +169,10 @@ class ServerConnection:
                 return
             except ListenNotSupportedError:
                 pass
-            except MCPError as exc:  # it refused the stream: its notifications may still come
-                log.warning("MCP server %s refused subscriptions/listen: %s", self.name,
-                            exc.error.message)
+            except (MCPError, TimeoutError) as exc:  # refused, or never acknowledged
+                log.warning("MCP server %s: no subscriptions/listen stream (%s); its "
+                            "list_changed notifications are still heeded", self.name,
+                            _reason(exc))
             except SubscriptionLost as exc:  # the connection is going: _until_gone hears it
                 log.info("MCP server %s: its change stream ended: %s", self.name, exc)
                 return

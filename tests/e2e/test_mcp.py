@@ -447,6 +447,23 @@ async def test_tools_and_prompts_a_server_adds_later_reach_the_next_prompt(
             remote.close()
 
 
+async def test_a_server_that_refuses_the_change_stream_stays_connected(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path,
+    tmp_path: Path,
+) -> None:
+    model_server.enqueue(call("mcp__db__lookup", key="a"), reply("one"),
+                         call("mcp__db__lookup", "toolu_2", key="b"), reply("two"))
+    session = await open_session(agent, workspace,
+                                 [stdio_server("db", calls_log, "--no-listen")])
+    for text in ("first", "second"):
+        response, updates, _ = await agent.run_prompt(session, text)
+        assert response["result"]["stopReason"] == "end_turn"
+        assert "MCP server" not in messages_text(updates)
+    assert result_for(model_server, 3, "toolu_2")["content"] == "value of b"
+    assert "MCP server db: no subscriptions/listen stream (Method not found)" in \
+        (tmp_path / "agent.stderr").read_text()
+
+
 def pids(path: Path) -> list[int]:
     """The server's pid and its child's, once the server has written them."""
     return [int(p) for p in path.read_text().split()] if path.exists() else []

@@ -28,8 +28,9 @@ system picks.
 
 For tests: :func:`acp_stdio_server` describes it as an editor does in ``mcpServers``;
 :class:`RemoteServer` runs it over HTTP or SSE in a process of its own; :func:`calls` reads
-the log. ``--legacy`` (stdio and HTTP) makes it a server of the versions before 2026-07-28: it
-does not know ``server/discover``, so a client falls back to the ``initialize`` handshake.
+the log. ``--no-listen`` refuses ``subscriptions/listen`` while it says its lists change.
+``--legacy`` (stdio and HTTP) makes it a server of the versions before 2026-07-28: it does not
+know ``server/discover``, so a client falls back to the ``initialize`` handshake.
 """
 
 from __future__ import annotations
@@ -59,14 +60,17 @@ PNG_1X1 = base64.b64decode(
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
-def build(log: Path | None, legacy: bool = False) -> MCPServer:
+def build(log: Path | None, legacy: bool = False, listen: bool = True) -> MCPServer:
     server = MCPServer("fake-db")
-    if legacy:
-        async def no_discover(ctx: Any, params: RequestParams) -> Any:
-            raise MCPError(METHOD_NOT_FOUND, "Method not found")
 
-        server._lowlevel_server.add_request_handler("server/discover", RequestParams,
-                                                    no_discover)
+    async def not_found(ctx: Any, params: RequestParams) -> Any:
+        raise MCPError(METHOD_NOT_FOUND, "Method not found")
+
+    if legacy:
+        server._lowlevel_server.add_request_handler("server/discover", RequestParams, not_found)
+    if not listen:  # it still says its lists change
+        server._lowlevel_server.add_request_handler("subscriptions/listen", RequestParams,
+                                                    not_found)
 
     def record(tool: str, arguments: dict[str, Any]) -> None:
         if log is not None:
@@ -218,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path)
     parser.add_argument("--spawn-child", type=Path)
     parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--no-listen", action="store_true")
     options = parser.parse_args(argv)
-    server = build(options.log, options.legacy)
+    server = build(options.log, options.legacy, listen=not options.no_listen)
     if options.spawn_child is not None:
         child = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
