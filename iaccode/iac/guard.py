@@ -100,27 +100,24 @@ _MAKE_VALUE_OPTIONS = frozenset({"-C", "-f", "--file", "--makefile", "-I", "-j",
                                  "-W", "--directory", "--justfile", "-d", "--dir",
                                  "--taskfile"})
 _VARIABLE = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
-_SUBSTITUTED_PROGRAM = re.compile(r"(?:^|[;&|(\s])(\$\([^()]*\)|`[^`]*`)\s+([\w-]+)")
-"""``$(which terraform) apply``: a substitution as the program and the word after it (the
-split into commands takes the substitution for a command of its own)."""
+_PLACEHOLDER = re.compile("\0(\\d+)\0")
+"""Where :func:`_lift_substitutions` took a substitution out of a command line."""
 
 
 def infra_change(command: str) -> str | None:
     """What in ``command`` changes real infrastructure ("terraform apply"), or None."""
-    for program, verb in _SUBSTITUTED_PROGRAM.findall(command):
-        if verb in _VARIABLE_VERBS:
-            return f"{program} {verb} (a program named through a variable or a substitution)"
     for words in simple_commands(command):
         if words == [TOO_DEEP]:
             return "a deeply nested shell command"
         if _HELP.intersection(words[1:]):
             continue
-        if words[0].startswith("$"):
+        name = os.path.basename(words[0])
+        if (check := _PROGRAMS.get(name)) is not None:
+            found = check(name, words[1:])
+        elif words[0].startswith(("$", "`")):
             found = _through_variable(words[0], words[1:])
         else:
-            name = os.path.basename(words[0])
-            check = _PROGRAMS.get(name)
-            found = check(name, words[1:]) if check is not None else None
+            found = None
         if found:
             return found
     return None
@@ -130,7 +127,7 @@ def _through_variable(program: str, args: list[str]) -> str | None:
     """``$TF apply``: the program the environment names, else a guess from the verbs."""
     variable = _VARIABLE.match(program)
     value = os.environ.get(variable.group(1) or variable.group(2), "") if variable else ""
-    name = os.path.basename(value.split()[0]) if value.split() else ""
+    name = os.path.basename(value.split()[0]) if value.strip() else ""
     if (check := _PROGRAMS.get(name)) is not None:
         return check(name, args)
     verbs = [word for word in _positionals(args) if word in _VARIABLE_VERBS]
@@ -149,13 +146,13 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
     if depth > MAX_DEPTH:
         yield [TOO_DEEP]
         return
-    for inner in re.findall(r"`([^`]*)`", command):  # backquote substitutions, in any quotes
-        yield from simple_commands(inner, depth + 1)
-    for words in _split_commands(command.replace("`", " ")):
-        # A $( ) inside double quotes stays one word: it is a command line of its own.
-        for word in words:
-            for inner in _substitutions(word):
-                yield from simple_commands(inner, depth + 1)
+    lifted, substitutions = _lift_substitutions(command)
+    for substitution in substitutions:  # each a command line of its own, in any quotes
+        yield from simple_commands(_inside(substitution), depth + 1)
+    for words in _split_commands(lifted):
+        # A substitution is a word again: ``$(which terraform) apply`` is one command.
+        words = [_PLACEHOLDER.sub(lambda m: substitutions[int(m.group(1))], word)
+                 for word in words]
         words = _unwrap(words)
         if not words:
             continue
@@ -170,16 +167,37 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
         yield words
 
 
-def _substitutions(word: str) -> Iterator[str]:
-    """The command lines of the ``$( )`` in ``word`` (to the matching parenthesis)."""
-    start = word.find("$(")
-    while start >= 0:
-        depth, index = 1, start + 2
-        while index < len(word) and depth:
-            depth += {"(": 1, ")": -1}.get(word[index], 0)
+def _lift_substitutions(command: str) -> tuple[str, list[str]]:
+    """``command`` with each ``$( )`` (to its matching parenthesis) and backquoted span, in
+    any quotes, replaced by a placeholder, and the spans in order (unclosed: to the end)."""
+    out: list[str] = []
+    spans: list[str] = []
+    index = 0
+    while index < len(command):
+        if command.startswith("$(", index):
+            depth, end = 1, index + 2
+            while end < len(command) and depth:
+                depth += {"(": 1, ")": -1}.get(command[end], 0)
+                end += 1
+        elif command[index] == "`":
+            close = command.find("`", index + 1)
+            end = len(command) if close < 0 else close + 1
+        else:
+            out.append(command[index])
             index += 1
-        yield word[start + 2:index - 1 if depth == 0 else index]
-        start = word.find("$(", index)
+            continue
+        out.append(f"\0{len(spans)}\0")
+        spans.append(command[index:end])
+        index = end
+    return "".join(out), spans
+
+
+def _inside(substitution: str) -> str:
+    """The command line of ``$(...)`` or ```...```."""
+    if substitution.startswith("$("):
+        return substitution[2:-1] if substitution.endswith(")") else substitution[2:]
+    return substitution[1:-1] if len(substitution) > 1 and substitution.endswith("`") \
+        else substitution[1:]
 
 
 def _split_commands(command: str) -> Iterator[list[str]]:

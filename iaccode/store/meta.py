@@ -174,8 +174,8 @@ class SessionMeta:
                                            checks.boolean, "an object of true/false answers"),
                 message_count=checks.integer(data.get("message_count", 0), "message_count",
                                              minimum=0),
-                cost_usd=None if data.get("cost_usd", 0.0) is None else checks.number(
-                    data.get("cost_usd", 0.0), "cost_usd", minimum=0),
+                cost_usd=(None if (cost := data.get("cost_usd", 0.0)) is None
+                          else checks.number(cost, "cost_usd", minimum=0)),
                 context_tokens=checks.integer(data.get("context_tokens", 0), "context_tokens",
                                               minimum=0),
                 format=version,
