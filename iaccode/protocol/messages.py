@@ -37,9 +37,29 @@ class FileSystemCapabilities:
 
 
 @frozen
+class ClientAuthCapabilities:
+    terminal: bool = False
+    """The client runs ``terminal`` auth methods (so we may offer ``iaccode login``)."""
+    meta: Meta = None
+
+
+@frozen
+class ClientSessionCapabilities:
+    """Each present capability is ``{}``; absent or null means unsupported."""
+
+    compaction: dict[str, Any] | None = None
+    """``compaction_update`` is shown (unstable schema)."""
+    notices: dict[str, Any] | None = None
+    """``notice`` updates are shown (unstable schema)."""
+    meta: Meta = None
+
+
+@frozen
 class ClientCapabilities:
     fs: FileSystemCapabilities = field(factory=FileSystemCapabilities)
     terminal: bool = False
+    auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
+    session: ClientSessionCapabilities | None = None
     meta: Meta = None
 
 
@@ -78,18 +98,29 @@ class McpCapabilities:
 
 
 @frozen
+class AgentAuthCapabilities:
+    logout: dict[str, Any] | None = None
+
+
+@frozen
 class AgentCapabilities:
     load_session: bool
     prompt_capabilities: PromptCapabilities
     session_capabilities: SessionCapabilities
     mcp_capabilities: McpCapabilities = field(factory=McpCapabilities)
+    auth: AgentAuthCapabilities | None = None
 
 
 @frozen
 class AuthMethod:
+    """An ``agent`` method (no ``type``: the client calls ``authenticate``) or a ``terminal``
+    one (the client runs the agent with ``args`` appended)."""
+
     id: str
     name: str
     description: str | None = None
+    type: Literal["terminal"] | None = None
+    args: list[str] | None = None
 
 
 @frozen
