@@ -89,6 +89,7 @@ class SessionCapabilities:
     resume: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None
     delete: dict[str, Any] | None = None
+    additional_directories: dict[str, Any] | None = None
 
 
 @frozen
@@ -145,6 +146,8 @@ class AuthenticateRequest:
 class NewSessionRequest:
     cwd: str
     mcp_servers: list[dict[str, Any]] = field(factory=list)
+    additional_directories: list[str] | None = None
+    """More folders that count as the project (absolute); None or [] for none."""
     meta: Meta = None
 
 
@@ -212,6 +215,9 @@ class LoadSessionRequest:
     session_id: str
     cwd: str
     mcp_servers: list[dict[str, Any]] = field(factory=list)
+    additional_directories: list[str] | None = None
+    """The session's complete list of extra project folders from now on (the RFD: omitted is
+    none, never the stored ones)."""
     meta: Meta = None
 
 
@@ -237,6 +243,8 @@ class ListSessionsRequest:
 class SessionInfo:
     session_id: str
     cwd: str
+    additional_directories: list[str] = field(factory=list)
+    """Always sent, ``[]`` for none (the additional-directories RFD)."""
     title: str | None = None
     updated_at: str | None = None
 

@@ -96,7 +96,7 @@ def initialize_result(methods: list[dict[str, Any]]) -> dict[str, Any]:
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {},
-                                    "delete": {}},
+                                    "delete": {}, "additionalDirectories": {}},
             "mcpCapabilities": {"http": True, "sse": True},
             "auth": {"logout": {}},  # forgets the key `iaccode login` saved (Agent.logout)
         },

@@ -95,6 +95,8 @@ class SessionState:
     """Where over-long tool output is kept whole (a real path; read_file may read it freely)."""
     show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
     """Show the plan (todo_write) and keep it with the session; None in a sub-agent."""
+    additional_dirs: tuple[Path, ...] = ()
+    """The client's extra project folders (``additionalDirectories``), as real paths."""
 
 
 @frozen

@@ -3,7 +3,8 @@
     decide(...)  -> RUN | ASK | REFUSE (with the reason the model is told)
     ask(...)     -> the user's answer to ``session/request_permission``
 
-Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
+Read-only tools run without asking inside the project (the session's cwd and the folders the
+client added, ``in_project``); outside it (an absolute path,
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallFields,
 )
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, in_project, is_inside, resolve_path
 from iaccode.turn.env import EditorAccess
 
 log = logging.getLogger(__name__)
@@ -80,11 +81,11 @@ class Verdict:
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True) -> Verdict:
+           confirm_infra_changes: bool = True, additional: Sequence[Path] = ()) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
-    without asking."""
+    without asking. ``additional``: the client's extra project folders (real paths)."""
     if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
                                                                 remembered=remembered)):
         return infra
@@ -96,7 +97,7 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     if mode == "bypass" or remembered.get(tool.name) is True:
         return Verdict(Decision.RUN)
     resolved = resolved or {}
-    inside = all(is_inside(resolved.get(raw) or resolve_path(cwd, raw), cwd)
+    inside = all(in_project(resolved.get(raw) or resolve_path(cwd, raw), cwd, additional)
                  for raw in tool.paths(args))
     if tool.read_only and inside:
         return Verdict(Decision.RUN)
@@ -177,7 +178,8 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
 
     Only for paths inside the project: working out a diff reads the file, and a file outside
     it is read only once the user allowed the call (the question itself shows the path)."""
-    if not all(is_inside(path, context.cwd) for path in context.resolved.values()):
+    if not all(in_project(path, context.cwd, context.additional_dirs)
+               for path in context.resolved.values()):
         return None
     try:
         return await tool.preview(args, context)

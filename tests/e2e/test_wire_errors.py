@@ -161,7 +161,8 @@ async def test_handshake_advertises_what_we_implement(agent: AgentConnection) ->
         "image": True, "audio": False, "embeddedContext": True}
     assert result["agentCapabilities"]["loadSession"] is True
     assert result["agentCapabilities"]["sessionCapabilities"] == {
-        "list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {}}
+        "list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {},
+        "additionalDirectories": {}}
     assert result["agentCapabilities"]["auth"] == {"logout": {}}
     assert result["agentInfo"]["name"] == "iaccode"
     # With the key in the environment too: where it goes (the client sets it, or reads this
