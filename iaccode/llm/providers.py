@@ -268,9 +268,8 @@ def auth_methods(config: ProviderSettings, *, terminal: bool = False) -> list[di
     ``logout`` the client needs them): where the key goes in the environment (``agent``: the
     editor sets it and calls ``authenticate``), and, to a client that runs terminal auth,
     ``iaccode login`` (``terminal``: choose the provider, paste the key). An API that needs no
-    key offers only what else is missing (a base URL, a model), and a model script nothing."""
-    if config.model_script is not None:
-        return []
+    key offers only what else is missing (a base URL, a model). A model script (which needs no
+    key) changes nothing here, so a recorded session and its replay answer alike."""
     where = endpoint(config)
     if not where.key_variable:
         problem = where.missing(config.model)

@@ -318,6 +318,9 @@ class PromptResponse:
 class AgentMessageChunk:
     content: ContentBlock
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    message_id: str | None = None
+    """The model message the chunk belongs to (its thinking shares it); kept in the history,
+    so ``session/load`` shows the same id. None for our own notices."""
     meta: Meta = None
 
 
@@ -325,6 +328,8 @@ class AgentMessageChunk:
 class AgentThoughtChunk:
     content: ContentBlock
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    message_id: str | None = None
+    """As ``AgentMessageChunk.message_id``."""
     meta: Meta = None
 
 

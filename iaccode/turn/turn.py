@@ -35,7 +35,7 @@ from iaccode.protocol.messages import (
 from iaccode.turn import compaction
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.tool_runner import ToolRunner
-from iaccode.turn.transcript import Transcript, api_messages
+from iaccode.turn.transcript import Transcript, api_messages, new_message_id
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +165,7 @@ class Turn:
         )
         partial: list[str] = []
         finished: Finished | None = None
+        message_id = new_message_id()  # the text and the thinking of this one answer
         try:
             async with model.provider.stream(request) as events:
                 async for event in events:
@@ -173,12 +174,14 @@ class Turn:
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
                         if self._stream_text:
-                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text))
+                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text),
+                                                                     message_id=message_id)
                             if not editor.queue_update(chunk):
                                 await editor.send_update(chunk)
                     elif isinstance(event, ThinkingDelta):
                         if self._stream_text:
-                            chunk = AgentThoughtChunk(TextContent(event.text))
+                            chunk = AgentThoughtChunk(TextContent(event.text),
+                                                      message_id=message_id)
                             if not editor.queue_update(chunk):
                                 await editor.send_update(chunk)
                     else:
@@ -193,10 +196,12 @@ class Turn:
         finally:
             if finished is None and partial:
                 self._transcript.append(
-                    {"role": "assistant", "content": [{"type": "text", "text": "".join(partial)}]})
+                    {"role": "assistant", "content": [{"type": "text", "text": "".join(partial)}]},
+                    message_id=message_id)
         assert finished is not None  # a provider ends its stream with Finished or raises
         if finished.content:
-            self._transcript.append({"role": "assistant", "content": finished.content})
+            self._transcript.append({"role": "assistant", "content": finished.content},
+                                    message_id=message_id)
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
         # A sub-agent (no streamed text) has a context of its own, not the session's.

@@ -145,13 +145,16 @@ async def test_auth_methods_follow_the_provider_settings(
     assert [method["id"] for method in methods] == ([offered] if offered else [])
 
 
-async def test_a_model_script_needs_no_key(tmp_path: Path) -> None:
+async def test_a_model_script_offers_what_its_provider_takes(tmp_path: Path) -> None:
+    """A script needs no key, but the methods stay the provider's: a recorded session and its
+    replay (on the recorded model answers) answer initialize alike."""
     script = tmp_path / "script.json"
     script.write_text('{"version": 1, "exchanges": []}')
     env = agent_environment(tmp_path / "home")
     answer = await _both(env, tmp_path, _initialize({"protocolVersion": 1}),
                          ("--model-script", str(script)))
-    assert json.loads(answer)["result"]["authMethods"] == []
+    assert [m["id"] for m in json.loads(answer)["result"]["authMethods"]] == [
+        "anthropic-api-key"]
 
 
 @pytest.mark.parametrize("asked", ["1", 2, 1.5, None])
