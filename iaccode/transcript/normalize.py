@@ -1,7 +1,8 @@
 """What may legitimately differ between a recording and its replay, made equal.
 
-Session ids and message ids (by order of appearance), timestamps, the working directory and data dir of the
-machine, and the agent's version string are replaced by placeholders before comparing.
+Session ids and message ids (by order of appearance), timestamps, the working directory and
+data dir of the machine, and the agent's version string are replaced by placeholders before
+comparing.
 """
 
 from __future__ import annotations
