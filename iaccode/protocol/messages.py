@@ -243,10 +243,10 @@ class ListSessionsRequest:
 class SessionInfo:
     session_id: str
     cwd: str
-    additional_directories: list[str] = field(factory=list)
-    """Always sent, ``[]`` for none (the additional-directories RFD)."""
     title: str | None = None
     updated_at: str | None = None
+    additional_directories: list[str] = field(factory=list)
+    """Always sent, ``[]`` for none (the additional-directories RFD)."""
 
 
 @frozen
@@ -422,10 +422,44 @@ class PlanUpdate:
     meta: Meta = None
 
 
+NoticeSeverity = Literal["info", "warning", "error"]
+
+
+@frozen
+class NoticeUpdate:
+    """An advisory shown outside the chat (unstable ``notice``; only to clients with
+    ``session.notices``, the others get the same text as an ``agent_message_chunk``)."""
+
+    severity: NoticeSeverity
+    title: str
+    description: str | None = None
+    session_update: Literal["notice"] = "notice"
+    meta: Meta = None
+
+
+CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+@frozen
+class CompactionUpdate:
+    """A context compaction's progress (unstable ``compaction_update``; only to clients with
+    ``session.compaction``, the others get a text message when it is done)."""
+
+    compaction_id: str
+    status: CompactionStatus
+    summary: list[ContentBlock] | None = None
+    """With ``completed``: what the model is left with, for the user to read."""
+    error: str | None = None
+    """With ``failed``: why."""
+    session_update: Literal["compaction_update"] = "compaction_update"
+    meta: Meta = None
+
+
 SessionUpdate = (
     AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
     | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
-    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate
+    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate | NoticeUpdate
+    | CompactionUpdate
 )
 
 

@@ -227,8 +227,7 @@ class Session:
     async def _tell_warnings(self) -> None:
         while self._warnings:
             message = self._warnings.pop(0)
-            await self.editor.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {message}\n"), meta={"iaccode": {"error": message}}))
+            await self.editor.advise(message, title="The session is not being saved")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -409,8 +408,7 @@ class Session:
         """Wait (bounded) for the MCP servers still starting, tell the user of failures, and
         give the turn their tools; the system prompt is rebuilt when the tools changed."""
         for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
-            await self.editor.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
+            await self.editor.advise(failure, title="An MCP server is not available")
         mcp_tools = self._tool_table.external(self.mcp.tools())
         tools.update(mcp_tools)
         if mcp_tools.keys() != self._mcp_tools_shown:

@@ -18,7 +18,7 @@ from attrs import evolve, field, frozen
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.llm.prices import CostMeter
-from iaccode.protocol.messages import PlanEntry, SessionUpdate
+from iaccode.protocol.messages import NoticeSeverity, PlanEntry, SessionUpdate
 from iaccode.protocol.tool_calls import PermissionOption, PermissionOptionKind, ToolCallFields
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
 
@@ -60,6 +60,18 @@ class EditorAccess(Protocol):
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:
         """Ask the user; never raises for the editor's failures (they are None)."""
+        ...
+
+    @property
+    def shows_compaction(self) -> bool:
+        """The client shows ``compaction_update`` (``session.compaction``)."""
+        ...
+
+    async def advise(self, message: str, *, title: str,
+                     severity: NoticeSeverity = "warning") -> None:
+        """Tell the user something outside the conversation (a server that stopped, a model
+        that gave up): a ``notice`` where the client shows them, else ``message`` as today's
+        ``⚠`` text in the chat."""
         ...
 
 

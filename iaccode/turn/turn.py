@@ -126,7 +126,12 @@ class Turn:
     async def compact(self) -> bool:
         """Summarise the older turns into one message; True if the history was compacted.
 
+        A client with ``session.compaction`` sees it as ``compaction_update``s (in progress,
+        then completed with the summary, failed or cancelled); the others get a text message
+        when it is done, as before.
+
         Errors: a failed summary request leaves the history as it was and tells the user.
+        Cancellation: propagates, the history as it was (the client hears ``cancelled``).
         """
         model = self._model
         parts = compaction.split(self._transcript.messages,
@@ -134,23 +139,26 @@ class Turn:
         if parts is None:
             return False
         older, recent = parts
+        shown = compaction.Shown(self._editor)
+        await shown.started()
         try:
             summary, finished = await compaction.summarise(model.provider, model.model, older,
                                                            api_messages)
         except ModelError as exc:
-            await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
+            text = f"\n\n⚠ Could not compact the conversation: {exc}\n"
+            self._transcript.notice(text)
+            await shown.failed(text, str(exc))
             return False
+        except BaseException:
+            await shown.cancelled()
+            raise
         self.usage = self.usage + finished.usage
         model.cost.add(model.model, finished.usage, in_context=False)
         text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
         # The notice is kept in the compaction record: a replay shows it where it happened.
         self._transcript.replace(compaction.compacted(summary, recent), notice=text)
-        await self._editor.send_update(AgentMessageChunk(TextContent(text)))
+        await shown.completed(text, summary)
         return True
-
-    async def _notify(self, text: str) -> None:
-        self._transcript.notice(text)
-        await self._editor.send_update(AgentMessageChunk(TextContent(text)))
 
     async def _model_request(self) -> Finished | None:
         """Stream one answer into the history; None when the model failed (already told)."""
@@ -188,10 +196,8 @@ class Turn:
                         finished = event
         except ModelError as exc:
             log.warning("model request failed: %s", exc)
-            text = f"\n\n⚠ {exc}\n"
-            self._transcript.notice(text)
-            await editor.send_update(AgentMessageChunk(
-                TextContent(text), meta={"iaccode": {"error": str(exc)}}))
+            self._transcript.notice(f"\n\n⚠ {exc}\n")
+            await editor.advise(str(exc), title="The model request failed", severity="error")
             return None
         finally:
             if finished is None and partial:
