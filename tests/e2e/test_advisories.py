@@ -28,6 +28,14 @@ def chunk_texts(messages: list[dict], session: str) -> list[str]:
     return [u["content"]["text"] for u in updates(messages, session, "agent_message_chunk")]
 
 
+def the_notice(live: list[dict], session: str, severity: str, title: str) -> dict:
+    """The one notice of a prompt (and no ⚠ text in the chat beside it)."""
+    notices = updates(live, session, "notice")
+    assert [(n["severity"], n["title"]) for n in notices] == [(severity, title)]
+    assert not any("⚠" in text for text in chunk_texts(live, session))
+    return notices[0]
+
+
 async def three_turns(agent: AgentConnection, model_server: FakeModelServer,
                       workspace: Path, **capabilities: object) -> str:
     model_server.enqueue(reply("a1"), reply("a2"), reply("a3"))
@@ -106,11 +114,8 @@ async def test_a_model_that_gave_up_is_a_notice(
         session = await agent.new_session(workspace)
         answer, live, _ = await agent.run_prompt(session, "hello")
     assert answer["result"]["stopReason"] == "end_turn"
-    notices = updates(live, session, "notice")
-    assert [(n["severity"], n["title"]) for n in notices] == [
-        ("error", "The model request failed")]
-    assert "Overloaded" in notices[0]["description"]
-    assert not any("⚠" in text for text in chunk_texts(live, session))
+    notice = the_notice(live, session, "error", "The model request failed")
+    assert "Overloaded" in notice["description"]
 
 
 async def test_an_mcp_server_that_cannot_start_is_a_notice(
@@ -123,11 +128,8 @@ async def test_an_mcp_server_that_cannot_start_is_a_notice(
     result = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": [broken]})
     session = result["sessionId"]
     _, live, _ = await agent.run_prompt(session, "hello")
-    notices = updates(live, session, "notice")
-    assert [(n["severity"], n["title"]) for n in notices] == [
-        ("warning", "An MCP server is not available")]
-    assert "broken-db" in notices[0]["description"]
-    assert not any("⚠" in text for text in chunk_texts(live, session))
+    notice = the_notice(live, session, "warning", "An MCP server is not available")
+    assert "broken-db" in notice["description"]
 
 
 async def test_without_the_capabilities_the_text_stays(
