@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from iaccode.mcp.names import tool_name
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
+from iaccode.redaction import redact
 from iaccode.tools.base import Tool, ToolContext, ToolResult, truncate
 from iaccode.turn.permissions import mcp_read_only
 
@@ -80,6 +81,7 @@ def tool_result(result: CallToolResult, limit: int) -> ToolResult:
     shown: list[ToolCallContent] = []
 
     def add(text: str) -> None:
+        text = redact(text)  # before the cut below: no piece of a secret at it
         texts.append(text)
         shown.append(ContentToolCallContent(TextContent(truncate(text, limit))))
 
