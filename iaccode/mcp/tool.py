@@ -15,7 +15,7 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
-from iaccode.mcp.names import tool_name
+from iaccode.mcp.names import shown, tool_name
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
 from iaccode.redaction import redact
@@ -44,7 +44,7 @@ class McpTool(Tool):
         self._connection = connection
 
     def title(self, args: Any) -> str:
-        return f"{self.tool} ({self.server} MCP server)"
+        return f"{shown(self.tool)} ({shown(self.server)} MCP server)"
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         result = await self._connection.call_tool(self.tool, args)

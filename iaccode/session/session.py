@@ -196,9 +196,7 @@ class Session:
 
     def _commands(self) -> list[AvailableCommand]:
         return COMMANDS + [
-            AvailableCommand(command.name, command.prompt.description
-                             or f"Prompt {command.prompt.name} of MCP server "
-                                f"{command.connection.name}",
+            AvailableCommand(command.name, command.description,
                              AvailableCommandInput(command.hint) if command.hint else None)
             for command in self.mcp.prompt_commands().values()]
 
