@@ -36,14 +36,14 @@ T = TypeVar("T")
 
 CONNECT_TIMEOUT = 60.0
 """Seconds a server may take to answer the handshake and its tool and prompt lists."""
-LIST_TIMEOUT = 30.0
+LIST_TIMEOUT = 20.0
 """Seconds one listing (all its pages) may take, at the start and after a change alike."""
 MAX_PAGES = 20
 """Pages of one list read at most: a server that pages on forever is cut off there."""
-MAX_ITEMS = 100
+MAX_ITEMS = 200
 """Tools (and prompts) taken from one server: every tool's definition goes with every model
 request, and more than this many would crowd the context (3,000 made each request 6.8 MiB)."""
-MAX_DEFINITION_BYTES = 128 * 1024
+MAX_DEFINITION_BYTES = 256 * 1024
 """Bytes of tool definitions (name, title, description, input schema as JSON) taken from one
 server; a tool that does not fit is left out, the ones after it may still fit."""
 

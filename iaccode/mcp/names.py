@@ -39,6 +39,9 @@ def shortened(identity: str, name: str) -> str:
 
 SHOWN_CHARS = 120
 """Most characters of a server's name or title shown; a longer one is cut and ends with ``…``."""
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)", re.S)
+"""Terminal escape sequences (CSI ``ESC [ ... m``, OSC ``ESC ] ... BEL``, two-character ones):
+dropped whole, not only their ESC."""
 _INVISIBLE = frozenset("\u061c\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
 """Characters that change how text reads without showing (the bidi marks, zero-width ones);
 the other bidi controls (U+202A-U+202E, U+2066-U+2069) are format characters, below."""
@@ -49,7 +52,7 @@ def shown(text: str, limit: int = SHOWN_CHARS) -> str:
     separator characters one space; format characters, bidi controls included, dropped), at
     most ``limit`` characters long."""
     out: list[str] = []
-    for char in text:
+    for char in _ESCAPES.sub("", text):
         category = unicodedata.category(char)
         if char in _INVISIBLE or category in ("Cf", "Cs", "Co", "Cn"):
             continue
