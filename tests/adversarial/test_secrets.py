@@ -307,6 +307,40 @@ async def test_the_agent_environment_holds_no_secret(tmp_path: Path, workspace: 
     figures.add(CATEGORY, "cases", 1)
 
 
+async def test_iaccode_serve_holds_neither_its_token_nor_the_key(tmp_path: Path,
+                                                                 figures: Figures) -> None:
+    """``iaccode serve`` takes its token out of its environment too, and still checks it."""
+    from acp_conformance.environment import agent_environment
+
+    from tests.support.serve import spawn_server
+
+    token = "serve-token-in-the-environment-0123"
+    home = tmp_path / "serve-home"
+    env = agent_environment(home, {"ANTHROPIC_API_KEY": "sk-ant-serve-key-0123456789",
+                                   "IAC_CODE_MODEL_SCRIPT": str(tmp_path / "script.json")})
+    (tmp_path / "script.json").write_text("[]")
+    async with spawn_server(env, tmp_path / "serve.stderr", token) as server:
+        own = (await trio.Path(f"/proc/{server.process.pid}/environ").read_bytes()).decode(
+            errors="replace")
+        host, port = server.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+        answers = []
+        for given in (token, "wrong-token-0123456789abcdef"):
+            stream = await trio.open_tcp_stream(host, int(port))
+            body = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+            await stream.send_all(b"POST /acp HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer "
+                                  b"%s\r\nContent-Type: application/json\r\nAccept: "
+                                  b"application/json, text/event-stream\r\nContent-Length: %d"
+                                  b"\r\nConnection: close\r\n\r\n%s" % (
+                                      host.encode(), port.encode(), given.encode(), len(body),
+                                      body))
+            answers.append((await stream.receive_some(4096)).split(b" ", 2)[1])
+            await stream.aclose()
+    assert token not in own and "sk-ant-serve-key" not in own
+    assert "IAC_CODE_HOME=" in own
+    assert answers == [b"200", b"401"]  # the token still works, from the server's own copy
+    figures.add(CATEGORY, "cases", 1)
+
+
 SAME_USER = r"""
 import os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
