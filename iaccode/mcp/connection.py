@@ -195,12 +195,12 @@ class ServerConnection:
         """Take the server's tools and prompts, as much of them as the bounds allow
         (``dropped`` says what was left out), each list within LIST_TIMEOUT (TimeoutError past
         it: the lists stay as they were)."""
-        tools, cut = await _listing(client.list_tools, "tools", self.name)
+        tools, cut = await _listing(client.list_tools, "tools")
         tools, too_big = _fitting(tools)
         prompts: list[Prompt] = []
         prompts_cut = ""
         if client.server_capabilities.prompts:
-            prompts, prompts_cut = await _listing(client.list_prompts, "prompts", self.name)
+            prompts, prompts_cut = await _listing(client.list_prompts, "prompts")
         problems = [why for why in (cut, too_big, prompts_cut) if why]
         self.tools, self.prompts = tools, prompts
         self.dropped = "; ".join(problems)
@@ -297,8 +297,8 @@ class ServerConnection:
                               f"{_reason(exc)}") from exc
 
 
-async def _listing(list_page: Callable[..., Awaitable[Any]], field: str,
-                   server: str) -> tuple[list[Any], str]:
+async def _listing(list_page: Callable[..., Awaitable[Any]], field: str
+                   ) -> tuple[list[Any], str]:
     """The items of a paginated list (``tools/list``, ``prompts/list``), at most MAX_ITEMS from
     at most MAX_PAGES pages, and what was left out ("" when nothing). TimeoutError when the
     pages take longer than LIST_TIMEOUT in all."""
