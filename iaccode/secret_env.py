@@ -20,6 +20,9 @@ or when its value is a URL with a password (``DATABASE_URL=postgres://app:pw@db/
 variables (``https_proxy`` ...) are the exception to that last part: commands need them to reach
 the network at all, so they keep them, but their values are still replaced in what is shown.
 ``AWS_PROFILE``, ``HOME``, ``TOKENIZERS_PARALLELISM`` and ``PWD`` are not secrets.
+
+A secret the agent holds that is no variable (a key read from a file) is :func:`hold`-ed: its
+value is then replaced in output like the variables' values.
 """
 
 from __future__ import annotations
@@ -41,6 +44,16 @@ it, and so short a value is no credential worth hiding."""
 
 _declared: tuple[str, ...] = ()
 """Names and ``PREFIX_*`` patterns the user declared secret (upper case)."""
+
+
+_held: dict[str, str] = {}
+"""Secrets the agent holds outside the environment (a stored key), by the name they go by."""
+
+
+def hold(name: str, value: str) -> None:
+    """A secret the agent holds that is no environment variable (a key read from a file):
+    its value is replaced in output like the variables' (:func:`secret_items`)."""
+    _held[name] = value
 
 
 def declare(names: Iterable[str]) -> None:
@@ -78,11 +91,15 @@ def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def secret_items(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(name, value) of every secret ``env`` (default: ours) holds, long enough to scrub: the
-    secret variables, the password inside a URL that holds one (under the variable's name; a
-    proxy's too), longest value first, equal lengths in text order (the same in every run)."""
-    env = os.environ if env is None else env
+    """(name, value) of every secret ``env`` (default: ours, with the ones we :func:`hold`)
+    holds, long enough to scrub: the secret variables, the password inside a URL that holds
+    one (under the variable's name; a proxy's too), longest value first, equal lengths in text
+    order (the same in every run)."""
     items: dict[str, str] = {}
+    if env is None:
+        env = os.environ
+        items = {value: name for name, value in sorted(_held.items())
+                 if len(value) >= MIN_SCRUBBED_CHARS}
     for name, value in sorted(env.items()):
         found = [value] if is_secret(name, value) else []
         if (password := url_password(value)) is not None:

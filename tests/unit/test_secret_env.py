@@ -66,3 +66,12 @@ def test_declared_names_and_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
     secret_env.declare(["acme_*", "CORP_LLM", ""])
     assert is_secret("ACME_ONE") and is_secret("acme_two") and is_secret("CORP_LLM")
     assert not is_secret("ACMEX") and not is_secret("CORP_LLM_URL")
+
+
+def test_a_held_secret_is_scrubbed_like_a_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import iaccode.secret_env as secret_env
+
+    monkeypatch.setattr(secret_env, "_held", {})
+    secret_env.hold("stored key", "stored-key-from-a-file")
+    assert ("stored key", "stored-key-from-a-file") in secret_env.secret_items()
+    assert "stored-key-from-a-file" not in secret_values({})  # an explicit env: only its own
