@@ -32,6 +32,7 @@ def private_dir(path: Path) -> Path:
             pass
         else:
             os.chmod(folder, DIR_MODE)  # mkdir's mode goes through the umask
+    path.mkdir(mode=DIR_MODE, exist_ok=True)  # FileExistsError when it is not a folder
     return path
 
 
@@ -47,12 +48,13 @@ def private_home(home: Path) -> None:
 
 
 def open_private(path: Path, flags: int) -> int:
-    """``os.open`` of ``path`` created 0600 (``flags`` without ``O_CREAT``); an existing file of
-    ours readable by others becomes 0600."""
+    """``os.open`` of ``path`` created 0600 (``flags`` without ``O_CREAT``); an existing regular
+    file of ours readable by others becomes 0600."""
     fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
         info = os.fstat(fd)
-        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
+        # A regular file only: a log pointed at /dev/null or /dev/full is not ours to change.
+        if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077 and info.st_uid == os.geteuid():
             os.fchmod(fd, FILE_MODE)
     except BaseException:
         os.close(fd)
