@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from iaccode.iac.parse_error import ParseError, check_depth
+from iaccode.iac.parse_error import ParseError, TooDeep, check_depth
 
 TERRAFORM_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
 
@@ -36,7 +36,7 @@ def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise ParseError(exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
         except RecursionError:
-            raise ParseError(0, 0, "nested too deep to read") from None
+            raise TooDeep(0, 0, "nested too deep to read") from None
         if not isinstance(data, dict):
             raise ParseError(1, 1, "a Terraform JSON file must hold an object")
         return data
@@ -55,6 +55,8 @@ def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     except UnexpectedInput as exc:
         raise ParseError(getattr(exc, "line", 0), getattr(exc, "column", 0),
                        "the file does not parse as HCL") from None
+    except RecursionError:
+        raise TooDeep(0, 0, "nested too deep to read") from None
     except Exception as exc:  # python-hcl2 raises plain errors for some invalid files
         raise ParseError(0, 0, f"the file does not parse as HCL: {exc}") from None
     return data if isinstance(data, dict) else {}

@@ -185,7 +185,8 @@ class ProjectInventory:
         else:
             files, complete = find_files(self.root)
         stamps = {rel: stamp for rel in files if (stamp := _stamp(self.root / rel))}
-        if stamps == self._stamps:
+        unread = any(rel not in self._parsed and rel not in self._skipped for rel in stamps)
+        if stamps == self._stamps and not unread:  # (a build cut short left files unread)
             return self._text
         deadline = time.monotonic() + PARSE_SECONDS
         parsed: dict[str, Reading] = {}

@@ -17,6 +17,10 @@ class ParseError(Exception):
         return f"line {self.line}, column {self.column}: {self.message}"
 
 
+class TooDeep(ParseError):
+    """A file nested too deep to parse (readers that list files leave it out, saying so)."""
+
+
 MAX_DEPTH = 256
 """Deepest bracket nesting a file may have to be parsed at all (real IaC stays under 30)."""
 
@@ -36,4 +40,4 @@ def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
     for byte in brackets:
         depth += 1 if byte in _OPEN else -1
         if depth > limit:
-            raise ParseError(0, 0, f"nested over {limit} levels deep; not read")
+            raise TooDeep(0, 0, f"nested over {limit} levels deep; not read")

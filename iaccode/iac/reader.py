@@ -32,6 +32,7 @@ from typing import IO, Any
 from attrs import frozen
 
 from iaccode.iac.declarations import MAX_FILE_BYTES, Reading, read_file
+from iaccode.iac.parse_error import TooDeep
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,8 @@ def _serve(root: Path) -> None:
             answer: Any = None if reading is None else {
                 "stamp": list(reading.stamp), "kind": reading.kind,
                 "data": plain(reading.data), "error": reading.error}
+        except TooDeep as exc:
+            answer = {"skipped": exc.message.removesuffix("; not read")}
         except RecursionError:
             answer = {"skipped": "nested too deep to read"}
         except MemoryError:

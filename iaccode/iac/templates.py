@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from iaccode.iac.parse_error import ParseError, check_depth
+from iaccode.iac.parse_error import ParseError, TooDeep, check_depth
 
 ROS_VERSIONS = frozenset({"2015-09-01"})
 AWS_VERSIONS = frozenset({"2010-09-09"})
@@ -104,7 +104,7 @@ def load_documents(text: str, name: str) -> list[Any]:
     except yaml.YAMLError as exc:
         raise ParseError(0, 0, f"not valid YAML: {exc}") from None
     except RecursionError:
-        raise ParseError(0, 0, "nested too deep to read") from None
+        raise TooDeep(0, 0, "nested too deep to read") from None
 
 
 def template_family(document: Any) -> str | None:
