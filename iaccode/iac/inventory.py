@@ -16,8 +16,8 @@ The walk respects ``.gitignore`` (the walker list_files, glob and grep share), s
 ``.terraform/`` and ``node_modules/``, and is bounded in time; files are parsed in a child
 process, each bounded in size, depth and time (:mod:`.reader`: a file it cannot read is left
 out, and the section says so), and kept by (mtime, size), so a refresh re-reads only what
-changed. Nothing here can fail a prompt: a build that fails keeps the last text. The text is at most
-``MAX_CHARS``, biggest folders first. Each project's inventory is built once (in a thread of
+changed. Nothing here can fail a prompt: a build that fails keeps the last text. The text is
+at most ``MAX_CHARS``, biggest folders first. Each project's inventory is built once (in a thread of
 its own, started by the first call) and rebuilt in the background when its IaC files change.
 """
 

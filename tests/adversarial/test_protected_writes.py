@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
@@ -32,12 +31,6 @@ CATEGORY = "protected_writes"
 TOKEN = "serve-token-0123456789abcdef"
 ETC_PLANTED = "/etc/iaccode-adversarial-planted"
 """Read by nothing; removed after the test (as root, a write there would succeed)."""
-
-
-@pytest.fixture
-def model_server():  # type: ignore[no-untyped-def]
-    with FakeModelServer() as server:
-        yield server
 
 
 def uses(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:

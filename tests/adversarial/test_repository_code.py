@@ -39,12 +39,6 @@ OTHER_USER = 65534  # nobody
 
 
 @pytest.fixture
-def model_server():  # type: ignore[no-untyped-def]
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture
 def marks(tmp_path: Path) -> Path:
     """Where a program the repository names would say that it ran."""
     folder = tmp_path / "marks"
