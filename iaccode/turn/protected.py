@@ -33,10 +33,10 @@ from attrs import frozen
 
 from iaccode.config import Config
 
-_CREDENTIALS = "credentials and settings of another program"
-_SHELL = "a shell start-up file: what it holds runs in every new shell"
-_GIT = "git's configuration: it names programs git runs"
-_EDITOR = "an editor's or another agent's settings: they can run commands"
+_CREDENTIALS = "another program's credentials and settings"
+_SHELL = "a shell start-up file (what it holds runs in every new shell)"
+_GIT = "git's configuration (it names programs git runs)"
+_EDITOR = "an editor's or another agent's settings (they can run commands)"
 
 HOME_ENTRIES: dict[str, str] = {
     **dict.fromkeys([".ssh", ".aws", ".kube", ".config/gcloud", ".aliyun", ".azure",
@@ -57,10 +57,10 @@ HOME_ENTRIES: dict[str, str] = {
 """Below the home folder: what each protected entry is (the question says it)."""
 
 ANYWHERE: dict[str, str] = {
-    ".git": "a repository's git folder: its hooks and configuration run programs",
+    ".git": "a repository's git folder (its hooks and configuration run programs)",
     ".vscode": _EDITOR, ".idea": _EDITOR, ".zed": _EDITOR, ".claude": _EDITOR,
     ".cursor": _EDITOR, ".gemini": _EDITOR, ".codex": _EDITOR,
-    ".envrc": "direnv runs it when you enter the folder",
+    ".envrc": "a direnv file (direnv runs it when you enter the folder)",
 }
 """A path with one of these names as a component, wherever it is."""
 
@@ -99,7 +99,7 @@ class Protected:
                                "sessions and their saved output)")
         token = config.serve.token_path
         if token is not None:
-            places[_key(_real(token))] = "the token of iaccode serve"
+            places[_key(_real(token))] = "the token file of iaccode serve"
         return cls(places, agent, home)
 
     def what(self, path: Path) -> str | None:
@@ -110,12 +110,12 @@ class Protected:
             if what is not None:
                 return what
         named = next((part for part in path.parts if part.casefold() in ANYWHERE), None)
-        return None if named is None else f"in {named}, {ANYWHERE[named.casefold()]}"
+        return None if named is None else f"inside {named}, {ANYWHERE[named.casefold()]}"
 
     def reason(self, path: Path) -> str | None:
         """Why a write to ``path`` (a real path) must ask, or None."""
         what = self.what(path)
-        return None if what is None else f"{path} is {what}"
+        return None if what is None else f"{path}: {what}"
 
     def command_reason(self, command: str, cwd: Path) -> str | None:
         """Why a bash line must ask: the first protected path it names, or None."""
@@ -129,5 +129,5 @@ class Protected:
             path = _real(cwd / word)
             what = self.what(path)
             if what is not None:
-                return f"the command names {path}, which is {what}"
+                return f"the command names {path}: {what}"
         return None

@@ -64,7 +64,7 @@ def test_a_symlink_into_a_protected_folder_is_judged_where_it_leads(
     home, _, project = places
     (project / "keys").symlink_to(home / ".ssh")
     why = protected(places).reason(resolve_path(project, "keys/authorized_keys"))
-    assert why == f"{home}/.ssh/authorized_keys is credentials and settings of another program"
+    assert why == f"{home}/.ssh/authorized_keys: another program's credentials and settings"
 
 
 def test_the_serve_token_file(places: tuple[Path, Path, Path], tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_the_serve_token_file(places: tuple[Path, Path, Path], tmp_path: Path) -
     from attrs import evolve
     config = evolve(config, serve=evolve(config.serve, token_path=token))
     why = Protected.of(config, user_home=home).reason(resolve_path(project, str(token)))
-    assert why is not None and "the token of iaccode serve" in why
+    assert why is not None and "the token file of iaccode serve" in why
 
 
 @pytest.mark.parametrize("command", [
