@@ -265,7 +265,7 @@ async def test_the_editor_terminal_output_is_redacted_too(
 
     async with http_agent(tmp_path, model_server.base_url, extra=HELD) as agent:
         session = await start(agent, workspace, terminal=True)
-        response, _, _ = await agent.run_prompt(session, "deploy", editor)
+        response, _, _ = await agent.run_prompt(session, "deploy", editor, timeout=60)
         received = json.dumps([m for m in agent.received if m.get("method") != "terminal/output"])
     assert response["result"]["stopReason"] == "end_turn"
     content = request_tool_results(model_server.requests[1].body)["toolu_term"]["content"]
@@ -291,7 +291,7 @@ async def test_the_agent_environment_holds_no_secret(tmp_path: Path, workspace: 
     model_server.enqueue(uses(("toolu_penv", "bash", {"command": command})), reply("ok"))
     async with http_agent(tmp_path, model_server.base_url, extra=secrets) as agent:
         session = await start(agent, workspace)
-        response, _, _ = await agent.run_prompt(session, "env", allow)
+        response, _, _ = await agent.run_prompt(session, "env", allow, timeout=60)
         own = (await trio.Path(f"/proc/{agent.process.pid}/environ").read_bytes()).decode(
             errors="replace")
     assert response["result"]["stopReason"] == "end_turn"
@@ -395,7 +395,7 @@ async def test_the_data_dir_the_log_and_transcripts_are_private(
         async with spawn_agent(env, tmp_path / "agent.stderr", WireChecker(aliases=SEED_ALIASES),
                                command=[*AGENT_COMMAND, "--record", str(transcript)]) as agent:
             session = await start(agent, workspace)
-            await agent.run_prompt(session, "count", allow)
+            await agent.run_prompt(session, "count", allow, timeout=60)
     finally:
         os.umask(old)
     loose = {}
@@ -430,7 +430,7 @@ async def test_web_fetch_refuses_a_url_that_carries_a_secret(
     try:
         async with http_agent(tmp_path, model_server.base_url, extra=HELD, home=home) as agent:
             session = await start(agent, workspace)
-            await agent.run_prompt(session, "send it")
+            await agent.run_prompt(session, "send it", timeout=60)
     finally:
         page.close()
     results = request_tool_results(model_server.requests[1].body)
@@ -470,10 +470,12 @@ async def test_after_reading_a_secrets_file_web_fetch_asks_per_new_host(
     try:
         async with http_agent(tmp_path, model_server.base_url, home=home) as agent:
             session = await start(agent, workspace)
-            _, _, first = await agent.run_prompt(session, "read and send", choose("reject_once"))
+            _, _, first = await agent.run_prompt(session, "read and send", choose("reject_once"),
+                                                 timeout=60)
             seen_after_reject = list(page.paths)
-            _, _, second = await agent.run_prompt(session, "again", choose("allow_host"))
-            _, _, third = await agent.run_prompt(session, "more", choose("reject_once"))
+            _, _, second = await agent.run_prompt(session, "again", choose("allow_host"),
+                                                  timeout=60)
+            _, _, third = await agent.run_prompt(session, "more", choose("reject_once"), timeout=60)
     finally:
         page.close()
     assert seen_after_reject == [], "the fetch ran although the user rejected it"
