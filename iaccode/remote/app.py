@@ -9,9 +9,11 @@
 
 Every request first passes the checks of ``access.py`` on its headers alone (421 a host name
 we do not answer to, 403 a browser page of another site, 401 the token, 404 another path),
-answered before any of its body is read. A request that passed them has its body read within
-``body_timeout`` (408 past it). Then: 404 an unknown connection, or a session stream for a
-session the connection neither holds nor could load; 405 another method; 400 a missing
+answered before any of its body is read (over HTTP/1.1 the connection is then closed; over
+HTTP/2 at most UNTRUSTED_DRAIN_BYTES more of it are read, so the connection may live on).
+A request that passed them has its body read within ``body_timeout`` (408 past it). Then:
+404 an unknown connection, or a session stream for a session the connection neither holds
+nor could load; 405 another method; 400 a missing
 Acp-Connection-Id (or a session-scoped message without its Acp-Session-Id, or with another
 session's) or a body that is not JSON; 406 a GET that does not accept ``text/event-stream``;
 415 a POST that is not ``application/json``; 413 a body over ``max_body_bytes``; 501 a JSON-RPC
@@ -54,6 +56,12 @@ SESSION_HEADER = "acp-session-id"
 
 INITIALIZE_TIMEOUT = 30.0
 """Seconds an ``initialize`` POST waits for the agent's answer."""
+
+UNTRUSTED_DRAIN_BYTES = 64 * 1024
+UNTRUSTED_DRAIN_SECONDS = 1.0
+"""What more of a refused body is read after the answer over HTTP/2, where data for a stream
+already closed ends the whole connection (past it, it does: that client sent more than a
+request without the token needs). HTTP/1.1 closes the connection after the answer instead."""
 
 
 class AcpApp:
@@ -113,11 +121,18 @@ class AcpApp:
             log.info("%s %s from %s: %d %s", printable(scope["method"]),
                      printable(scope.get("path", "")), shown_peer(scope), refusal.status,
                      refusal.text)
+            content_type, text = refusal.body()
+            answer_headers = [(b"content-type", content_type), *refusal.headers]
             if trusted:  # a client of ours gets its answer, not a reset (HTTP/2 fails on
                 await body.drain()  # data for a stream already answered)
-            content_type, text = refusal.body()
-            await respond(send, refusal.status, text,
-                          [(b"content-type", content_type), *refusal.headers])
+            elif scope.get("http_version") == "2":
+                # Answered now; the stream stays open for a little more of the body, so that
+                # a client that sent a small one keeps its connection (its other streams).
+                await respond(send, refusal.status, text, answer_headers, more_body=True)
+                await body.drain_some(UNTRUSTED_DRAIN_BYTES, UNTRUSTED_DRAIN_SECONDS)
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await respond(send, refusal.status, text, answer_headers)
 
     async def _post(self, scope: Scope, headers: dict[str, str], body: Body,
                     send: Send) -> None:

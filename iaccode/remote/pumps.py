@@ -69,6 +69,18 @@ class Body:
             raise Refusal(413, f"the body is over the limit of {limit} bytes")
         return b"".join(chunks)
 
+    async def drain_some(self, most: int, seconds: float) -> None:
+        """Read and drop at most about ``most`` more bytes within ``seconds``."""
+        read = 0
+        with trio.move_on_after(seconds):
+            while not self.done and read <= most:
+                message = await self._receive()
+                if message["type"] == "http.disconnect":
+                    self.done = self.gone = True
+                    return
+                self.done = not message.get("more_body", False)
+                read += len(message.get("body", b""))
+
     async def drain(self) -> None:
         """Read what is left and drop it (within the time left)."""
         try:
@@ -79,9 +91,9 @@ class Body:
 
 
 async def respond(send: Send, status: int, body: bytes = b"",
-                  headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+                  headers: Iterable[tuple[bytes, bytes]] = (), more_body: bool = False) -> None:
     await send({"type": "http.response.start", "status": status, "headers": list(headers)})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": more_body})
 
 
 async def pump_sse(outbox: Outbox, lane: Lane, send: Send) -> None:

@@ -227,15 +227,27 @@ async def ws_token_then_broken_frames(server: ServerProcess) -> None:
 
 
 async def h2_wrong_token_then_body(server: ServerProcess) -> None:
-    """The 401 comes before the body; the body comes anyway, on a stream already answered."""
+    """The 401 comes before the body; the body comes anyway, 256 KiB of it, on a stream the
+    server stops reading (and then closes) after 64 KiB."""
     async with await connect(server) as stream:
         connection = h2_client()
-        connection.send_headers(1, h2_request(server, token="wrong", length=65536))
+        connection.send_headers(1, h2_request(server, token="wrong", length=256 << 10))
         await stream.send_all(connection.data_to_send())
         await h2_events(stream, connection, 5)
-        with contextlib.suppress(trio.BrokenResourceError, h2.exceptions.ProtocolError):
-            for _ in range(3):
-                connection.send_data(1, b"x" * 16384)
+        sent = 0
+        with trio.move_on_after(5), contextlib.suppress(
+                trio.BrokenResourceError, h2.exceptions.ProtocolError):
+            while sent < 256 << 10:
+                room = min(connection.local_flow_control_window(1), 16384)
+                if room:
+                    connection.send_data(1, b"x" * room)
+                    sent += room
+                    await stream.send_all(connection.data_to_send())
+                    continue
+                data = await stream.receive_some(65536)  # wait for a window update
+                if not data:
+                    break
+                connection.receive_data(data)
                 await stream.send_all(connection.data_to_send())
         await closed_by_server(stream, 5)
 
