@@ -29,10 +29,12 @@ import pytest
 import trio
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import tcp_peer_ports
+from acp_conformance.remote import connect as connect_remote
 from acp_conformance.script import reply
 
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import http_env
+from tests.support.agent_process import AgentConnection
 from tests.support.serve import SERVE_COMMAND, ServerProcess, spawn_server
 
 CATEGORY = "remote_server"
@@ -499,7 +501,7 @@ async def until_server_lets_go(server: ServerProcess, sock: trio.socket.SocketTy
 async def test_a_client_that_stops_reading_loses_its_socket(
         server: ServerProcess, model_server: FakeModelServer, tmp_path: Path,
         figures: Figures) -> None:
-    model_server.enqueue(reply(["x" * 1024] * 20_000), reply(["y" * 1024] * 20_000))
+    model_server.enqueue(*[reply([c * 1024] * 20_000) for c in "xyz"])
     workspace = tmp_path / "project"
     workspace.mkdir()
     new = {"cwd": str(workspace), "mcpServers": []}
@@ -542,6 +544,27 @@ async def test_a_client_that_stops_reading_loses_its_socket(
                 "sessionId": session, "prompt": [{"type": "text", "text": "flood"}]}}).encode()))
         await server.wait_log(r"\(websocket, [^)]*\) closing: the client read none",
                               timeout=60)
+        await until_server_lets_go(server, sock)
+    figures.add(CATEGORY, "stalled_readers_closed")
+    # Over HTTP with a session stream: the connection's stream read, the session's not.
+    async with connect_remote(server.url, TOKEN, "http1", session_streams=False) as remote, \
+            small_socket(server) as sock:
+        agent = AgentConnection(remote, None, server.stderr_path)  # type: ignore[arg-type]
+        await agent.initialize()
+        session = await agent.new_session(workspace)
+        await send_all(sock, request_head(
+            "GET", server, f"Authorization: Bearer {TOKEN}", "Accept: text/event-stream",
+            f"Acp-Connection-Id: {remote.connection_id}", f"Acp-Session-Id: {session}"))
+        answer = b""
+        with trio.fail_after(5):
+            while b"\r\n\r\n" not in answer:
+                answer += await sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        await agent.send_request("session/prompt", {
+            "sessionId": session, "prompt": [{"type": "text", "text": "flood"}]})
+        assert remote.connection_id is not None
+        await server.wait_log(rf"connection {remote.connection_id[:8]} \(http, [^)]*\) "
+                              r"closing: the client read none", timeout=60)
         await until_server_lets_go(server, sock)
     figures.add(CATEGORY, "stalled_readers_closed")
     await still_serving(server)
