@@ -1,0 +1,114 @@
+"""The agent's folder of gates: one executable per infrastructure CLI, first on every command's
+PATH, and the channels' sockets beside them.
+
+    /tmp/iaccode-gates-XXXXXX/        0700, made once per agent process, removed at exit
+      bin/terraform, bin/kubectl ...  the gate program (:mod:`iaccode.gate.shim`), one each
+      c1.sock, c2.sock ...            one Unix socket per running bash call
+
+A short path under the system's temporary folder rather than under ``$IAC_CODE_HOME``: a Unix
+socket's path may hold at most 107 bytes. Each gate is ``#!<this interpreter> -IS`` (isolated,
+no site: it starts in a few milliseconds and nothing in the project can change what it runs),
+the name of its CLI, and the shim's source; where the interpreter's path cannot stand in a
+``#!`` line (a space in it, or too long) a ``/bin/sh`` line runs it instead.
+
+The real program behind a gate is looked up on the PATH the command had, passing over this
+folder and any other gate (a file with the shim's mark: a copy, another agent's folder).
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from iaccode.gate import gates_first, shim
+from iaccode.iac.clis import GATED
+
+log = logging.getLogger(__name__)
+
+SHEBANG_MAX = 200
+"""Longest interpreter path put in a ``#!`` line (Linux reads up to 255 bytes of it)."""
+
+
+class GateFolder:
+    """The gates of this agent process (:func:`gate_folder`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bin = root / "bin"
+        self._sockets = itertools.count(1)
+
+    @classmethod
+    def create(cls, parent: str | None = None) -> GateFolder:
+        root = Path(tempfile.mkdtemp(prefix="iaccode-gates-", dir=parent))  # 0700
+        folder = cls(root)
+        folder.bin.mkdir(mode=0o700)
+        source = Path(shim.__file__).read_text(encoding="utf-8")
+        for name in sorted(GATED):
+            path = folder.bin / name
+            path.write_text(_gate_text(name, source), encoding="utf-8")
+            path.chmod(0o700)
+        return folder
+
+    def new_socket(self) -> Path:
+        return self.root / f"c{next(self._sockets)}.sock"
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def path_for_commands(self, path: str) -> str:
+        """``path`` with the gates first (and not again further on)."""
+        return gates_first(path, str(self.bin))
+
+    def real_program(self, cli: str, path: str) -> str | None:
+        """The program ``cli`` names on ``path``, past every gate; None: not installed."""
+        for folder in path.split(os.pathsep):
+            if not folder or folder == str(self.bin):
+                continue
+            candidate = os.path.join(folder, cli)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK) \
+                    and not is_gate(candidate):
+                return candidate
+        return None
+
+
+def is_gate(path: str) -> bool:
+    """Whether the file at ``path`` is a gate (ours, a copy, another agent's)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(512)
+    except OSError:
+        return False
+    return shim.MARK.encode() in head
+
+
+def _gate_text(cli: str, source: str) -> str:
+    python = sys.executable or "/usr/bin/python3"
+    header = f"# {shim.MARK} for {cli}: see iaccode/gate/shim.py\nCLI = {cli!r}\n"
+    if " " in python or len(python) > SHEBANG_MAX or "\n" in python:
+        # The shell reads the file up to "exec"; Python reads it whole (the first lines are a
+        # string it evaluates and drops).
+        quoted = "'" + python.replace("'", "'\\''") + "'"
+        return (f'#!/bin/sh\n"""": \nexec {quoted} -IS "$0" "$@"\n"""\n{header}{source}')
+    return f"#!{python} -IS\n{header}{source}"
+
+
+_lock = threading.Lock()
+_folder: GateFolder | None = None
+
+
+def gate_folder() -> GateFolder:
+    """This process's folder of gates, made on first use and removed when the process exits."""
+    global _folder
+    with _lock:
+        if _folder is None:
+            _folder = GateFolder.create()
+            atexit.register(_folder.remove)
+            log.info("gates for %d CLIs in %s", len(GATED), _folder.bin)
+        return _folder
