@@ -7,10 +7,13 @@ Read-only tools run without asking inside the session's cwd; outside it (an abso
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
 
-A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`) is the exception
-to the remembered answers and the modes: it asks every time, in bypass too, with a question
-that says so and offers no *Always allow*; plan mode refuses it (``[iac]
-confirm_infra_changes = false`` in config.toml makes it an ordinary command).
+A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`, the text reader)
+is the exception to the remembered answers and the modes: it asks every time, in bypass too,
+with a question that says so and offers no *Always allow*; plan mode refuses it (``[iac]
+confirm_infra_changes = false`` in config.toml makes it an ordinary command). So does an MCP
+tool its server does not mark read-only or non-destructive (``Tool.always_asks``). A change a
+gate reports while the command runs (:mod:`iaccode.gate`) is asked about the same way, on the
+running call (:func:`gate_question`).
 
 The real paths judged here are resolved once by the tool runner, shown to the user in the
 question, and handed to the tool, which opens exactly those (see
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,8 @@ from typing import Any
 from attrs import evolve, frozen
 
 from iaccode import choices
-from iaccode.iac.guard import infra_change
+from iaccode.gate.channel import GateQuestion
+from iaccode.iac.guard import Finding, infra_changes
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
@@ -76,17 +81,25 @@ class Verdict:
     """For REFUSE: what the model is told."""
     infra_change: str | None = None
     """For ASK: what in the command changes real infrastructure ("terraform apply")."""
+    findings: tuple[Finding, ...] = ()
+    """For ASK: all the text reader found; allowing the call lets the gates run those it
+    will see (``Finding.gate_sees``) without asking again."""
+
+    @property
+    def approved_changes(self) -> frozenset[str]:
+        """What the gates may run unasked once this call is allowed."""
+        return frozenset(finding.what for finding in self.findings if finding.gate_sees)
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True) -> Verdict:
+           confirm_infra_changes: bool = True, gates: Path | None = None) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
-    without asking."""
-    if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
-                                                                remembered=remembered)):
+    without asking. ``gates``: the folder of gates on the commands' PATH."""
+    if confirm_infra_changes and (infra := infra_change_verdict(
+            tool, args, mode=mode, remembered=remembered, cwd=cwd, gates=gates)):
         return infra
     if mode == "plan" and not tool.read_only:
         return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
@@ -107,6 +120,18 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     return Verdict(Decision.ASK)
 
 
+def mcp_may_change_infrastructure(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool asks in every mode: its server marks it neither read-only
+    (``readOnlyHint: true``) nor non-destructive (``destructiveHint: false``); by MCP's
+    defaults every other tool may destroy."""
+    return not (annotations.get("readOnlyHint") is True
+                or annotations.get("destructiveHint") is False)
+
+
+MCP_ALWAYS_ASKS = ("its MCP server does not mark it read-only or non-destructive, so it may "
+                   "change real infrastructure")
+
+
 def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
     """Whether an MCP tool counts as read-only: it runs without a question (like the read
     tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
@@ -115,12 +140,21 @@ def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
     return annotations.get("readOnlyHint") is True
 
 
-def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
-                         remembered: Mapping[str, bool]) -> Verdict | None:
-    """For a bash command that changes real infrastructure: ASK whatever was allowed before
-    and in every mode (plan refuses; an *Always reject* still holds); None for anything else."""
+def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mapping[str, bool],
+                         cwd: Path | None = None, gates: Path | None = None) -> Verdict | None:
+    """For a bash command that changes real infrastructure, or a tool that always asks: ASK
+    whatever was allowed before and in every mode (plan refuses; an *Always reject* still
+    holds); None for anything else."""
     command = getattr(args, "command", None)
-    change = infra_change(command) if tool.name == "bash" and isinstance(command, str) else None
+    findings: list[Finding] = []
+    change: str | None
+    if tool.always_asks is not None:
+        change = f"{tool.title(args)}: {tool.always_asks}"
+    elif tool.name == "bash" and isinstance(command, str):
+        findings = infra_changes(command, cwd=cwd, gates=gates)
+        change = "; ".join(finding.what for finding in findings) if findings else None
+    else:
+        change = None
     if change is None:
         return None
     if mode == "plan":
@@ -129,20 +163,71 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    return Verdict(Decision.ASK, infra_change=change)
+    return Verdict(Decision.ASK, infra_change=change, findings=tuple(findings))
 
 
 INFRA_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
 """What the question for an infrastructure change offers: never *Always allow*."""
 
 
-def infra_question(tool_call: ToolCallFields, change: str, command: str) -> ToolCallFields:
+ALLOW_NOW = ("It runs only if you allow it now; \"Always allow\" does not cover "
+             "such commands.")
+
+
+def infra_question(tool_call: ToolCallFields, change: str, command: str,
+                   findings: tuple[Finding, ...] = ()) -> ToolCallFields:
     """The permission question's tool call for an infrastructure change: the title and the
-    content say so and show the exact command."""
-    text = (f"This command changes real infrastructure ({change}):\n\n{command}\n\n"
-            "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
-    return evolve(tool_call, title=f"Changes real infrastructure: {command}",
+    content say so and show the exact command (and what the reader cannot tell)."""
+    unsure = [finding.what for finding in findings if finding.cannot_tell]
+    sure = [finding.what for finding in findings if not finding.cannot_tell]
+    if command and findings:
+        lines = []
+        if sure:
+            lines.append(f"This command changes real infrastructure ({'; '.join(sure)}):")
+        if unsure:
+            lines.append("iac-code cannot tell what this command changes: "
+                         + "; ".join(unsure) + ("." if not sure else ""))
+        text = "\n".join(lines) + f"\n\n{command}\n\n{ALLOW_NOW}"
+        title = (f"Changes real infrastructure: {command}" if sure
+                 else f"May change real infrastructure: {command}")
+    elif command:
+        text = f"This command changes real infrastructure ({change}):\n\n{command}\n\n{ALLOW_NOW}"
+        title = f"Changes real infrastructure: {command}"
+    else:  # a tool that always asks (an MCP tool)
+        text = f"{change}.\n\nIt runs only if you allow it now; \"Always allow\" does not cover it."
+        title = f"May change real infrastructure: {tool_call.title}"
+    return evolve(tool_call, title=title,
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def gate_question(tool_call: ToolCallFields, question: GateQuestion,
+                  command: str) -> ToolCallFields:
+    """The question for a change a gate reports while the call's command runs: on the running
+    call, naming the change and showing the exact argv the program got."""
+    request = question.request
+    argv = shlex.join(request.argv)
+    change = request.change
+    label = change.label if change is not None else request.cli
+    if change is not None and change.unknown:
+        head = (f"`{argv}` is about to run. iac-code cannot tell whether it changes real "
+                f"infrastructure ({label} is a command it does not know), so it asks.")
+    else:
+        head = f"`{argv}` is about to run: it changes real infrastructure ({label})."
+    lines = [head, "", f"program: {request.program}", f"in: {request.cwd}"]
+    if request.started_by:
+        lines.append(f"started by: {request.started_by}")
+    lines.append(f"from the command: {command}")
+    if question.detail:
+        lines += ["", question.detail]
+    lines += ["", ALLOW_NOW]
+    return evolve(tool_call, title=f"Changes real infrastructure: {argv}", status="in_progress",
+                  content=[ContentToolCallContent(TextContent("\n".join(lines)))])
+
+
+def gate_refusal(question: GateQuestion, why: str) -> str:
+    """The line a refused gate prints for the model."""
+    return (f"iac-code: `{shlex.join(question.request.argv)}` was not run: {why}. It changes "
+            "real infrastructure; ask the user, or describe the change instead.")
 
 
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,

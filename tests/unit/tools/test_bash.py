@@ -364,7 +364,7 @@ class FakeTerminal:
         return ExitStatus(self.exit_code, None)
 
     async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int) -> str:
+                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
         self.calls.append(("create", command, args, cwd, output_byte_limit))
         await trio.lowlevel.checkpoint()
         if self.create_error is not None:
