@@ -60,6 +60,8 @@ _LOOKUPS = re.compile(
     r"\btype\s+(?:-\w+\s+)*-\w*[aP]|\bwhich\s+(?:-\w+\s+)*-\w*a|\bwhereis\b|\blocate\b"
     r"|/proc/[^;&|\n]*?/(?:exe|root)\b|\bcompgen\s+-c"
     rf"|\bfind\b[^;&|\n]*-(?:i?name|path|regex)\s+['\"]?[*./]*(?:{_NAMES})\b")
+_PATH_TEXT = re.compile(r"""(?:^|(?<=[\s;&|(`'"=]))PATH=("[^"]*"|'[^']*'|[^\s;&|'"`)]*)""")
+"""A PATH assignment anywhere in the text: in a string a script is written from, too."""
 _SCRIPT_BYTES = 256 * 1024
 """Longest script the reader opens to look inside; longer ones are read up to here."""
 _SCRIPT_DEPTH = 2
@@ -109,6 +111,9 @@ class _Reader:
             self._command(simple, path_change is not None, script)
             if depth < _SCRIPT_DEPTH and (inner := self._script_of(simple.words)) is not None:
                 self.read(inner[1], depth + 1, inner[0])
+        if path_change is None:  # a script the line writes, an interpreter's string
+            path_change = next((f"PATH={m.group(1)}" for m in _PATH_TEXT.finditer(command)
+                                if self._dangerous_path(m.group(1).strip("'\""))), None)
         if path_change is not None:
             self._add(Finding(f"{path_change} (a changed PATH: what the line runs may not pass "
                               "the gate)", cannot_tell=True), script)

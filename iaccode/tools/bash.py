@@ -249,7 +249,8 @@ async def _gated(policy: GatePolicy | None, terminal: bool = False
 
 async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
     async with _gated(ctx.gate) as channel:
-        env = command_env(hold_credentials=ctx.gate is None or ctx.gate.hold_credentials)
+        # No gates: both [iac] settings are off (or a caller without them): nothing to hold.
+        env = command_env(hold_credentials=ctx.gate is not None and ctx.gate.hold_credentials)
         if channel is not None:
             env = channel.command_env(env)
         try:
