@@ -121,3 +121,46 @@ async def test_ask_turns_the_choice_into_an_answer(
     assert memory == remembered
     [(asked, options)] = editor.questions
     assert asked == FIELDS and options == permissions.OPTIONS
+
+
+def test_what_the_line_names_for_the_gates_is_approved_with_it(cwd: Path) -> None:
+    verdict = decide(cwd, "bash", "bypass",
+                     command="terraform apply && /usr/local/bin/kubectl delete ns x")
+    assert verdict.decision is A
+    assert verdict.approved_changes == {"terraform apply"}, "the gate does not see the path"
+    assert verdict.infra_change == "terraform apply; kubectl delete"
+
+
+class _Destructive(Tool):
+    name, description, kind, read_only = "mcp__tf__apply", "apply", "other", False
+    input_type, input_schema = dict, {"type": "object"}
+    always_asks = permissions.MCP_ALWAYS_ASKS
+
+    def title(self, args: Any) -> str:
+        return "apply (tf MCP server)"
+
+    async def run(self, args: Any, ctx: Any) -> Any:
+        raise AssertionError
+
+
+@pytest.mark.parametrize(("annotations", "asks"), [
+    ({}, True), ({"destructiveHint": True}, True), ({"readOnlyHint": False}, True),
+    ({"readOnlyHint": True}, False), ({"destructiveHint": False}, False),
+])
+def test_an_mcp_tool_may_change_infrastructure_unless_its_server_says_otherwise(
+        annotations: dict[str, Any], asks: bool) -> None:
+    assert permissions.mcp_may_change_infrastructure(annotations) is asks
+
+
+def test_a_tool_that_always_asks_asks_in_every_mode(cwd: Path) -> None:
+    tool = _Destructive()
+    verdicts = [permissions.decide(tool, {}, mode=mode, cwd=cwd, remembered={"x": True,
+                                   tool.name: True}) for mode in ("default", "bypass", "plan")]
+    assert [v.decision for v in verdicts] == [A, A, X]
+    assert "does not mark it read-only" in (verdicts[0].infra_change or "")
+    off = permissions.decide(tool, {}, mode="bypass", cwd=cwd, remembered={},
+                             confirm_infra_changes=False)
+    assert off.decision is R
+    question = permissions.infra_question(ToolCallFields("t", "apply (tf MCP server)"),
+                                          verdicts[0].infra_change or "", "")
+    assert question.title == "May change real infrastructure: apply (tf MCP server)"
