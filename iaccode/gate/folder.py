@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
+import marshal
 import os
 import shutil
 import sys
@@ -50,9 +51,12 @@ class GateFolder:
         folder = cls(root)
         folder.bin.mkdir(mode=0o700)
         source = Path(shim.__file__).read_text(encoding="utf-8")
+        # Compiled once here: a script run by path is compiled at every start (milliseconds).
+        code = root / "shim.code"
+        code.write_bytes(marshal.dumps(compile(source, shim.__file__, "exec")))
         for name in sorted(GATED):
             path = folder.bin / name
-            path.write_text(_gate_text(name, source), encoding="utf-8")
+            path.write_text(_gate_text(name, code), encoding="utf-8")
             path.chmod(0o700)
         return folder
 
@@ -88,15 +92,27 @@ def is_gate(path: str) -> bool:
     return shim.MARK.encode() in head
 
 
-def _gate_text(cli: str, source: str) -> str:
+_RUN = """try:
+    _code = open({code!r}, "rb").read()
+except OSError:
+    import posix
+    posix.write(2, b"iac-code gate: " + CLI.encode() + b" was not run: its agent is gone\\n")
+    raise SystemExit(126) from None
+import marshal
+exec(marshal.loads(_code))
+"""
+
+
+def _gate_text(cli: str, code: Path) -> str:
     python = sys.executable or "/usr/bin/python3"
-    header = f"# {shim.MARK} for {cli}: see iaccode/gate/shim.py\nCLI = {cli!r}\n"
+    body = (f"# {shim.MARK} for {cli}: see iaccode/gate/shim.py\nCLI = {cli!r}\n"
+            + _RUN.format(code=str(code)))
     if " " in python or len(python) > SHEBANG_MAX or "\n" in python:
         # The shell reads the file up to "exec"; Python reads it whole (the first lines are a
         # string it evaluates and drops).
         quoted = "'" + python.replace("'", "'\\''") + "'"
-        return (f'#!/bin/sh\n"""": \nexec {quoted} -IS "$0" "$@"\n"""\n{header}{source}')
-    return f"#!{python} -IS\n{header}{source}"
+        return f'#!/bin/sh\n"""": \nexec {quoted} -IS "$0" "$@"\n"""\n{body}'
+    return f"#!{python} -IS\n{body}"
 
 
 _lock = threading.Lock()

@@ -1,17 +1,22 @@
 """The gate program: what runs when a command the agent started calls ``terraform`` (or any CLI
 of :data:`iaccode.iac.clis.CLIS`).
 
-Each gate file is this source behind ``#!<python> -IS`` and a line ``CLI = "terraform"``
-(:mod:`iaccode.gate.folder`), so a copy or a link of a gate under another name is still the
-terraform gate. It imports nothing but the interpreter's built-in modules (``posix``,
-``_socket``, ``_json``: no ``os``, ``json`` or ``socket`` package, each milliseconds of start)
-and nothing of iac-code: the agent decides, the gate carries it out.
+Each gate file is ``#!<python> -IS``, a line ``CLI = "terraform"`` and a line that runs this
+module's code, compiled once when the agent made its folder (:mod:`iaccode.gate.folder`), so a
+copy or a link of a gate under another name is still the terraform gate. It imports nothing but
+the interpreter's own modules (``posix``, ``marshal``, ``_socket``: no ``os``, ``json`` or
+``socket`` package, each milliseconds of start) and nothing of iac-code: the agent decides, the
+gate carries it out.
 
     gate -> agent   {"token", "cli", "argv", "cwd", "path", "pid"}       one JSON line
     agent -> gate   {"op": "exec", "program", "argv"?, "env"?, "message"?}
                     {"op": "refuse", "message", "status"?}
                     {"op": "run", "program", "argv", "env"?, "limit"?}   (then the next op)
     gate -> agent   {"status", "stdout", "stderr", "truncated"}          (the run's result)
+
+What the gate sends is JSON (the agent reads it as untrusted); what the agent sends is a
+``marshal`` dump after its 4-byte length (the gate trusts the agent, and ``marshal`` is built
+into the interpreter: no JSON decoder to load).
 
 ``exec`` replaces the gate with the real program (``execve``: its signals and exit status are
 the program's own), its environment the gate's plus ``env`` (the held credentials).
@@ -24,6 +29,7 @@ not run and the gate exits 126 saying why.
 """
 
 import _socket
+import marshal
 import posix
 import sys
 
@@ -49,10 +55,32 @@ def _say(message: str) -> None:
         data = data[posix.write(2, data):]
 
 
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _quote(text: str) -> str:
+    """A JSON string, ASCII only (surrogates too, as json.dumps writes them)."""
+    if len(text) > 4096:  # a run's output: the C encoder, loaded only then
+        from _json import encode_basestring_ascii
+
+        return str(encode_basestring_ascii(text))
+    out = []
+    for char in text:
+        if " " <= char <= "~" and char not in '"\\':
+            out.append(char)
+        elif char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) > 0xFFFF:
+            code = ord(char) - 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{ord(char):04x}")
+    return '"' + "".join(out) + '"'
+
+
 def _dumps(value: object) -> str:
     """JSON for what the gate sends: strings, numbers, booleans, lists and dicts."""
-    from _json import encode_basestring_ascii as quote
-
+    quote = _quote
     if isinstance(value, str):
         return str(quote(value))
     if value is True or value is False or value is None:
@@ -67,31 +95,6 @@ def _dumps(value: object) -> str:
     raise TypeError(f"cannot send {type(value).__name__}")
 
 
-class _Decoding:
-    """What json's C scanner reads from a decoder: json.loads' defaults."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = float
-    memo: dict[str, str] = {}
-
-
-def _loads(line: bytes) -> object:
-    from _json import make_scanner
-
-    text = line.decode("utf-8", "surrogatepass").strip()
-    try:
-        value, end = make_scanner(_Decoding())(text, 0)  # type: ignore[arg-type]
-    except StopIteration:
-        raise ValueError("not JSON") from None
-    if text[end:].strip():
-        raise ValueError("extra data")
-    return value
-
-
 class _Channel:
     def __init__(self, path: str) -> None:
         self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -101,14 +104,23 @@ class _Channel:
     def send(self, message: object) -> None:
         self.sock.sendall((_dumps(message) + "\n").encode("ascii"))
 
-    def receive(self) -> dict[str, object] | None:
-        while b"\n" not in self.buffer:
-            chunk = self.sock.recv(65536)
+    def _read(self, size: int) -> bool:
+        while len(self.buffer) < size:
+            chunk = self.sock.recv(max(65536, size - len(self.buffer)))
             if not chunk:
-                return None
+                return False
             self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        message = _loads(line)
+        return True
+
+    def receive(self) -> dict[str, object] | None:
+        """The agent's next op (None: the agent closed the connection)."""
+        if not self._read(4):
+            return None
+        size = int.from_bytes(self.buffer[:4], "big")
+        if not self._read(4 + size):
+            return None
+        data, self.buffer = self.buffer[4:4 + size], self.buffer[4 + size:]
+        message = marshal.loads(data)
         if not isinstance(message, dict):
             raise ValueError("not an object")
         return message

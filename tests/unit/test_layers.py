@@ -135,7 +135,7 @@ def test_the_gate_program_imports_only_what_starts_fast() -> None:
     """The gate runs before every infrastructure CLI: the interpreter's built-in modules only
     (and subprocess for a handler's helper command, imported when one is asked for)."""
     found = {item.module for item in imports(ROOT / "iaccode" / "gate" / "shim.py")}
-    assert found <= {"sys", "posix", "_socket", "_json", "subprocess"}, found
+    assert found <= {"sys", "posix", "marshal", "_socket", "_json", "subprocess"}, found
 
 
 @pytest.mark.parametrize("rule", RULES.values(), ids=RULES.keys())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import os
 import socket
 import subprocess
@@ -18,8 +19,14 @@ def gate(tmp_path: Path) -> Path:
     return GateFolder.create(str(tmp_path)).bin / "terraform"
 
 
+def frame(op: object) -> bytes:
+    """An op as the agent sends it: its marshal dump after its length."""
+    data = marshal.dumps(op)
+    return len(data).to_bytes(4, "big") + data
+
+
 def serve_once(path: Path, answer: bytes) -> threading.Thread:
-    """A channel that reads one request and answers ``answer``, then closes."""
+    """A channel that reads one request and answers ``answer`` (bytes), then closes."""
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(path))
     listener.listen(1)
@@ -36,12 +43,13 @@ def serve_once(path: Path, answer: bytes) -> threading.Thread:
 
 
 @pytest.mark.parametrize(("answer", "status", "said"), [
-    (b"not json\n", 126, "no answer from iac-code"),
-    (b"[1, 2]\n", 126, "no answer from iac-code"),
-    (b'{"op": "dance"}\n', 126, "an answer iac-code's gate does not know"),
-    (b'{"op": "exec"}\n', 126, "a bad answer from iac-code"),
-    (b'{"op": "exec", "program": "/nonexistent/terraform"}\n', 127, "/nonexistent/terraform"),
-    (b'{"op": "refuse", "message": "no way", "status": 3}\n', 3, "no way"),
+    (b"\0\0\0\x05junk!", 126, "no answer from iac-code"),
+    (frame([1, 2]), 126, "no answer from iac-code"),
+    (b"\0\0\0\x40short", 126, "iac-code ended the call"),
+    (frame({"op": "dance"}), 126, "an answer iac-code's gate does not know"),
+    (frame({"op": "exec"}), 126, "a bad answer from iac-code"),
+    (frame({"op": "exec", "program": "/nonexistent/terraform"}), 127, "/nonexistent/terraform"),
+    (frame({"op": "refuse", "message": "no way", "status": 3}), 3, "no way"),
     (b"", 126, "iac-code ended the call"),
 ])
 def test_the_gate_fails_closed(gate: Path, tmp_path: Path, answer: bytes, status: int,
@@ -58,8 +66,8 @@ def test_the_gate_fails_closed(gate: Path, tmp_path: Path, answer: bytes, status
 
 def test_exec_replaces_the_gate_with_the_program(gate: Path, tmp_path: Path) -> None:
     path = tmp_path / "c.sock"
-    serve_once(path, b'{"op": "exec", "program": "/bin/echo", "argv": ["echo", "hi", "$X"],'
-                     b' "env": {"X": "held"}, "message": "a note"}\n')
+    serve_once(path, frame({"op": "exec", "program": "/bin/echo", "argv": ["echo", "hi", "$X"],
+                            "env": {"X": "held"}, "message": "a note"}))
     env = {**os.environ, "IAC_CODE_GATE_SOCKET": str(path), "IAC_CODE_GATE_TOKEN": "t"}
     done = subprocess.run([str(gate), "apply"], env=env, capture_output=True, text=True,
                           timeout=30, check=False)
@@ -70,3 +78,24 @@ def test_the_gate_starts_isolated_and_without_site(gate: Path) -> None:
     first = gate.read_text().splitlines()[0]
     assert first.startswith("#!") and first.endswith(" -IS")
     assert "iac-code gate for terraform" in gate.read_text()[:300]
+
+
+def test_a_copy_outliving_its_agent_refuses(gate: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "kept"
+    copy.write_bytes(gate.read_bytes())
+    copy.chmod(0o755)
+    (gate.parent.parent / "shim.code").unlink()
+    done = subprocess.run([str(copy), "apply"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 126 and "its agent is gone" in done.stderr
+
+
+def test_what_the_gate_sends_is_json(tmp_path: Path) -> None:
+    """Its small JSON writer (no json module at start) writes what json reads back."""
+    import json
+
+    from iaccode.gate import shim
+
+    value = {"argv": ["a\"b\\c", "\n\t\x01", "é", "😀", "\udcff", "x" * 5000],
+             "pid": 7, "ok": True, "none": None}
+    assert json.loads(shim._dumps(value)) == value
