@@ -55,7 +55,6 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "stdbuf": frozenset({"-i", "-o", "-e"}),
     "chronic": frozenset(),
     "caffeinate": frozenset(),
-    "watch": frozenset({"-n", "--interval", "-d", "-g", "-q"}),
     "setsid": frozenset(),
     "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
     "strace": frozenset({"-e", "-o", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-S",
@@ -84,6 +83,8 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "entr": frozenset(),
     "retry": frozenset({"-t", "--tries", "-d", "--delay"}),
 }
+_WATCH_OPTIONS = frozenset({"-n", "--interval", "-q", "--equexit"})
+"""watch's options that take a value; it runs the rest of its words, joined, with ``sh -c``."""
 _POSITIONAL_FIRST = {"timeout": 1, "flock": 1, "chroot": 1, "taskset": 1, "chrt": 1,
                      "faketime": 1, "perf": 1}
 """Wrappers whose first positional arguments are theirs (a duration, a lock file, a new root,
@@ -169,7 +170,10 @@ def _strings_run(words: list[str]) -> Iterator[str]:
     elif name in ("trap",) and args:
         yield args[0]
     elif name == "watch":
-        yield " ".join(word for word in args if not word.startswith("-"))
+        index = 0
+        while index < len(args) and args[index].startswith("-") and args[index] != "--":
+            index += 2 if args[index] in _WATCH_OPTIONS else 1
+        yield " ".join(args[index + (args[index:index + 1] == ["--"]):])
     elif name in ("find", "fd"):
         for index, word in enumerate(args):
             if word in ("-exec", "-execdir", "-ok", "-okdir", "-x", "--exec", "-X",
@@ -331,7 +335,7 @@ def _unwrap(words: list[str]) -> Simple:
             index += 1
         elif word in _KEYWORDS:
             index += 1
-        elif name == "flock" and any(w in ("-c", "--command") for w in words[index + 1:]):
+        elif name == "flock" and _flock_string(words[index + 1:]):
             break  # flock runs the string of its -c (_strings_run), not the words after it
         elif name in _WRAPPERS:
             start = index + 1
@@ -355,6 +359,16 @@ def _unwrap(words: list[str]) -> Simple:
         else:
             break
     return Simple(words[index:], assignments, clean)
+
+
+def _flock_string(args: list[str]) -> bool:
+    """Whether ``flock ARGS`` runs the string of its ``-c`` (``flock [opts] FILE -c CMD``)."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        if args[index] in ("-c", "--command"):
+            return True
+        index += 2 if args[index] in _WRAPPERS["flock"] else 1
+    return args[index + 1:index + 2] in (["-c"], ["--command"])
 
 
 def _without_comments(line: str) -> str:

@@ -268,8 +268,10 @@ _PREFIXES = ["sudo -E ", "sudo -u deploy -E ", "env A=1 ", "time ", "nohup ", "X
 _CONTEXTS = ["{}", "cd infra && {}", "true; {}", "false || {}", "echo yes | {}", "({})",
              "{} > out.log 2>&1", "if true; then {}; fi", "echo $({})", "{} &",
              "cat <({})", "tee >({}) < /dev/null", "coproc {}", "while false; do :; done; {}",
-             "for i in 1; do {}; done", "trap '{}' EXIT", "watch -n 1 {}",
-             "find . -maxdepth 0 -exec {} \\;"]
+             "for i in 1; do {}; done", "trap {q} EXIT", "watch -n 1 {q}",
+             "find . -maxdepth 0 -exec sh -c {q} \\;", "su -c {q}", "eval {q}"]
+"""Where a line may stand: ``{}`` as it is, ``{q}`` quoted as one word (shlex.quote), as a
+shell would need it nested."""
 
 
 @READER
@@ -284,7 +286,7 @@ def test_wrapped_and_chained_changes_are_still_found(
     command, change = case
     line = "".join(prefixes) + command
     for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
-        line = context.format(line)
+        line = context.format(line, q=shlex.quote(line))
         if shell:
             line = f"bash -c {shlex.quote(line)}"
     assert infra_change(line) == change, line
@@ -299,7 +301,7 @@ def test_wrapped_and_chained_reads_stay_ordinary(
         command: str, prefixes: list[str], contexts: list[str], shells: list[bool]) -> None:
     line = "".join(prefixes) + command
     for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
-        line = context.format(line)
+        line = context.format(line, q=shlex.quote(line))
         if shell:
             line = f"bash -c {shlex.quote(line)}"
     assert infra_change(line) is None, line
