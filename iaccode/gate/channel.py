@@ -95,6 +95,8 @@ class CallChannel:
         self._credentials = credentials.held(os.environ if credentials_from is None
                                              else credentials_from)
         self.requests = 0
+        self.tampered = False
+        """The command removed or changed the gates (they are put back when the call ends)."""
 
     def set_root(self, pid: int) -> None:
         """The call's shell: every gate of this call runs below it."""
@@ -353,8 +355,12 @@ def _same_file(a: str, b: str) -> bool:
 @contextlib.asynccontextmanager
 async def open_channel(policy: GatePolicy, *, terminal: bool = False,
                        folder: GateFolder | None = None) -> AsyncIterator[CallChannel]:
-    """A listening channel for one call, closed (and its socket removed) when it ends."""
-    channel = CallChannel(policy, folder or gate_folder(), terminal=terminal)
+    """A listening channel for one call, closed (and its socket removed) when it ends; the
+    gates are checked (and put back) before and after."""
+    folder = folder or gate_folder()
+    if folder.restore():
+        log.warning("the gates in %s had been changed; they were put back", folder.bin)
+    channel = CallChannel(policy, folder, terminal=terminal)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(channel.serve)
@@ -365,3 +371,6 @@ async def open_channel(policy: GatePolicy, *, terminal: bool = False,
     finally:
         with contextlib.suppress(OSError):
             channel.socket_path.unlink()
+        channel.tampered = folder.restore()
+        if channel.tampered:
+            log.warning("a command changed the gates in %s; they were put back", folder.bin)

@@ -1,9 +1,10 @@
 """The agent's folder of gates: one executable per infrastructure CLI, first on every command's
 PATH, and the channels' sockets beside them.
 
-    /tmp/iaccode-gates-XXXXXX/        0700, made once per agent process, removed at exit
-      bin/terraform, bin/kubectl ...  the gate program (:mod:`iaccode.gate.shim`), one each
-      c1.sock, c2.sock ...            one Unix socket per running bash call
+    /tmp/iaccode-gates-XXXXXX/        0500, made once per agent process, removed at exit
+      bin/terraform, bin/kubectl ...  the gate program (:mod:`iaccode.gate.shim`), one each (0500)
+      shim.code                       the shim, compiled (0400)
+      run/c1.sock, run/c2.sock ...    one Unix socket per running bash call (run/ is 0700)
 
 A short path under the system's temporary folder rather than under ``$IAC_CODE_HOME``: a Unix
 socket's path may hold at most 107 bytes. Each gate is ``#!<this interpreter> -IS`` (isolated,
@@ -13,11 +14,17 @@ the name of its CLI, and the shim's source; where the interpreter's path cannot 
 
 The real program behind a gate is looked up on the PATH the command had, passing over this
 folder and any other gate (a file with the shim's mark: a copy, another agent's folder).
+
+The gates are the user's files, so a command can remove or rewrite them (read-only, they need
+a ``chmod`` first; root needs none): the text reader asks when a line names them
+(:mod:`iaccode.iac.guard`), and :meth:`GateFolder.restore` puts them back before each call and
+says whether they had been changed.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import logging
 import marshal
@@ -43,27 +50,64 @@ class GateFolder:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.bin = root / "bin"
+        self.run = root / "run"
         self._sockets = itertools.count(1)
+        self._written: dict[Path, bytes] = {}
 
     @classmethod
     def create(cls, parent: str | None = None) -> GateFolder:
         root = Path(tempfile.mkdtemp(prefix="iaccode-gates-", dir=parent))  # 0700
         folder = cls(root)
-        folder.bin.mkdir(mode=0o700)
+        folder.run.mkdir(mode=0o700)
         source = Path(shim.__file__).read_text(encoding="utf-8")
         # Compiled once here: a script run by path is compiled at every start (milliseconds).
         code = root / "shim.code"
-        code.write_bytes(marshal.dumps(compile(source, shim.__file__, "exec")))
+        folder._written[code] = marshal.dumps(compile(source, shim.__file__, "exec"))
         for name in sorted(GATED):
-            path = folder.bin / name
-            path.write_text(_gate_text(name, code), encoding="utf-8")
-            path.chmod(0o700)
+            folder._written[folder.bin / name] = _gate_text(name, code).encode()
+        folder.restore()
         return folder
 
+    def restore(self) -> bool:
+        """Put back every gate a command removed or changed (and the folders' modes); whether
+        anything had to be."""
+        changed = False
+        for path, data in self._written.items():
+            try:
+                intact = path.read_bytes() == data and os.access(path, os.X_OK) == (
+                    path.parent == self.bin)
+            except OSError:
+                intact = False
+            if not intact:
+                changed = True
+                self._writable(path.parent)
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                path.write_bytes(data)
+                path.chmod(0o500 if path.parent == self.bin else 0o400)
+        for folder in (self.bin, self.root):
+            if folder.stat().st_mode & 0o777 != 0o500:
+                folder.chmod(0o500)
+        return changed
+
+    def _writable(self, folder: Path) -> None:
+        if not folder.exists():
+            self._writable(folder.parent)
+            folder.mkdir(mode=0o700)
+        else:
+            folder.chmod(0o700)
+
     def new_socket(self) -> Path:
-        return self.root / f"c{next(self._sockets)}.sock"
+        if not self.run.is_dir():  # removed by a command: made again (our socket goes there)
+            self._writable(self.root)
+            self.run.mkdir(mode=0o700, exist_ok=True)
+            self.root.chmod(0o500)
+        return self.run / f"c{next(self._sockets)}.sock"
 
     def remove(self) -> None:
+        for folder in (self.root, self.bin):
+            with contextlib.suppress(OSError):
+                folder.chmod(0o700)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def path_for_commands(self, path: str) -> str:

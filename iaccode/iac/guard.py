@@ -60,6 +60,15 @@ _LOOKUPS = re.compile(
     r"\btype\s+(?:-\w+\s+)*-\w*[aP]|\bwhich\s+(?:-\w+\s+)*-\w*a|\bwhereis\b|\blocate\b"
     r"|/proc/[^;&|\n]*?/(?:exe|root)\b|\bcompgen\s+-c"
     rf"|\bfind\b[^;&|\n]*-(?:i?name|path|regex)\s+['\"]?[*./]*(?:{_NAMES})\b")
+_LOOKUP = (r"\$\(\s*(?:command\s+-[vV]|which|type\s+-[pPa]+|whence)\s+(?:-\w+\s+)*[\"']?"
+           rf"(?:(?:{_NAMES})\b|\$)")
+_TAMPERING = re.compile(
+    r"IAC_CODE_GATE|iaccode-gates|\$\{PATH[%#/:]|environ\[\s*['\"]PATH['\"]\s*\]"
+    r"|getenv\(\s*['\"]PATH|ENV\[['\"]PATH|process\.env\.PATH"
+    rf"|\b(?:rm|mv|chmod|chattr|chown|truncate|unlink|shred|ln|install|cp|tee|dd|sed\s+-i)\b"
+    rf"[^;&|\n]*{_LOOKUP}|>\s*[\"']?{_LOOKUP}|\bdirname\s+[\"']?{_LOOKUP}")
+"""A line that names the gates, or reaches for them: the gates' folder or variables, PATH
+taken apart, or a program's path looked up to delete, move or overwrite it."""
 _PATH_TEXT = re.compile(r"""(?:^|(?<=[\s;&|(`'"=]))PATH=("[^"]*"|'[^']*'|[^\s;&|'"`)]*)""")
 """A PATH assignment anywhere in the text: in a string a script is written from, too."""
 _SCRIPT_BYTES = 256 * 1024
@@ -122,6 +131,9 @@ class _Reader:
             if path not in programs and not self._is_gate_or_folder(path):
                 self._add(Finding(f"{path} (an infrastructure CLI named by its path, which "
                                   "the gate cannot watch)", cannot_tell=True), script)
+        if (tamper := _TAMPERING.search(command)) is not None:
+            self._add(Finding(f"{tamper.group(0).strip()} (reaches for the gates in front of "
+                              "the infrastructure CLIs)", cannot_tell=True), script)
         if (lookup := _LOOKUPS.search(command)) is not None:
             self._add(Finding(f"{lookup.group(0).strip()} (looks for the programs behind the "
                               "gates)", cannot_tell=True), script)

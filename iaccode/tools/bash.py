@@ -43,7 +43,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import trio
-from attrs import frozen
+from attrs import evolve, frozen
 
 from iaccode.gate import HOLD_VARIABLE
 from iaccode.gate.channel import CallChannel, GatePolicy, open_channel
@@ -247,6 +247,19 @@ async def _gated(policy: GatePolicy | None, terminal: bool = False
         yield channel
 
 
+TAMPERED = ("[iac-code: this command removed or changed the gates in front of the "
+            "infrastructure CLIs; they were put back. Do not touch them.]")
+
+
+def _noted(result: ToolResult, channel: CallChannel | None) -> ToolResult:
+    """The result, with a line saying so when the command tampered with the gates."""
+    if channel is None or not channel.tampered:
+        return result
+    raw = dict(result.raw_output) if isinstance(result.raw_output, dict) else {}
+    raw["gates_tampered"] = True
+    return evolve(result, text=f"{result.text}\n{TAMPERED}", is_error=True, raw_output=raw)
+
+
 async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
     async with _gated(ctx.gate) as channel:
         # No gates: both [iac] settings are off (or a caller without them): nothing to hold.
@@ -262,7 +275,8 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             raise ToolFailure(f"Could not start the command: {exc}") from exc
         if channel is not None:
             channel.set_root(proc.pid)
-        return await _watch_local(proc, command, limit, ctx)
+        result = await _watch_local(proc, command, limit, ctx)
+    return _noted(result, channel)
 
 
 async def _watch_local(proc: trio.Process, command: str, limit: float,
@@ -331,7 +345,8 @@ def _signal_name(number: int) -> str:
 async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
                            ctx: ToolContext) -> ToolResult:
     async with _gated(ctx.gate, terminal=True) as channel:
-        return await _in_terminal(terminal, command, limit, ctx, channel)
+        result = await _in_terminal(terminal, command, limit, ctx, channel)
+    return _noted(result, channel)
 
 
 def _terminal_env(channel: CallChannel | None, ctx: ToolContext) -> dict[str, str] | None:

@@ -198,6 +198,22 @@ VERBS_AND_CLIS = [
     "helm secrets upgrade web ./c",
 ]
 
+THE_GATES_THEMSELVES = [
+    "rm -f \"$(command -v terraform)\"; A=apply; terraform $A",
+    "cd \"$IAC_CODE_GATES\" && rm -f kubectl; cd - > /dev/null; V=delete; kubectl $V ns x",
+    "rm -rf \"${{PATH%%:*}}\"; V=apply; terraform $V",
+    "printf '#!/bin/sh\\nexec %s \"$@\"\\n' \"$(type -P -a terraform | tail -1)\" > "
+    "\"$(command -v terraform)\"; terraform $(echo apply)",
+    "chmod -x \"$(which helm)\"; helm $(echo uninstall) web",
+    "mv \"$(dirname \"$(command -v terraform)\")\" {tmp}/moved{n}; terraform $(echo apply)",
+    "find \"$TMPDIR\" -maxdepth 1 -name 'iaccode-gates-*' -exec rm -rf {{}} +; "
+    "terraform $(echo apply)",
+    "python3 -c \"import os, shutil; d = os.environ['PATH'].split(':')[0]; "
+    "os.chmod(d, 0o700); shutil.rmtree(d)\"; terraform $(echo apply)",
+    "sed -i 's/^/#/' \"$(command -v terraform)\"; terraform $(echo apply)",
+    "rm -f \"$IAC_CODE_GATE_SOCKET\"; terraform $(echo apply)",
+]
+
 CHANGING = {
     "a command string on stdin or through process substitution": STDIN_AND_SUBSTITUTION,
     "the program or its verb made by the shell": MADE_BY_THE_SHELL,
@@ -206,6 +222,7 @@ CHANGING = {
     "PATH changed by the line or its script": PATH_CHANGES,
     "global options with values, dry-run values, --": GLOBAL_OPTIONS,
     "verbs and CLIs": VERBS_AND_CLIS,
+    "the gates themselves: removed, moved, rewritten": THE_GATES_THEMSELVES,
 }
 
 ORDINARY = [

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +58,22 @@ def project(workspace: Path) -> None:
         (workspace / folder).mkdir(parents=True)
 
 
-def agent_env(tmp_path: Path, exchanges: list[dict[str, Any]]) -> tuple[dict[str, str], Path,
-                                                                      Path]:
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A private temporary folder with a short path (a Unix socket's path goes below it)."""
+    path = Path(tempfile.mkdtemp(prefix="adv-"))
+    yield path
+    for folder in path.rglob("*"):
+        if folder.is_dir() and not folder.is_symlink():
+            folder.chmod(0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def agent_env(tmp_path: Path, exchanges: list[dict[str, Any]],
+              short_tmp: Path) -> tuple[dict[str, str], Path, Path]:
+    """The agent's environment (its temporary folder, and so its gates, its own: a line that
+    would delete every gate folder it finds reaches only this agent's), the stand-ins'
+    folder and their log."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     log = tmp_path / "cli-runs.log"
@@ -71,6 +88,7 @@ def agent_env(tmp_path: Path, exchanges: list[dict[str, Any]]) -> tuple[dict[str
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws"),
         "npm_config_cache": str(tmp_path / "npm-cache"),
         "TERM": "dumb",
+        "TMPDIR": str(short_tmp),
     })
     return env, bin_dir, log
 
@@ -120,7 +138,8 @@ def test_there_are_enough_lines_of_every_kind() -> None:
 
 @pytest.mark.parametrize("mode", ["bypass", "always_allow"])
 async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path,
-                                                 figures: Figures, mode: str) -> None:
+                                                 short_tmp: Path, figures: Figures,
+                                                 mode: str) -> None:
     project(workspace)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -129,7 +148,7 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
     if mode == "always_allow":
         exchanges = [reply(tool_uses=[ToolUse("toolu_first", "bash", {"command": "true"})]),
                      reply("allowed"), *exchanges]
-    env, _, log = agent_env(tmp_path, exchanges)
+    env, _, log = agent_env(tmp_path, exchanges, short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace)
         if mode == "bypass":
@@ -152,9 +171,9 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
 
 
 async def test_ordinary_lines_run_without_a_question_in_bypass(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+        tmp_path: Path, workspace: Path, short_tmp: Path, figures: Figures) -> None:
     project(workspace)
-    env, _, log = agent_env(tmp_path, calls([line for line, _ in ORDINARY]))
+    env, _, log = agent_env(tmp_path, calls([line for line, _ in ORDINARY]), short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace)
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
@@ -169,13 +188,14 @@ async def test_ordinary_lines_run_without_a_question_in_bypass(
 
 
 async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Path,
-                                                   figures: Figures) -> None:
+                                                   short_tmp: Path, figures: Figures) -> None:
     project(workspace)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     lines = changing_lines(tmp_path / "bin", scratch)
     ordinary = [line for line, _ in ORDINARY]
-    env, _, log = agent_env(tmp_path, calls([line for _, line in lines] + ordinary))
+    env, _, log = agent_env(tmp_path, calls([line for _, line in lines] + ordinary),
+                            short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace, terminal=True)
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})

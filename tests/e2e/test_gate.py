@@ -169,6 +169,23 @@ async def test_a_cancel_ends_a_waiting_gate_and_its_question(
     await wait_until(lambda: not pid_alive(shell), 5)
 
 
+async def test_gates_a_command_removes_are_put_back_and_it_is_told(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
+) -> None:
+    model_server.enqueue(bash("toolu_rm", "rm -f \"$(command -v terraform)\""), reply("gone?"),
+                         bash("toolu_apply", "A=apply; terraform $A"), reply("no"))
+    session = await bypass(agent, workspace)
+    _, _, asked = await agent.run_prompt(session, "remove", choose("allow_once"))
+    assert "reaches for the gates" in asked[0]["params"]["toolCall"]["content"][0]["content"][
+        "text"]
+    told = result_for(model_server, 1, "toolu_rm")
+    assert "they were put back" in told["content"] and told["is_error"] is True
+    _, _, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
+    assert [q["params"]["toolCall"]["title"] for q in asked] == [
+        "Changes real infrastructure: terraform apply"], "the gate is back"
+    assert runs(cli_log) == []
+
+
 async def test_a_gate_without_its_channel_refuses(workspace: Path, cli_log: Path,
                                                   agent_env: dict[str, str],
                                                   tmp_path: Path) -> None:

@@ -99,3 +99,21 @@ def test_what_the_gate_sends_is_json(tmp_path: Path) -> None:
     value = {"argv": ["a\"b\\c", "\n\t\x01", "é", "😀", "\udcff", "x" * 5000],
              "pid": 7, "ok": True, "none": None}
     assert json.loads(shim._dumps(value)) == value
+
+
+def test_the_folder_puts_back_what_a_command_changed(tmp_path: Path) -> None:
+    folder = GateFolder.create(str(tmp_path))
+    gate = folder.bin / "terraform"
+    text = gate.read_bytes()
+    assert oct(folder.bin.stat().st_mode & 0o777) == "0o500"
+    assert folder.restore() is False, "nothing to put back"
+    folder.bin.chmod(0o700)
+    gate.unlink()
+    (folder.bin / "kubectl").write_text("#!/bin/sh\nexec /usr/bin/kubectl \"$@\"\n")
+    (folder.root / "shim.code").chmod(0o600)
+    (folder.root / "shim.code").write_bytes(b"x")
+    assert folder.restore() is True
+    assert gate.read_bytes() == text and (folder.bin / "kubectl").read_bytes().startswith(b"#!")
+    assert oct(folder.bin.stat().st_mode & 0o777) == "0o500"
+    folder.remove()
+    assert not folder.root.exists()
