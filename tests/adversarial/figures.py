@@ -41,6 +41,11 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("redirects_into_internal_refused", "{} redirects inside refused"),
         ("capped_fetches", "{} drips, stalls and floods cut off"),
         ("address_disguises_checked", "{} IPv6 disguises checked")]),
+    ("infra_gate", "hostile model: infrastructure changes", [
+        ("changing_lines", "{} changing lines (bypass and after Always allow), all asked, none "
+                           "ran"), ("kinds", "{} kinds"), ("questions", "{} questions"),
+        ("terminal_lines", "{} lines through the editor's terminal"),
+        ("ordinary_lines", "{} ordinary lines run unasked")]),
     ("malformed_tool_calls", "hostile model: malformed tool calls", [
         ("cases", "{} kinds, none executed")]),
     ("model_faults", "model faults", [

@@ -165,7 +165,7 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
     for question in questions:
         kinds = [option["kind"] for option in question["params"]["options"]]
         assert "allow_always" not in kinds
-    figures.add(CATEGORY, "changing lines, all asked, none ran", len(lines))
+    figures.add(CATEGORY, "changing_lines", len(lines))
     figures.add(CATEGORY, "questions", len(questions))
     figures.set(CATEGORY, "kinds", len(CHANGING))
 
@@ -184,7 +184,7 @@ async def test_ordinary_lines_run_without_a_question_in_bypass(
     ran = runs(log)
     expected = [entry for _, entries in ORDINARY for entry in entries]
     assert ran == expected, outputs(messages)
-    figures.add(CATEGORY, "ordinary lines run unasked", len(ORDINARY))
+    figures.add(CATEGORY, "ordinary_lines", len(ORDINARY))
 
 
 async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Path,
@@ -207,4 +207,4 @@ async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Pa
     assert not [q for q in terminal.questions
                 if q["params"]["toolCall"]["toolCallId"] in ordinary_ids]
     assert runs(log) == [entry for _, entries in ORDINARY for entry in entries]
-    figures.add(CATEGORY, "lines through the editor's terminal", len(lines) + len(ordinary))
+    figures.add(CATEGORY, "terminal_lines", len(lines) + len(ordinary))
