@@ -157,6 +157,17 @@ _AWS_LOCAL_OPERATIONS = frozenset({"update-kubeconfig", "get-login-password", "g
                                    "wizard", "presign"})
 
 
+def _object_store(label: str, verb: str, words: list[str], reads: tuple[str, ...],
+                  scheme: str) -> Decision:
+    """A cloud CLI's object-store command (``aws s3``, ``aliyun oss``, ``gsutil``): a read, a
+    copy towards the store (a change; a download changes nothing there), or a change."""
+    if verb in reads:
+        return None
+    if verb in ("cp", "sync", "rsync"):
+        return Change(label) if words[-1].startswith(scheme) else None
+    return Change(label)
+
+
 def _aws(name: str, parsed: Parsed) -> Decision:
     words = parsed.positionals
     if not words or words[0] in _AWS_LOCAL or parsed.has("--generate-cli-skeleton"):
@@ -168,11 +179,7 @@ def _aws(name: str, parsed: Parsed) -> Decision:
     service, operation = words[0], words[1]
     label = f"aws {service} {operation}"
     if service == "s3":
-        if operation in ("ls", "presign"):
-            return None
-        if operation in ("cp", "sync"):  # a download changes nothing in the account
-            return Change(label) if words[-1].startswith("s3://") else None
-        return Change(label)
+        return _object_store(label, operation, words, ("ls", "presign"), "s3://")
     if service == "logs" and operation == "tail" or operation in _AWS_LOCAL_OPERATIONS:
         return None
     if operation.startswith(_AWS_READ_PREFIXES):
@@ -199,11 +206,8 @@ def _aliyun(name: str, parsed: Parsed) -> Decision:
     product, api = words[0], words[1]
     label = f"aliyun {product} {api}"
     if product == "oss":
-        if api in ("ls", "cat", "stat", "du", "hash", "sign", "probe", "help", "config"):
-            return None
-        if api in ("cp", "sync"):
-            return Change(label) if words[-1].startswith("oss://") else None
-        return Change(label)
+        return _object_store(label, api, words, ("ls", "cat", "stat", "du", "hash", "sign",
+                                                 "probe", "help", "config"), "oss://")
     if api.upper() == "GET":  # ROA style: aliyun cs GET /clusters
         return None
     if api.upper() in ("POST", "PUT", "DELETE", "PATCH"):
@@ -233,7 +237,7 @@ _GCLOUD_OPTIONS = _options(
 def _gcloud(name: str, parsed: Parsed) -> Decision:
     words = parsed.positionals
     if words[:1] == ["storage"] and words[1:2] in (["cp"], ["rsync"]):
-        return Change(f"gcloud storage {words[1]}") if words[-1].startswith("gs://") else None
+        return _object_store(f"gcloud storage {words[1]}", words[1], words, (), "gs://")
     return TABLE
 
 
@@ -248,7 +252,7 @@ _GSUTIL = verbs(changes="cp mv rm rb mb rsync setmeta compose rewrite retention"
 def _gsutil(name: str, parsed: Parsed) -> Decision:
     words = parsed.positionals
     if words[:1] in (["cp"], ["rsync"]):
-        return Change(f"gsutil {words[0]}") if words[-1].startswith("gs://") else None
+        return _object_store(f"gsutil {words[0]}", words[0], words, (), "gs://")
     return TABLE
 
 

@@ -212,6 +212,12 @@ def _lift_substitutions(command: str) -> tuple[str, list[str]]:
     spans: list[str] = []
     index = 0
     quote: str | None = None
+
+    def lift(end: int) -> int:
+        out.append(f"\0{len(spans)}\0")
+        spans.append(command[index:end])
+        return end
+
     while index < len(command):
         char = command[index]
         if quote == "'":
@@ -231,17 +237,11 @@ def _lift_substitutions(command: str) -> tuple[str, list[str]]:
             quote = None if quote == '"' else '"'
         elif (command.startswith(("$(", "<(", ">("), index) and not command.startswith("$((", index)
               and (quote is None or char == "$")):
-            end = _closing(command, index + 2)
-            out.append(f"\0{len(spans)}\0")
-            spans.append(command[index:end])
-            index = end
+            index = lift(_closing(command, index + 2))
             continue
         elif char == "`":
             close = command.find("`", index + 1)
-            end = len(command) if close < 0 else close + 1
-            out.append(f"\0{len(spans)}\0")
-            spans.append(command[index:end])
-            index = end
+            index = lift(len(command) if close < 0 else close + 1)
             continue
         out.append(char)
         index += 1

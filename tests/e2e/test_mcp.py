@@ -191,12 +191,8 @@ async def test_a_trusted_servers_destructive_tool_follows_the_modes(
     agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
     calls_log: Path, tmp_path: Path,
 ) -> None:
-    server = stdio_server("db", calls_log)
     write_config(Path(agent_env["IAC_CODE_HOME"]),
-                 f"mode = \"bypass\"\n\n[mcp_servers.db]\n"
-                 f"command = {json.dumps(server['command'])}\n"
-                 f"args = {json.dumps(server['args'])}\n"
-                 f"env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\ntrusted = true\n")
+                 "mode = \"bypass\"\n\n" + config_table("db", calls_log) + "trusted = true\n")
     model_server.enqueue(call("mcp__db__drop_table", name="x"), reply("ok"))
     async with spawn_agent(agent_env, tmp_path / "agent.stderr") as agent:
         session = await open_session(agent, workspace, [])
@@ -542,6 +538,14 @@ async def test_agent_exit_leaves_no_server_process(
         assert not pid_alive(server_pid) and not pid_alive(child_pid)
 
 
+def config_table(name: str, calls_log: Path) -> str:
+    """The fake MCP server (stdio) as a config.toml ``[mcp_servers.NAME]`` table."""
+    server = stdio_server(name, calls_log)
+    return (f"[mcp_servers.{name}]\ncommand = {json.dumps(server['command'])}\n"
+            f"args = {json.dumps(server['args'])}\n"
+            f"env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\n")
+
+
 def write_config(home: Path, text: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(text)
@@ -551,13 +555,9 @@ async def test_config_toml_servers_are_merged_and_the_editors_win(
     agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
     calls_log: Path, tmp_path: Path,
 ) -> None:
-    server = stdio_server("user-db", calls_log)
     write_config(Path(agent_env["IAC_CODE_HOME"]),
-                 f"mcp_startup_timeout = 20\n\n"
-                 f"[mcp_servers.user-db]\ncommand = {json.dumps(server['command'])}\n"
-                 f"args = {json.dumps(server['args'])}\n"
-                 f"env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\n\n"
-                 f"[mcp_servers.shared]\ncommand = \"/nonexistent/from-config\"\n")
+                 "mcp_startup_timeout = 20\n\n" + config_table("user-db", calls_log) +
+                 "\n[mcp_servers.shared]\ncommand = \"/nonexistent/from-config\"\n")
     model_server.enqueue(reply("ok"), reply("ok"))
     checker = WireChecker(aliases=SEED_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
