@@ -177,7 +177,7 @@ class CallChannel:
         if program is None:
             return None, Refuse(f"{cli}: command not found", 127)
         return GateRequest(cli, list(argv), cwd, program, classify(cli, argv[1:]),
-                           _started_by(pid, self._root)), None
+                           _started_by(pid, self._root), path), None
 
     async def _decide(self, request: GateRequest, pid: int, lines: _Lines) -> Op:
         exchange = _Exchange(self, request, lines)
@@ -198,12 +198,19 @@ class CallChannel:
         return any(cli in DRIVERS[driver] and _below(pid, driver_pid, strict=True)
                    for driver_pid, driver in self._drivers.items())
 
+    def resolve(self, program: str, request: GateRequest) -> str:
+        """A handler's program: a path as it is, a name looked up on the command's PATH past
+        the gates."""
+        if "/" in program:
+            return program
+        return self.folder.real_program(program, request.path) or program
+
     def exec_op(self, request: GateRequest, argv: list[str] | None = None,
                 message: str | None = None) -> Exec:
         env: dict[str, str] = {}
         program = request.program
         if argv is not None and argv[:1] != [request.cli]:
-            program = argv[0]
+            program = self.resolve(argv[0], request)
         if self.policy.hold_credentials and self._credentials:
             ours = self.folder.real_program(request.cli, os.environ.get("PATH", ""))
             if ours is not None and _same_file(ours, program):
@@ -227,10 +234,7 @@ class _Exchange:
         return await self._channel.policy.ask(GateQuestion(self.request, detail))
 
     async def run(self, argv: list[str], env: dict[str, str] | None = None) -> RunResult:
-        program = argv[0]
-        if "/" not in program:
-            found = self._channel.folder.real_program(program, os.environ.get("PATH", ""))
-            program = found or program
+        program = self._channel.resolve(argv[0], self.request)
         held = self._channel.exec_op(self.request).env
         await self._lines.send(_op_message(Run(program, argv, {**held, **(env or {})})))
         answer = await self._lines.receive()
@@ -368,6 +372,12 @@ async def open_channel(policy: GatePolicy, *, terminal: bool = False,
                 yield channel
             finally:
                 nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The call's own failure (a ToolFailure, a cancel), not wrapped by our nursery: the
+        # listener ends only by being cancelled, so one exception is the body's.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
     finally:
         with contextlib.suppress(OSError):
             channel.socket_path.unlink()

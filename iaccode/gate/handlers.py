@@ -53,6 +53,8 @@ class GateRequest:
     started_by: str | None = None
     """The command line of the process that ran it, when that was not the call's own shell
     (``make apply``, ``xargs terraform``, ``python3 deploy.py``)."""
+    path: str = ""
+    """The command's PATH (the gates first): where ``exec`` and ``run`` look programs up."""
 
 
 @frozen
