@@ -245,3 +245,37 @@ async def test_with_both_settings_off_there_are_no_gates(
     assert asked == [] and runs(cli_log) == ["terraform apply"]
     told = result_for(model_server, 1, "toolu_1")["content"]
     assert str(tmp_path / "bin" / "terraform") in told and "\n1\n" in told
+
+
+def test_the_official_sdk_client_reads_the_gates_question(
+        agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
+        cli_log: Path) -> None:
+    """What an editor built on the official ACP Python SDK gets: a question its own models
+    accept, on the running call, and the call's card back to running after the answer."""
+    import asyncio
+    import sys
+
+    import acp
+
+    from tests.e2e.test_official_sdk_client import RecordingClient
+
+    command = "echo 'kubectl delete ns prod' | sh"
+    model_server.enqueue(bash("toolu_sdk", command), reply("refused"))
+    client = RecordingClient("reject_once")
+
+    async def main() -> None:
+        async with acp.spawn_agent_process(client, sys.executable, "-m", "iaccode", "acp",
+                                           env=agent_env) as (conn, _process):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.set_session_mode(session_id=session.session_id, mode_id="bypass")
+            response = await conn.prompt(session_id=session.session_id,
+                                         prompt=[acp.text_block("delete it")])
+            assert response.stop_reason == "end_turn"
+
+    asyncio.run(asyncio.wait_for(main(), timeout=120))
+    (question,) = client.questions
+    assert question.tool_call_id == "toolu_sdk" and question.status == "in_progress"
+    assert question.title == "Changes real infrastructure: kubectl delete ns prod"
+    assert "kubectl delete" in question.content[0].content.text
+    assert runs(cli_log) == []
