@@ -30,6 +30,7 @@ from pathlib import Path
 from attrs import frozen
 
 from iaccode.iac.clis import GATED, classify
+from iaccode.iac.elsewhere import activated_clis, elsewhere, package_script, runner_command
 from iaccode.iac.shell import ASSIGNMENT, TOO_DEEP, Simple, shell_script, simple_commands
 
 
@@ -106,7 +107,10 @@ class _Reader:
         self.env, self.cwd, self.gates = env, cwd, gates
         self.findings: list[Finding] = []
 
-    def read(self, command: str, depth: int, script: str | None = None) -> None:
+    def read(self, command: str, depth: int, script: str | None = None,
+             bins_first: bool = False) -> None:
+        """Add what ``command`` changes. ``bins_first``: it runs with other program folders
+        before the gates (a package.json script)."""
         simples = list(simple_commands(command))
         path_change = self._path_change(simples)
         programs: set[str] = set()
@@ -117,9 +121,13 @@ class _Reader:
             if not simple.words:
                 continue
             programs.add(simple.words[0])
-            self._command(simple, path_change is not None, script)
+            self._command(simple, path_change is not None or bins_first, script)
+            self._elsewhere(simple.words, script)
             if depth < _SCRIPT_DEPTH and (inner := self._script_of(simple.words)) is not None:
                 self.read(inner[1], depth + 1, inner[0])
+            if depth < _SCRIPT_DEPTH and (
+                    found := package_script(simple.words, self.cwd)) is not None:
+                self.read(found[1], depth + 1, found[0], bins_first=True)
         if path_change is None:  # a script the line writes, an interpreter's string
             path_change = next((f"PATH={m.group(1)}" for m in _PATH_TEXT.finditer(command)
                                 if self._dangerous_path(m.group(1).strip("'\""))), None)
@@ -137,6 +145,16 @@ class _Reader:
         if (lookup := _LOOKUPS.search(command)) is not None:
             self._add(Finding(f"{lookup.group(0).strip()} (looks for the programs behind the "
                               "gates)", cannot_tell=True), script)
+
+    def _elsewhere(self, words: list[str], script: str | None) -> None:
+        """Runners with program folders of their own, virtualenvs, containers, other
+        machines, later."""
+        line = " ".join(words)
+        shown = line if len(line) <= 80 else line[:79] + "…"
+        if (inner := runner_command(words)) is not None:
+            self._command(Simple(inner), True, script)  # their folders come first: gate-blind
+        if (why := elsewhere(words)) is not None:
+            self._add(Finding(f"{shown} (runs {why})", cannot_tell=True), script)
 
     def _add(self, finding: Finding, script: str | None) -> None:
         if script is not None:  # only what a gate cannot see counts from a script
@@ -211,6 +229,9 @@ class _Reader:
         for simple in simples:
             if simple.clean_env:
                 return "an emptied environment or the default PATH (env -i, command -p)"
+            if clis := activated_clis(simple.words, self.cwd):
+                return (f"{' '.join(simple.words[:2])}, a virtualenv whose bin has "
+                        f"{', '.join(clis)}")
             assignments = list(simple.assignments)
             words = simple.words
             if words and words[0] in ("export", "declare", "typeset", "local", "readonly"):
@@ -242,6 +263,8 @@ class _Reader:
         name = os.path.basename(words[0])
         candidates: list[str] = []
         if (script := shell_script(words)) is not None:
+            if os.path.basename(script).startswith("activate"):
+                return None  # a virtualenv: what its bin puts first is activated_clis'
             candidates = [script]
         elif name in _MAKEFILES:
             folder = next((words[i + 1] for i, w in enumerate(words[:-1])

@@ -151,7 +151,11 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
     if tool.always_asks is not None:
         change = f"{tool.title(args)}: {tool.always_asks}"
     elif tool.name == "bash" and isinstance(command, str):
-        findings = infra_changes(command, cwd=cwd, gates=gates)
+        try:
+            findings = infra_changes(command, cwd=cwd, gates=gates)
+        except Exception:  # a bug in the reader must not let the line through unasked
+            log.exception("the command reader failed on %r", command[:200])
+            findings = [Finding("iac-code could not read this command line", cannot_tell=True)]
         change = "; ".join(finding.what for finding in findings) if findings else None
     else:
         change = None

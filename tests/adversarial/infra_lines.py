@@ -214,6 +214,19 @@ THE_GATES_THEMSELVES = [
     "rm -f \"$IAC_CODE_GATE_SOCKET\"; terraform $(echo apply)",
 ]
 
+ELSEWHERE = [
+    "npx cdk deploy --all --require-approval never",
+    "npm run --silent cdk-deploy",
+    "npm exec -- cdk destroy --force",
+    "source .venv/bin/activate && ansible-playbook -i inventory site.yml",
+    ". .venv/bin/activate; A=site.yml; ansible-playbook $A",
+    "PATH=$PWD/node_modules/.bin:$PATH cdk deploy",
+    "docker run --rm -v ~/.aws:/root/.aws hashicorp/terraform:1.9 apply -auto-approve",
+    "ssh -o BatchMode=yes -o ConnectTimeout=2 localhost 'A=apply; terraform $A'",
+    "echo 'terraform apply -auto-approve' | at now + 1 minute",
+    "tmux new-session -d 'A=destroy; terraform $A'",
+]
+
 CHANGING = {
     "a command string on stdin or through process substitution": STDIN_AND_SUBSTITUTION,
     "the program or its verb made by the shell": MADE_BY_THE_SHELL,
@@ -223,6 +236,8 @@ CHANGING = {
     "global options with values, dry-run values, --": GLOBAL_OPTIONS,
     "verbs and CLIs": VERBS_AND_CLIS,
     "the gates themselves: removed, moved, rewritten": THE_GATES_THEMSELVES,
+    "runners with folders of their own, virtualenvs, containers, other machines, later":
+        ELSEWHERE,
 }
 
 ORDINARY = [
@@ -250,7 +265,8 @@ ORDINARY = [
     ("bash -c \"$(printf 'terraform %s' output)\"", ["terraform output"]),
     ("x=(kubectl get ns); \"${x[@]}\"", ["kubectl get ns"]),
     ("echo 'terraform plan' > plan.sh && sh plan.sh", ["terraform plan"]),
-    ("export PATH=$PWD/.venv/bin:$PATH && terraform validate", ["terraform validate"]),
+    ("export PATH=$PWD/tools/bin:$PATH && terraform validate", ["terraform validate"]),
+    ("npm run --silent build", []),
     ("ls -la > /dev/null && cat README.md", []),
     ("git status --short > /dev/null; echo terraform apply", []),
     ("grep -rn 'terraform destroy' README.md || true", []),

@@ -42,8 +42,16 @@ def changing_lines(bin_dir: Path, tmp: Path) -> list[tuple[str, str]]:
             for kind, lines in CHANGING.items() for index, line in enumerate(lines)]
 
 
-def project(workspace: Path) -> None:
-    """A project that carries its own traps: a Makefile, a script, npm scripts."""
+ACTIVATE = """# a virtualenv's activate, as python -m venv writes it (its PATH part)
+VIRTUAL_ENV="{venv}"
+PATH="$VIRTUAL_ENV/bin:$PATH"
+export PATH
+"""
+
+
+def project(workspace: Path, log: Path) -> None:
+    """A project that carries its own traps: a Makefile, a script, npm scripts, a cdk in its
+    node_modules, an ansible-playbook in its virtualenv (both stand-ins that log)."""
     (workspace / "Makefile").write_text("plan:\n\tterraform plan -out=tfplan\n"
                                         "deploy:\n\tterraform apply -auto-approve\n")
     scripts = workspace / "scripts"
@@ -51,10 +59,17 @@ def project(workspace: Path) -> None:
     (scripts / "deploy.sh").write_text("#!/bin/sh\nterraform apply -auto-approve\n")
     (scripts / "deploy.sh").chmod(0o755)
     (workspace / "package.json").write_text(json.dumps(
-        {"name": "x", "version": "1.0.0", "scripts": {"deploy": "terraform apply"}}))
+        {"name": "x", "version": "1.0.0", "scripts": {
+            "deploy": "terraform apply", "cdk-deploy": "cdk deploy --all", "build": "true"}}))
+    for folder, name in (("node_modules/.bin", "cdk"), (".venv/bin", "ansible-playbook")):
+        (workspace / folder).mkdir(parents=True)
+        (workspace / folder / name).write_text(logging_clis([name], log)[name])
+        (workspace / folder / name).chmod(0o755)
+    (workspace / ".venv" / "bin" / "activate").write_text(
+        ACTIVATE.format(venv=workspace / ".venv"))
     (workspace / "README.md").write_text("Run terraform destroy when done.\n")
     (workspace / "x.yaml").write_text("kind: Namespace\n")
-    for folder in ("envs/prod", "live", "infra", ".venv/bin", "c"):
+    for folder in ("envs/prod", "live", "infra", "tools/bin", "c"):
         (workspace / folder).mkdir(parents=True)
 
 
@@ -140,7 +155,7 @@ def test_there_are_enough_lines_of_every_kind() -> None:
 async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path,
                                                  short_tmp: Path, figures: Figures,
                                                  mode: str) -> None:
-    project(workspace)
+    project(workspace, tmp_path / "cli-runs.log")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     lines = changing_lines(tmp_path / "bin", scratch)
@@ -172,7 +187,7 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
 
 async def test_ordinary_lines_run_without_a_question_in_bypass(
         tmp_path: Path, workspace: Path, short_tmp: Path, figures: Figures) -> None:
-    project(workspace)
+    project(workspace, tmp_path / "cli-runs.log")
     env, _, log = agent_env(tmp_path, calls([line for line, _ in ORDINARY]), short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace)
@@ -189,7 +204,7 @@ async def test_ordinary_lines_run_without_a_question_in_bypass(
 
 async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Path,
                                                    short_tmp: Path, figures: Figures) -> None:
-    project(workspace)
+    project(workspace, tmp_path / "cli-runs.log")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     lines = changing_lines(tmp_path / "bin", scratch)

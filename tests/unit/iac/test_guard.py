@@ -314,3 +314,25 @@ def test_a_program_named_in_the_environment_is_looked_up(monkeypatch: pytest.Mon
     assert infra_change("${TF} plan") is None  # known, and only a read
     assert infra_change("$KUBE delete -f k8s/") == "kubectl delete"
     assert infra_change("$KUBE get pods") is None
+
+
+def test_what_runs_where_no_gate_stands_asks(tmp_path: Path) -> None:
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "ansible-playbook").write_text("#!/bin/sh\n")
+    (tmp_path / "plain" / "bin").mkdir(parents=True)
+    (tmp_path / "package.json").write_text(
+        '{"scripts": {"deploy": "cdk deploy --all", "build": "tsc"}}')
+    asks = ["npx cdk deploy", "npx aws-cdk@2 destroy --force", "npm exec -- cdk deploy",
+            "uv run ansible-playbook site.yml", "poetry run pulumi up --yes", "npm run deploy",
+            "yarn deploy", "source .venv/bin/activate && ansible-playbook site.yml",
+            "docker run --rm -v ~/.aws:/root/.aws hashicorp/terraform apply",
+            "podman run amazon/aws-cli s3 rb s3://b", "ssh host 'A=apply; terraform $A'",
+            "echo 'terraform apply' | at now", "tmux new -d 'terraform apply'",
+            "crontab jobs.txt"]
+    for line in asks:
+        found = infra_changes(line, cwd=tmp_path)
+        assert found and not any(f.gate_sees for f in found), line
+    for line in ["npm run build", "npx prettier --check .", "source plain/bin/activate && pytest",
+                 "docker run --rm alpine echo hi", "ssh -T git@github.com", "crontab -l",
+                 "uv run pytest"]:
+        assert infra_changes(line, cwd=tmp_path) == [], line

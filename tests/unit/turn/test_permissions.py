@@ -164,3 +164,13 @@ def test_a_tool_that_always_asks_asks_in_every_mode(cwd: Path) -> None:
     question = permissions.infra_question(ToolCallFields("t", "apply (tf MCP server)"),
                                           verdicts[0].infra_change or "", "")
     assert question.title == "May change real infrastructure: apply (tf MCP server)"
+
+
+def test_a_reader_that_fails_asks(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(permissions, "infra_changes", broken)
+    verdict = decide(cwd, "bash", "bypass", command="ls")
+    assert verdict.decision is A and verdict.approved_changes == frozenset()
+    assert verdict.infra_change == "iac-code could not read this command line"
