@@ -72,8 +72,9 @@ class GatePolicy:
     """``[iac] confirm_infra_changes``: False runs every change without a question."""
     hold_credentials: bool = True
     """``[iac] hold_credentials``: the gate gives the real program the held credentials."""
-    approved: frozenset[str] = field(factory=frozenset)
-    """Changes the question about the command line allowed (the text reader's labels)."""
+    approved: frozenset[tuple[str, ...]] = field(factory=frozenset)
+    """The argvs the question about the command line allowed (the text reader spelled them
+    out): a gate seeing exactly one of them runs it unasked."""
 
 
 class CallChannel:
@@ -183,7 +184,7 @@ class CallChannel:
         exchange = _Exchange(self, request, lines)
         change = request.change.label if request.change is not None else None
         op: Op
-        if not change or not self.policy.confirm or change in self.policy.approved \
+        if not change or not self.policy.confirm or tuple(request.argv) in self.policy.approved \
                 or self._driven(request.cli, pid):
             op = exchange.exec()
         else:

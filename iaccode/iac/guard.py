@@ -42,6 +42,10 @@ class Finding:
     """A gate will see this run: allowing the line lets the gate run this change unasked."""
     cannot_tell: bool = False
     """The reader cannot tell what runs: the question says so."""
+    argv: tuple[str, ...] | None = None
+    """For a change a gate will see: the exact argv the CLI gets, when the line spells it out
+    (no variable, substitution or glob): allowing the line lets the gate run that argv, and
+    only that, without asking again."""
 
 
 CHANGING_VERBS = frozenset({
@@ -53,6 +57,8 @@ CHANGING_VERBS = frozenset({
 _BUILD_WRAPPERS = frozenset({"gradlew", "mvnw", "configure", "mill", "sbt", "bazel",
                              "bazelisk", "pants", "manage.py"})
 """Programs run by path whose verbs are a build's (``./gradlew install``), not a deploy's."""
+_UNREAD = re.compile(r"[$`*?\[{~]")
+"""A word the shell still expands: the argv the CLI gets is not this word."""
 _VARIABLE = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 _NAMES = "|".join(re.escape(name) for name in sorted(GATED, key=len, reverse=True))
 _PATH_MENTION = re.compile(
@@ -185,8 +191,10 @@ class _Reader:
         elif name in GATED:
             change = classify(name, args)
             if change is not None:
-                self._add(Finding(change.label, not (path_changed or simple.clean_env),
-                                  change.unknown), script)
+                seen = not (path_changed or simple.clean_env)
+                exact = seen and not any(_UNREAD.search(word) for word in args)
+                self._add(Finding(change.label, seen, change.unknown,
+                                  (name, *args) if exact else None), script)
 
     def _through_variable(self, program: str, args: list[str], script: str | None) -> None:
         """``$TF apply``: the program the environment names, else a guess from the verbs."""

@@ -21,7 +21,7 @@ from iaccode.turn.permissions import Answer
 
 
 def gate_policy(env: ToolEnv, call: ToolCallFields, command: str,
-                approved: frozenset[str],
+                approved: frozenset[tuple[str, ...]],
                 shown: Callable[[], list[ToolCallContent] | None]) -> GatePolicy:
     """What the gates of one bash call go by. ``shown``: what the call's card shows now (its
     terminal), put back after a question."""

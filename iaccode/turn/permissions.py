@@ -86,9 +86,11 @@ class Verdict:
     will see (``Finding.gate_sees``) without asking again."""
 
     @property
-    def approved_changes(self) -> frozenset[str]:
-        """What the gates may run unasked once this call is allowed."""
-        return frozenset(finding.what for finding in self.findings if finding.gate_sees)
+    def approved_changes(self) -> frozenset[tuple[str, ...]]:
+        """The argvs the gates may run unasked once this call is allowed: the changes the line
+        spells out, exactly."""
+        return frozenset(finding.argv for finding in self.findings
+                         if finding.gate_sees and finding.argv is not None)
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],

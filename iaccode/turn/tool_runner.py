@@ -219,7 +219,7 @@ class ToolRunner:
                                      ours=session.saved_output,
                                      confirm_infra_changes=env.config.confirm_infra_changes,
                                      gates=gates)
-        approved: frozenset[str] = frozenset()
+        approved: frozenset[tuple[str, ...]] = frozenset()
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
             content = await permissions.question_content(
@@ -251,7 +251,7 @@ class ToolRunner:
         return await self._finish(call_id, await self._execute(tool, call.args, call_id,
                                                                call.resolved, policy))
 
-    def _gate_policy(self, call: _Call, approved: frozenset[str]) -> GatePolicy:
+    def _gate_policy(self, call: _Call, approved: frozenset[tuple[str, ...]]) -> GatePolicy:
         fields = ToolCallFields(call.call_id, call.title, call.tool.kind,
                                 raw_input=call.raw_input, name=call.tool.name)
         return gate_policy(self._env, fields, getattr(call.args, "command", ""), approved,

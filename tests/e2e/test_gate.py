@@ -123,16 +123,20 @@ async def test_the_question_about_the_line_covers_its_change_once(
 async def test_a_change_the_line_did_not_name_asks_again(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    (workspace / "deploy.sh").write_text("terraform destroy -auto-approve\n")
-    model_server.enqueue(bash("toolu_apply", "terraform apply && sh deploy.sh"), reply("done"))
+    """Allowing the line allows the argvs it spells out, exactly: the same verb with other
+    arguments, from a script the line runs, asks again."""
+    (workspace / "deploy.sh").write_text("terraform apply -target=prod\nterraform destroy\n")
+    model_server.enqueue(bash("toolu_apply", "terraform apply -target=dev && sh deploy.sh"),
+                         reply("done"))
     session = await start(agent, workspace)
-    answers = iter(["allow_once", "reject_once"])
+    answers = iter(["allow_once", "reject_once", "reject_once"])
     _, _, asked = await agent.run_prompt(session, "apply",
                                          lambda message: selected(next(answers)))
     assert [q["params"]["toolCall"]["title"] for q in asked] == [
-        "Changes real infrastructure: terraform apply && sh deploy.sh",
-        "Changes real infrastructure: terraform destroy -auto-approve"]
-    assert runs(cli_log) == ["terraform apply"]
+        "Changes real infrastructure: terraform apply -target=dev && sh deploy.sh",
+        "Changes real infrastructure: terraform apply -target=prod",
+        "Changes real infrastructure: terraform destroy"]
+    assert runs(cli_log) == ["terraform apply -target=dev"]
 
 
 async def test_always_reject_holds_for_the_gates(

@@ -102,11 +102,13 @@ async def test_a_change_asks_and_runs_only_when_allowed(folder: GateFolder, log:
 async def test_what_the_line_allowed_runs_unasked(folder: GateFolder, log: Path,
                                                   tmp_path: Path) -> None:
     ask = Asker()
-    policy = GatePolicy(ask, approved=frozenset({"terraform apply"}))
+    policy = GatePolicy(ask, approved=frozenset({("terraform", "apply")}))
     async with open_channel(policy, folder=folder) as channel:
-        await shell(channel, "terraform apply; terraform destroy", tmp_path)
+        await shell(channel, "terraform apply; terraform apply -target=x; terraform destroy",
+                    tmp_path)
     assert runs(log) == ["terraform apply"]
-    assert [q.request.argv for q in ask.questions] == [["terraform", "destroy"]]
+    assert [q.request.argv for q in ask.questions] == [["terraform", "apply", "-target=x"],
+                                                       ["terraform", "destroy"]]
 
 
 async def test_an_allowed_driver_covers_the_runs_it_starts(folder: GateFolder, log: Path,

@@ -236,16 +236,18 @@ def test_the_table_is_large_enough() -> None:
 
 def test_a_cli_named_on_the_line_is_one_the_gate_will_see() -> None:
     assert infra_changes("cd infra && terraform apply -auto-approve") == [
-        Finding("terraform apply", gate_sees=True)]
-    assert infra_changes("kubectl delete ns a; helm uninstall b") == [
-        Finding("kubectl delete", gate_sees=True), Finding("helm uninstall", gate_sees=True)]
+        Finding("terraform apply", gate_sees=True,
+                argv=("terraform", "apply", "-auto-approve"))]
+    assert infra_changes("kubectl delete ns a; helm uninstall $R") == [
+        Finding("kubectl delete", gate_sees=True, argv=("kubectl", "delete", "ns", "a")),
+        Finding("helm uninstall", gate_sees=True)]  # $R: the argv is not known yet
 
 
 def test_a_path_into_the_gates_is_the_gate(tmp_path: Path) -> None:
     gates = tmp_path / "gates"
     gates.mkdir()
     assert infra_changes(f"{gates}/terraform apply", gates=gates) == [
-        Finding("terraform apply", gate_sees=True)]
+        Finding("terraform apply", gate_sees=True)]  # seen, but not pre-allowed
     assert infra_changes("/usr/local/bin/terraform apply", gates=gates) == [
         Finding("terraform apply", gate_sees=False)]
 

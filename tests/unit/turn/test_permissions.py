@@ -125,10 +125,13 @@ async def test_ask_turns_the_choice_into_an_answer(
 
 def test_what_the_line_names_for_the_gates_is_approved_with_it(cwd: Path) -> None:
     verdict = decide(cwd, "bash", "bypass",
-                     command="terraform apply && /usr/local/bin/kubectl delete ns x")
+                     command="terraform apply && /usr/local/bin/kubectl delete ns x && "
+                             "helm uninstall $RELEASE")
     assert verdict.decision is A
-    assert verdict.approved_changes == {"terraform apply"}, "the gate does not see the path"
-    assert verdict.infra_change == "terraform apply; kubectl delete"
+    # exactly what the line spells out; the gate does not see the path, and $RELEASE is
+    # not known until the shell expands it
+    assert verdict.approved_changes == {("terraform", "apply")}
+    assert verdict.infra_change == "terraform apply; kubectl delete; helm uninstall"
 
 
 class _Destructive(Tool):
