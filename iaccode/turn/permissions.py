@@ -82,8 +82,8 @@ class Verdict:
     infra_change: str | None = None
     """For ASK: what in the command changes real infrastructure ("terraform apply")."""
     findings: tuple[Finding, ...] = ()
-    """For ASK: all the text reader found; allowing the call lets the gates run those it
-    will see (``Finding.gate_sees``) without asking again."""
+    """For ASK: all the text reader found; allowing the call lets the gates run the argvs it
+    spells out (``Finding.argv``) without asking again."""
 
     @property
     def approved_changes(self) -> frozenset[tuple[str, ...]]:
