@@ -98,6 +98,7 @@ class CallChannel:
         self.requests = 0
         self.tampered = False
         """The command removed or changed the gates (they are put back when the call ends)."""
+        self._scope = trio.CancelScope()
 
     def set_root(self, pid: int) -> None:
         """The call's shell: every gate of this call runs below it."""
@@ -118,8 +119,11 @@ class CallChannel:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                     ) -> None:
+        """Answer gates until :meth:`close`. Shielded from the turn's cancel: on a cancel the
+        command is ended first (its process tree killed), then the channel closes, so a gate
+        refused by the closing channel cannot let the rest of the line run meanwhile."""
         listener = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-        with listener:
+        with trio.CancelScope(shield=True) as self._scope, listener:
             await listener.bind(str(self.socket_path))
             listener.listen(64)
             task_status.started()
@@ -127,6 +131,10 @@ class CallChannel:
                 while True:
                     connection, _ = await listener.accept()
                     nursery.start_soon(self._serve_one, connection)
+
+    def close(self) -> None:
+        """Stop answering: a waiting gate's question is withdrawn and the gate refuses."""
+        self._scope.cancel()
 
     async def _serve_one(self, connection: trio.socket.SocketType) -> None:
         with connection:
@@ -372,7 +380,7 @@ async def open_channel(policy: GatePolicy, *, terminal: bool = False,
             try:
                 yield channel
             finally:
-                nursery.cancel_scope.cancel()
+                channel.close()
     except BaseExceptionGroup as group:
         # The call's own failure (a ToolFailure, a cancel), not wrapped by our nursery: the
         # listener ends only by being cancelled, so one exception is the body's.

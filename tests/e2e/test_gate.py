@@ -157,8 +157,11 @@ async def test_always_reject_holds_for_the_gates(
 async def test_a_cancel_ends_a_waiting_gate_and_its_question(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_wait", "echo $$ > shell.pid; echo 'terraform destroy' | sh;"
-                                            " echo after > after.txt"))
+    # The shell ignores TERM (and so does the gate it starts): had the channel closed before
+    # the command was ended, the refused gate would let "echo after" run at once.
+    model_server.enqueue(bash("toolu_wait", "trap '' TERM; echo $$ > shell.pid; "
+                                            "echo 'terraform destroy' | sh; "
+                                            "echo after > after.txt"))
     session = await bypass(agent, workspace)
     prompt_id = await agent.send_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": "destroy"}]})
