@@ -99,6 +99,11 @@ class Verbs:
     """A group with no known word after it: ``change`` (asks, cannot tell) or ``read``."""
 
 
+def options(words: str) -> frozenset[str]:
+    """Option names from space-separated words."""
+    return frozenset(words.split())
+
+
 def verbs(changes: str = "", reads: str = "", groups: dict[str, Verbs] | None = None,
           otherwise: str = "change") -> Verbs:
     """A :class:`Verbs` from space-separated words."""

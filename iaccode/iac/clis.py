@@ -23,13 +23,11 @@ from iaccode.iac.argv import (
     Verbs,
     classify_with,
     flag_dry_run,
+    options,
     valued_dry_run,
     verbs,
 )
-
-
-def _options(words: str) -> frozenset[str]:
-    return frozenset(words.split())
+from iaccode.iac.cloud_clis import CLOUD_CLIS
 
 
 def classify(name: str, args: list[str]) -> Change | None:
@@ -73,7 +71,7 @@ def _terragrunt(name: str, parsed: Parsed) -> Decision:
     return TABLE
 
 
-_TERRAGRUNT_OPTIONS = _options(
+_TERRAGRUNT_OPTIONS = options(
     "--working-dir --terragrunt-working-dir --config --terragrunt-config --log-level "
     "--terragrunt-log-level --queue-include-dir --terragrunt-include-dir --queue-exclude-dir "
     "--terragrunt-exclude-dir --iam-assume-role --terragrunt-iam-role --download-dir "
@@ -96,7 +94,7 @@ _PULUMI = verbs(
             "config": verbs(otherwise="read"), "plugin": verbs(otherwise="read"),
             "policy": verbs("enable disable publish rm", "ls validate-config group new",
                             otherwise="read")})
-_PULUMI_OPTIONS = _options("--color -C --cwd -s --stack -v --verbose --tracing --profiling "
+_PULUMI_OPTIONS = options("--color -C --cwd -s --stack -v --verbose --tracing --profiling "
                            "--memprofilerate")
 
 # --- Kubernetes: kubectl, oc, helm, helmfile, kustomize-style tools ----------------------------
@@ -115,7 +113,7 @@ _KUBECTL = verbs(
             "certificate": verbs("approve deny"),
             "auth": verbs("reconcile", "can-i whoami"),
             "image": verbs("mirror append", "info extract")})
-_KUBECTL_OPTIONS = _options(
+_KUBECTL_OPTIONS = options(
     "-n --namespace --context --kubeconfig --cluster --user -s --server --token --as "
     "--as-group --as-uid -v --v --request-timeout --certificate-authority --client-certificate "
     "--client-key --tls-server-name --cache-dir --log-file --profile --profile-output "
@@ -127,7 +125,7 @@ _HELM = verbs(
     reads="template lint list ls status history hist get show inspect search dependency dep "
           "package pull fetch verify version env completion create repo registry plugin "
           "diff help")
-_HELM_OPTIONS = _options(
+_HELM_OPTIONS = options(
     "-n --namespace --kube-context --kubeconfig --burst-limit --qps --kube-apiserver "
     "--kube-as-user --kube-as-group --kube-ca-file --kube-token --kube-tls-server-name "
     "--registry-config --repository-cache --repository-config --content-cache")
@@ -135,169 +133,17 @@ _HELM_OPTIONS = _options(
 _HELMFILE = verbs(changes="apply sync destroy delete test",
                   reads="diff template lint list status build show-dag version deps fetch "
                         "cache init write-values repos help")
-_HELMFILE_OPTIONS = _options(
+_HELMFILE_OPTIONS = options(
     "-f --file -e --environment --state-values-set --state-values-file -n --namespace "
     "--kube-context -l --selector -b --helm-binary -k --kustomize-binary --log-level --chart "
     "--args")
-
-# --- Cloud CLIs --------------------------------------------------------------------------------
-
-_AWS_OPTIONS = _options(
-    "--region --profile --output --endpoint-url --query --cli-read-timeout "
-    "--cli-connect-timeout --ca-bundle --color --cli-binary-format")
-_AWS_READ_PREFIXES = (
-    "describe-", "list-", "get-", "head-", "batch-get-", "lookup-", "search-", "validate-",
-    "estimate-", "detect-", "filter-", "test-", "preview-", "simulate-", "select-",
-    "view-", "check-", "verify-", "decode-", "discover-", "scan", "query", "wait", "tail",
-    "help")
-_AWS_LOCAL = frozenset({"configure", "help", "history", "sts"})
-"""Services (or commands) that change nothing in the account: the CLI's own settings and
-``sts`` (who am I, a role's temporary credentials)."""
-_AWS_LOCAL_OPERATIONS = frozenset({"update-kubeconfig", "get-login-password", "get-token",
-                                   "wizard", "presign"})
-
-
-def _object_store(label: str, verb: str, words: list[str], reads: tuple[str, ...],
-                  scheme: str) -> Decision:
-    """A cloud CLI's object-store command (``aws s3``, ``aliyun oss``, ``gsutil``): a read, a
-    copy towards the store (a change; a download changes nothing there), or a change."""
-    if verb in reads:
-        return None
-    if verb in ("cp", "sync", "rsync"):
-        return Change(label) if words[-1].startswith(scheme) else None
-    return Change(label)
-
-
-def _aws(name: str, parsed: Parsed) -> Decision:
-    words = parsed.positionals
-    if not words or words[0] in _AWS_LOCAL or parsed.has("--generate-cli-skeleton"):
-        return None
-    if parsed.has("--dry-run") and not parsed.has("--no-dry-run"):
-        return None
-    if len(words) == 1:
-        return Change(f"aws {words[0]}", unknown=True)
-    service, operation = words[0], words[1]
-    label = f"aws {service} {operation}"
-    if service == "s3":
-        return _object_store(label, operation, words, ("ls", "presign"), "s3://")
-    if service == "logs" and operation == "tail" or operation in _AWS_LOCAL_OPERATIONS:
-        return None
-    if operation.startswith(_AWS_READ_PREFIXES):
-        return None
-    return Change(label)
-
-
-_ALIYUN_OPTIONS = _options(
-    "--profile -p --region --endpoint --mode --access-key-id --access-key-secret --sts-token "
-    "--ram-role-name --ram-role-arn --role-session-name --config-path --retry-count "
-    "--connect-timeout --read-timeout --output -o --waiter")
-_ALIYUN_READS = ("describe", "list", "get", "query", "check", "preview", "validate", "search",
-                 "estimate", "detect", "inquire", "verify", "scan")
-
-
-def _aliyun(name: str, parsed: Parsed) -> Decision:
-    words = parsed.positionals
-    if not words or words[0] in ("configure", "version", "help", "auto-completion"):
-        return None
-    if parsed.has("--dryrun") or parsed.value("--DryRun", "--dry-run") == "true":
-        return None
-    if len(words) == 1:
-        return Change(f"aliyun {words[0]}", unknown=True)
-    product, api = words[0], words[1]
-    label = f"aliyun {product} {api}"
-    if product == "oss":
-        return _object_store(label, api, words, ("ls", "cat", "stat", "du", "hash", "sign",
-                                                 "probe", "help", "config"), "oss://")
-    if api.upper() == "GET":  # ROA style: aliyun cs GET /clusters
-        return None
-    if api.upper() in ("POST", "PUT", "DELETE", "PATCH"):
-        return Change(label)
-    if api.replace("-", "").lower().startswith(_ALIYUN_READS):
-        return None
-    return Change(label)
-
-
-_GCLOUD = verbs(
-    changes="create delete update deploy set add remove start stop reset resize ssh scp "
-            "import patch enable disable rollback cancel undelete restore apply submit "
-            "execute attach detach move promote publish acknowledge abandon recreate "
-            "rolling-action suspend resume upgrade replace rotate revoke cp rm mv rsync mb rb "
-            "push tag untag sign insert invoke call migrate failover switchover reboot "
-            "recover release reserve purge",
-    reads="list describe get read show info version help print config auth components init "
-          "feedback cheat-sheet interactive topic survey ls cat du hash docker "
-          "configure-docker diff explain lookup search test-iam-permissions wait tail "
-          "validate")
-_GCLOUD_OPTIONS = _options(
-    "--project --account --configuration --format --verbosity --billing-project "
-    "--impersonate-service-account --flags-file --flatten --trace-token --access-token-file "
-    "--zone --region --filter --limit --sort-by --page-size")
-
-
-def _gcloud(name: str, parsed: Parsed) -> Decision:
-    words = parsed.positionals
-    if words[:1] == ["storage"] and words[1:2] in (["cp"], ["rsync"]):
-        return _object_store(f"gcloud storage {words[1]}", words[1], words, (), "gs://")
-    return TABLE
-
-
-_GSUTIL = verbs(changes="cp mv rm rb mb rsync setmeta compose rewrite retention",
-                reads="ls cat du hash stat version help signurl config",
-                groups={group: verbs("set ch", "get") for group in
-                        ("acl", "defacl", "iam", "lifecycle", "cors", "versioning", "web",
-                         "logging", "label", "notification", "requesterpays", "ubla",
-                         "defstorageclass", "autoclass", "pap", "rpo", "kms", "hmac")})
-
-
-def _gsutil(name: str, parsed: Parsed) -> Decision:
-    words = parsed.positionals
-    if words[:1] in (["cp"], ["rsync"]):
-        return _object_store(f"gsutil {words[0]}", words[0], words, (), "gs://")
-    return TABLE
-
-
-_AZ = verbs(
-    changes="create delete update set add remove start stop restart deallocate deploy import "
-            "upload purge invoke ssh assign enable disable scale swap redeploy reimage resize "
-            "rotate renew restore sync apply cancel grant revoke move copy attach detach lock "
-            "unlock run generalize capture convert regenerate reset approve reject failover "
-            "promote install uninstall",
-    reads="list show get wait exists check what-if validate version find help query download "
-          "export login logout account config configure extension interactive feedback "
-          "cloud init bicep upgrade browse logs tail")
-_AZ_OPTIONS = _options("--subscription --output -o --query")
-
-
-def _az(name: str, parsed: Parsed) -> Decision:
-    words = parsed.positionals
-    if words[:1] == ["rest"]:
-        method = (parsed.value("--method", "-m") or "get").lower()
-        return None if method in ("get", "head", "options") else Change("az rest", True)
-    return TABLE
-
-
-def _az_words(args: list[str]) -> list[str]:
-    """az's command words come before its first option (``az group delete --name rg``)."""
-    words: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in _AZ_OPTIONS:
-            skip = True
-        elif arg.startswith("-"):
-            break
-        else:
-            words.append(arg)
-    return words
-
 
 # --- Deployment tools --------------------------------------------------------------------------
 
 _CDK = verbs(changes="deploy destroy bootstrap import watch gc rollback refactor",
              reads="synth synthesize diff list ls doctor docs doc metadata notices context "
                    "init acknowledge ack drift version flags migrate cli-telemetry help")
-_CDK_OPTIONS = _options("-a --app -c --context --profile -o --output --plugin -p -r "
+_CDK_OPTIONS = options("-a --app -c --context --profile -o --output --plugin -p -r "
                         "--role-arn --toolkit-stack-name --ca-bundle-path --proxy")
 _CDKTF = verbs(changes="deploy apply destroy watch",
                reads="synth synthesize diff plan list get init convert output outputs debug "
@@ -317,7 +163,7 @@ def _ansible(name: str, parsed: Parsed) -> Decision:
     return Change(f"{name} {parsed.positionals[0]}")
 
 
-_ANSIBLE_OPTIONS = _options(
+_ANSIBLE_OPTIONS = options(
     "-i --inventory -e --extra-vars -l --limit -t --tags --skip-tags -u --user -m "
     "--module-name -a --args -f --forks -M --module-path --vault-id --vault-password-file "
     "-c --connection -T --timeout --become-method --become-user --private-key "
@@ -333,7 +179,7 @@ _SERVERLESS = verbs(changes="deploy remove rollback invoke prune create_domain d
                     reads="info logs print package metrics doctor plugin offline help "
                           "version config login logout support",
                     groups={"invoke": verbs("", "local", otherwise="change")})
-_SERVERLESS_OPTIONS = _options("--stage -s --region -r --aws-profile --config -c --param "
+_SERVERLESS_OPTIONS = options("--stage -s --region -r --aws-profile --config -c --param "
                                "--app --org")
 _EKSCTL = verbs(changes="create delete upgrade scale drain set unset enable register "
                         "deregister associate disassociate update install anywhere",
@@ -380,38 +226,32 @@ CLIS: dict[str, Spec] = {
     "oc": Spec(_KUBECTL, _KUBECTL_OPTIONS, valued_dry_run("--dry-run"), otherwise="change"),
     "helm": Spec(_HELM, _HELM_OPTIONS, valued_dry_run("--dry-run"), otherwise="change"),
     "helmfile": Spec(_HELMFILE, _HELMFILE_OPTIONS, otherwise="change"),
-    "aws": Spec(verbs(), _AWS_OPTIONS, special=_aws),
-    "aliyun": Spec(verbs(), _ALIYUN_OPTIONS, special=_aliyun),
-    "gcloud": Spec(_GCLOUD, _GCLOUD_OPTIONS, special=_gcloud, hyphen_prefix=True,
-                   otherwise="change"),
-    "gsutil": Spec(_GSUTIL, _options("-o -h -p -u"), special=_gsutil, otherwise="change"),
-    "az": Spec(_AZ, _AZ_OPTIONS, special=_az, hyphen_prefix=True, otherwise="change",
-               words=_az_words),
+    **CLOUD_CLIS,
     "cdk": Spec(_CDK, _CDK_OPTIONS, otherwise="change"),
-    "cdktf": Spec(_CDKTF, _options("-a --app -o --output --log-level"), otherwise="change"),
+    "cdktf": Spec(_CDKTF, options("-a --app -o --output --log-level"), otherwise="change"),
     "ansible-playbook": Spec(verbs(), _ANSIBLE_OPTIONS, special=_ansible),
     "ansible": Spec(verbs(), _ANSIBLE_OPTIONS, special=_ansible),
     "ansible-pull": Spec(verbs(), _ANSIBLE_OPTIONS, special=_ansible),
-    "sam": Spec(_SAM, _options("--profile --region --config-file --config-env"),
+    "sam": Spec(_SAM, options("--profile --region --config-file --config-env"),
                 otherwise="change"),
     "serverless": Spec(_SERVERLESS, _SERVERLESS_OPTIONS, otherwise="change"),
     "sls": Spec(_SERVERLESS, _SERVERLESS_OPTIONS, otherwise="change"),
-    "eksctl": Spec(_EKSCTL, _options("--profile --region -r -f --config-file"),
+    "eksctl": Spec(_EKSCTL, options("--profile --region -r -f --config-file"),
                    flag_dry_run("--dry-run"), hyphen_prefix=True, otherwise="change"),
-    "argocd": Spec(_ARGOCD, _options("--server --auth-token --config --context "
+    "argocd": Spec(_ARGOCD, options("--server --auth-token --config --context "
                                      "--grpc-web-root-path --header -H --port-forward-namespace"),
                    flag_dry_run("--dry-run"), hyphen_prefix=True, otherwise="change"),
-    "flux": Spec(_FLUX, _options("--context --kubeconfig -n --namespace --timeout"),
+    "flux": Spec(_FLUX, options("--context --kubeconfig -n --namespace --timeout"),
                  flag_dry_run("--export", "--dry-run"), otherwise="change"),
     "nomad": Spec(_NOMAD, otherwise="change"),
-    "doctl": Spec(_DOCTL, _options("-t --access-token --context -o --output --api-url"),
+    "doctl": Spec(_DOCTL, options("-t --access-token --context -o --output --api-url"),
                   hyphen_prefix=True, otherwise="change"),
-    "hcloud": Spec(_DOCTL, _options("--context --config -o --output"), hyphen_prefix=True,
+    "hcloud": Spec(_DOCTL, options("--context --config -o --output"), hyphen_prefix=True,
                    otherwise="change"),
-    "vault": Spec(_VAULT, _options("-address -namespace -format -output-curl-string"),
+    "vault": Spec(_VAULT, options("-address -namespace -format -output-curl-string"),
                   otherwise="change"),
     "packer": Spec(_PACKER, otherwise="change"),
-    "skaffold": Spec(_SKAFFOLD, _options("-p --profile -f --filename --kube-context "
+    "skaffold": Spec(_SKAFFOLD, options("-p --profile -f --filename --kube-context "
                                          "-n --namespace -d --default-repo"),
                      otherwise="change"),
 }
