@@ -1,14 +1,18 @@
 """The environment our commands run in: the bash tool's, and the checks after writes
 (``terraform fmt``, ``cfn-lint``; :mod:`iaccode.iac.diagnostics`).
 
-No secrets (:mod:`iaccode.secret_env`), and nothing that waits for a person: pagers print,
-editors and git's credential prompts return at once, colours are off.
+No secrets (:mod:`iaccode.secret_env`), no cloud credentials unless told otherwise
+(:mod:`iaccode.iac.credentials`: a gate gives them back to the real CLI it runs), none of the
+gate's variables the agent itself may have been started with, and nothing that waits for a
+person: pagers print, editors and git's credential prompts return at once, colours are off.
 """
 
 from __future__ import annotations
 
 import os
 
+from iaccode.gate import VARIABLES as GATE_VARIABLES
+from iaccode.iac.credentials import is_credential
 from iaccode.secret_env import without_secrets
 
 QUIET_ENV = {
@@ -23,8 +27,10 @@ QUIET_ENV = {
 }
 
 
-def command_env() -> dict[str, str]:
-    """Our environment without secrets, with pagers, prompts, editors and colours off."""
-    env = without_secrets(os.environ)
+def command_env(hold_credentials: bool = True) -> dict[str, str]:
+    """Our environment without secrets (and, with ``hold_credentials``, without cloud
+    credentials), with pagers, prompts, editors and colours off."""
+    env = {name: value for name, value in without_secrets(os.environ).items()
+           if name not in GATE_VARIABLES and not (hold_credentials and is_credential(name))}
     env.update(QUIET_ENV)
     return env

@@ -7,6 +7,8 @@ Its tools:
 
 - ``lookup {key}``: read-only (``readOnlyHint``), answers ``value of <key>``;
 - ``drop_table {name}``: no hints (so destructive); logs the call, answers ``dropped <name>``;
+- ``append_note {text}``: ``destructiveHint: false`` (it writes, but destroys nothing);
+  answers ``noted <text>``;
 - ``picture``: read-only, answers a text and a 1x1 PNG image;
 - ``broken``: read-only, answers an ``isError`` result;
 - ``stats``: read-only, answers structured content;
@@ -147,6 +149,12 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
     def drop_table(name: str) -> str:
         record("drop_table", {"name": name})
         return f"dropped {name}"
+
+    @server.tool(description="Add a note to the log table.",
+                 annotations=ToolAnnotations(destructive_hint=False))
+    def append_note(text: str) -> str:
+        record("append_note", {"text": text})
+        return f"noted {text}"
 
     @server.tool(description="A picture of the schema.", annotations=READ_ONLY,
                  structured_output=False)
