@@ -88,6 +88,35 @@ async def test_allowed_once_the_real_cli_runs_with_the_credentials_held_back_fro
     assert SECRET not in told
 
 
+KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+
+CREDENTIAL_PRINTER = """#!/bin/sh
+echo "aws $*: key ${AWS_ACCESS_KEY_ID:-none} secret ${AWS_SECRET_ACCESS_KEY:-none}"
+"""
+
+
+async def test_the_credentials_a_gate_hands_back_are_the_agents_secrets(
+    tmp_path: Path, model_server: FakeModelServer, workspace: Path, agent_env: dict[str, str],
+) -> None:
+    """The gate's credential table is secret too (declared at start-up): not in the agent's
+    /proc environ, and replaced in what the CLI the gate gave them to printed."""
+    (tmp_path / "bin" / "aws").write_text(CREDENTIAL_PRINTER)
+    (tmp_path / "bin" / "aws").chmod(0o755)
+    agent_env["AWS_ACCESS_KEY_ID"] = KEY_ID  # no secret by the name rule: a credential
+    command = ("aws sts get-caller-identity; "
+               "tr '\\0' '\\n' < /proc/$PPID/environ "
+               "| grep -c -e ^AWS_ACCESS_KEY_ID= -e ^AWS_SECRET_ACCESS_KEY= || true")
+    model_server.enqueue(bash("toolu_who", command), reply("it is you"))
+    async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
+        session = await bypass(agent, workspace)
+        _, _, asked = await agent.run_prompt(session, "who am I", choose("allow_once"))
+    told = result_for(model_server, 1, "toolu_who")["content"]
+    assert ("aws sts get-caller-identity: key [secret AWS_ACCESS_KEY_ID] secret "
+            "[secret AWS_SECRET_ACCESS_KEY]") in told, told
+    assert KEY_ID not in told and SECRET not in told
+    assert told.rstrip().endswith("\n0"), "neither is left in the agent's environ"
+
+
 async def test_reads_pass_the_gate_without_a_question(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
@@ -244,14 +273,19 @@ async def test_with_both_settings_off_there_are_no_gates(
                  'mode = "bypass"\n\n[iac]\nconfirm_infra_changes = false\n'
                  'hold_credentials = false\n')
     model_server.enqueue(bash("toolu_1", "echo 'terraform apply' | sh; type -P terraform; "
-                                         "env | grep -c AWS_ACCESS_KEY_ID"), reply("ran"))
+                                         "env | grep -c -e ^AWS_ACCESS_KEY_ID= "
+                                         "-e ^AWS_SECRET_ACCESS_KEY= -e ^GITHUB_TOKEN="),
+                         reply("ran"))
     agent_env["AWS_ACCESS_KEY_ID"] = "AKIAEXAMPLE"
+    agent_env["GITHUB_TOKEN"] = "ghp_not-a-cloud-credential"
     async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
         session = await start(agent, workspace)
         _, _, asked = await agent.run_prompt(session, "apply")
     assert asked == [] and runs(cli_log) == ["terraform apply"]
     told = result_for(model_server, 1, "toolu_1")["content"]
-    assert str(tmp_path / "bin" / "terraform") in told and "\n1\n" in told
+    # hold_credentials = false: every command gets the cloud credentials (a secret by the
+    # name rule too), and still no other secret
+    assert str(tmp_path / "bin" / "terraform") in told and "\n2\n" in told, told
 
 
 def test_the_official_sdk_client_reads_the_gates_question(

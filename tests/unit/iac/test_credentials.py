@@ -43,9 +43,15 @@ def test_held_and_the_rest_split_the_environment() -> None:
 
 def test_commands_get_no_credentials_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a-secret-by-both-rules")
     monkeypatch.setenv("AWS_PROFILE", "prod")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_a-secret-but-no-credential")
     monkeypatch.setenv("IAC_CODE_GATE_TOKEN", "from-a-parent-agent")
-    assert "AWS_ACCESS_KEY_ID" not in command_env()
-    assert command_env()["AWS_PROFILE"] == "prod"
-    assert command_env(hold_credentials=False)["AWS_ACCESS_KEY_ID"] == "AKIAEXAMPLE"
-    assert "IAC_CODE_GATE_TOKEN" not in command_env(hold_credentials=False)
+    held_back = command_env()
+    assert "AWS_ACCESS_KEY_ID" not in held_back and "AWS_SECRET_ACCESS_KEY" not in held_back
+    assert held_back["AWS_PROFILE"] == "prod"
+    given = command_env(hold_credentials=False)
+    assert given["AWS_ACCESS_KEY_ID"] == "AKIAEXAMPLE"
+    assert given["AWS_SECRET_ACCESS_KEY"] == "a-secret-by-both-rules"
+    assert "GITHUB_TOKEN" not in given and "IAC_CODE_GATE_TOKEN" not in given
+
