@@ -61,6 +61,8 @@ class GateQuestion:
 
 Asker = Callable[[GateQuestion], Awaitable[str | None]]
 """Put the question; None when the user allowed the change, else what the model is told."""
+Adviser = Callable[[str], Awaitable[None]]
+"""Tell the user something outside the chat (``Editor.advise``)."""
 
 
 @frozen
@@ -75,6 +77,9 @@ class GatePolicy:
     approved: frozenset[tuple[str, ...]] = field(factory=frozenset)
     """The argvs the question about the command line allowed (the text reader spelled them
     out): a gate seeing exactly one of them runs it unasked."""
+    advise: Adviser | None = None
+    """Where the user hears that a program ran without the held credentials (once per
+    program and call; the model reads it in the output too)."""
 
 
 class CallChannel:
@@ -95,6 +100,10 @@ class CallChannel:
         """The pid of each driver CLI run as an allowed change -> its CLI (see DRIVERS)."""
         self._credentials = credentials.held(os.environ if credentials_from is None
                                              else credentials_from)
+        self._held_back: set[str] = set()
+        """The programs that ran without the held credentials."""
+        self._untold: list[str] = []
+        """Why, for each of them the user has not been told about yet (``policy.advise``)."""
         self.requests = 0
         self.tampered = False
         """The command removed or changed the gates (they are put back when the call ends)."""
@@ -200,7 +209,13 @@ class CallChannel:
                 op = await handlers.handler_for(request.cli)(exchange)
         if isinstance(op, Exec) and change and request.cli in DRIVERS:
             self._drivers[pid] = request.cli  # its own runs of terraform are this change
+        await self._advise_held_back()
         return op
+
+    async def _advise_held_back(self) -> None:
+        """Tell the user, once per program, that it runs without the held credentials."""
+        while self._untold and self.policy.advise is not None:
+            await self.policy.advise(self._untold.pop(0))
 
     def _driven(self, cli: str, pid: int) -> bool:
         """Whether ``pid`` runs below an allowed driver of ``cli`` (terragrunt -> terraform)."""
@@ -225,8 +240,12 @@ class CallChannel:
             if ours is not None and _same_file(ours, program):
                 env = dict(self._credentials)
             else:
-                note = (f"iac-code: {program} is not the {request.cli} on iac-code's PATH "
-                        f"({ours or 'none'}): it runs without the held cloud credentials")
+                why = (f"{program} is not the {request.cli} on iac-code's PATH "
+                       f"({ours or 'none'}): it runs without the held cloud credentials")
+                if program not in self._held_back:
+                    self._held_back.add(program)
+                    self._untold.append(f"{why} ({', '.join(sorted(self._credentials))}).")
+                note = f"iac-code: {why}"
                 message = f"{message}\n{note}" if message else note
         return Exec(program, argv, env, message)
 

@@ -6,15 +6,23 @@ the change, shows the exact argv the program got, the real program, the folder, 
 and the command line it came from, and offers *Allow once*, *Reject* and *Always reject*:
 never *Always allow*. Plan mode refuses without asking, and an *Always reject* for bash holds.
 Once answered, the card gets its title, status and content back (``in_progress``: the command
-is still running).
+is still running). The argv is the one the program got, after the shell's expansions, so what
+the question shows is redacted like a tool's output (:mod:`iaccode.tools.redacted`).
+
+A program that runs without the held cloud credentials (not the CLI on the agent's PATH) is
+an advisory for the user (``Editor.advise``: a ``notice`` where the client shows them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from attrs import evolve
+
 from iaccode.gate.channel import Asker, GatePolicy, GateQuestion
 from iaccode.protocol.tool_calls import ToolCallContent, ToolCallFields, ToolCallProgress
+from iaccode.redaction import redact
+from iaccode.tools.redacted import redacted_content
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
 from iaccode.turn.permissions import Answer
@@ -26,8 +34,13 @@ def gate_policy(env: ToolEnv, call: ToolCallFields, command: str,
     """What the gates of one bash call go by. ``shown``: what the call's card shows now (its
     terminal), put back after a question."""
     config = env.config
+
+    async def advise(message: str) -> None:
+        await env.editor.advise(message, title="Cloud credentials held back")
+
     return GatePolicy(_asker(env, call, command, shown), confirm=config.confirm_infra_changes,
-                      hold_credentials=config.hold_credentials, approved=approved)
+                      hold_credentials=config.hold_credentials, approved=approved,
+                      advise=advise)
 
 
 def _asker(env: ToolEnv, call: ToolCallFields, command: str,
@@ -40,6 +53,8 @@ def _asker(env: ToolEnv, call: ToolCallFields, command: str,
         if session.remembered.get("bash") is False:
             return permissions.gate_refusal(question, "the user chose Always reject for bash")
         fields = permissions.gate_question(call, question, command)
+        fields = evolve(fields, title=fields.title and redact(fields.title),
+                        content=redacted_content(fields.content))
         answer = await permissions.ask(editor, fields, "bash", session.remembered,
                                        permissions.ONCE_OPTIONS)
         await editor.send_update(ToolCallProgress(

@@ -4,11 +4,13 @@ stand-ins that log every run; what the gate lets through is what the log shows."
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from acp_conformance.driver import updates
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import pid_alive, wait_until
 from acp_conformance.script import ToolUse, reply
@@ -115,6 +117,49 @@ async def test_the_credentials_a_gate_hands_back_are_the_agents_secrets(
             "[secret AWS_SECRET_ACCESS_KEY]") in told, told
     assert KEY_ID not in told and SECRET not in told
     assert told.rstrip().endswith("\n0"), "neither is left in the agent's environ"
+
+
+async def test_a_cli_off_the_agents_path_gets_no_credentials_and_the_user_is_told(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path,
+) -> None:
+    """A terraform the command put behind the gates on its own PATH runs without the held
+    credentials: the model reads why in the output, the user gets a notice."""
+    tools = workspace / "tools"
+    tools.mkdir()
+    shutil.copy(tmp_path / "bin" / "terraform", tools / "terraform")
+    command = 'PATH="${PATH%%:*}:$PWD/tools:$PATH" terraform version'
+    model_server.enqueue(bash("toolu_v", command), reply("ok"))
+    session = await bypass(agent, workspace, session={"notices": {}})
+    _, live, _ = await agent.run_prompt(session, "version", choose("allow_once"))
+    told = result_for(model_server, 1, "toolu_v")["content"]
+    assert "stand-in terraform ran: version" in told
+    assert "runs without the held cloud credentials" in told
+    assert "got AWS_SECRET_ACCESS_KEY" not in told
+    (notice,) = updates(live, session, "notice")
+    assert (notice["severity"], notice["title"]) == ("warning", "Cloud credentials held back")
+    assert notice["description"].startswith(f"{tools / 'terraform'} is not the terraform")
+    assert notice["description"].endswith("(AWS_SECRET_ACCESS_KEY).")
+
+
+async def test_the_gates_question_shows_no_secret_value(
+    tmp_path: Path, model_server: FakeModelServer, workspace: Path, cli_log: Path,
+    agent_env: dict[str, str],
+) -> None:
+    """The argv a gate reports is the expanded one: a value the agent holds as a secret is
+    shown as ``[secret NAME]`` in the question, as in a tool's output."""
+    token = "dtk-4f1c9a7e2b55"
+    agent_env["DEPLOY_TOKEN"] = token
+    (workspace / "token.txt").write_text(token)
+    command = 'echo "terraform apply -var token=$(cat token.txt)" | sh'
+    model_server.enqueue(bash("toolu_tok", command), reply("refused"))
+    async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
+        session = await bypass(agent, workspace)
+        _, _, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
+    (question,) = [q["params"]["toolCall"] for q in asked]
+    assert question["title"] == ("Changes real infrastructure: terraform apply -var "
+                                 "token=[secret DEPLOY_TOKEN]")
+    assert token not in str(question)
+    assert runs(cli_log) == []
 
 
 async def test_reads_pass_the_gate_without_a_question(

@@ -224,8 +224,19 @@ async def test_a_cli_that_is_not_the_agents_runs_without_the_credentials(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.copy(tmp_path / "bin" / "terraform", elsewhere / "terraform")
-    async with open_channel(GatePolicy(Asker()), folder=folder) as channel:
-        out = await shell(channel, f"PATH={channel.folder.bin}:{elsewhere}:$PATH "
-                                   "terraform version", tmp_path)
-    assert "runs without the held cloud credentials" in out
-    assert "got AWS_SECRET_ACCESS_KEY" not in out
+    told: list[str] = []
+
+    async def advise(message: str) -> None:
+        told.append(message)
+
+    async with open_channel(GatePolicy(Asker(), advise=advise), folder=folder) as channel:
+        out = await shell(channel, f"export PATH={channel.folder.bin}:{elsewhere}:$PATH; "
+                                   "terraform version; terraform fmt; kubectl version",
+                          tmp_path)
+    assert out.count("runs without the held cloud credentials") == 2, out
+    assert "terraform got AWS_SECRET_ACCESS_KEY" not in out
+    assert "kubectl got AWS_SECRET_ACCESS_KEY" in out
+    # The user hears it too, once for that program (kubectl was the agent's own).
+    assert told == [f"{elsewhere / 'terraform'} is not the terraform on iac-code's PATH "
+                    f"({tmp_path / 'bin' / 'terraform'}): it runs without the held cloud "
+                    "credentials (AWS_SECRET_ACCESS_KEY)."]
