@@ -119,6 +119,10 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     gates on the commands' PATH."""
     if confirm_infra_changes and (infra := infra_change_verdict(
             tool, args, mode=mode, remembered=remembered, cwd=cwd, gates=gates)):
+        if infra.decision is Decision.ASK and protected is not None:
+            # The question says both: a line may change infrastructure and write ~/.aws.
+            infra = evolve(infra, protected=_protected_reason(
+                tool, args, _paths(tool, args, resolved or {}, cwd), cwd, protected))
         return infra
     if mode == "plan" and not tool.read_only:
         return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
