@@ -73,7 +73,8 @@ class GatePolicy:
     confirm: bool = True
     """``[iac] confirm_infra_changes``: False runs every change without a question."""
     hold_credentials: bool = True
-    """``[iac] hold_credentials``: the gate gives the real program the held credentials."""
+    """``[iac] hold_credentials``: the gate gives the real program the held credentials (False:
+    every command has them already). With both settings off, no gates stand at all."""
     approved: frozenset[tuple[str, ...]] = field(factory=frozenset)
     """The argvs the question about the command line allowed (the text reader spelled them
     out): a gate seeing exactly one of them runs it unasked."""

@@ -244,8 +244,9 @@ class _HeadTail:
 @contextlib.asynccontextmanager
 async def _gated(policy: GatePolicy | None, terminal: bool = False
                  ) -> AsyncIterator[CallChannel | None]:
-    """The call's gate channel, for as long as the command runs (None: no gates)."""
-    if policy is None:
+    """The call's gate channel, for as long as the command runs (None: no gates: both
+    ``[iac]`` settings are off, or a caller without a policy)."""
+    if policy is None or not (policy.confirm or policy.hold_credentials):
         yield None
         return
     async with open_channel(policy, terminal=terminal) as channel:
@@ -265,10 +266,15 @@ def _noted(result: ToolResult, channel: CallChannel | None) -> ToolResult:
     return evolve(result, text=f"{result.text}\n{TAMPERED}", is_error=True, raw_output=raw)
 
 
+def _holds(ctx: ToolContext) -> bool:
+    """Whether the command goes without the cloud credentials: unless the user said
+    ``[iac] hold_credentials = false``; a caller without a policy holds them too."""
+    return ctx.gate is None or ctx.gate.hold_credentials
+
+
 async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
     async with _gated(ctx.gate) as channel:
-        # No gates: both [iac] settings are off (or a caller without them): nothing to hold.
-        env = command_env(hold_credentials=ctx.gate is not None and ctx.gate.hold_credentials)
+        env = command_env(hold_credentials=_holds(ctx))
         if channel is not None:
             env = channel.command_env(env)
         try:
@@ -361,8 +367,7 @@ def _terminal_env(channel: CallChannel | None, ctx: ToolContext) -> dict[str, st
     if channel is None:
         return None
     if process_tree.supported():
-        hold = ctx.gate is not None and ctx.gate.hold_credentials
-        return {**channel.env, HOLD_VARIABLE: "1" if hold else "0"}
+        return {**channel.env, HOLD_VARIABLE: "1" if _holds(ctx) else "0"}
     channel.token_only()
     return {**channel.env,
             "PATH": channel.folder.path_for_commands(os.environ.get("PATH", os.defpath))}

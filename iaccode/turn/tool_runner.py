@@ -265,7 +265,7 @@ class ToolRunner:
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
-        policy = self._gate_policy(call, approved) if gates is not None else None
+        policy = self._gate_policy(call, approved) if tool.name == "bash" else None
         return await self._finish(call_id, await self._execute(tool, call.args, call_id,
                                                                call.resolved, policy))
 
