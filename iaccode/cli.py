@@ -2,10 +2,10 @@
 (``iaccode/remote/``); ``iaccode replay`` checks a recorded
 transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``.
 
-``iaccode acp`` answers ``initialize`` before anything else is imported
-(``iaccode/server/handshake.py``): keep this module's own imports to the standard library's
-lightest (not even pathlib or typing, which cost milliseconds), and import the rest inside
-the functions that need it.
+What the editor waits for is its first session, so ``iaccode acp`` loads only what opening one
+needs (``run_acp``) and imports the rest in the background (``iaccode/preload.py``): keep this
+module's own imports to the standard library's lightest, and import the rest inside the
+functions that need it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ TYPE_CHECKING = False  # not typing's, for the same reason: type checkers know t
 if TYPE_CHECKING:
     import argparse
 
-    from iaccode.server.handshake import Early
-
 
 def build_parser() -> argparse.ArgumentParser:
-    # Here, as pathlib: ``iaccode acp`` answers initialize before it parses its options.
     import argparse
     from pathlib import Path
 
@@ -64,16 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    early = None
-    if argv[:1] == ["acp"]:
-        from iaccode.server.handshake import answer_early
-
-        early = answer_early(argv[1:])
-        if early is not None and early.stopped:
-            return 0  # SIGTERM or SIGINT before the editor said anything
     args = build_parser().parse_args(argv)
     if args.command == "acp":
-        return run_acp(args, early)
+        return run_acp(args)
     if args.command == "serve":
         return run_serve(args)
     if args.command == "replay":
@@ -87,24 +77,25 @@ def main(argv: list[str] | None = None) -> int:
     return 2  # argparse enforces a command; kept for type checkers
 
 
-def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
+def run_acp(args: argparse.Namespace) -> int:
+    """Serve ACP on stdio: claim stdio, read the configuration, start the preload, then load
+    what a first session needs and serve."""
+    protocol_in, protocol_out = claim_stdio()  # first: nothing but protocol may reach stdout
+    # Anything that must change the process or its environment before it reads the
+    # configuration and starts a thread (a re-exec, a scrubbed environment) goes here.
     import logging
 
     from iaccode.config import Config, ConfigError
 
-    if early is None:
-        # First thing: nothing but protocol may reach stdout.
-        from iaccode.server.handshake import claim_stdio
-
-        protocol_in, protocol_out = claim_stdio()
-    else:
-        protocol_in, protocol_out = early.protocol_in, early.protocol_out
     try:
         config = Config.from_env(model_script=args.model_script, model=args.model,
                                  provider=args.provider, record_path=args.record)
     except ConfigError as exc:
         print(f"iaccode: {exc}", file=sys.stderr)
         return 2
+    from iaccode.preload import Preload, modules_for
+
+    preload = Preload(modules_for(config)).start()  # while the rest loads and the editor talks
 
     import trio
 
@@ -119,7 +110,8 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
     from iaccode.llm.script import ScriptError
 
     try:
-        trio.run(serve_stdio, config, protocol_in, protocol_out, early)
+        trio.run(serve_stdio, config, protocol_in, protocol_out,
+                 instruments=[preload.instrument()])
     except ScriptError as exc:  # the user's file: say what is wrong with it, not where we were
         log.error("the model script cannot be played: %s", exc)
         return 1
@@ -127,6 +119,20 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
         log.exception("the server failed")
         return 1
     return 0
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Take stdin/stdout for the protocol and point fd 1 at stderr.
+
+    After this, a stray ``print`` (ours or a library's, even from C) lands on stderr instead of
+    corrupting the protocol stream.
+    """
+    import os
+
+    protocol_in = os.dup(0)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    return protocol_in, protocol_out
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -12,17 +12,14 @@ their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_UR
 replaces the preset's model list; the first one is the default model.
 
 Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
-module it needs, and the SDK is imported later, lazily, by the provider itself. Nor does it
-import anything outside the standard library: the early handshake
-(``iaccode/server/handshake.py``) reads the auth methods from here before the rest loads.
+module it needs, and the SDK is imported later, lazily, by the provider itself (or ahead of it
+by ``iaccode/preload.py``, which asks :func:`sdk_module`).
 """
 
 from __future__ import annotations
 
 import os
 
-# Not typing's: the early handshake imports this module, and typing (with re and enum) would
-# cost it milliseconds. Type checkers know the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,8 +31,7 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
     class ProviderSettings(Protocol):
-        """The settings that choose and reach a provider: a ``Config``, or the early handshake's
-        reading of them (``iaccode.server.handshake.Settings``)."""
+        """The settings that choose and reach a provider (a ``Config``)."""
 
         @property
         def provider(self) -> str: ...
@@ -52,8 +48,6 @@ if TYPE_CHECKING:
 
 
 class Preset:
-    # Plain classes, not attrs or NamedTuples: the early handshake imports this module before
-    # anything else, and those cost milliseconds there.
     __slots__ = ("title", "base_url", "key_variable", "models", "api", "thinking",
                  "max_tokens_field", "reasoning_back")
 
@@ -227,18 +221,12 @@ def _base_provider(config: Config) -> Provider:
                           timeout=config.request_timeout)
 
 
-def has_credentials(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> bool:
-    """Whether the provider ``config`` asks for can authenticate: what its
-    ``check_credentials`` says, known without building (or importing) it."""
+def sdk_module(config: ProviderSettings) -> str | None:
+    """The SDK package the configured provider imports on its first request (None: a model
+    script needs none): what ``iaccode/preload.py`` imports ahead of it."""
     if config.model_script is not None:
-        return True  # a script needs no key
-    where = endpoint(config, env)
-    if where.preset.api == "messages":
-        overridden = where.key_variable != where.preset.key_variable
-        variables = (where.key_variable,) if overridden and where.key_variable else (
-            CREDENTIAL_VARIABLES)
-        return any(env.get(name) for name in variables)
-    return where.missing(config.model, env) is None
+        return None
+    return "anthropic" if endpoint(config).preset.api == "messages" else "openai"
 
 
 def auth_method_text(config: ProviderSettings) -> tuple[str, str, str]:

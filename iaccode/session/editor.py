@@ -21,7 +21,7 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.editor_calls import (
@@ -44,7 +44,9 @@ from iaccode.tools.base import (
     TerminalOutput,
     ToolFailure,
 )
-from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
+
+if TYPE_CHECKING:
+    from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
 
 log = logging.getLogger(__name__)
 

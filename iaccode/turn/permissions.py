@@ -27,10 +27,8 @@ from typing import Any
 
 from attrs import evolve, frozen
 
-from iaccode import choices
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
@@ -43,11 +41,6 @@ from iaccode.turn.env import EditorAccess
 log = logging.getLogger(__name__)
 
 DENIED = "Permission denied."
-
-MODES: dict[str, SessionMode] = {
-    mode.id: SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
-}
-"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 OPTIONS = [
     PermissionOption("allow_once", "Allow once", "allow_once"),
