@@ -189,13 +189,16 @@ class McpServers:
             if status == "failed":
                 status = f"failed: {connection.reason}"
             elif status == "connected":
-                count = len(connection.tools)
-                status = f"connected, {count} tool{'s' if count != 1 else ''}"
+                status = f"connected, {_count(len(connection.tools), 'tool')}"
                 if connection.prompts:
-                    status += f", {len(connection.prompts)} prompts"
+                    status += f", {_count(len(connection.prompts), 'prompt')}"
             lines.append(f"- {connection.name} ({spec.transport}, {where}, from the "
                          f"{'editor' if spec.origin == 'editor' else 'config.toml'}): {status}")
         return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 async def expand_prompt(command: PromptCommand, rest: str) -> list[ContentBlock] | str:
