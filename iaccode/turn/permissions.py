@@ -138,6 +138,17 @@ def infra_question(tool_call: ToolCallFields, change: str, command: str) -> Tool
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 
+def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
+                     ) -> ToolCallFields:
+    """The permission question's tool call for a call that reaches outside the project: the
+    title and the content say so, with the real paths."""
+    paths = ", ".join(str(path) for path in outside)
+    verb = "is" if len(outside) == 1 else "are"
+    text = f"{paths} {verb} outside the project ({cwd})."
+    return evolve(tool_call, title=f"{tool_call.title} (outside the project)",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
                ours: Path | None) -> bool:
     """Every path of the call is in our own folder (saved tool output), read-only."""

@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 
 from attrs import frozen
 
-from iaccode.protocol.tool_calls import ToolKind
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, truncate
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.transcript import Transcript
 
@@ -65,6 +66,11 @@ class SubAgent(Tool):
 
     def title(self, args: AgentInput) -> str:
         return f"Sub-agent: {args.description or args.prompt[:60]}"
+
+    async def preview(self, args: AgentInput, ctx: ToolContext) -> list[ToolCallContent]:
+        """Its task, for the question (the title has the first words only)."""
+        return [ContentToolCallContent(TextContent(truncate(
+            f"The sub-agent's task:\n\n{args.prompt}", ctx.limits.output_chars)))]
 
     async def run(self, args: AgentInput, ctx: ToolContext) -> ToolResult:
         from iaccode.turn.turn import Turn  # the loop runs tools, tools run the loop

@@ -38,7 +38,15 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.tools import tool_output
-from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_tool, truncate
+from iaccode.tools.base import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    is_inside,
+    resolve_path,
+    run_tool,
+    truncate,
+)
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
 from iaccode.turn.permissions import Answer, Decision
@@ -187,9 +195,12 @@ class ToolRunner:
                                       f"Invalid input for {name}: {problems}. Not run.")
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
-        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
-        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations, resolved)
-        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", locations,
+        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] + [
+            ToolCallLocation(str(resolve_path(self._session.cwd, raw)))
+            for raw in tool.shown_paths(args)]
+        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None,
+                     resolved)
+        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", call.locations,
                                         raw_input=raw_input, meta=env.tool_call_meta,
                                         name=tool.name))
         return call
@@ -206,6 +217,10 @@ class ToolRunner:
                 tool, call.args, self._context(tool, call_id, call.resolved))
             fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
                                     call.raw_input, content, name=tool.name)
+            outside = [path for path in call.resolved.values()
+                       if not is_inside(path, session.cwd)]
+            if outside:
+                fields = permissions.outside_question(fields, outside, session.cwd)
             options = permissions.OPTIONS
             if verdict.infra_change is not None:
                 fields = permissions.infra_question(fields, verdict.infra_change,
