@@ -116,8 +116,12 @@ async def test_clean_terraform_adds_one_short_line(tmp_path: Path) -> None:
     ('resource "aws_s3_bucket" "logs" {\n  bucket = \n}\n',
      "line 2, column 12: syntax error: unexpected end of line; expected a value or expression"),
     ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n',
-     "line 3, column 1: syntax error: unexpected end of file; expected \"}\" (a block is not "
-     "closed: a \"}\" is missing)"),
+     "line 1, column 33: syntax error: unexpected end of file at line 3; expected \"}\" (the "
+     "block that opens here is not closed: a \"}\" is missing)"),
+    # The block that lacks its "}" is the first; the second closes, so the scan names the first.
+    ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n  tags = { a = "}" }\n\n'
+     'resource "aws_s3_bucket" "data" {\n  bucket = "acme-data" # {\n}\n',
+     "line 1, column 33: syntax error: unexpected end of file at line 8; expected \"}\""),
     ('variable "x" {\n  type = string\n  default = ["a", "b"\n}\n',
      "line 4, column 1: syntax error: unexpected '}'"),
 ])
