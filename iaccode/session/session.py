@@ -122,7 +122,7 @@ class Session:
         self._provider = provider
         self.editor = Editor(request, send_update, self.id, client,
                              LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
-                             queue_update)
+                             queue_update, root=self.cwd)
         """Every call to the editor for this session's turns."""
         self._tool_table = tool_table or ToolTable()
         self._turn: trio.CancelScope | None = None

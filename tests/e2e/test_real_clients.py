@@ -518,3 +518,37 @@ async def test_a_model_error_inside_a_sub_agent_still_ends_its_call(
     done = final_states(updates)["toolu_agent"]
     assert done["status"] == "failed" and done["name"] == "agent"
     assert "without an answer" in done["content"][0]["content"]["text"]
+
+
+async def test_a_write_through_the_editor_into_a_new_folder(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """An editor that serves fs/write_text_file but makes no parent folders (Toad): the agent
+    makes the missing ones inside the project, once the write is allowed, then hands the
+    write over."""
+    from acp_conformance.client import RpcError
+
+    model_server.enqueue(call("write_file", path="infra/modules/net/main.tf",
+                              content='variable "cidr" {}\n'), reply("wrote"))
+    session = await start(agent, workspace, fs={"readTextFile": True, "writeTextFile": True})
+    written: dict[str, str] = {}
+    folder_when_asked: list[bool] = []
+
+    def editor(message: dict[str, Any]) -> Any:
+        params = message["params"]
+        if message["method"] == "session/request_permission":
+            folder_when_asked.append((workspace / "infra").exists())
+            return ALLOW
+        assert message["method"] == "fs/write_text_file", message
+        target = Path(params["path"])
+        if not target.parent.is_dir():
+            return RpcError(-32603, f"No such file or directory: {target.parent}")
+        written[params["path"]] = params["content"]
+        return {}
+
+    _, updates, _ = await agent.run_prompt(session, "add the module", editor)
+    assert folder_when_asked == [False]  # nothing made before the user allowed it
+    target = workspace / "infra" / "modules" / "net" / "main.tf"
+    assert written == {str(target): 'variable "cidr" {}\n'}
+    assert target.parent.is_dir() and not target.exists()  # the editor owns the file
+    assert tool_updates(updates, "toolu_write_file")[-1]["status"] == "completed"
