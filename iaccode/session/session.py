@@ -275,7 +275,7 @@ class Session:
         from iaccode.turn.env import ModelSide, SessionState, ToolEnv, TurnEnv
         from iaccode.turn.subagent import SubAgent
 
-        sub_agent = SubAgent(tools)
+        sub_agent = SubAgent(tools, self.transcript)
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
             model=ModelSide(
@@ -392,8 +392,12 @@ class Session:
         command = _command(blocks, self.mcp.prompt_commands())
         if command is not None and not command.startswith("/"):
             self._running = None  # no model turn to steer: steering starts one after this
+        if command in ("mcp", "compact", "clear"):  # answered here: the model never sees it
+            self.transcript.prompt([to_wire(b) for b in blocks])
         if command == "mcp":
-            await self.editor.send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
+            listing = self.mcp.listing()
+            self.transcript.notice(listing)
+            await self.editor.send_update(AgentMessageChunk(TextContent(listing)))
             return "end_turn"
         if command is not None and command.startswith("/"):  # an MCP prompt: a model turn
             expanded = await self._expand_prompt(command[1:], blocks)

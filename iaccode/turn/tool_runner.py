@@ -86,6 +86,9 @@ class ToolRunner:
         """Each call's ``tool_call`` update, kept for the record written when it ends."""
         self._names: dict[str, str | None] = {}
         """Each announced call's tool name (``name`` on every update of the call)."""
+        self._titles: dict[str, str] = {}
+        """The title a call's permission question gave it ("Changes real infrastructure:
+        ..."), which the client shows from then on: its final update says it too."""
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
@@ -226,6 +229,8 @@ class ToolRunner:
                 fields = permissions.infra_question(fields, verdict.infra_change,
                                                     call.args.command)
                 options = permissions.INFRA_OPTIONS
+            if fields.title is not None and fields.title != call.title:  # shown from now on
+                self._titles[call_id] = fields.title
             answer = await permissions.ask(self._editor, fields, tool.name,
                                            session.remembered, options)
             if answer is Answer.CANCELLED:
@@ -293,6 +298,7 @@ class ToolRunner:
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
             name=self._names.get(call_id),
+            title=self._titles.get(call_id),
         )
         self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
         self._unfinished.pop(call_id, None)
