@@ -18,7 +18,7 @@ from acp_conformance.processes import pid_alive, pid_files_written, wait_until
 from acp_conformance.script import ToolUse, error_status, reply
 
 from iaccode.tools import process_tree
-from tests.e2e.test_tools import call, choose, start, tool_updates
+from tests.e2e.test_tools import call, choose, start, sub_agent_research, tool_updates
 from tests.support.agent_process import AgentConnection
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
@@ -593,12 +593,7 @@ async def test_commands_replay_as_they_were_lived(
 async def test_a_sub_agents_calls_are_shown_after_a_load(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    (workspace / "vars.tf").write_text('variable "env" {}\n')
-    model_server.enqueue(
-        call("agent", prompt="Which variables are declared?", description="find variables"),
-        reply(tool_uses=[ToolUse("toolu_child", "grep", {"pattern": "variable"})]),
-        reply("One variable: env."),
-        reply("The sub-agent found one variable."))
+    sub_agent_research(model_server, workspace)
     session = await start(agent, workspace)
     _, updates, _ = await agent.run_prompt(session, "research", choose("allow_once"))
     live = [(kind, call_id) for kind, call_id in _shown(updates) if kind.startswith("tool_call")]
