@@ -15,12 +15,18 @@ answered when the editor opens one at once. While it imports, the interpreter sw
 every millisecond instead of every 5 ms, so a request that comes meanwhile waits at most that
 for the processor (and then shares it).
 
+Once done, everything loaded so far is frozen out of the garbage collector (``gc.freeze``):
+modules, classes and functions live as long as the process, and a heap of them (the SDK's
+pydantic models above all) made each full collection, and the last one at exit, take seconds
+on a busy machine (an agent asked to stop took over 2 s to exit).
+
 A module that fails to import is logged and left: whoever needs it later gets the error
 (``iaccode.llm`` reports a broken SDK on the prompt).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import sys
@@ -125,6 +131,7 @@ class Preload:
                     importlib.import_module(name)
                 except Exception as exc:  # the module's user meets the error and reports it
                     log.warning("preloading %s failed: %s: %s", name, type(exc).__name__, exc)
+            gc.freeze()  # what lives as long as the process: no collection looks at it again
         finally:
             sys.setswitchinterval(self._interval)
             self.done.set()

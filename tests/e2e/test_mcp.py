@@ -277,7 +277,7 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     listing = messages_text(updates)
     assert ("broken-db (stdio, /nonexistent/db-mcp, from the editor): failed: "
             "/nonexistent/db-mcp: not found") in listing
-    assert "db (stdio" in listing and "connected, 11 tools" in listing
+    assert "db (stdio" in listing and "connected, 11 tools, 1 prompt\n" in listing + "\n"
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
     assert "MCP server noisy (stdio) failed: exited with status 4" in agent.stderr
     assert "boom-db-error" in agent.stderr  # its stderr's tail, in the log
