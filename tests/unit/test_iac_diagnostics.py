@@ -299,7 +299,7 @@ async def test_annotate_appends_to_the_result_and_its_content(tmp_path: Path) ->
     result = await annotate(ToolResult("Created main.tf (1 line, 19 bytes).", content=[diff]),
                             tmp_path)
     assert result.text.startswith("Created main.tf (1 line, 19 bytes).\n\nIaC check of main.tf "
-                                  "(Terraform) found 1 problem:\n- line 2, column 1: syntax")
+                                  "(Terraform) found 1 problem:\n- line 1, column 18: syntax")
     assert result.content is not None and result.content[0] == diff
     assert isinstance(result.content[1], ContentToolCallContent)
     assert isinstance(result.content[1].content, TextContent)
