@@ -239,3 +239,46 @@ async def test_a_bad_model_script_is_named_in_one_line(tmp_path: Path) -> None:
         assert await agent.wait_exit(timeout=10) == 1
         assert f"the model script cannot be played: {script}: exchange 0:" in agent.stderr
         assert "Traceback" not in agent.stderr
+
+
+THREADS_SEE = r"""
+import ctypes, sys, threading
+
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+started = []
+start = threading.Thread.start
+
+
+def watched(self):
+    # What the C environment holds as the thread starts: what it would read or hand on.
+    started.append(f"{self.name}: {libc.getenv(b'ANTHROPIC_API_KEY')!r}")
+    return start(self)
+
+
+threading.Thread.start = watched
+from iaccode.cli import main
+
+code = main(["acp"])
+print("\n".join(["THREADS", *started]), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+async def test_no_thread_starts_before_the_secrets_leave_the_environment(
+        tmp_path: Path, workspace: Path) -> None:
+    """The seal (``cli.seal_secrets``) changes the C environment, which no other thread may
+    read meanwhile: the preload thread, and trio's workers, start after it."""
+    import sys
+
+    env = agent_environment(tmp_path / "home", {"ANTHROPIC_API_KEY": "sk-ant-start-up"})
+    command = [sys.executable, "-c", THREADS_SEE]
+    async with spawn_agent(env, tmp_path / "agent.stderr", None, command) as agent:
+        await agent.call("initialize", {"protocolVersion": 1})
+        await agent.call("session/new", {"cwd": str(workspace), "mcpServers": []})
+        await agent.close_stdin()
+        assert await agent.wait_exit(timeout=20) == 0
+        started = agent.stderr.split("THREADS\n", 1)[1].splitlines()
+    assert any(line.startswith("iaccode-preload: ") for line in started), started
+    assert len(started) >= 2, started  # trio's worker (the session's creation) too
+    assert all(line.endswith(": None") for line in started), started
