@@ -59,12 +59,12 @@ from iaccode.tools.base import Tool
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.tool_output import output_dir
 from iaccode.transcript.tools import ToolTable
-from iaccode.turn.exposure import Exposure
 from iaccode.turn.transcript import Transcript
 
 if TYPE_CHECKING:
     from iaccode.context import SessionContext
     from iaccode.turn.env import QueueUpdate, SendUpdate, TurnEnv
+    from iaccode.turn.exposure import Exposure
     from iaccode.turn.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -112,8 +112,7 @@ class Session:
         """Permission answers that hold for the session: tool name -> allow (True) / reject."""
         self.records = records
         """The stored records this session was opened with (for replay)."""
-        self.exposure = Exposure.from_records(records)
-        """Whether it read a secrets file (web_fetch then asks per host; ``turn/exposure.py``)."""
+        self._exposure: Exposure | None = None
         self._file = file
         self._warnings: list[str] = []
         """Store failures the user has not been told of yet."""
@@ -160,6 +159,16 @@ class Session:
             self._context = SessionContext(self.cwd, self._config.home, self,
                                            additional=self.additional_dirs)
         return self._context
+
+    @property
+    def exposure(self) -> Exposure:
+        """Whether it read a secrets file (web_fetch then asks per host; ``turn/exposure.py``),
+        from its stored calls: read with the first prompt, not in ``session/new``."""
+        if self._exposure is None:
+            from iaccode.turn.exposure import Exposure
+
+            self._exposure = Exposure.from_records(self.records)
+        return self._exposure
 
     # -- settings ---------------------------------------------------------------------------
 

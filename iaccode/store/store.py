@@ -62,7 +62,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from iaccode.private_files import private_dir
 from iaccode.store.meta import (
     FORMAT_VERSION,
     SESSION_ID_PATTERN,
@@ -253,6 +252,8 @@ class SessionStore:
     def _create(self, meta: SessionMeta, history: bytes) -> SessionFile:
         session_id = meta.session_id
         folder = self._folder(session_id)
+        from iaccode.private_files import private_dir  # with the first session made, off the loop
+
         try:
             private_dir(self.root)  # the home too, when it is missing: 0700 both
         except OSError as exc:

@@ -3,7 +3,10 @@
 What an editor waits for is spawn -> the first ``session/new`` answered (README
 "Performance"): everything the main thread imports until then is on that path. The turn loop,
 the tools, the IaC readers, the system prompt's sections, the ``mcp`` and model SDKs, the
-listing's sqlite3 and the remote stack load later (``iaccode/preload.py``, the first prompt).
+listing's sqlite3 and the remote stack load later (``iaccode/preload.py``, the first prompt);
+so do the stored keys, the redaction of secrets and what reads a session's exposure to them.
+``iaccode acp`` itself loads the log's redaction and the secrets seal before the server
+(``cli.run_acp``): those are not part of the server's path checked here.
 The server runs in a fresh interpreter on memory streams; a finder records every module the
 main thread imports, from the start to the moment the answer to ``session/new`` is written.
 """
@@ -74,7 +77,11 @@ trio.run(main)
 LATER = ("iaccode.turn.turn", "iaccode.turn.tool_runner", "iaccode.tools.bash",
          "iaccode.tools.read_file", "iaccode.tools.web_fetch", "iaccode.iac", "iaccode.context",
          "iaccode.mcp.connection", "iaccode.remote", "iaccode.transcript.recorder", "mcp",
-         "anthropic", "openai", "httpx", "pathspec", "hcl2", "yaml", "sqlite3", "bs4")
+         "anthropic", "openai", "httpx", "pathspec", "hcl2", "yaml", "sqlite3", "bs4",
+         # A stored key is looked for only without one in the environment, the secrets of
+         # the output only once a tool runs; the store makes its folder in a worker thread.
+         "iaccode.llm.stored_keys", "keyring", "iaccode.redaction", "iaccode.secret_env",
+         "iaccode.private_files", "iaccode.process_secrets", "iaccode.turn.exposure")
 
 
 def test_opening_the_first_session_imports_none_of_what_a_prompt_needs(tmp_path: Path) -> None:
