@@ -39,11 +39,9 @@ from typing import Any
 
 from attrs import evolve, frozen
 
-from iaccode import choices
 from iaccode.gate.channel import GateQuestion
 from iaccode.iac.guard import Finding, infra_changes
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
@@ -57,11 +55,6 @@ from iaccode.turn.protected import Protected
 log = logging.getLogger(__name__)
 
 DENIED = "Permission denied."
-
-MODES: dict[str, SessionMode] = {
-    mode.id: SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
-}
-"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 OPTIONS = [
     PermissionOption("allow_once", "Allow once", "allow_once"),
@@ -284,6 +277,17 @@ def gate_refusal(question: GateQuestion, why: str) -> str:
     """The line a refused gate prints for the model."""
     return (f"iac-code: `{shlex.join(question.request.argv)}` was not run: {why}. It changes "
             "real infrastructure; ask the user, or describe the change instead.")
+
+
+def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
+                     ) -> ToolCallFields:
+    """The permission question's tool call for a call that reaches outside the project: the
+    title and the content say so, with the real paths."""
+    paths = ", ".join(str(path) for path in outside)
+    verb = "is" if len(outside) == 1 else "are"
+    text = f"{paths} {verb} outside the project ({cwd})."
+    return evolve(tool_call, title=f"{tool_call.title} (outside the project)",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,

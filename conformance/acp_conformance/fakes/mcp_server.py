@@ -9,6 +9,8 @@ Its tools:
 - ``drop_table {name}``: no hints (so destructive); logs the call, answers ``dropped <name>``;
 - ``append_note {text}``: ``destructiveHint: false`` (it writes, but destroys nothing);
   answers ``noted <text>``;
+- ``write_note {path, text}``: no hints; logs the call, answers ``wrote N characters to
+  <path>`` (it writes nothing: a tool with a path-like argument);
 - ``picture``: read-only, answers a text and a 1x1 PNG image;
 - ``broken``: read-only, answers an ``isError`` result;
 - ``stats``: read-only, answers structured content;
@@ -155,6 +157,11 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
     def append_note(text: str) -> str:
         record("append_note", {"text": text})
         return f"noted {text}"
+
+    @server.tool(description="Write a note to a file of the project.")
+    def write_note(path: str, text: str) -> str:
+        record("write_note", {"path": path, "text": text})
+        return f"wrote {len(text)} characters to {path}"
 
     @server.tool(description="A picture of the schema.", annotations=READ_ONLY,
                  structured_output=False)
