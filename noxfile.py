@@ -115,7 +115,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy>=1.11", "types-PyYAML")
+    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here.
+    session.install("-e", ".", "mypy>=1.11", "types-PyYAML", "keyring>=25")
     session.run("mypy", "iaccode")
 
 
