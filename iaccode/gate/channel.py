@@ -27,6 +27,7 @@ import logging
 import marshal
 import os
 import secrets
+import socket
 import struct
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -108,7 +109,9 @@ class CallChannel:
         self.requests = 0
         self.tampered = False
         """The command removed or changed the gates (they are put back when the call ends)."""
-        self._scope = trio.CancelScope()
+        self._scope = trio.CancelScope(shield=True)
+        """The listener's: shielded from the turn's cancel, ended by :meth:`close` (even one
+        called before the listener started)."""
 
     def set_root(self, pid: int) -> None:
         """The call's shell: every gate of this call runs below it."""
@@ -127,16 +130,26 @@ class CallChannel:
         return {**env, **self.env,
                 "PATH": self.folder.path_for_commands(env.get("PATH") or os.defpath)}
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                    ) -> None:
-        """Answer gates until :meth:`close`. Shielded from the turn's cancel: on a cancel the
-        command is ended first (its process tree killed), then the channel closes, so a gate
-        refused by the closing channel cannot let the rest of the line run meanwhile."""
-        listener = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-        with trio.CancelScope(shield=True) as self._scope, listener:
-            await listener.bind(str(self.socket_path))
+    def listen(self) -> trio.socket.SocketType:
+        """The channel's socket, bound and listening (gates that come before :meth:`serve`
+        runs wait in its backlog)."""
+        # A Unix socket's bind does not block (trio's is async for name lookups only).
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(self.socket_path))
             listener.listen(64)
-            task_status.started()
+        except BaseException:
+            listener.close()
+            raise
+        return trio.socket.from_stdlib_socket(listener)
+
+    async def serve(self, listener: trio.socket.SocketType) -> None:
+        """Answer gates on ``listener`` until :meth:`close`. Shielded from the turn's cancel:
+        on a cancel the command is ended first (its process tree killed), then the channel
+        closes, so a gate refused by the closing channel cannot let the rest of the line run
+        meanwhile. (Started with ``start_soon``, never ``start``: a cancel before a shielded
+        task's ``started()`` would leave ``start`` waiting for it forever.)"""
+        with self._scope, listener:
             async with trio.open_nursery() as nursery:
                 while True:
                     connection, _ = await listener.accept()
@@ -396,7 +409,7 @@ async def open_channel(policy: GatePolicy, *, terminal: bool = False,
     channel = CallChannel(policy, folder, terminal=terminal)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(channel.serve)
+            nursery.start_soon(channel.serve, channel.listen())
             try:
                 yield channel
             finally:
