@@ -11,7 +11,10 @@ host for the rest of the session; *Reject* refuses this fetch only. In ``bypass`
 
 What counts as reading one: any tool call but web_fetch and todo_write whose input names such a
 file, as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MCP tool's
-``{"path": "prod.tfvars"}``). A session loaded again remembers it from its stored tool calls.
+``{"path": "prod.tfvars"}``); whose path leads to one (``notes.txt``, a symlink to ``.env``:
+the real paths the call was judged on); or whose output shows lines of one as grep prints them
+(``.env:1:KEY=...``, ``./.env:KEY=...``: the grep tool searching the whole project, a
+``grep -r`` the user allowed). A session loaded again remembers it from its stored tool calls.
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ NOT_READING = frozenset({"web_fetch", "todo_write"})
 """Tools whose input may name a secrets file without reading it."""
 
 _WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
+_GREP_LINE = re.compile(r"^(?:(?P<numbered>[^:\n]{1,1024}?):\d+(?:[:-]|$)|"
+                        r"(?P<recursive>\.{1,2}/[^:\n]{1,1024}?):)", re.MULTILINE)
+"""A line of grep's output: ``PATH:LINE:`` (``-n``, the grep tool), ``PATH:COUNT``, or
+``./PATH:`` (a recursive grep): the text after it is that file's."""
+MAX_OUTPUT_CHARS = 1_000_000
+"""Of a tool's output, the part looked at for grep's lines."""
 
 ALLOW_HOST = "allow_host"
 
@@ -71,6 +80,21 @@ def secret_file_in(raw_input: Any) -> str | None:
     return None
 
 
+def secret_file_shown(output: str) -> str | None:
+    """The first secrets file whose lines ``output`` shows as grep prints them."""
+    for match in _GREP_LINE.finditer(output[:MAX_OUTPUT_CHARS]):
+        path = match.group("numbered") or match.group("recursive")
+        if is_secret_file(path):
+            return path
+    return None
+
+
+def secret_file_reached(raw_input: Any, paths: Iterable[str] = ()) -> str | None:
+    """The first secrets file a call reads by its input (:func:`secret_file_in`) or by the
+    real paths it was judged on (a symlink named ``notes.txt`` that leads to ``.env``)."""
+    return secret_file_in(raw_input) or next((p for p in paths if is_secret_file(p)), None)
+
+
 class Exposure:
     """What the session read that web_fetch must not carry away unasked (shared by the
     session's turns and sub-agents)."""
@@ -88,13 +112,26 @@ class Exposure:
         for record in records:
             start = record.get("start") if record.get("type") == "tool_call" else None
             if isinstance(start, dict):
-                exposure.note(str(start.get("name") or ""), start.get("rawInput"))
+                name = str(start.get("name") or "")
+                locations = start.get("locations")
+                paths = [str(place.get("path")) for place in locations
+                         if isinstance(place, dict)] if isinstance(locations, list) else []
+                exposure.note(name, start.get("rawInput"), paths)
+                end = record.get("end")
+                if isinstance(end, dict):
+                    exposure.note_output(name, "\n".join(_strings(end.get("content"))))
         return exposure
 
-    def note(self, tool_name: str, raw_input: Any) -> None:
-        """A call ran (or was allowed to): remember the secrets file it read, if any."""
+    def note(self, tool_name: str, raw_input: Any, paths: Iterable[str] = ()) -> None:
+        """A call ran (or was allowed to): remember the secrets file it read, if any (by its
+        input, or by the real ``paths`` it was judged on)."""
         if self.secret_file is None and tool_name not in NOT_READING:
-            self.secret_file = secret_file_in(raw_input)
+            self.secret_file = secret_file_reached(raw_input, paths)
+
+    def note_output(self, tool_name: str, output: str) -> None:
+        """A call's output: remember the secrets file whose lines it shows, if any."""
+        if self.secret_file is None and tool_name not in NOT_READING:
+            self.secret_file = secret_file_shown(output)
 
     def host_to_ask(self, tool_name: str, args: Any, mode: str) -> str | None:
         """The host a web_fetch call must ask for (None: it may run as usual)."""

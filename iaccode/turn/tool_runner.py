@@ -42,7 +42,7 @@ from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
-from iaccode.turn.exposure import NOT_READING, secret_file_in
+from iaccode.turn.exposure import NOT_READING, secret_file_reached
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
 from iaccode.turn.transcript import Transcript
@@ -114,8 +114,9 @@ class ToolRunner:
     async def _run_calls(self, calls: list[_Call],
                          results: dict[str, dict[str, Any]]) -> None:
         # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
-        self._reads_secrets = any(secret_file_in(call.raw_input) for call in calls
-                                  if call.tool.name not in NOT_READING)
+        self._reads_secrets = any(
+            secret_file_reached(call.raw_input, map(str, call.resolved.values()))
+            for call in calls if call.tool.name not in NOT_READING)
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
         while index < len(calls):
@@ -239,13 +240,14 @@ class ToolRunner:
             refused = await self._ask_for_host(call, host)
             if refused is not None:
                 return refused
-        session.exposure.note(tool.name, call.raw_input)
+        session.exposure.note(tool.name, call.raw_input, map(str, call.resolved.values()))
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
-        return await self._finish(call_id,
-                                  await self._execute(tool, call.args, call_id, call.resolved))
+        result = await self._execute(tool, call.args, call_id, call.resolved)
+        session.exposure.note_output(tool.name, result.text)  # grep's lines of a .env
+        return await self._finish(call_id, result)
 
     async def _ask_for_host(self, call: _Call, host: str) -> ToolResult | None:
         """After a secrets file was read: may this web_fetch reach ``host``? None: yes (and

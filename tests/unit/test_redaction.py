@@ -12,7 +12,13 @@ import pytest
 
 from iaccode.mcp.names import shown
 from iaccode.redaction import Redactor
-from iaccode.turn.exposure import Exposure, is_secret_file, secret_file_in
+from iaccode.turn.exposure import (
+    Exposure,
+    is_secret_file,
+    secret_file_in,
+    secret_file_reached,
+    secret_file_shown,
+)
 
 TOKEN = "dpl-8f3K+q/Zx9Lm2Wv7Tr4Ys1Nb6Qe0Ha"
 REDACT = Redactor([("DEPLOY_TOKEN", TOKEN), ("SHORTER", "abcdefgh")])
@@ -90,6 +96,38 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
         {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "a.tfvars"}}},
     ])
     assert exposure.secret_file == "a.tfvars"  # a fetch of a URL ending in .env reads none
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    (".env:1:STRIPE_KEY=sk_live_x", ".env"),  # the grep tool, content
+    ("src/a.py:3:x\nconfig/prod.tfvars:12:db_password = 1", "config/prod.tfvars"),
+    (".env:2", ".env"),  # count
+    ("./deploy/.env.prod:TOKEN=x", "./deploy/.env.prod"),  # grep -r
+    ("a.py-4-context\n.env-5-KEY=x", None),  # context lines name no file by ':'
+    ("credentials: {user: x}\nsecrets.yaml is here", None),  # a YAML key, a mention
+    ("total 8\n-rw-r--r-- 1 u u 40 Jan 1 .env", None),  # ls names it, shows nothing of it
+])
+def test_a_secrets_file_whose_lines_an_output_shows_counts(output: str,
+                                                           expected: str | None) -> None:
+    assert secret_file_shown(output) == expected
+
+
+def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
+    assert secret_file_reached({"path": "notes.txt"}, ["/p/.env"]) == "/p/.env"
+    assert secret_file_reached({"path": "notes.txt"}, ["/p/notes.txt"]) is None
+    exposure = Exposure.from_records([  # a loaded session: the locations, the results
+        {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "n.txt"},
+                                        "locations": [{"path": "/p/n.txt"}]},
+         "end": {"content": [{"type": "content", "content": {"type": "text",
+                                                               "text": "no secret"}}]}},
+        {"type": "tool_call", "start": {"name": "grep", "rawInput": {"pattern": "KEY"}},
+         "end": {"content": [{"type": "content", "content": {"type": "text",
+                                                               "text": ".env:1:KEY=v"}}]}},
+    ])
+    assert exposure.secret_file == ".env"
+    linked = Exposure.from_records([{"type": "tool_call", "start": {
+        "name": "read_file", "rawInput": {"path": "n.txt"}, "locations": [{"path": "/p/.env"}]}}])
+    assert linked.secret_file == "/p/.env"
 
 
 def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
