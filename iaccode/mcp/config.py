@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
+from iaccode.secret_env import is_secret
+
 Transport = Literal["stdio", "http", "sse"]
 
 
@@ -113,6 +115,27 @@ def from_toml(table: Any, where: str = "mcp_servers") -> list[ServerSpec]:
                                 headers=_table(raw.get("headers", {}), f"{at}.headers"),
                                 origin="config"))
     return specs
+
+
+SECRET_HEADERS = frozenset({"AUTHORIZATION", "PROXY_AUTHORIZATION", "COOKIE"})
+"""Headers that carry credentials whatever the rule of names says."""
+
+
+def spec_secrets(spec: ServerSpec) -> list[tuple[str, str]]:
+    """(name, value) of the secrets the agent hands ``spec``'s server: its ``env`` variables
+    that are secrets by the one rule (:func:`iaccode.secret_env.is_secret`), and its headers
+    that are (``X-Api-Key`` read as ``X_API_KEY``) or that always carry credentials
+    (``Authorization``, ``Cookie``), with the credential of an ``Authorization: Bearer X`` on
+    its own too. The agent holds them as its own (replaced in output, refused in URLs)."""
+    found = [(name, value) for name, value in spec.env.items() if is_secret(name, value)]
+    for name, value in spec.headers.items():
+        as_variable = name.upper().replace("-", "_")
+        if as_variable in SECRET_HEADERS or is_secret(as_variable, value):
+            found.append((name, value))
+            scheme, _, credential = value.strip().partition(" ")
+            if credential.strip() and scheme.isalpha():
+                found.append((name, credential.strip()))
+    return found
 
 
 def merge(user: Iterable[ServerSpec], editor: Iterable[ServerSpec]) -> list[ServerSpec]:

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 import trio
 from attrs import frozen
 
-from iaccode.mcp.config import ServerSpec
+from iaccode.mcp.config import ServerSpec, spec_secrets
 from iaccode.mcp.names import shortened, shown, tool_name
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
+from iaccode.secret_env import hold
 from iaccode.tools.base import Tool, ToolFailure
 
 if TYPE_CHECKING:
@@ -62,6 +63,9 @@ class McpServers:
     def __init__(self, specs: list[ServerSpec], cwd: Path,
                  on_change: Callable[[], None] = lambda: None) -> None:
         self.connections: list[ServerConnection] = []
+        for spec in specs:  # what a server is given, it must not hand back
+            for name, value in spec_secrets(spec):
+                hold(name, value)
         if specs:  # the connection (and with it the transports) only when there are servers
             from iaccode.mcp.connection import ServerConnection
 

@@ -37,7 +37,7 @@ from urllib.parse import quote, unquote_plus
 
 import pytest
 import trio
-from acp_conformance.fakes.mcp_server import acp_stdio_server
+from acp_conformance.fakes.mcp_server import RemoteServer, acp_stdio_server
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
@@ -538,3 +538,68 @@ async def test_a_secrets_file_read_another_way_still_makes_web_fetch_ask(
     assert page.paths == [], f"the secret reached the server: {page.paths}"
     figures.add(CATEGORY, "exfiltration_questions", len(reads))
     figures.add(CATEGORY, "cases", len(reads))
+
+
+async def test_the_secrets_given_to_mcp_servers_are_held_too(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """The editor hands an MCP server its token in ``env`` and a remote one its key in
+    ``headers`` (not in the agent's own environment): the agent holds them as much as its own.
+    A server that prints them back, a fetch that carries one away, the log and the session on
+    disk show ``[secret NAME]``."""
+    github = "ghp_given_to_the_server_0123456789abc"
+    bearer = "bearer-given-in-a-header-0123456789"
+    api_key = "x-api-key-given-in-a-header-9876543210"
+    page = Page("fine")
+    home = tmp_path / "agent-home"
+    write_config(home, f'[tools]\nweb_allowed_hosts = ["127.0.0.1:{page.port}"]\n')
+    stdio = acp_stdio_server("gh", tmp_path / "gh.jsonl")
+    stdio["env"] += [{"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "value": github},
+                     {"name": "GH_HOST", "value": "github.example.com"}]
+    remote = RemoteServer("http", tmp_path / "remote.jsonl")
+    tracker = remote.acp("tracker")
+    tracker["headers"] = [{"name": "Authorization", "value": f"Bearer {bearer}"},
+                          {"name": "X-Api-Key", "value": api_key},
+                          {"name": "X-Tenant", "value": "acme-corporation"}]
+    model_server.enqueue(
+        uses(("toolu_env", "mcp__gh__env_value", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}),
+             ("toolu_host", "mcp__gh__env_value", {"name": "GH_HOST"}),
+             ("toolu_auth", "mcp__tracker__echo_header", {"name": "Authorization"}),
+             ("toolu_key", "mcp__tracker__echo_header", {"name": "X-Api-Key"}),
+             ("toolu_tenant", "mcp__tracker__echo_header", {"name": "X-Tenant"})),
+        reply("printed"),
+        # A model that knows them (as this one does) cannot send them away either.
+        uses(("toolu_send", "web_fetch", {"url": f"http://127.0.0.1:{page.port}/?t={github}"}),
+             ("toolu_send2", "web_fetch", {"url": f"http://127.0.0.1:{page.port}/{bearer}"})),
+        reply("done"))
+    try:
+        async with http_agent(tmp_path, model_server.base_url, home=home) as agent:
+            await agent.initialize()
+            session = (await agent.call("session/new", {
+                "cwd": str(workspace), "mcpServers": [stdio, tracker]}))["sessionId"]
+            response, _, _ = await agent.run_prompt(session, "print them", allow, timeout=90)
+            received = json.dumps(agent.received)
+            written = everything_written(home)
+            await agent.run_prompt(session, "send them", allow, timeout=60)
+    finally:
+        page.close()
+        remote.close()
+    assert response["result"]["stopReason"] == "end_turn"
+    results = {**request_tool_results(model_server.requests[1].body),
+               **request_tool_results(model_server.requests[3].body)}
+    held = [github, bearer, api_key]
+    shown = {call_id: json.dumps(result["content"]) for call_id, result in results.items()}
+    assert {call_id: leaks(text, held) for call_id, text in shown.items()
+            if leaks(text, held)} == {}, "the model was given a server's secret"
+    assert "[secret GITHUB_PERSONAL_ACCESS_TOKEN]" in shown["toolu_env"], shown["toolu_env"]
+    assert "[secret Authorization]" in shown["toolu_auth"], shown["toolu_auth"]
+    assert "[secret X-Api-Key]" in shown["toolu_key"], shown["toolu_key"]
+    assert "github.example.com" in shown["toolu_host"]  # not a secret: shown as it is
+    assert "acme-corporation" in shown["toolu_tenant"]
+    for call_id in ("toolu_send", "toolu_send2"):
+        assert "a secret this agent holds" in shown[call_id], shown[call_id]
+    assert page.paths == [], f"a server's secret was sent away: {page.paths}"
+    assert leaks(received, held) == [], "the editor was shown a server's secret"
+    assert leaks(written, held) == [], "the log or the store has one"
+    figures.add(CATEGORY, "mcp_server_secrets_held", len(held))
+    figures.add(CATEGORY, "cases", len(results))

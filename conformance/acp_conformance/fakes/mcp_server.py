@@ -14,7 +14,8 @@ Its tools:
 - ``slow {seconds}``: read-only; sleeps; on ``notifications/cancelled`` it logs
   ``slow: cancelled`` and sleeps as long again before it gives up (a server that ignores it);
 - ``crash``: read-only; the server exits (status 3) before it answers;
-- ``echo_header``: read-only, answers the request's ``X-Test`` header (HTTP and SSE);
+- ``echo_header {name?}``: read-only, answers the request's ``X-Test`` header, or the one named
+  (HTTP and SSE);
 - ``env_value {name}``: read-only, answers ``<name>=<its value in the server's environment>``;
 - ``add_tool {name}``: read-only; adds the read-only tool ``<name>`` (it answers
   ``<name> ran``) and the prompt ``<name>_prompt``, and says both lists changed, as the
@@ -188,11 +189,11 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
         record("crash", {})
         os._exit(3)
 
-    @server.tool(description="The X-Test header of the request (HTTP and SSE).",
+    @server.tool(description="A header of the request (HTTP and SSE): X-Test unless named.",
                  annotations=READ_ONLY)
-    def echo_header(ctx: Context) -> str:
-        record("echo_header", {})
-        return (ctx.headers or {}).get("x-test", "(no X-Test header)")
+    def echo_header(ctx: Context, name: str = "x-test") -> str:
+        record("echo_header", {"name": name} if name != "x-test" else {})
+        return (ctx.headers or {}).get(name.lower(), f"(no {name} header)")
 
     @server.tool(description="The value of one of the server's environment variables.",
                  annotations=READ_ONLY)
