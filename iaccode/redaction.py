@@ -103,11 +103,13 @@ class Redactor:
         return self._names[re.sub("[\r\n]", "", match.group())] if match else None
 
     def value(self, data: Any) -> Any:
-        """``data`` (JSON-like: dicts, lists, strings) with its strings redacted."""
+        """``data`` (JSON-like: dicts, lists, strings) with its strings redacted, the keys of
+        its dicts too (a server's structured content may hold a secret as a key)."""
         if isinstance(data, str):
             return self(data)
         if isinstance(data, dict):
-            return {key: self.value(item) for key, item in data.items()}
+            return {self(key) if isinstance(key, str) else key: self.value(item)
+                    for key, item in data.items()}
         if isinstance(data, list | tuple):
             return [self.value(item) for item in data]
         return data

@@ -564,6 +564,7 @@ async def test_the_secrets_given_to_mcp_servers_are_held_too(
     model_server.enqueue(
         uses(("toolu_env", "mcp__gh__env_value", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}),
              ("toolu_host", "mcp__gh__env_value", {"name": "GH_HOST"}),
+             ("toolu_keyed", "mcp__gh__env_keyed", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}),
              ("toolu_auth", "mcp__tracker__echo_header", {"name": "Authorization"}),
              ("toolu_key", "mcp__tracker__echo_header", {"name": "X-Api-Key"}),
              ("toolu_tenant", "mcp__tracker__echo_header", {"name": "X-Tenant"})),

@@ -66,9 +66,10 @@ def test_the_piece_of_a_value_left_at_a_cut_goes_too() -> None:
 
 
 def test_structured_output_is_redacted_in_its_strings() -> None:
-    data = {"output": f"k={TOKEN}", "list": [TOKEN, 3, None], "n": 1}
+    data = {"output": f"k={TOKEN}", "list": [TOKEN, 3, None], "n": 1, TOKEN: {"k": TOKEN}}
     assert REDACT.value(data) == {"output": "k=[secret DEPLOY_TOKEN]",
-                                  "list": ["[secret DEPLOY_TOKEN]", 3, None], "n": 1}
+                                  "list": ["[secret DEPLOY_TOKEN]", 3, None], "n": 1,
+                                  "[secret DEPLOY_TOKEN]": {"k": "[secret DEPLOY_TOKEN]"}}
 
 
 @pytest.mark.parametrize("name", [".env", ".env.production", ".envrc", "prod.tfvars",

@@ -17,6 +17,7 @@ Its tools:
 - ``echo_header {name?}``: read-only, answers the request's ``X-Test`` header, or the one named
   (HTTP and SSE);
 - ``env_value {name}``: read-only, answers ``<name>=<its value in the server's environment>``;
+- ``env_keyed {name}``: read-only, answers structured content whose one key is that value;
 - ``add_tool {name}``: read-only; adds the read-only tool ``<name>`` (it answers
   ``<name> ran``) and the prompt ``<name>_prompt``, and says both lists changed, as the
   protocol version of the connection wants it (a ``subscriptions/listen`` event at 2026-07-28,
@@ -200,6 +201,12 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
     def env_value(name: str) -> str:
         record("env_value", {"name": name})
         return f"{name}={os.environ.get(name, '(unset)')}"
+
+    @server.tool(description="The value of an environment variable as a key of structured "
+                             "content (and no text of it).", annotations=READ_ONLY)
+    def env_keyed(name: str) -> dict[str, str]:
+        record("env_keyed", {"name": name})
+        return {os.environ.get(name, "(unset)"): name}
 
     @server.tool(description="Add a tool and a prompt to this server.", annotations=READ_ONLY)
     async def add_tool(name: str, ctx: Context) -> str:
