@@ -56,6 +56,23 @@ def test_a_value_inside_another_is_replaced_whole() -> None:
     assert redact("x abcdefgh-and-more y abcdefgh") == "x [secret LONG] y [secret SHORT]"
 
 
+@pytest.mark.parametrize("url", [
+    f"https://x.example/{TOKEN[:9]}/{TOKEN[9:]}",  # path segments
+    f"https://{TOKEN.encode().hex()[:40]}.{TOKEN.encode().hex()[40:]}.x.example/",  # labels
+    f"https://{base64.b32encode(TOKEN.encode()).decode().lower()}.x.example/",  # base32
+    f"https://x.example/?d={base64.b32encode(b'ab' + TOKEN.encode()).decode()}",  # offset
+    f"https://x.example/?d={TOKEN.upper()}",  # another case
+])
+def test_a_value_spread_over_a_url_is_found(url: str) -> None:
+    assert REDACT.find_spread(url) == "DEPLOY_TOKEN"
+
+
+def test_only_long_values_are_looked_for_spread_out() -> None:
+    assert REDACT.find_spread("https://x.example/a/b/c-d.e?f=g") is None
+    assert REDACT.find_spread("https://abc.defgh.example/") is None  # SHORTER, spread: too short
+    assert REDACT.find_spread("https://x.example/abcdefgh") == "SHORTER"  # as it is: found
+
+
 def test_the_piece_of_a_value_left_at_a_cut_goes_too() -> None:
     head = "output ... " + TOKEN[:12]
     tail = TOKEN[9:] + " more"
