@@ -86,7 +86,7 @@ class ToolRunner:
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
-        self._protected = Protected.of(env.config)
+        self._protected = Protected.of(env.config, project=env.session.cwd)
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``.
