@@ -27,7 +27,6 @@ import difflib
 import json
 import logging
 import re
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from iaccode.iac.templates import (
     template_family,
     walk,
 )
+from iaccode.installed import which
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent
 from iaccode.tools.base import ToolResult
@@ -126,7 +126,7 @@ async def check_file(path: Path, text: str, *, external: bool = True,
     if is_terraform_file(path.name):
         return await _check_terraform(path, text, external, project or path.parent)
     if path.name.endswith(TEMPLATE_SUFFIXES):
-        return await _check_template(path, text, external)
+        return await _check_template(path, text, external, project or path.parent)
     return None
 
 
@@ -142,7 +142,7 @@ async def _check_terraform(path: Path, text: str, external: bool, project: Path)
                              f"{error.message}"])
     problems: list[str] = []
     notes: list[str] = []
-    program = _terraform_program(path) if external else None
+    program = _terraform_program(path, project) if external else None
     if program is not None:
         if not path.name.endswith(".json"):
             problems.extend(await _fmt(program, path))
@@ -155,10 +155,10 @@ async def _check_terraform(path: Path, text: str, external: bool, project: Path)
     return Report(what, problems, notes)
 
 
-def _terraform_program(path: Path) -> str | None:
-    # terraform refuses *.tofu files; OpenTofu reads both.
+def _terraform_program(path: Path, project: Path) -> str | None:
+    # terraform refuses *.tofu files; OpenTofu reads both. The user's, never the project's.
     names = ("tofu",) if ".tofu" in path.name else ("terraform", "tofu")
-    return next((found for name in names if (found := shutil.which(name))), None)
+    return next((found for name in names if (found := which(name, [project]))), None)
 
 
 def _check_env() -> dict[str, str]:
@@ -230,7 +230,8 @@ async def _validate(program: str, path: Path) -> list[str]:
 # --- ROS / CloudFormation ------------------------------------------------------------------------
 
 
-async def _check_template(path: Path, text: str, external: bool) -> Report | None:
+async def _check_template(path: Path, text: str, external: bool,
+                          project: Path) -> Report | None:
     if len(text) > MAX_TEMPLATE_CHARS or not any(hint in text for hint in _TEMPLATE_HINTS):
         return None  # some other YAML or JSON file (a lock file, a workflow): not ours
     found = await trio.to_thread.run_sync(_template_report, text, path.name,
@@ -239,7 +240,7 @@ async def _check_template(path: Path, text: str, external: bool) -> Report | Non
         return None
     family, report = found
     if family == "cloudformation" and external:
-        report.problems.extend(await _cfn_lint(path))
+        report.problems.extend(await _cfn_lint(path, project))
     return report
 
 
@@ -328,8 +329,8 @@ def _reference_problems(mapping: Located, names: set[str],
     return found
 
 
-async def _cfn_lint(path: Path) -> list[str]:
-    program = shutil.which("cfn-lint")
+async def _cfn_lint(path: Path, project: Path) -> list[str]:
+    program = which("cfn-lint", [project])
     if program is None:
         return []
     # In an empty folder of its own: cfn-lint reads the .cfnlintrc of the folder it runs in,

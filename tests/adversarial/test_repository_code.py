@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.mcp_server import acp_stdio_server
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
@@ -411,3 +412,58 @@ def test_the_fixture_plugin_really_runs(tmp_path: Path, marks: Path) -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert ran(marks) == ["direct"], (done.stdout, done.stderr)
     assert json.loads(done.stdout)["valid"] is False
+
+
+# -- red team: programs found on PATH inside the project --------------------------------------
+
+
+def shipped(folder: Path, marks: Path, *names: str) -> None:
+    """Programs a repository ships under ``folder``: each says that it ran, then fails."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        program = folder / name
+        program.write_text(f"#!/bin/sh\n{mark(marks, folder.name + '-' + name)}\nexit 1\n")
+        program.chmod(0o755)
+
+
+async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
+        tmp_path: Path, workspace: Path, marks: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """A PATH with a relative folder (``bin:$PATH``, ``./node_modules/.bin``: resolved where a
+    program runs, the project) or one of the project's own (direnv's ``PATH_add bin``): the
+    repository's ``git``, ``terraform``, ``cfn-lint``, ``rg`` and the interpreter an MCP server
+    is configured by name (``python``) ran in place of the user's, at ``session/new`` and in
+    the checks after a write, with no question. Only PATH's folders outside the project
+    count for what the agent starts on its own; the user's programs still run."""
+    git(workspace, "init", "-q", "-b", "main")
+    programs = ("git", "terraform", "tofu", "cfn-lint", "rg", "python")
+    shipped(workspace / "bin", marks, *programs)  # on PATH as "bin"
+    shipped(workspace / "tools", marks, *programs)  # on PATH by its absolute path
+    venv_bin = Path(sys.executable).parent
+    path = os.pathsep.join(["bin", str(workspace / "tools"), str(venv_bin),
+                            os.environ["PATH"]])
+    template = ("AWSTemplateFormatVersion: '2010-09-09'\nResources:\n  Logs:\n"
+                "    Type: AWS::S3::Bucket\n")
+    model_server.enqueue(
+        uses(("toolu_tf", "write_file", {"path": "main.tf",
+                                         "content": 'resource "terraform_data" "x" {}\n'}),
+             ("toolu_cfn", "write_file", {"path": "stack.yaml", "content": template}),
+             ("toolu_grep", "grep", {"pattern": "terraform_data"}),
+             ("toolu_mcp", "mcp__db__lookup", {"key": "k"})),
+        reply("done"))
+    server = acp_stdio_server("db", tmp_path / "mcp.jsonl")
+    server["command"] = "python"  # as a user writes it in config.toml
+    async with http_agent(tmp_path, model_server.base_url, extra={"PATH": path}) as agent:
+        await agent.initialize()
+        session = (await agent.call("session/new", {
+            "cwd": str(workspace), "mcpServers": [server]}))["sessionId"]
+        await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
+        answer, _, _ = await agent.run_prompt(session, "write", reject, timeout=120)
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert ran(marks) == [], f"the repository's programs ran: {ran(marks)}"
+    results = request_tool_results(model_server.requests[1].body)
+    assert "main.tf" in results["toolu_grep"]["content"], results["toolu_grep"]
+    assert results["toolu_mcp"]["content"] == "value of k", results["toolu_mcp"]
+    assert "branch main" in system_text(model_server, 0)
+    figures.add(CATEGORY, "programs_on_path_planted", 2 * len(programs))
+    figures.add(CATEGORY, "cases", 1)
