@@ -467,3 +467,54 @@ async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
     assert "branch main" in system_text(model_server, 0)
     figures.add(CATEGORY, "programs_on_path_planted", 2 * len(programs))
     figures.add(CATEGORY, "cases", 1)
+
+
+# -- red team: files that expand -------------------------------------------------------------
+
+
+def laughs(width: int, depth: int, leaf: int) -> str:
+    """A CloudFormation template of a few KB whose YAML aliases expand ``width ** depth``
+    times: each level a list of ``width`` references to the level below."""
+    lines = ["AWSTemplateFormatVersion: '2010-09-09'", "Resources:",
+             "  Logs: {Type: 'AWS::S3::Bucket'}", "Metadata:", f"  l0: &l0 {'x' * leaf}"]
+    lines += [f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, depth)]
+    return "\n".join(lines) + "\n"
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+async def test_a_yaml_bomb_does_not_grow_the_agent(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """Three templates of 2.4 KB each whose aliases expand to 200 MB of text ("billion
+    laughs"): the inventory's reader parsed them in its child, then handed the whole expansion
+    to the agent (686 MB for one, and past the reader's 10 s bound: the agent read on as long
+    as the child wrote). Each is left out with a note; the agent stays small."""
+    bombs = [f"bomb{n}.yaml" for n in range(3)]
+    for name in bombs:
+        (workspace / name).write_text(laughs(10, 6, 2000))
+    (workspace / "stacks").mkdir()
+    (workspace / "stacks" / "main.tf").write_text('resource "terraform_data" "kept" {}\n')
+    model_server.enqueue(*(reply(f"ok {n}") for n in range(8)))
+    prompts = 0
+    note = ""
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await start(agent, workspace)
+        while prompts < 8 and not all(name in note for name in bombs):
+            answer, _, _ = await agent.run_prompt(session, "hi", reject, timeout=60)
+            assert answer["result"]["stopReason"] == "end_turn"
+            system = system_text(model_server, prompts)
+            note = system[system.find("Not read (left out"):] if "Not read (left" in system else ""
+            prompts += 1
+            await trio.sleep(4)  # the inventory is rebuilt in the background
+        peak = peak_rss_mib(agent.process.pid)
+    assert peak < 400, f"the agent grew to {peak:.0f} MiB"
+    assert "terraform_data.kept" in system_text(model_server, prompts - 1)
+    assert all(name in note for name in bombs), f"not named as left out: {note[:500]}"
+    figures.add(CATEGORY, "expanding_files", len(bombs))
+    figures.add(CATEGORY, "cases", 1)
