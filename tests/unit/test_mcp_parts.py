@@ -225,3 +225,34 @@ async def test_servers_connect_list_tools_prompts_and_end(tmp_path: Path) -> Non
 
     assert not pid_alive(server_pid) and not pid_alive(child_pid)
     assert mcp_section(McpServers([], tmp_path)) is None
+
+
+async def test_a_listing_keeps_what_fits_as_it_comes_and_what_came_before_a_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from iaccode.mcp import connection
+
+    monkeypatch.setattr(connection, "LIST_TIMEOUT", 0.5)
+    taken: list[str] = []
+
+    async def pages(cursor: str | None) -> SimpleNamespace:
+        page = int(cursor or 0)
+        if page == 3:
+            await trio.sleep_forever()
+        return SimpleNamespace(tools=[f"t{page}a", f"t{page}b"], next_cursor=str(page + 1))
+
+    def take(item: str) -> bool:
+        taken.append(item)
+        return item.endswith("a")
+
+    items, why = await connection._listing(pages, "tools", take)
+    assert items == ["t0a", "t1a", "t2a"] and taken == ["t0a", "t0b", "t1a", "t1b", "t2a", "t2b"]
+    assert why == "its tools list took longer than 0.5 s (3 taken from 3 pages)"
+
+    async def hangs(cursor: str | None) -> SimpleNamespace:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    with pytest.raises(TimeoutError):  # nothing came: the old lists stay (see _list_again)
+        await connection._listing(hangs, "tools")
