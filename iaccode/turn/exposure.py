@@ -7,7 +7,9 @@ secrets are not known to us, so after a call that read one (:func:`is_secret_fil
 ``*.tfvars``, ``*.tfstate``, key and credentials files) every web_fetch to a host the user has
 not allowed in this session asks first, saying which file was read. The answer holds for that
 host for the rest of the session; *Reject* refuses this fetch only. In ``bypass`` nothing asks
-(there a command may ``curl`` as freely).
+(there a command may ``curl`` as freely). The same for any other tool that reaches the open
+world and would run without a question (an MCP server's fetch tool, read-only and open-world
+by its annotations): the host of the first URL in its input, or the tool itself, is asked for.
 
 What counts as reading one: any tool call but web_fetch and todo_write whose input names such a
 file, as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MCP tool's
@@ -133,17 +135,24 @@ class Exposure:
         if self.secret_file is None and tool_name not in NOT_READING:
             self.secret_file = secret_file_shown(output)
 
-    def host_to_ask(self, tool_name: str, args: Any, mode: str) -> str | None:
-        """The host a web_fetch call must ask for (None: it may run as usual)."""
-        if tool_name != "web_fetch" or self.secret_file is None or mode == "bypass":
+    def host_to_ask(self, tool_name: str, args: Any, mode: str,
+                    kind: str | None = None) -> str | None:
+        """The host a web_fetch call, or another tool of ``kind`` "fetch" (an MCP server's that
+        reaches the open world), must ask for (None: it may run as usual)."""
+        if (tool_name != "web_fetch" and kind != "fetch") or self.secret_file is None \
+                or mode == "bypass":
             return None
-        host = _host(getattr(args, "url", ""))
+        if tool_name == "web_fetch":
+            host = _host(getattr(args, "url", ""))
+        else:
+            url = next((text for text in _strings(args) if "://" in text), None)
+            host = _host(url) if url is not None else tool_name
         return None if host in self.hosts else host
 
     def question(self, fields: ToolCallFields, host: str) -> tuple[ToolCallFields,
                                                                    list[PermissionOption]]:
         """The permission question for a fetch from ``host``, and its options."""
-        text = (f"This session read {self.secret_file}, a file that holds secrets. This fetch "
+        text = (f"This session read {self.secret_file}, a file that holds secrets. This call "
                 f"sends a request to {host}, which could carry what the file said away (in "
                 "the URL). Allow it only if you trust the address.")
         options = [PermissionOption(ALLOW_HOST, f"Allow {host} for this session",

@@ -136,8 +136,9 @@ class ToolRunner:
     def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
         session = self._session
-        if not call.tool.read_only or (call.tool.name == "web_fetch" and self._reads_secrets) or (
-                session.exposure.host_to_ask(call.tool.name, call.args, session.mode())):
+        if not call.tool.read_only or (call.tool.kind == "fetch" and self._reads_secrets) or (
+                session.exposure.host_to_ask(call.tool.name, call.args, session.mode(),
+                                             call.tool.kind)):
             return False
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
@@ -236,7 +237,8 @@ class ToolRunner:
                 return await self._finish(call_id, ToolResult(permissions.DENIED, is_error=True))
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
-        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode()):
+        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode(),
+                                                  tool.kind):
             refused = await self._ask_for_host(call, host)
             if refused is not None:
                 return refused

@@ -161,6 +161,17 @@ def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
     assert exposure.host_to_ask("web_fetch", Args(), "plan") is None
 
 
+def test_another_tool_that_reaches_out_asks_after_a_secrets_file_too() -> None:
+    exposure = Exposure()
+    exposure.note("read_file", {"path": ".env"})
+    fetch = "mcp__web__fetch"
+    assert exposure.host_to_ask(fetch, {"url": "https://c.example/?d=x"}, "default",
+                                "fetch") == "c.example"
+    assert exposure.host_to_ask(fetch, {"q": "weather"}, "default", "fetch") == fetch
+    assert exposure.host_to_ask("mcp__db__lookup", {"key": "k"}, "default", "read") is None
+    assert exposure.host_to_ask(fetch, {"q": "x"}, "bypass", "fetch") is None
+
+
 @pytest.mark.parametrize(("raw", "expected"), [
     ("evil\n\x1b[31mtool\u202eexe.txt\u200b", "evil toolexe.txt"),
     ("a\r\nb\tc", "a b c"),
