@@ -39,6 +39,7 @@ import itertools
 import os
 import re
 import shlex
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 
@@ -159,7 +160,7 @@ class Protected:
 
     def reason(self, path: Path) -> str | None:
         """Why a write to ``path`` (a real path) must ask, or None."""
-        what = self.what(path)
+        what = self.what(path) or _hard_linked(path)
         return None if what is None else f"{path}: {what}"
 
     def command_reason(self, command: str, cwd: Path) -> str | None:
@@ -176,6 +177,20 @@ class Protected:
                 if what is not None:
                     return f"the command names {path}: {what}"
         return None
+
+
+def _hard_linked(path: Path) -> str | None:
+    """What ``path`` is when it is a file with other names (hard links): a write in place
+    (the editor's) changes them all, and one may be a protected place (``~/.bashrc`` linked
+    into a dotfiles repository). Which one is not looked for: it could be anywhere."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return (f"a file with {info.st_nlink - 1} other name(s) (a hard link): writing it "
+                "changes them too, and one may be a protected place")
+    return None
 
 
 def _words(command: str) -> Iterator[str]:

@@ -158,6 +158,16 @@ def test_the_project_git_folder_is_protected_where_it_lives(
         Path(os.path.realpath(gitdir)) / "config") is None  # only the project's
 
 
+def test_a_file_with_other_names_is_protected(places: tuple[Path, Path, Path]) -> None:
+    home, _, project = places
+    (home / ".bashrc").write_text("x\n")
+    os.link(home / ".bashrc", project / "rc")
+    (project / "single").write_text("x\n")
+    why = protected(places).reason(project / "rc")
+    assert why is not None and "1 other name(s) (a hard link)" in why
+    assert protected(places).reason(project / "single") is None
+
+
 def test_the_packages_iac_code_runs_from_are_protected(places: tuple[Path, Path, Path]) -> None:
     import sysconfig
 
