@@ -9,14 +9,22 @@ program runs there) or one of the project's own folders (direnv's ``PATH_add bin
 inside it) hands that start to a program the repository ships, with no question. So
 :func:`which` looks only in PATH's absolute folders whose real path is outside the folders it
 is told to avoid (the session's folder, its repository's root), and gives an absolute path.
-A command the model runs (bash) keeps the whole PATH: it asks first.
+The programs it starts get the same PATH and PYTHONPATH (:func:`outside`: ``terraform fmt
+-diff`` runs ``diff``; ``PYTHONPATH=src`` makes a Python program import the project's
+``yaml.py``), and the agent itself imports nothing from a session's folder
+(:func:`forget_imports_from`: its parsers and SDKs are imported on first use, after the
+session opened). A command the model runs (bash) keeps the whole environment: it asks first.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+_OWN_ROOT = Path(os.path.realpath(__file__)).parents[1]
+"""The folder iac-code's package is imported from (an editable install's checkout)."""
 
 
 def inside(path: str | Path, folders: Iterable[Path]) -> bool:
@@ -39,3 +47,32 @@ def which(name: str, avoid: Iterable[Path] = (), path: str | None = None) -> str
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def outside(value: str, avoid: Iterable[Path]) -> str:
+    """A PATH-like ``value`` with only its absolute folders outside ``avoid``."""
+    avoided = [Path(os.path.realpath(folder)) for folder in avoid]
+    return os.pathsep.join(entry for entry in value.split(os.pathsep)
+                           if os.path.isabs(entry) and not inside(entry, avoided))
+
+
+def forget_imports_from(project: Path) -> list[str]:
+    """Take the folders inside ``project`` (a real path) out of ``sys.path``: a
+    ``PYTHONPATH`` that names the project's ``src`` would have the agent import the
+    repository's ``yaml.py`` or ``anthropic/`` the first time it needs its own. The
+    interpreter's own folders (a venv inside the project) and iac-code's stay. Returns what
+    was taken out."""
+    own = [Path(os.path.realpath(folder)) for folder in
+           {sys.prefix, sys.base_prefix, sys.exec_prefix, str(_OWN_ROOT)}]
+    kept, dropped = [], []
+    for entry in sys.path:
+        real = os.path.realpath(entry or os.getcwd())
+        if inside(real, [project]) and not inside(real, own):
+            dropped.append(entry)
+        else:
+            kept.append(entry)
+    if dropped:
+        sys.path[:] = kept
+        for entry in dropped:
+            sys.path_importer_cache.pop(entry, None)
+    return dropped

@@ -47,7 +47,7 @@ from iaccode.iac.templates import (
     template_family,
     walk,
 )
-from iaccode.installed import which
+from iaccode.installed import outside, which
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent
 from iaccode.tools.base import ToolResult
@@ -145,11 +145,12 @@ async def _check_terraform(path: Path, text: str, external: bool, project: Path)
     program = _terraform_program(path, project) if external else None
     if program is not None:
         if not path.name.endswith(".json"):
-            problems.extend(await _fmt(program, path))
-        verdict = await trio.to_thread.run_sync(validate_verdict, path.parent, _check_env(),
+            problems.extend(await _fmt(program, path, project))
+        verdict = await trio.to_thread.run_sync(validate_verdict, path.parent,
+                                                _check_env(project),
                                                 program, project, abandon_on_cancel=True)
         if verdict.run:
-            problems.extend(await _validate(program, path))
+            problems.extend(await _validate(program, path, project))
         elif verdict.note:
             notes.append(verdict.note)
     return Report(what, problems, notes)
@@ -161,14 +162,21 @@ def _terraform_program(path: Path, project: Path) -> str | None:
     return next((found for name in names if (found := which(name, [project]))), None)
 
 
-def _check_env() -> dict[str, str]:
-    """The environment the checks' programs run in: a bash command's (no secrets)."""
-    return {**command_env(), "TF_IN_AUTOMATION": "1"}
+def _check_env(project: Path) -> dict[str, str]:
+    """The environment the checks' programs run in: a bash command's (no secrets), without
+    the PATH and PYTHONPATH folders inside the project (``terraform fmt -diff`` runs
+    ``diff``; cfn-lint imports ``yaml``: the user's, never the repository's)."""
+    env = {**command_env(), "TF_IN_AUTOMATION": "1"}
+    for name in ("PATH", "PYTHONPATH"):
+        if name in env:
+            env[name] = outside(env[name], [project])
+    return env
 
 
-async def _run(argv: list[str], cwd: Path, seconds: float) -> tuple[int, str, str] | str:
+async def _run(argv: list[str], cwd: Path, seconds: float,
+               project: Path) -> tuple[int, str, str] | str:
     """(exit code, stdout, stderr), or why the program could not give them."""
-    env = _check_env()
+    env = _check_env(project)
     name = Path(argv[0]).name
     with trio.move_on_after(seconds):
         try:
@@ -188,10 +196,10 @@ def _clip(text: str) -> str:
     return "\n".join("  " + line for line in lines)
 
 
-async def _fmt(program: str, path: Path) -> list[str]:
+async def _fmt(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
     ran = await _run([program, "fmt", "-check", "-diff", "-no-color", path.name], path.parent,
-                     FMT_TIMEOUT)
+                     FMT_TIMEOUT, project)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
@@ -203,10 +211,10 @@ async def _fmt(program: str, path: Path) -> list[str]:
     return [f"`{name} fmt -check` failed (exit code {code}):\n{_clip(err or out)}"]
 
 
-async def _validate(program: str, path: Path) -> list[str]:
+async def _validate(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
     ran = await _run([program, "validate", "-json", "-no-color"], path.parent,
-                     VALIDATE_TIMEOUT)
+                     VALIDATE_TIMEOUT, project)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
@@ -336,9 +344,9 @@ async def _cfn_lint(path: Path, project: Path) -> list[str]:
     # In an empty folder of its own: cfn-lint reads the .cfnlintrc of the folder it runs in,
     # and its append_rules are Python modules it imports (the repository's code). The user's
     # own ~/.cfnlintrc still counts.
-    with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as outside:
-        ran = await _run([program, "--format", "parseable", "--", str(path)], Path(outside),
-                         CFN_LINT_TIMEOUT)
+    with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as elsewhere:
+        ran = await _run([program, "--format", "parseable", "--", str(path)], Path(elsewhere),
+                         CFN_LINT_TIMEOUT, project)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran

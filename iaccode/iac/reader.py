@@ -38,6 +38,7 @@ from attrs import frozen
 
 from iaccode.iac.declarations import MAX_FILE_BYTES, Reading, read_file
 from iaccode.iac.parse_error import TooDeep
+from iaccode.installed import outside
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,7 @@ class FileReader:
         child = subprocess.Popen(
             [sys.executable, "-P", "-m", "iaccode.iac.reader", str(self.root)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.root, env=_child_env(), start_new_session=True)
+            cwd=self.root, env=_child_env(self.root), start_new_session=True)
         self._child = child
         assert child.stdout is not None
         try:
@@ -182,10 +183,16 @@ class FileReader:
                 stream.close()
 
 
-def _child_env() -> dict[str, str]:
-    """The child gets what Python needs to find our package, nothing else (no secrets)."""
+def _child_env(root: Path) -> dict[str, str]:
+    """The child gets what Python needs to find our package, nothing else (no secrets), and
+    no PATH or PYTHONPATH folder in the project (``PYTHONPATH=src``, run in the project,
+    would import its ``yaml.py``: iaccode/installed.py)."""
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT")
-    return {name: os.environ[name] for name in keep if name in os.environ}
+    env = {name: os.environ[name] for name in keep if name in os.environ}
+    for name in ("PATH", "PYTHONPATH"):
+        if name in env:
+            env[name] = outside(env[name], [root])
+    return env
 
 
 def _line_within(stream: IO[bytes], seconds: float, limit: int) -> bytes:

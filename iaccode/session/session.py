@@ -24,6 +24,7 @@ import trio
 from attrs import evolve
 
 from iaccode.config import Config
+from iaccode.installed import forget_imports_from
 from iaccode.llm.base import Provider, TokenUsage
 from iaccode.llm.prices import CostMeter
 from iaccode.mcp.config import ServerSpec
@@ -92,6 +93,7 @@ class Session:
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
+        forget_imports_from(self.cwd)  # the SDKs and parsers come later, never from here
         self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed)
         """The session's MCP servers (the editor's and config.toml's), started in ``serve``."""
         self._mcp_tools_shown: Collection[str] = frozenset()

@@ -431,29 +431,40 @@ async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
         figures: Figures) -> None:
     """A PATH with a relative folder (``bin:$PATH``, ``./node_modules/.bin``: resolved where a
     program runs, the project) or one of the project's own (direnv's ``PATH_add bin``): the
-    repository's ``git``, ``terraform``, ``cfn-lint``, ``rg`` and the interpreter an MCP server
-    is configured by name (``python``) ran in place of the user's, at ``session/new`` and in
-    the checks after a write, with no question. Only PATH's folders outside the project
-    count for what the agent starts on its own; the user's programs still run."""
+    repository's ``git``, ``terraform``, ``cfn-lint``, ``rg``, the interpreter an MCP server
+    is configured by name (``python``) and the ``diff`` that ``terraform fmt -diff`` runs took
+    the place of the user's, at ``session/new`` and in the checks after a write, with no
+    question; so did its ``yaml.py`` with ``PYTHONPATH=src`` (the inventory's reader runs in
+    the project) or the project's own folder on it (cfn-lint). Only the folders outside the
+    project count for what the agent starts on its own; the user's programs still run."""
     git(workspace, "init", "-q", "-b", "main")
-    programs = ("git", "terraform", "tofu", "cfn-lint", "rg", "python")
+    programs = ("git", "terraform", "tofu", "cfn-lint", "rg", "python", "diff")
     shipped(workspace / "bin", marks, *programs)  # on PATH as "bin"
     shipped(workspace / "tools", marks, *programs)  # on PATH by its absolute path
+    for folder in ("src", "lib"):  # on PYTHONPATH: "src", and lib by its absolute path
+        (workspace / folder).mkdir()
+        for module in ("yaml", "hcl2", "cfnlint"):
+            (workspace / folder / f"{module}.py").write_text(
+                f"import os\nos.system({mark(marks, folder + '-' + module)!r})\n")
     venv_bin = Path(sys.executable).parent
     path = os.pathsep.join(["bin", str(workspace / "tools"), str(venv_bin),
                             os.environ["PATH"]])
     template = ("AWSTemplateFormatVersion: '2010-09-09'\nResources:\n  Logs:\n"
                 "    Type: AWS::S3::Bucket\n")
+    (workspace / "stack.tf").write_text('resource "terraform_data" "y" {}\n')
     model_server.enqueue(
-        uses(("toolu_tf", "write_file", {"path": "main.tf",
-                                         "content": 'resource "terraform_data" "x" {}\n'}),
+        uses(("toolu_tf", "write_file", {"path": "main.tf",  # not formatted: fmt -diff runs
+                                         "content": 'resource "terraform_data" "x" {\n'
+                                                    'input="a"\n}\n'}),
              ("toolu_cfn", "write_file", {"path": "stack.yaml", "content": template}),
              ("toolu_grep", "grep", {"pattern": "terraform_data"}),
              ("toolu_mcp", "mcp__db__lookup", {"key": "k"})),
         reply("done"))
     server = acp_stdio_server("db", tmp_path / "mcp.jsonl")
     server["command"] = "python"  # as a user writes it in config.toml
-    async with http_agent(tmp_path, model_server.base_url, extra={"PATH": path}) as agent:
+    python_path = os.pathsep.join(["src", str(workspace / "lib")])
+    async with http_agent(tmp_path, model_server.base_url,
+                          extra={"PATH": path, "PYTHONPATH": python_path}) as agent:
         await agent.initialize()
         session = (await agent.call("session/new", {
             "cwd": str(workspace), "mcpServers": [server]}))["sessionId"]
@@ -465,7 +476,9 @@ async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
     assert "main.tf" in results["toolu_grep"]["content"], results["toolu_grep"]
     assert results["toolu_mcp"]["content"] == "value of k", results["toolu_mcp"]
     assert "branch main" in system_text(model_server, 0)
-    figures.add(CATEGORY, "programs_on_path_planted", 2 * len(programs))
+    assert "terraform_data.y" in system_text(model_server, 1)  # the inventory's reader works
+    assert "not formatted" in results["toolu_tf"]["content"], results["toolu_tf"]
+    figures.add(CATEGORY, "programs_on_path_planted", 2 * len(programs) + 6)
     figures.add(CATEGORY, "cases", 1)
 
 
