@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import trio
 
-from iaccode.installed import which
+from iaccode.installed import outside, which
 from iaccode.mcp.config import ServerSpec
 from iaccode.secret_env import without_secrets
 from iaccode.tools import process_tree
@@ -91,11 +91,14 @@ class StdioProcess:
         program = which(spec.command, [self._cwd])
         if program is None:
             raise OSError(f"{spec.command}: not found (on PATH outside the project)")
+        env = without_secrets(get_default_environment())
+        if "PATH" in env:  # what it starts by name too (npx starts node)
+            env["PATH"] = outside(env["PATH"], [self._cwd])
         try:
             proc = await process_tree.open_shell(
                 [program, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env=without_secrets(get_default_environment()) | dict(spec.env))
+                env=env | dict(spec.env))
         except FileNotFoundError:
             raise OSError(f"{spec.command}: not found") from None
         except PermissionError:

@@ -432,13 +432,14 @@ async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
     """A PATH with a relative folder (``bin:$PATH``, ``./node_modules/.bin``: resolved where a
     program runs, the project) or one of the project's own (direnv's ``PATH_add bin``): the
     repository's ``git``, ``terraform``, ``cfn-lint``, ``rg``, the interpreter an MCP server
-    is configured by name (``python``) and the ``diff`` that ``terraform fmt -diff`` runs took
+    is configured by name (``python``), what that server starts by name (``sleep``) and the
+    ``diff`` that ``terraform fmt -diff`` runs took
     the place of the user's, at ``session/new`` and in the checks after a write, with no
     question; so did its ``yaml.py`` with ``PYTHONPATH=src`` (the inventory's reader runs in
     the project) or the project's own folder on it (cfn-lint). Only the folders outside the
     project count for what the agent starts on its own; the user's programs still run."""
     git(workspace, "init", "-q", "-b", "main")
-    programs = ("git", "terraform", "tofu", "cfn-lint", "rg", "python", "diff")
+    programs = ("git", "terraform", "tofu", "cfn-lint", "rg", "python", "diff", "sleep")
     shipped(workspace / "bin", marks, *programs)  # on PATH as "bin"
     shipped(workspace / "tools", marks, *programs)  # on PATH by its absolute path
     for folder in ("src", "lib"):  # on PYTHONPATH: "src", and lib by its absolute path
@@ -460,7 +461,8 @@ async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
              ("toolu_grep", "grep", {"pattern": "terraform_data"}),
              ("toolu_mcp", "mcp__db__lookup", {"key": "k"})),
         reply("done"))
-    server = acp_stdio_server("db", tmp_path / "mcp.jsonl")
+    server = acp_stdio_server("db", tmp_path / "mcp.jsonl", "--spawn-child",
+                              str(tmp_path / "child.pids"))  # it starts `sleep` by name
     server["command"] = "python"  # as a user writes it in config.toml
     python_path = os.pathsep.join(["src", str(workspace / "lib")])
     async with http_agent(tmp_path, model_server.base_url,
