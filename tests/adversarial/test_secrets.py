@@ -544,17 +544,18 @@ async def test_a_secrets_file_read_another_way_still_makes_web_fetch_ask(
 async def test_the_secrets_given_to_mcp_servers_are_held_too(
         tmp_path: Path, workspace: Path, model_server: FakeModelServer,
         figures: Figures) -> None:
-    """The editor hands an MCP server its token in ``env`` and a remote one its key in
-    ``headers`` (not in the agent's own environment): the agent holds them as much as its own.
-    A server that prints them back, a fetch that carries one away, the log and the session on
-    disk show ``[secret NAME]``."""
+    """The editor hands an MCP server its token in ``env`` (or on its command line) and a
+    remote one its key in ``headers`` (not in the agent's own environment): the agent holds
+    them as much as its own. A server that prints them back, a fetch that carries one away,
+    the log and the session on disk show ``[secret NAME]``."""
     github = "ghp_given_to_the_server_0123456789abc"
     bearer = "bearer-given-in-a-header-0123456789"
     api_key = "x-api-key-given-in-a-header-9876543210"
     page = Page("fine")
     home = tmp_path / "agent-home"
     write_config(home, f'[tools]\nweb_allowed_hosts = ["127.0.0.1:{page.port}"]\n')
-    stdio = acp_stdio_server("gh", tmp_path / "gh.jsonl")
+    in_args = "token-given-on-the-command-line-0123"
+    stdio = acp_stdio_server("gh", tmp_path / "gh.jsonl", "--access-token", in_args)
     stdio["env"] += [{"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "value": github},
                      {"name": "GH_HOST", "value": "github.example.com"}]
     remote = RemoteServer("http", tmp_path / "remote.jsonl")
@@ -566,6 +567,7 @@ async def test_the_secrets_given_to_mcp_servers_are_held_too(
         uses(("toolu_env", "mcp__gh__env_value", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}),
              ("toolu_host", "mcp__gh__env_value", {"name": "GH_HOST"}),
              ("toolu_keyed", "mcp__gh__env_keyed", {"name": "GITHUB_PERSONAL_ACCESS_TOKEN"}),
+             ("toolu_argv", "mcp__gh__argv", {}),
              ("toolu_auth", "mcp__tracker__echo_header", {"name": "Authorization"}),
              ("toolu_key", "mcp__tracker__echo_header", {"name": "X-Api-Key"}),
              ("toolu_tenant", "mcp__tracker__echo_header", {"name": "X-Tenant"})),
@@ -589,13 +591,14 @@ async def test_the_secrets_given_to_mcp_servers_are_held_too(
     assert response["result"]["stopReason"] == "end_turn"
     results = {**request_tool_results(model_server.requests[1].body),
                **request_tool_results(model_server.requests[3].body)}
-    held = [github, bearer, api_key]
+    held = [github, bearer, api_key, in_args]
     shown = {call_id: json.dumps(result["content"]) for call_id, result in results.items()}
     assert {call_id: leaks(text, held) for call_id, text in shown.items()
             if leaks(text, held)} == {}, "the model was given a server's secret"
     assert "[secret GITHUB_PERSONAL_ACCESS_TOKEN]" in shown["toolu_env"], shown["toolu_env"]
     assert "[secret Authorization]" in shown["toolu_auth"], shown["toolu_auth"]
     assert "[secret X-Api-Key]" in shown["toolu_key"], shown["toolu_key"]
+    assert "--access-token [secret --access-token]" in shown["toolu_argv"], shown["toolu_argv"]
     assert "github.example.com" in shown["toolu_host"]  # not a secret: shown as it is
     assert "acme-corporation" in shown["toolu_tenant"]
     for call_id in ("toolu_send", "toolu_send2"):

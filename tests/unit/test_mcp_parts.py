@@ -80,6 +80,11 @@ def test_the_secrets_a_server_is_given_are_its_secret_env_and_credential_headers
         "DATABASE_URL": "postgres://u:pw-0123456789@db/x"})
     assert spec_secrets(stdio) == [("GITHUB_TOKEN", "ghp_0123456789"),
                                    ("DATABASE_URL", "postgres://u:pw-0123456789@db/x")]
+    args = ServerSpec("a", "stdio", command="a", args=(
+        "--access-token", "tok-in-args-0123", "--api-key=key-in-args-0123", "--port", "8080",
+        "--password", "--verbose", "--db", "postgres://u:pw-0123456789@db/x"))
+    assert spec_secrets(args) == [("--access-token", "tok-in-args-0123"),
+                                  ("--api-key", "key-in-args-0123"), ("--db", "pw-0123456789")]
     remote = ServerSpec("t", "http", url="https://t/mcp", headers={
         "Authorization": "Bearer tok-0123456789", "X-Api-Key": "key-0123456789",
         "Cookie": "session=abc0123456789", "X-Tenant": "acme-corporation",

@@ -18,6 +18,8 @@ Its tools:
   (HTTP and SSE);
 - ``env_value {name}``: read-only, answers ``<name>=<its value in the server's environment>``;
 - ``env_keyed {name}``: read-only, answers structured content whose one key is that value;
+- ``argv``: read-only, answers the server's command line (``--access-token`` is taken and
+  ignored, as a server given its token there would take it);
 - ``add_tool {name}``: read-only; adds the read-only tool ``<name>`` (it answers
   ``<name> ran``) and the prompt ``<name>_prompt``, and says both lists changed, as the
   protocol version of the connection wants it (a ``subscriptions/listen`` event at 2026-07-28,
@@ -212,6 +214,11 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
         record("env_value", {"name": name})
         return f"{name}={os.environ.get(name, '(unset)')}"
 
+    @server.tool(description="The server's command line.", annotations=READ_ONLY)
+    def argv() -> str:
+        record("argv", {})
+        return " ".join(sys.argv)
+
     @server.tool(description="The value of an environment variable as a key of structured "
                              "content (and no text of it).", annotations=READ_ONLY)
     def env_keyed(name: str) -> dict[str, str]:
@@ -310,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spawn-child", type=Path)
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--no-listen", action="store_true")
+    parser.add_argument("--access-token")
     parser.add_argument("--hostile", choices=["endless", "many", "names", "hang-relist",
                                                       "huge"])
     options = parser.parse_args(argv)
