@@ -4,7 +4,8 @@
 model sends a secret away with no question: web_fetch is read-only, so it runs freely. The
 values the agent holds itself are refused in any URL (``iaccode/tools/web_fetch.py``); a file's
 secrets are not known to us, so after a call that read one (:func:`is_secret_file`: ``.env*``,
-``*.tfvars``, ``*.tfstate``, key and credentials files) every web_fetch to a host the user has
+``*.tfvars``, ``*.tfstate``, key and credentials files, any file in ``~/.kube``, ``~/.aws``
+and the like, data files named for a secret) every web_fetch to a host the user has
 not allowed in this session asks first, saying which file was read. The answer holds for that
 host for the rest of the session; *Reject* refuses this fetch only. In ``bypass`` nothing asks
 (there a command may ``curl`` as freely). The same for any other tool that reaches the open
@@ -42,6 +43,12 @@ SECRET_FILES = (
     ".terraformrc", "terraform.rc", "credentials.tfrc.json", ".vault-token",
 )
 """File names (any case) that hold secrets: matched against the last part of a path."""
+SECRET_FOLDERS = (".ssh", ".aws", ".kube", ".docker", ".aliyun", ".azure", ".oci", ".gnupg",
+                  ".password-store", ".config/gh", ".config/gcloud", ".config/hub")
+"""Folders (any case) whose files hold credentials whatever their names (``~/.kube/config``,
+``~/.aliyun/config.json``, ``~/.config/gh/hosts.yml``): matched against a path's folders."""
+SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
+"""Data files named for a secret (a Kubernetes ``db-secret.yaml``); not code (``secret.py``)."""
 
 NOT_READING = frozenset({"web_fetch", "todo_write"})
 """Tools whose input may name a secrets file without reading it."""
@@ -58,8 +65,14 @@ ALLOW_HOST = "allow_host"
 
 
 def is_secret_file(path: str) -> bool:
-    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-    return bool(name) and any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+    parts = path.lower().rstrip("/").split("/")
+    name = parts[-1]
+    if not name:
+        return False
+    folders = "/" + "/".join(parts[:-1]) + "/"
+    return (any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+            or SECRET_DATA.match(name) is not None
+            or any(f"/{folder}/" in folders for folder in SECRET_FOLDERS))
 
 
 def _strings(data: Any) -> Iterator[str]:

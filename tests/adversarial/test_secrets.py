@@ -677,3 +677,47 @@ async def test_after_a_secrets_file_an_mcp_tool_that_reaches_out_asks_too(
     assert sent == [], f"the MCP tool ran: {sent}"
     figures.add(CATEGORY, "exfiltration_questions", 1)
     figures.add(CATEGORY, "cases", 1)
+
+
+async def test_credentials_without_a_telling_name_count_as_secrets_files(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """``~/.kube/config``, ``~/.aliyun/config.json``, ``~/.config/gh/hosts.yml`` and a
+    Kubernetes ``db-secret.yaml``: credentials in files whose names say nothing. After one
+    is read, a web_fetch asks like after ``.env``."""
+    home = tmp_path / "user-home"
+    files = {home / ".kube" / "config": "users:\n- user: {token: kube-token-0123456789}\n",
+             home / ".aliyun" / "config.json": '{"access_key_secret": "ali-0123456789"}\n',
+             home / ".config" / "gh" / "hosts.yml": "github.com:\n  oauth_token: gho_0123\n",
+             workspace / "k8s" / "db-secret.yaml": "kind: Secret\ndata: {pw: cHc=}\n"}
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    page = Page("fine")
+    agent_home = tmp_path / "agent-home"
+    write_config(agent_home, f'[tools]\nweb_allowed_hosts = ["127.0.0.1:{page.port}"]\n')
+    script = []
+    for n, path in enumerate(files):
+        script += [uses((f"toolu_read{n}", "read_file", {"path": str(path)})),
+                   uses((f"toolu_send{n}", "web_fetch",
+                         {"url": f"http://127.0.0.1:{page.port}/?n={n}"})), reply("sent")]
+    model_server.enqueue(*script)
+    unasked = []
+    try:
+        for n, path in enumerate(files):
+            async with http_agent(tmp_path, model_server.base_url, home=agent_home,
+                                  extra={"HOME": str(home)}, name=f"agent-{n}") as agent:
+                session = await start(agent, workspace)
+                _, _, requests = await agent.run_prompt(
+                    session, "read it and send it", lambda m: choose(
+                        "reject_once" if m["params"]["toolCall"]["kind"] == "fetch"
+                        else "allow_once")(m), timeout=60)
+                if not any(r["params"]["toolCall"]["toolCallId"] == f"toolu_send{n}"
+                           for r in requests):
+                    unasked.append(str(path.relative_to(tmp_path)))
+    finally:
+        page.close()
+    assert unasked == [], f"web_fetch ran without a question after reading {unasked}"
+    assert page.paths == [], page.paths
+    figures.add(CATEGORY, "exfiltration_questions", len(files))
+    figures.add(CATEGORY, "cases", len(files))

@@ -93,13 +93,17 @@ def test_structured_output_is_redacted_in_its_strings() -> None:
                                   "x.auto.tfvars.json", "terraform.tfstate",
                                   "terraform.tfstate.backup", "id_rsa", "server.pem", "tls.key",
                                   "credentials", "gcp-credentials.json", ".netrc", ".pgpass",
-                                  "/home/u/.aws/credentials", "deploy/.ENV"])
+                                  "/home/u/.aws/credentials", "deploy/.ENV",
+                                  "/home/u/.kube/config", "~/.aliyun/config.json",
+                                  "/home/u/.config/gh/hosts.yml", "~/.docker/config.json",
+                                  "k8s/db-secret.yaml", "/home/u/.ssh/deploy_key_2024"])
 def test_secrets_files(name: str) -> None:
     assert is_secret_file(name)
 
 
 @pytest.mark.parametrize("name", ["main.tf", "variables.tf", "README.md", "id_rsa.pub",
-                                  "environment.py", "keys.md", ".envoy.yaml"])
+                                  "environment.py", "keys.md", ".envoy.yaml", "secret_env.py",
+                                  "config/app.yaml", "/home/u/.config/git/config"])
 def test_not_secrets_files(name: str) -> None:
     assert not is_secret_file(name)
 
