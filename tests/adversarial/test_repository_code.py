@@ -533,3 +533,35 @@ async def test_a_yaml_bomb_does_not_grow_the_agent(
     assert all(name in note for name in bombs), f"not named as left out: {note[:500]}"
     figures.add(CATEGORY, "expanding_files", len(bombs))
     figures.add(CATEGORY, "cases", 1)
+
+
+async def test_a_gitignore_that_backtracks_stalls_nothing(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """A ``.gitignore`` line of sixteen ``*a`` and a file named with sixty ``a``: the
+    pattern's regular expression backtracks for longer than anyone waits (a minute at ten
+    ``*a``, and the interpreter's lock held all along), and the inventory, grep, glob and
+    list_files all match names against it, so the whole agent stopped answering. Ignore rules
+    are matched in linear time now, to the same answers."""
+    (workspace / ".gitignore").write_text("*a" * 16 + "b\n*.log\n!keep.log\n")
+    (workspace / ("a" * 60)).write_text("x\n")
+    (workspace / ("a" * 40 + "b")).write_text("ignored\n")
+    for name in ("debug.log", "keep.log", "main.tf"):
+        (workspace / name).write_text('resource "terraform_data" "x" {}\n')
+    model_server.enqueue(
+        uses(("toolu_grep", "grep", {"pattern": "x", "output_mode": "files_with_matches"}),
+             ("toolu_glob", "glob", {"pattern": "*"}),
+             ("toolu_list", "list_files", {"path": "."})),
+        reply("done"))
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await start(agent, workspace)
+        answer, _, _ = await agent.run_prompt(session, "look around", timeout=60)
+    assert answer["result"]["stopReason"] == "end_turn"
+    results = request_tool_results(model_server.requests[1].body)
+    for call_id in ("toolu_grep", "toolu_glob", "toolu_list"):
+        content = results[call_id]["content"]
+        assert "a" * 60 in content and "keep.log" in content and "main.tf" in content, content
+        assert "debug.log" not in content and "a" * 40 + "b" not in content, content
+    assert "terraform_data.x" in system_text(model_server, 0)
+    figures.add(CATEGORY, "backtracking_ignore_rules", 1)
+    figures.add(CATEGORY, "cases", 1)
