@@ -3,10 +3,11 @@
     decide(...)  -> RUN | ASK | REFUSE (with the reason the model is told)
     ask(...)     -> the user's answer to ``session/request_permission``
 
-Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
+Read-only tools run without asking inside the project (the session's cwd and the folders the
+client added, ``in_project``); outside it (an absolute path,
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
-An *Always allow* covers the project's files only (:func:`in_project`): outside them a call
+An *Always allow* covers the project's files only (``tools.base.in_project``): outside them a call
 with paths asks again, and its question offers no *Always allow*.
 
 A write to a protected path (the agent's own files, other programs' configuration and
@@ -28,34 +29,27 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import evolve, frozen
 
-from iaccode import choices
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
     ToolCallContent,
     ToolCallFields,
 )
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, in_project, is_inside, resolve_path
 from iaccode.turn.env import EditorAccess
 from iaccode.turn.protected import Protected
 
 log = logging.getLogger(__name__)
 
 DENIED = "Permission denied."
-
-MODES: dict[str, SessionMode] = {
-    mode.id: SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
-}
-"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 OPTIONS = [
     PermissionOption("allow_once", "Allow once", "allow_once"),
@@ -90,18 +84,15 @@ class Verdict:
     """For ASK: whether *Always allow* is offered (it would not hold outside the project)."""
 
 
-def in_project(path: Path, cwd: Path) -> bool:
-    """Whether ``path`` (a real path) is one of the project's files: the session's folder."""
-    return is_inside(path, cwd)
-
-
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True, protected: Protected | None = None) -> Verdict:
+           confirm_infra_changes: bool = True, protected: Protected | None = None,
+           additional: Sequence[Path] = ()) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
-    without asking. ``protected``: the places a write reaches only after a question."""
+    without asking. ``protected``: the places a write reaches only after a question.
+    ``additional``: the client's extra project folders (real paths)."""
     if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
                                                                 remembered=remembered)):
         return infra
@@ -112,7 +103,7 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
         return Verdict(Decision.REFUSE, DENIED)
     resolved = resolved or {}
     paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
-    inside = all(in_project(path, cwd) for path in paths)
+    inside = all(in_project(path, cwd, additional) for path in paths)
     if protected is not None and (why := _protected_reason(tool, args, paths, cwd, protected)):
         return Verdict(Decision.ASK, protected=why, remember=False)
     if mode == "bypass" or (remembered.get(tool.name) is True and inside):
@@ -189,6 +180,17 @@ def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 
+def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
+                     ) -> ToolCallFields:
+    """The permission question's tool call for a call that reaches outside the project: the
+    title and the content say so, with the real paths."""
+    paths = ", ".join(str(path) for path in outside)
+    verb = "is" if len(outside) == 1 else "are"
+    text = f"{paths} {verb} outside the project ({cwd})."
+    return evolve(tool_call, title=f"{tool_call.title} (outside the project)",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
                ours: Path | None) -> bool:
     """Every path of the call is in our own folder (saved tool output), read-only."""
@@ -221,7 +223,8 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
 
     Only for paths inside the project: working out a diff reads the file, and a file outside
     it is read only once the user allowed the call (the question itself shows the path)."""
-    if not all(is_inside(path, context.cwd) for path in context.resolved.values()):
+    if not all(in_project(path, context.cwd, context.additional_dirs)
+               for path in context.resolved.values()):
         return None
     try:
         return await tool.preview(args, context)

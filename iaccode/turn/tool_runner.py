@@ -38,7 +38,15 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.tools import tool_output
-from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_tool, truncate
+from iaccode.tools.base import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    in_project,
+    resolve_path,
+    run_tool,
+    truncate,
+)
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
@@ -83,6 +91,9 @@ class ToolRunner:
         """Each announced call's tool name (``name`` on every update of the call)."""
         self._reads_secrets = False
         """A call of the answer being run names a secrets file (``turn/exposure.py``)."""
+        self._titles: dict[str, str] = {}
+        """The title a call's permission question gave it ("Changes real infrastructure:
+        ..."), which the client shows from then on: its final update says it too."""
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
@@ -143,7 +154,7 @@ class ToolRunner:
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
                                      resolved=call.resolved, ours=session.saved_output,
-                                     protected=self._protected)
+                                     protected=self._protected, additional=session.additional_dirs)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -200,9 +211,12 @@ class ToolRunner:
                                       f"Invalid input for {name}: {problems}. Not run.")
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
-        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
-        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations, resolved)
-        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", locations,
+        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] + [
+            ToolCallLocation(str(resolve_path(self._session.cwd, raw)))
+            for raw in tool.shown_paths(args)]
+        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None,
+                     resolved)
+        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", call.locations,
                                         raw_input=raw_input, meta=env.tool_call_meta,
                                         name=tool.name))
         return call
@@ -213,13 +227,17 @@ class ToolRunner:
                                      remembered=session.remembered, resolved=call.resolved,
                                      ours=session.saved_output,
                                      confirm_infra_changes=env.config.confirm_infra_changes,
-                                     protected=self._protected)
+                                     protected=self._protected, additional=session.additional_dirs)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
             content = redacted_content(await permissions.question_content(
                 tool, call.args, self._context(tool, call_id, call.resolved)))
             fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
                                     call.raw_input, content, name=tool.name)
+            outside = [path for path in call.resolved.values()
+                       if not in_project(path, session.cwd, session.additional_dirs)]
+            if outside:
+                fields = permissions.outside_question(fields, outside, session.cwd)
             options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
             if verdict.protected is not None:
                 fields = permissions.protected_question(fields, verdict.protected)
@@ -227,6 +245,8 @@ class ToolRunner:
                 fields = permissions.infra_question(fields, verdict.infra_change,
                                                     call.args.command)
                 options = permissions.INFRA_OPTIONS
+            if fields.title is not None and fields.title != call.title:  # shown from now on
+                self._titles[call_id] = fields.title
             answer = await permissions.ask(self._editor, fields, tool.name,
                                            session.remembered, options)
             if answer is Answer.CANCELLED:
@@ -285,7 +305,7 @@ class ToolRunner:
         return ToolContext(cwd=session.cwd, limits=self._env.config.tool_limits,
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
-                           show_plan=session.show_plan)
+                           show_plan=session.show_plan, additional_dirs=session.additional_dirs)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path]) -> ToolResult:
@@ -320,6 +340,7 @@ class ToolRunner:
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
             name=self._names.get(call_id),
+            title=self._titles.get(call_id),
         )
         self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
         self._unfinished.pop(call_id, None)

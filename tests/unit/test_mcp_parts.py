@@ -261,3 +261,19 @@ async def test_a_listing_keeps_what_fits_as_it_comes_and_what_came_before_a_time
 
     with pytest.raises(TimeoutError):  # nothing came: the old lists stay (see _list_again)
         await connection._listing(hangs, "tools")
+
+
+@pytest.mark.parametrize(("tools", "prompts", "status"), [
+    (1, 1, "connected, 1 tool, 1 prompt"),
+    (2, 3, "connected, 2 tools, 3 prompts"),
+    (0, 0, "connected, 0 tools"),
+])
+def test_the_listing_counts_in_good_english(tmp_path: Path, tools: int, prompts: int,
+                                            status: str) -> None:
+    servers = McpServers([ServerSpec("db", "stdio", command="db-server")], tmp_path)
+    connection = servers.connections[0]
+    connection.status = "connected"
+    connection.tools = [mcp_types.Tool(name=f"t{i}", input_schema={}) for i in range(tools)]
+    connection.prompts = [mcp_types.Prompt(name=f"p{i}") for i in range(prompts)]
+    assert servers.listing().splitlines()[1] == (
+        f"- db (stdio, db-server, from the editor): {status}")
