@@ -32,8 +32,6 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from iaccode.secret_env import is_secret, url_password
-
 Transport = Literal["stdio", "http", "sse"]
 
 
@@ -139,6 +137,8 @@ def spec_secrets(spec: ServerSpec) -> list[tuple[str, str]]:
     headers that are (``X-Api-Key`` read as ``X_API_KEY``) or that always carry credentials
     (``Authorization``, ``Cookie``), with the credential of an ``Authorization: Bearer X`` on
     its own too. The agent holds them as its own (replaced in output, refused in URLs)."""
+    from iaccode.secret_env import is_secret, url_password  # with a server only (start-up)
+
     found = [(name, value) for name, value in spec.env.items() if is_secret(name, value)]
     for index, arg in enumerate(spec.args):
         if (password := url_password(arg)) is not None:  # a database URL, as in env

@@ -23,7 +23,6 @@ from attrs import frozen
 from iaccode.mcp.config import ServerSpec, spec_secrets
 from iaccode.mcp.names import shortened, shown, tool_name
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
-from iaccode.secret_env import hold
 from iaccode.tools.base import Tool, ToolFailure
 
 if TYPE_CHECKING:
@@ -63,12 +62,13 @@ class McpServers:
     def __init__(self, specs: list[ServerSpec], cwd: Path,
                  on_change: Callable[[], None] = lambda: None) -> None:
         self.connections: list[ServerConnection] = []
-        for spec in specs:  # what a server is given, it must not hand back
-            for name, value in spec_secrets(spec):
-                hold(name, value)
         if specs:  # the connection (and with it the transports) only when there are servers
             from iaccode.mcp.connection import ServerConnection
+            from iaccode.secret_env import hold
 
+            for spec in specs:  # what a server is given, it must not hand back
+                for name, value in spec_secrets(spec):
+                    hold(name, value)
             self.connections = [ServerConnection(spec, cwd, on_change) for spec in specs]
         self._on_change = on_change
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
