@@ -39,7 +39,8 @@ from iaccode.gate import FOLDER_VARIABLE, SOCKET_VARIABLE, TOKEN_VARIABLE, handl
 from iaccode.gate.folder import GateFolder, gate_folder
 from iaccode.gate.handlers import Exec, GateGone, GateRequest, Op, Refuse, Run, RunResult
 from iaccode.iac import credentials
-from iaccode.iac.clis import CLIS, DRIVERS, classify
+from iaccode.iac.cli_env import classify_run
+from iaccode.iac.clis import CLIS, DRIVERS
 from iaccode.tools.procfs import read_stat
 
 log = logging.getLogger(__name__)
@@ -188,15 +189,18 @@ class CallChannel:
     def _request(self, message: dict[str, Any], pid: int
                  ) -> tuple[GateRequest | None, Refuse | None]:
         cli, argv, cwd, path = (message.get(key) for key in ("cli", "argv", "cwd", "path"))
+        env = message.get("env", {})
         if not (isinstance(cli, str) and cli in CLIS and isinstance(argv, list) and argv
                 and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                and isinstance(path, str)):
+                and isinstance(path, str) and isinstance(env, dict)
+                and all(isinstance(v, str) for v in env.values())):
             raise ValueError("a gate request without cli, argv, cwd and path")
         program = self.folder.real_program(cli, path)
         if program is None:
             return None, Refuse(f"{cli}: command not found", 127)
-        return GateRequest(cli, list(argv), cwd, program, classify(cli, argv[1:]),
-                           _started_by(pid, self._root), path), None
+        # What the program reads besides its argv counts (TF_CLI_ARGS, the AWS CLI's aliases).
+        return GateRequest(cli, list(argv), cwd, program, classify_run(cli, argv[1:], env),
+                           _started_by(pid, self._root), path, dict(env)), None
 
     async def _decide(self, request: GateRequest, pid: int, lines: _Lines) -> Op:
         exchange = _Exchange(self, request, lines)
