@@ -40,7 +40,7 @@ from iaccode.gate.folder import GateFolder, gate_folder
 from iaccode.gate.handlers import Exec, GateGone, GateRequest, Op, Refuse, Run, RunResult
 from iaccode.iac import credentials
 from iaccode.iac.cli_env import classify_run
-from iaccode.iac.clis import CLIS, DRIVERS
+from iaccode.iac.clis import CLIS, DRIVERS, classify
 from iaccode.tools.procfs import read_stat
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ class CallChannel:
         exchange = _Exchange(self, request, lines)
         change = request.change.label if request.change is not None else None
         op: Op
-        if not change or not self.policy.confirm or tuple(request.argv) in self.policy.approved \
+        if not change or not self.policy.confirm or self._line_allowed(request) \
                 or self._driven(request.cli, pid):
             op = exchange.exec()
         else:
@@ -216,6 +216,13 @@ class CallChannel:
             self._drivers[pid] = request.cli  # its own runs of terraform are this change
         await self._advise_held_back()
         return op
+
+    def _line_allowed(self, request: GateRequest) -> bool:
+        """Whether the question about the command line allowed this run: its argv, with
+        nothing its environment adds (an allowed ``terraform apply`` with
+        ``TF_CLI_ARGS_apply=-destroy`` exported by a script is not what the user saw)."""
+        return tuple(request.argv) in self.policy.approved \
+            and request.change == classify(request.cli, request.argv[1:])
 
     async def _advise_held_back(self) -> None:
         """Tell the user, once per program, that it runs without the held credentials."""

@@ -59,7 +59,8 @@ def _terraform(cli: str, args: list[str], env: Mapping[str, str]) -> Change | No
     change = classify(cli, [*args[:at], *extra, *args[at:]])
     if change is None:
         return None
-    used = ", ".join(name for name in names if env.get(name, "").strip())
+    used = ", ".join(f"{name}={shlex.quote(env[name].strip())}" for name in names
+                     if env.get(name, "").strip())
     return Change(f"{change.label} (with {used})", change.unknown)
 
 

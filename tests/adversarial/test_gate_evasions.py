@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.adversarial.conftest import Figures
 from tests.adversarial.support import start, strict_stdout
 from tests.adversarial.test_infra_gate import (
+    REJECT,
     agent_env,
     calls,
     misses,
@@ -136,3 +138,30 @@ async def test_a_forged_gate_request_gets_no_held_credentials(
         await run_lines(agent, session)
     assert got.exists(), "the forger did not run"
     assert "held-secret-value-1234567890" not in got.read_text()
+
+
+def line_allowed_gate_rejected(message: dict[str, Any]) -> dict[str, Any]:
+    """The user allows the question about the command line, and rejects a gate's."""
+    asked = json.dumps(message["params"]["toolCall"])
+    return REJECT if "is about to run" in asked else selected("allow_once")
+
+
+async def test_what_the_line_allowed_is_not_what_its_environment_makes_of_it(
+        tmp_path: Path, workspace: Path, short_tmp: Path,  # noqa: F811
+        figures: Figures) -> None:
+    """The reader asks about ``terraform apply`` and the user allows it; a script the line
+    sources first exported TF_CLI_ARGS_apply=-destroy, so the program the gate saw as the
+    allowed argv would destroy everything. An argv the line's question allowed runs unasked
+    only when its environment adds nothing to it."""
+    (workspace / "env.sh").write_text("export TF_CLI_ARGS_apply=-destroy\n")
+    lines = [". ./env.sh; terraform apply", "terraform apply"]
+    env, _, log = agent_env(tmp_path, calls(lines), short_tmp)
+    async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
+        session = await start(agent, workspace)
+        _, messages, questions = await agent.run_prompt(
+            session, "go", line_allowed_gate_rejected, timeout=300)
+    gate_questions = [q for q in questions if "is about to run" in json.dumps(q)]
+    assert len(gate_questions) == 1, [q["params"]["toolCall"]["title"] for q in questions]
+    assert "-destroy" in json.dumps(gate_questions[0])
+    assert runs(log) == ["terraform apply"], outputs(messages)  # the second line, as allowed
+    figures.add(CATEGORY, "allowed_lines", len(lines))

@@ -17,9 +17,9 @@ def test_the_gate_reports_what_the_agent_reads() -> None:
 
 @pytest.mark.parametrize(("env", "args", "label"), [
     ({"TF_CLI_ARGS_init": "-migrate-state -force-copy"}, ["init"],
-     "terraform init -migrate-state (with TF_CLI_ARGS_init)"),
+     "terraform init -migrate-state (with TF_CLI_ARGS_init='-migrate-state -force-copy')"),
     ({"TF_CLI_ARGS": "-migrate-state"}, ["-chdir=x", "init"],
-     "terraform init -migrate-state (with TF_CLI_ARGS)"),
+     "terraform init -migrate-state (with TF_CLI_ARGS=-migrate-state)"),
     ({"TF_CLI_ARGS_init": "'unclosed"}, ["init"], "terraform init (TF_CLI_ARGS_init)"),
     ({}, ["init", "-migrate-state"], "terraform init -migrate-state"),
     ({"TF_CLI_ARGS_plan": "-destroy"}, ["plan"], None),
