@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 
 from tests.adversarial.conftest import Figures
-from tests.adversarial.support import start, strict_stdout
+from tests.adversarial.support import start
 from tests.adversarial.test_infra_gate import (
     REJECT,
     agent_env,
     calls,
     misses,
     outputs,
+    run_in_mode,
     run_lines,
     short_tmp,  # noqa: F401  (a fixture)
 )
@@ -71,20 +72,7 @@ async def test_what_a_commands_environment_adds_to_the_argv_asks(
     alias in $HOME/.aws/cli/alias turned ``aws s3 ls`` into a termination: both ran with no
     question, the gate reading only the argv. The gate now reads them as the CLI will."""
     lines = [("evasion", line) for line in CHANGING]
-    exchanges = calls([line for _, line in lines])
-    if mode == "always_allow":
-        exchanges = [*calls(["true"]), *exchanges]  # the question "Always allow" answers
-    env, _, log = agent_env(tmp_path, exchanges, short_tmp)
-    async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
-        session = await start(agent, workspace)
-        if mode == "bypass":
-            await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
-        else:
-            _, _, asked = await agent.run_prompt(
-                session, "allow bash", lambda m: selected("allow_always"))
-            assert len(asked) == 1
-        messages, questions = await run_lines(agent, session)
-    strict_stdout(agent.raw_lines)
+    messages, questions, log = await run_in_mode(tmp_path, workspace, short_tmp, CHANGING, mode)
     missed = misses(lines, questions, outputs(messages))
     assert not missed, "\n".join(missed)
     assert runs(log) == [], "a stand-in ran: " + "; ".join(runs(log))
