@@ -40,6 +40,7 @@ from iaccode.gate import FOLDER_VARIABLE, SOCKET_VARIABLE, TOKEN_VARIABLE, handl
 from iaccode.gate.folder import GateFolder, gate_folder
 from iaccode.gate.handlers import Exec, GateGone, GateRequest, Op, Refuse, Run, RunResult
 from iaccode.iac import credentials
+from iaccode.iac.cli_env import classify_run
 from iaccode.iac.clis import CLIS, DRIVERS, classify
 from iaccode.tools.procfs import read_stat
 
@@ -201,21 +202,24 @@ class CallChannel:
     def _request(self, message: dict[str, Any], pid: int
                  ) -> tuple[GateRequest | None, Refuse | None]:
         cli, argv, cwd, path = (message.get(key) for key in ("cli", "argv", "cwd", "path"))
+        env = message.get("env", {})
         if not (isinstance(cli, str) and cli in CLIS and isinstance(argv, list) and argv
                 and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                and isinstance(path, str)):
+                and isinstance(path, str) and isinstance(env, dict)
+                and all(isinstance(v, str) for v in env.values())):
             raise ValueError("a gate request without cli, argv, cwd and path")
         program = self.folder.real_program(cli, path)
         if program is None:
             return None, Refuse(f"{cli}: command not found", 127)
-        return GateRequest(cli, list(argv), cwd, program, classify(cli, argv[1:]),
-                           _started_by(pid, self._root), path), None
+        # What the program reads besides its argv counts (TF_CLI_ARGS, the AWS CLI's aliases).
+        return GateRequest(cli, list(argv), cwd, program, classify_run(cli, argv[1:], env),
+                           _started_by(pid, self._root), path, dict(env)), None
 
     async def _decide(self, request: GateRequest, pid: int, lines: _Lines) -> Op:
         exchange = _Exchange(self, request, lines)
         change = request.change.label if request.change is not None else None
         op: Op
-        if not change or not self.policy.confirm or tuple(request.argv) in self.policy.approved \
+        if not change or not self.policy.confirm or self._line_allowed(request) \
                 or self._driven(request.cli, pid):
             op = exchange.exec()
         else:
@@ -225,6 +229,13 @@ class CallChannel:
             self._drivers[pid] = request.cli  # its own runs of terraform are this change
         await self._advise_held_back()
         return op
+
+    def _line_allowed(self, request: GateRequest) -> bool:
+        """Whether the question about the command line allowed this run: its argv, with
+        nothing its environment adds (an allowed ``terraform apply`` with
+        ``TF_CLI_ARGS_apply=-destroy`` exported by a script is not what the user saw)."""
+        return tuple(request.argv) in self.policy.approved \
+            and request.change == classify(request.cli, request.argv[1:])
 
     async def _advise_held_back(self) -> None:
         """Tell the user, once per program, that it runs without the held credentials."""
