@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_conformance.script import hang, reply
+from acp_conformance.script import reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -60,6 +60,13 @@ def deep_probe(agent: LineAgent, cwd: Path) -> None:
              if n["params"]["sessionId"] == session
              and n["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
     assert "pong" in "".join(texts), texts
+
+
+def streamed_text(agent: LineAgent, session: str) -> str:
+    """The agent's message text streamed to ``session`` so far."""
+    return "".join(n["params"]["update"]["content"].get("text", "") for n in agent.notifications
+                   if n["params"].get("sessionId") == session
+                   and n["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
 
 
 def finish(agent: LineAgent, figures: Figures, cases: int) -> None:
@@ -411,9 +418,20 @@ def test_a_second_initialize_changes_nothing_that_runs(tmp_path: Path, workspace
         finish(agent, figures, 6)
 
 
+def streams_then_hangs(text: str) -> dict[str, Any]:
+    """A model answer that starts (its first text delta) and never ends: a test that sees
+    the text knows the turn's model request is in flight."""
+    exchange = reply(text)
+    exchange["events"] = exchange["events"][:3]  # message_start, block start, the delta
+    exchange["then_hang"] = True
+    return exchange
+
+
 def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path,
                                          figures: Figures) -> None:
-    with agent_for(tmp_path, "dupes", [hang(), hang(), reply("pong"), reply("pong")]) as agent:
+    exchanges = [streams_then_hangs("working 7"), streams_then_hangs("working seven"),
+                 reply("pong"), reply("pong")]
+    with agent_for(tmp_path, "dupes", exchanges) as agent:
         agent.call("initialize", INIT)
         for request_id in (7, "seven"):
             session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
@@ -422,7 +440,10 @@ def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path,
                                            "prompt": [{"type": "text", "text": "hang"}]}},
                                expect=False)
             agent.owe(request_id, "session/prompt")
-            time.sleep(0.3)  # the prompt is in flight (its model request hangs)
+            # In flight once its model answer has begun (a fixed sleep raced the first
+            # prompt's lazy imports: a cancel before the request left its exchange unplayed).
+            begun = f"working {request_id}"
+            agent.settle(until=lambda s=session, t=begun: t in streamed_text(agent, s))
             again = agent.request("session/list", {}, request_id=request_id, only=True)
             assert again["error"]["code"] == -32600, again
             assert "in flight" in again["error"]["data"]["detail"]
