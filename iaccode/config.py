@@ -25,6 +25,7 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
+| `[iac] protected`         |                                 | `[]`      | globs of targets    |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
 | `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
 | `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
@@ -40,7 +41,9 @@ off, low, medium, high.
 loopback, private or link-local addresses: an intranet documentation server, say.
 ``confirm_infra_changes = false`` lets bash commands that change real infrastructure
 (``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
-bash permissions instead of always asking.
+bash permissions instead of always asking. ``protected`` names the targets (Terraform
+workspaces, kube contexts, Pulumi stacks; globs such as ``"prod*"``) whose changes need the
+user to type the target's name (:mod:`iaccode.iac.target`).
 
 The ``[serve]`` table is for ``iaccode serve`` (``iaccode/remote/``). Its bearer token is
 ``IAC_CODE_SERVE_TOKEN`` or else the contents of ``token_file`` (``~`` expanded, relative to the
@@ -165,6 +168,9 @@ class Config:
     confirm_infra_changes: bool = True
     """Bash commands that change real infrastructure always ask, in every mode (config.toml
     ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
+    protected: tuple[str, ...] = ()
+    """Globs of the targets (workspaces, kube contexts, Pulumi stacks) whose changes need the
+    target's name typed in to go ahead (config.toml ``[iac] protected``)."""
     serve: ServeSettings = field(factory=ServeSettings)
     """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
     log_level: str = field(default="INFO", converter=_upper)
@@ -286,6 +292,9 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 
 IAC_SETTINGS: dict[str, _Setting] = {
     "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
+    "protected": _Setting("protected", None, tuple,
+                          lambda v: None if all(g.strip() for g in v) else "must hold globs, "
+                          "none empty (\"prod*\", \"production\")"),
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
 
