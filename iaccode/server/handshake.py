@@ -73,7 +73,9 @@ _FILE_KEYS = {"provider": str, "base_url": str, "api_key_env": str, "model": str
 _PARAMS: dict[str, Any] = {
     "clientCapabilities": ({"fs": ({"readTextFile": bool, "writeTextFile": bool,
                                     "_meta": dict}, ()),
-                            "terminal": bool, "_meta": dict}, ()),
+                            "terminal": bool,
+                            "elicitation": ({"form": dict, "url": dict, "_meta": dict}, ()),
+                            "_meta": dict}, ()),
     "clientInfo": ({"name": str, "version": str, "title": str, "_meta": dict},
                    ("name", "version")),
     "_meta": dict,

@@ -104,6 +104,7 @@ def test_the_params_shape_follows_the_message_classes() -> None:
     capabilities, _ = shape["clientCapabilities"]
     assert set(capabilities) == _wire_fields(m.ClientCapabilities)
     assert set(capabilities["fs"][0]) == _wire_fields(m.FileSystemCapabilities)
+    assert set(capabilities["elicitation"][0]) == _wire_fields(m.ElicitationCapabilities)
     info, required = shape["clientInfo"]
     assert set(info) == _wire_fields(m.Implementation)
     assert set(required) == {field.name for field in attrs.fields(m.Implementation)
