@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import define, field
 
 from iaccode.iac.guard import simple_commands
 

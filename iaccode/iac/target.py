@@ -4,7 +4,7 @@ protected targets of config.toml (``[iac] protected = ["prod*", "production"]``)
     terraform_target(folder, env)      workspace, backend, provider region/profile/project
     kube_target(argv, env)             kubectl / helm: the kube context and namespace
     pulumi_target(argv, cwd, env)      the stack
-    title(command, target)             "terraform apply · workspace prod · s3 acme-state/prod.tfstate · aws eu-west-1"
+    title(command, target)             "terraform apply · workspace prod · s3 acme-state/..."
     protected_name(target, globs)      the name a protected glob matched, or None
 
 Everything comes from files on disk and the command's environment:

@@ -27,7 +27,7 @@ from typing import Any
 import trio
 from attrs import evolve, frozen
 
-from iaccode.iac import diagnostics
+from iaccode.iac import diagnostics, sensitive
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
@@ -254,7 +254,9 @@ class ToolRunner:
             # machine's programs (terraform, cfn-lint) out.
             result = await diagnostics.annotate(
                 result, self._session.cwd, external=self._env.config.recorded_tools is None)
-        return result
+        # Values Terraform marks sensitive never reach the model (nor the editor's view).
+        return await sensitive.hide(tool.name, args, result, self._session.cwd,
+                                    resolved.values())
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
                       message: str) -> ToolResult:
