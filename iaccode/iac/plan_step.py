@@ -237,13 +237,13 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def explain_failure(output: str, command: str) -> str | None:
+def explain_failure(output: str, command: str | None = None) -> str | None:
     """What a failed apply of a saved plan means, in plain words (None: nothing we know)."""
+    again = f"`{command}`" if command else "the command"
     if STALE in output:
         return (f"The state changed after this plan was made (another apply, a refresh or "
                 f"an import ran in between), so Terraform refused to apply the saved plan: "
-                f"nothing was applied. Run `{command}` again for a new plan and a new "
-                f"question.")
+                f"nothing was applied. Run {again} again for a new plan and a new question.")
     if LOCKED in output:
         return ("Another Terraform run holds the state lock, so nothing was applied. Wait "
                 "for it to finish (or ask the user) and run the command again.")

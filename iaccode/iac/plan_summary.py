@@ -32,6 +32,7 @@ from typing import Any
 from attrs import define, field
 
 from iaccode.iac.guard import simple_commands
+from iaccode.iac.plan_step import STALE, explain_failure
 
 JSON_MAX_BYTES = 64 * 1024 * 1024
 """Largest ``show -json`` document kept for the summary (bigger plans get no summary)."""
@@ -151,6 +152,8 @@ class Plan:
     """Only from a document: some output value changes (an apply would write the state)."""
     read_from: str = "the plan"
     """How the summary says it was read ("all 120 lines of output", "the plan file")."""
+    stale: bool = False
+    """Terraform refused a saved plan as stale ("Saved plan is stale")."""
 
     def counts(self) -> dict[str, int]:
         counts = {action: 0 for action in ORDER}
@@ -167,6 +170,8 @@ class Plan:
         """The summary text, or None when the plan names no resource to change and no drift
         (no plan, "No changes.", or output whose start was cut off: the count line alone
         says it all)."""
+        if self.stale:
+            return f"Not applied: {explain_failure(STALE)}"
         if not self.changes and not self.drift:
             return None
         counts = self.counts()
@@ -291,6 +296,9 @@ class PlanReader:
             return
         text = _ANSI.sub("", text)
         stripped = text.strip()
+        if STALE in text:
+            self._plan.stale = True
+            return
         if _DRIFT_START.match(stripped):
             self._in_drift = True
             return
@@ -349,6 +357,8 @@ class PlanReader:
                     action, _REASON_CODES.get(str(change.get("reason"))))
         elif kind == "change_summary" and isinstance(message.get("@message"), str):
             self._plan.stated = message["@message"]
+        elif STALE in str(message.get("@message")):
+            self._plan.stale = True
         elif isinstance(message.get("resource_changes"), list):
             _take_document(self._plan, message)
 

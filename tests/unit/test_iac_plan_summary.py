@@ -253,3 +253,14 @@ def test_drift_in_plan_json_and_show_json() -> None:
         "Changed outside of Terraform (drift): 2",
         "    ~ changed  aws_s3_bucket.demo",
         "    - deleted  aws_instance.gone"]
+
+
+@pytest.mark.parametrize("output", [
+    "\x1b[31m╷\x1b[0m\n\x1b[31m│\x1b[0m \x1b[1m\x1b[31mError: \x1b[0m\x1b[1mSaved plan is stale"
+    "\x1b[0m\n│ The given plan file can no longer be applied because the state was changed\n",
+    '{"@level":"error","@message":"Error: Saved plan is stale","type":"diagnostic"}\n',
+])
+def test_a_stale_plan_is_explained_in_plain_words(output: str) -> None:
+    summary = summarise(output.encode())
+    assert summary is not None and summary.startswith("Not applied: The state changed after")
+    assert "nothing was applied" in summary
