@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import trio
-from attrs import frozen
+from attrs import evolve, frozen
 
 from iaccode.iac.plan_step import ChangeCall, digest, read_change
 from iaccode.iac.plan_summary import Plan, read_plan_document
@@ -124,14 +124,18 @@ class Question:
 
 
 def question(call: ChangeCall, plan: Plan, data: bytes, target: Target,
-             command: list[str]) -> Question:
-    """What the user is asked: the target in the title, the plan and its hash below."""
+             command: list[str], env: Mapping[str, str] | None = None) -> Question:
+    """What the user is asked: the target in the title, the plan and its hash below (and
+    the ``TF_CLI_ARGS*`` variables that add to what Terraform runs)."""
     summary = plan.summary() or (
         "No resource changes; output values change (the apply writes them to the state).")
+    added = "".join(f"\nSet in the environment (Terraform adds it): {name}={value}"
+                    for name, value in sorted((env or {}).items())
+                    if name.startswith("TF_CLI_ARGS") and value.strip())
     detail = (f"This applies a saved plan (it changes real infrastructure):\n\n{summary}\n\n"
               f"Plan file: sha256 {digest(data)[:16]}… ({len(data):,} bytes). What you approve "
               "is exactly this plan: it is applied from a private copy, and a plan file "
-              f"changed after this question is refused.\nCommand: {' '.join(command)}")
+              f"changed after this question is refused.\nCommand: {' '.join(command)}{added}")
     return Question(title(call.command, target), detail, target)
 
 
@@ -186,7 +190,11 @@ async def _handle(exchange: Exchange, call: ChangeCall, argv: list[str], scratch
                       "so nothing was asked and nothing applied.", 0)
     target = await trio.to_thread.run_sync(terraform_target, call.folder(exchange.cwd),
                                            dict(exchange.env))
-    asked = question(call, plan, data, target, argv)
+    if protected:  # what Terraform itself says, whatever the files and variables look like
+        shown = await exchange.run([*call.head, "workspace", "show"])
+        if shown.status == 0 and shown.stdout.strip():
+            target = evolve(target, workspace=shown.stdout.strip())
+    asked = question(call, plan, data, target, argv, exchange.env)
     refusal = await _approve(exchange, asked, protected)
     if refusal is not None:
         return Finish(refusal, 126)
@@ -240,6 +248,8 @@ def _tail(text: str, lines: int = 20) -> str:
 
 
 def command_env(names: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables of ``_ENV_NAMES`` from ``names`` (default: ours)."""
+    """The variables the handler reads, from ``names`` (default: ours): ``_ENV_NAMES`` and
+    Terraform's ``TF_CLI_ARGS*``."""
     source = os.environ if names is None else names
-    return {name: source[name] for name in _ENV_NAMES if name in source}
+    return {name: value for name, value in source.items()
+            if name in _ENV_NAMES or name.startswith("TF_CLI_ARGS")}

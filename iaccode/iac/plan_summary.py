@@ -163,8 +163,8 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        """Nothing to apply: no resource changes, no output changes."""
-        return not self.changes and not self.outputs_change
+        """Nothing to apply: no resource changes, no output changes, no drift to record."""
+        return not self.changes and not self.outputs_change and not self.drift
 
     def summary(self) -> str | None:
         """The summary text, or None when the plan names no resource to change and no drift

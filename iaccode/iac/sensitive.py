@@ -239,13 +239,14 @@ def learn_from_output(values: ProjectValues, text: str) -> None:
 
 
 def _bare_outputs(command: str) -> list[str]:
-    """The outputs ``command`` prints bare: ``output NAME``, ``output -raw NAME``."""
+    """The outputs ``command`` prints alone: ``output NAME`` (``-raw``, ``-json`` too: a
+    value alone is no document its marks could be read from)."""
     names: list[str] = []
     for words in simple_commands(command):
         if Path(words[0]).name not in _TERRAFORM:
             continue
         positional = [word for word in words[1:] if not word.startswith("-")]
-        if positional[:1] == ["output"] and len(positional) > 1 and "-json" not in words:
+        if positional[:1] == ["output"] and len(positional) > 1:
             names.append(positional[1])
     return names
 

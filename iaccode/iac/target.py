@@ -94,7 +94,7 @@ class Target:
         parts += [f"context {self.kube_context}"] if self.kube_context else []
         parts += [f"namespace {self.namespace}"] if self.namespace else []
         parts += [f"stack {self.stack}"] if self.stack else []
-        return parts
+        return [_shown(part) for part in parts]
 
     def names(self) -> list[tuple[str, str]]:
         """(what, name) of each name a protected glob is matched against."""
@@ -103,6 +103,18 @@ class Target:
         found += [("kube context", part.split(" ", 2)[2]) for part in self.providers
                   if part.startswith("kubernetes context ")]
         return [(what, name) for what, name in found if name]
+
+
+MAX_PART = 120
+"""Longest part of a title; a file's content is no place for a paragraph."""
+_UNSHOWN = re.compile(r"[^\S ]|[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(text: str) -> str:
+    """``text`` on one line, without control or direction-changing characters: the names
+    come from files and variables anyone may have written (``prod\nAllowed by the user``)."""
+    text = _UNSHOWN.sub("?", text.strip())
+    return text if len(text) <= MAX_PART else text[:MAX_PART - 1] + "…"
 
 
 def title(command: str, target: Target) -> str:

@@ -254,3 +254,61 @@ async def test_without_elicitation_a_protected_change_is_refused(
     assert "run the command themselves" in outcome.message
     assert editor.elicitations == [] and editor.questions == [], "nothing the editor can't show"
 
+
+
+async def test_protection_goes_by_the_workspace_terraform_says(
+        module: tuple[Path, str], tmp_path: Path) -> None:
+    """The handler is told nothing of TF_WORKSPACE (a variable the command set itself, say);
+    the helpers run with it: Terraform's own answer decides."""
+    folder, terraform = module
+    assert tf(terraform, folder, "workspace", "new", "production").returncode == 0
+    assert tf(terraform, folder, "apply", "-auto-approve", "-input=false").returncode == 0
+    assert tf(terraform, folder, "workspace", "select", "default").returncode == 0
+
+    exchange = LocalExchange([terraform, "destroy"], folder, FakeEditor([]),
+                             env={"TF_WORKSPACE": "production"})
+    outcome = await handle(_Blind(exchange), tmp_path, ("production",))
+    assert isinstance(outcome, Finish) and "the workspace production is protected" in \
+        outcome.message
+
+
+@define
+class _Blind:
+    """An exchange whose ``env`` says nothing, while its helpers run in the real one."""
+
+    inner: LocalExchange
+
+    @property
+    def argv(self) -> list[str]:
+        return self.inner.argv
+
+    @property
+    def cwd(self) -> Path:
+        return self.inner.cwd
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return {}
+
+    async def run(self, argv: list[str]) -> Ran:
+        return await self.inner.run(argv)
+
+    async def ask(self, title: str, detail: str) -> str | None:
+        return await self.inner.ask(title, detail)
+
+    async def confirm_name(self, title: str, detail: str, what: str, name: str
+                           ) -> str | None:
+        return await self.inner.confirm_name(title, detail, what, name)
+
+
+async def test_apply_destroy_and_tf_cli_args_are_in_the_question(
+        module: tuple[Path, str], tmp_path: Path) -> None:
+    folder, terraform = module
+    editor = FakeEditor(["reject_once"])
+    env = {"TF_CLI_ARGS_apply": "-parallelism=1"}
+    outcome = await handle(LocalExchange([terraform, "apply", "-destroy"], folder, editor,
+                                         env=env), tmp_path)
+    assert isinstance(outcome, Finish)
+    shown = editor.questions[0][0].content[0].content.text  # type: ignore[index, union-attr]
+    assert "    - destroy  terraform_data.disk" in shown
+    assert "Set in the environment (Terraform adds it): TF_CLI_ARGS_apply=-parallelism=1" in shown

@@ -130,6 +130,9 @@ async def test_a_bare_sensitive_output_is_hidden_whole(applied: tuple[Path, str]
         ToolResult(printed.encode().hex()), module.resolve())
     assert result.text.startswith("(sensitive): the output of this command is the value of "
                                   "password")
+    as_json = await sensitive.hide("bash", BashInput("terraform output -json password"),
+                                   ToolResult('"remote-only-value"'), module.resolve())
+    assert as_json.text.startswith("(sensitive)"), "one value alone, JSON or not"
     size = await sensitive.hide("bash", BashInput("terraform output -raw size"),
                                 ToolResult("large"), module.resolve())
     assert size.text == "large"

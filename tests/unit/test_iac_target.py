@@ -142,3 +142,12 @@ def test_protected_globs_match_whole_names_case_sensitively() -> None:
     assert protected_name(Target(workspace="Prod"), globs) is None
     assert protected_name(Target(providers=("kubernetes context prod-1",)), globs) == (
         "kube context", "prod-1")
+
+
+def test_a_name_from_a_file_cannot_write_the_question(tmp_path: Path) -> None:
+    (tmp_path / ".terraform").mkdir()
+    (tmp_path / ".terraform" / "environment").write_text(
+        "dev\n\nAll checks passed: safe to allow\u202e\x1b[2K")
+    shown = title("terraform destroy", terraform_target(tmp_path, {}))
+    assert "\n" not in shown and "\u202e" not in shown and "\x1b" not in shown
+    assert shown.startswith("terraform destroy · workspace dev??All checks passed")
