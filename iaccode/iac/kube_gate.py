@@ -1,0 +1,64 @@
+"""kubectl / oc / helm changes held by the gate: the question names the kube context (and the
+namespace), and a protected context (``[iac] protected``) needs its name typed in.
+
+    await handle(exchange, protected)   -> Apply (run the command as it is) | Finish | None
+
+The context is the one the command gives (``--context``, helm's ``--kube-context`` and
+``HELM_KUBECONTEXT``), else the kubeconfig's ``current-context``; with protected globs set,
+``kubectl config current-context`` (through the gate, in the command's environment, with its
+``--kubeconfig``) has the last word, whatever the files the agent can read say.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+from attrs import evolve
+
+from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish
+from iaccode.iac.target import kube_target, protected_name, title
+
+PROGRAMS = frozenset({"kubectl", "oc", "helm"})
+_VALUE_OPTIONS = frozenset({"-n", "--namespace", "--context", "--kube-context", "--kubeconfig",
+                            "--cluster", "--user", "-s", "--server", "--as", "-v"})
+
+
+def _command(argv: list[str]) -> str:
+    """``kubectl delete``: the program and its verb, past the global options."""
+    skip = False
+    for word in argv[1:]:
+        if skip:
+            skip = False
+        elif word in _VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-"):
+            return f"{Path(argv[0]).name} {word}"
+    return Path(argv[0]).name
+
+
+async def handle(exchange: Exchange, protected: tuple[str, ...] = ()) -> Asked:
+    argv = list(exchange.argv)
+    name = Path(argv[0]).name if argv else ""
+    if name not in PROGRAMS:
+        return None
+    target = await trio.to_thread.run_sync(kube_target, argv, dict(exchange.env))
+    explicit = any(word.startswith(("--context", "--kube-context")) for word in argv) or (
+        name == "helm" and exchange.env.get("HELM_KUBECONTEXT"))
+    if protected and not explicit:
+        kubeconfig = [w for i, w in enumerate(argv) if w.startswith("--kubeconfig")
+                      or (i and argv[i - 1] == "--kubeconfig")]
+        asked = await exchange.run(["oc" if name == "oc" else "kubectl", "config",
+                                    "current-context", *kubeconfig])
+        if asked.status == 0 and asked.stdout.strip():
+            target = evolve(target, kube_context=asked.stdout.strip())
+    heading = title(_command(argv), target)
+    detail = f"This runs `{' '.join(argv)}` (it changes real infrastructure)."
+    found = protected_name(target, protected)
+    if found is None:
+        refusal = await exchange.ask(heading, detail)
+    else:
+        refusal = await exchange.confirm_name(heading, detail, *found)
+    if refusal is not None:
+        return Finish(refusal, 126)
+    return Apply(argv, "")
