@@ -16,8 +16,8 @@ from pathlib import Path
 import trio
 from attrs import evolve
 
-from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish
-from iaccode.iac.target import kube_target, protected_name, title
+from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish, Question, approve
+from iaccode.iac.target import kube_target, title
 
 PROGRAMS = frozenset({"kubectl", "oc", "helm"})
 _VALUE_OPTIONS = frozenset({"-n", "--namespace", "--context", "--kube-context", "--kubeconfig",
@@ -48,17 +48,13 @@ async def handle(exchange: Exchange, protected: tuple[str, ...] = ()) -> Asked:
     if protected and not explicit:
         kubeconfig = [w for i, w in enumerate(argv) if w.startswith("--kubeconfig")
                       or (i and argv[i - 1] == "--kubeconfig")]
-        asked = await exchange.run(["oc" if name == "oc" else "kubectl", "config",
-                                    "current-context", *kubeconfig])
-        if asked.status == 0 and asked.stdout.strip():
-            target = evolve(target, kube_context=asked.stdout.strip())
-    heading = title(_command(argv), target)
-    detail = f"This runs `{' '.join(argv)}` (it changes real infrastructure)."
-    found = protected_name(target, protected)
-    if found is None:
-        refusal = await exchange.ask(heading, detail)
-    else:
-        refusal = await exchange.confirm_name(heading, detail, *found)
+        current = await exchange.run(["oc" if name == "oc" else "kubectl", "config",
+                                      "current-context", *kubeconfig])
+        if current.status == 0 and current.stdout.strip():
+            target = evolve(target, kube_context=current.stdout.strip())
+    asked = Question(title(_command(argv), target),
+                     f"This runs `{' '.join(argv)}` (it changes real infrastructure).", target)
+    refusal = await approve(exchange, asked, protected)
     if refusal is not None:
         return Finish(refusal, 126)
     return Apply(argv, "")

@@ -195,7 +195,7 @@ async def _handle(exchange: Exchange, call: ChangeCall, argv: list[str], scratch
         if shown.status == 0 and shown.stdout.strip():
             target = evolve(target, workspace=shown.stdout.strip())
     asked = question(call, plan, data, target, argv, exchange.env)
-    refusal = await _approve(exchange, asked, protected)
+    refusal = await approve(exchange, asked, protected)
     if refusal is not None:
         return Finish(refusal, 126)
     changed = await _changed(copy, original, data)
@@ -207,8 +207,10 @@ async def _handle(exchange: Exchange, call: ChangeCall, argv: list[str], scratch
                  f"{digest(data)[:16]}…): {summary.splitlines()[0]}")
 
 
-async def _approve(exchange: Exchange, asked: Question, protected: tuple[str, ...]
-                   ) -> str | None:
+async def approve(exchange: Exchange, asked: Question, protected: tuple[str, ...]
+                  ) -> str | None:
+    """The user's answer to ``asked``: the permission question, or, for a target a glob of
+    ``protected`` matches, its name typed in. None: approved, else what the model is told."""
     found = protected_name(asked.target, protected)
     if found is None:
         return await exchange.ask(asked.title, asked.detail)

@@ -21,9 +21,9 @@ from typing import Any
 
 import trio
 
-from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish
+from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish, Question, approve
 from iaccode.iac.plan_summary import Change, Plan
-from iaccode.iac.target import protected_name, pulumi_target, title
+from iaccode.iac.target import pulumi_target, title
 
 log = logging.getLogger(__name__)
 
@@ -128,15 +128,11 @@ async def handle(exchange: Exchange, protected: tuple[str, ...] = ()) -> Asked:
     if plan.empty:
         return Finish(f"No changes: pulumi {verb} has nothing to do (the preview is empty), "
                       "so nothing was asked and nothing run.", 0)
-    heading = title(f"pulumi {verb}", target)
     detail = (f"This runs `{' '.join(argv)}` (it changes real infrastructure). The preview "
               f"shows what it would do now; Pulumi cannot bind the update to it, so what "
               f"runs is Pulumi's plan at that moment:\n\n{plan.summary()}")
-    named = protected_name(target, protected)
-    if named is None:
-        refusal = await exchange.ask(heading, detail)
-    else:
-        refusal = await exchange.confirm_name(heading, detail, *named)
+    refusal = await approve(exchange, Question(title(f"pulumi {verb}", target), detail, target),
+                            protected)
     if refusal is not None:
         return Finish(refusal, 126)
     return Apply(argv, f"iac-code: running what the user approved after the preview: "

@@ -22,18 +22,8 @@ from iaccode.protocol.tool_calls import ToolCallFields
 from iaccode.turn.change_questions import ask_plan, confirm_by_name
 from tests.support.fake_editor import FakeEditor
 from tests.support.terraform import install_terraform
+from tests.unit.test_iac_plan_step import MODULE
 
-MODULE = """
-variable "size" {
-  default = "small"
-}
-resource "terraform_data" "server" {
-  input = var.size
-}
-resource "terraform_data" "disk" {
-  triggers_replace = var.size
-}
-"""
 CALL = ToolCallFields("toolu_1", "terraform apply", "execute", "pending", name="bash")
 
 
