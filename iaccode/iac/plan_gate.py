@@ -29,6 +29,7 @@ opening it is not caught (a window of milliseconds, after the user approved).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -45,7 +46,6 @@ from iaccode.iac.target import Target, protected_name, terraform_target, title
 
 log = logging.getLogger(__name__)
 
-SHOW_TIMEOUT = 120.0
 _ENV_NAMES = ("TF_WORKSPACE", "TF_DATA_DIR", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE",
               "ALIBABA_CLOUD_REGION_ID", "ALICLOUD_REGION", "ALIBABA_CLOUD_PROFILE",
               "ALICLOUD_PROFILE", "ARM_SUBSCRIPTION_ID", "GOOGLE_PROJECT",
@@ -167,9 +167,10 @@ async def _handle(exchange: Exchange, call: ChangeCall, argv: list[str], scratch
     if call.plan_file is None:
         planned = await exchange.run(call.plan_argv(copy))
         if planned.status != 0:
-            return Finish(f"iac-code: the plan step (`{' '.join(call.plan_argv(copy)[1:4])} "
-                          f"...`) failed, so nothing was asked and nothing applied:\n"
-                          f"{_tail(planned.stderr or planned.stdout)}", planned.status or 1)
+            return Finish(f"iac-code: the plan step (`{call.program} plan -out=...` with the "
+                          f"command's options) failed, so nothing was asked and nothing "
+                          f"applied:\n{_tail(planned.stderr or planned.stdout)}",
+                          planned.status or 1)
     else:
         original = call.folder(exchange.cwd) / call.plan_file
         try:
@@ -226,17 +227,15 @@ async def _changed(copy: Path, original: Path | None, data: bytes) -> str | None
         theirs = await trio.Path(original).read_bytes() if original is not None else data
     except OSError as exc:
         return f"iac-code: the approved plan file cannot be read again ({exc}); nothing applied."
-    if digest(now) != digest(data) or digest(theirs) != digest(data):
-        which = original if digest(theirs) != digest(data) else "the private copy"
-        return (f"iac-code: the plan file ({which}) changed after the user approved it (sha256 "
-                f"{digest(data)[:16]}… then, {digest(theirs if which == original else now)[:16]}"
-                "… now), so it was not applied. Make a new plan and ask again.")
+    for which, found in ((original, theirs), ("the private copy", now)):
+        if digest(found) != digest(data):
+            return (f"iac-code: the plan file ({which}) changed after the user approved it "
+                    f"(sha256 {digest(data)[:16]}… then, {digest(found)[:16]}… now), so it "
+                    "was not applied. Make a new plan and ask again.")
     return None
 
 
 def _json(text: str) -> dict[str, Any] | None:
-    import json
-
     try:
         document = json.loads(text)
     except ValueError:
