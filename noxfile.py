@@ -122,6 +122,6 @@ def adversarial(session: nox.Session) -> None:
     """A hostile client, a hostile model, faults, kill -9 and load against a real `iaccode acp`
     (tests/adversarial; about 5 minutes). `-- --soak` runs longer (about 18): 10x the examples,
     1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
-    Reliability)."""
-    session.install("-e", ".[test]", "-e", "./conformance")
+    Reliability). cfn-lint is installed too: the suite checks it loads no repository rules."""
+    session.install("-e", ".[test,cfn]", "-e", "./conformance")
     session.run("pytest", "tests/adversarial", *session.posargs)

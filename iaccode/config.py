@@ -97,6 +97,8 @@ class ServeSettings:
     token: str | None = field(default=None, repr=False)
     """The bearer token clients must send (IAC_CODE_SERVE_TOKEN, or ``token_file``); None:
     the server makes one and prints it once."""
+    token_path: Path | None = None
+    """The ``token_file`` the token was read from (a write to it asks in every mode)."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Largest POST body or WebSocket message accepted (413 / close 1009 past it)."""
     idle_timeout: float = 300.0
@@ -324,9 +326,8 @@ def _checked_token(label: str, token: str) -> str:
     return token
 
 
-def _read_token_file(path: Path, raw: str, home: Path) -> str:
-    """The token in the file ``raw`` names; a ConfigError (naming config.toml) otherwise."""
-    file = home / Path(raw).expanduser()
+def _read_token_file(path: Path, file: Path) -> str:
+    """The token in ``file``; a ConfigError (naming config.toml) otherwise."""
     label = f"{path}: serve.token_file {str(file)!r} "
     try:
         if file.stat().st_mode & 0o077:
@@ -360,7 +361,10 @@ def _serve_settings(path: Path, table: object) -> ServeSettings:
     if "allowed_origins" in values:  # _from_value lower-cases them; origins are too
         values["allowed_origins"] = frozenset(o.rstrip("/") for o in values["allowed_origins"])
     if "token_file" in values:
-        values["token"] = _read_token_file(path, values.pop("token_file"), path.parent)
+        # ~ expanded, relative to the home dir
+        token_path = path.parent / Path(values.pop("token_file")).expanduser()
+        values["token"] = _read_token_file(path, token_path)
+        values["token_path"] = token_path
     return ServeSettings(**values)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from iaccode.iac.parse_error import ParseError
+from iaccode.iac.parse_error import ParseError, TooDeep, check_depth
 
 TERRAFORM_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
 
@@ -28,12 +28,15 @@ def is_terraform_file(name: str) -> bool:
 
 def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     """The file as python-hcl2 reads it (string quotes stripped, no comments); ``*.tf.json``
-    as JSON. Raises ParseError."""
+    as JSON. Raises ParseError (also for a file nested too deep to parse)."""
+    check_depth(text)
     if name.endswith(".json"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ParseError(exc.lineno, exc.colno, f"not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise TooDeep(0, 0, "nested too deep to read") from None
         if not isinstance(data, dict):
             raise ParseError(1, 1, "a Terraform JSON file must hold an object")
         return data
@@ -52,6 +55,8 @@ def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     except UnexpectedInput as exc:
         raise ParseError(getattr(exc, "line", 0), getattr(exc, "column", 0),
                        "the file does not parse as HCL") from None
+    except RecursionError:
+        raise TooDeep(0, 0, "nested too deep to read") from None
     except Exception as exc:  # python-hcl2 raises plain errors for some invalid files
         raise ParseError(0, 0, f"the file does not parse as HCL: {exc}") from None
     return data if isinstance(data, dict) else {}

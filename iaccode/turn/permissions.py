@@ -6,6 +6,13 @@
 Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
+An *Always allow* covers the project's files only (:func:`in_project`): outside them a call
+with paths asks again, and its question offers no *Always allow*.
+
+A write to a protected path (the agent's own files, other programs' configuration and
+credentials: :mod:`iaccode.turn.protected`), or a bash line that names one, asks in every mode,
+bypass included, whatever was allowed before; the question says why and offers no *Always
+allow*.
 
 A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`) is the exception
 to the remembered answers and the modes: it asks every time, in bypass too, with a question
@@ -39,6 +46,7 @@ from iaccode.protocol.tool_calls import (
 )
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
 from iaccode.turn.env import EditorAccess
+from iaccode.turn.protected import Protected
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +84,24 @@ class Verdict:
     """For REFUSE: what the model is told."""
     infra_change: str | None = None
     """For ASK: what in the command changes real infrastructure ("terraform apply")."""
+    protected: str | None = None
+    """For ASK: why the call asks in every mode (it writes a protected path)."""
+    remember: bool = True
+    """For ASK: whether *Always allow* is offered (it would not hold outside the project)."""
+
+
+def in_project(path: Path, cwd: Path) -> bool:
+    """Whether ``path`` (a real path) is one of the project's files: the session's folder."""
+    return is_inside(path, cwd)
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True) -> Verdict:
+           confirm_infra_changes: bool = True, protected: Protected | None = None) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
-    without asking."""
+    without asking. ``protected``: the places a write reaches only after a question."""
     if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
                                                                 remembered=remembered)):
         return infra
@@ -93,18 +110,34 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
                        "Describe the change instead, or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    if mode == "bypass" or remembered.get(tool.name) is True:
-        return Verdict(Decision.RUN)
     resolved = resolved or {}
-    inside = all(is_inside(resolved.get(raw) or resolve_path(cwd, raw), cwd)
-                 for raw in tool.paths(args))
+    paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
+    inside = all(in_project(path, cwd) for path in paths)
+    if protected is not None and (why := _protected_reason(tool, args, paths, cwd, protected)):
+        return Verdict(Decision.ASK, protected=why, remember=False)
+    if mode == "bypass" or (remembered.get(tool.name) is True and inside):
+        return Verdict(Decision.RUN)
     if tool.read_only and inside:
         return Verdict(Decision.RUN)
     if tool.read_only and _only_ours(tool, args, resolved, cwd, ours):
         return Verdict(Decision.RUN)
     if mode == "accept_edits" and tool.kind == "edit" and inside:
         return Verdict(Decision.RUN)
-    return Verdict(Decision.ASK)
+    return Verdict(Decision.ASK, remember=inside)
+
+
+def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
+                      protected: Protected) -> str | None:
+    """Why the call writes a protected place: a path of a tool that writes, or a path a bash
+    line names (see :mod:`iaccode.turn.protected` for what that catches)."""
+    if not tool.read_only:
+        for path in paths:
+            if why := protected.reason(path):
+                return why
+    command = getattr(args, "command", None)
+    if tool.name == "bash" and isinstance(command, str):
+        return protected.command_reason(command, cwd)
+    return None
 
 
 def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
@@ -134,6 +167,9 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
 
 INFRA_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
 """What the question for an infrastructure change offers: never *Always allow*."""
+ONCE_OPTIONS = INFRA_OPTIONS
+"""What a question offers when *Always allow* would not hold (outside the project, a
+protected path)."""
 
 
 def infra_question(tool_call: ToolCallFields, change: str, command: str) -> ToolCallFields:
@@ -142,6 +178,14 @@ def infra_question(tool_call: ToolCallFields, change: str, command: str) -> Tool
     text = (f"This command changes real infrastructure ({change}):\n\n{command}\n\n"
             "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
     return evolve(tool_call, title=f"Changes real infrastructure: {command}",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
+    """The permission question's tool call for a write to a protected place: it says why."""
+    text = (f"Protected: {why}.\n\nThis runs only if you allow it now, in every mode: "
+            "\"Always allow\" and bypass mode do not cover it.")
+    return evolve(tool_call, title=f"Protected: {tool_call.title}",
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 

@@ -42,6 +42,7 @@ from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
 from iaccode.turn.permissions import Answer, Decision
+from iaccode.turn.protected import Protected
 from iaccode.turn.transcript import Transcript
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class ToolRunner:
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
+        self._protected = Protected.of(env.config)
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``.
@@ -130,7 +132,8 @@ class ToolRunner:
         session = self._session
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
-                                     resolved=call.resolved, ours=session.saved_output)
+                                     resolved=call.resolved, ours=session.saved_output,
+                                     protected=self._protected)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -199,14 +202,17 @@ class ToolRunner:
         verdict = permissions.decide(tool, call.args, mode=session.mode(), cwd=session.cwd,
                                      remembered=session.remembered, resolved=call.resolved,
                                      ours=session.saved_output,
-                                     confirm_infra_changes=env.config.confirm_infra_changes)
+                                     confirm_infra_changes=env.config.confirm_infra_changes,
+                                     protected=self._protected)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
             content = await permissions.question_content(
                 tool, call.args, self._context(tool, call_id, call.resolved))
             fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
                                     call.raw_input, content, name=tool.name)
-            options = permissions.OPTIONS
+            options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
+            if verdict.protected is not None:
+                fields = permissions.protected_question(fields, verdict.protected)
             if verdict.infra_change is not None:
                 fields = permissions.infra_question(fields, verdict.infra_change,
                                                     call.args.command)

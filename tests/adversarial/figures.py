@@ -41,6 +41,16 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("redirects_into_internal_refused", "{} redirects inside refused"),
         ("capped_fetches", "{} drips, stalls and floods cut off"),
         ("address_disguises_checked", "{} IPv6 disguises checked")]),
+    ("repository_code", "hostile repository: code it names, files that break parsers", [
+        ("git_programs_planted", "{} git programs planted, none run"),
+        ("provider_plugins_shipped", "{} shipped provider not started"),
+        ("lint_rule_files_planted", "{} cfn-lint rule configs, none loaded"),
+        ("deep_files", "{} files 100,000 deep"),
+        ("planted_instruction_files", "{} planted instruction files kept out"),
+        ("slow_file_prompt_seconds", "first prompt {} s beside a 1 MiB module")]),
+    ("protected_writes", "hostile model: protected places", [
+        ("protected_calls_in_bypass", "{} protected writes in bypass, all asked"),
+        ("after_always_allow", "{} after Always allow, all asked")]),
     ("malformed_tool_calls", "hostile model: malformed tool calls", [
         ("cases", "{} kinds, none executed")]),
     ("model_faults", "model faults", [

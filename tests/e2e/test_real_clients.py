@@ -91,10 +91,14 @@ async def test_the_permission_question_shows_the_edit_as_a_diff(
     assert (workspace / "main.tf").read_text() == 'region = "eu-west-1"\n'
 
 
+NEW_TF = "locals {\n  x = 1\n}\n"
+
+
 async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(call("write_file", path="out/new.tf", content="x = 1\n"), reply("ok"))
+    # Valid on its own (a module that needs no provider is validated when terraform is here).
+    model_server.enqueue(call("write_file", path="out/new.tf", content=NEW_TF), reply("ok"))
     session = await start(agent, workspace)
     seen: list[bool] = []
 
@@ -104,14 +108,14 @@ async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result
 
     _, updates, requests = await agent.run_prompt(session, "write", editor)
     diff = {"type": "diff", "path": str(workspace / "out" / "new.tf"), "oldText": None,
-            "newText": "x = 1\n"}
+            "newText": NEW_TF}
     assert seen == [False]  # not even the folder was made before the answer
     assert requests[0]["params"]["toolCall"]["content"] == [diff]
     final = tool_updates(updates, "toolu_write_file")[-1]["content"]
     assert final[0] == diff  # then the check of the Terraform file written (iaccode/iac)
     assert final[1:] == [{"type": "content", "content": {
         "type": "text", "text": "IaC check of out/new.tf (Terraform): no problems."}}]
-    assert (workspace / "out" / "new.tf").read_text() == "x = 1\n"
+    assert (workspace / "out" / "new.tf").read_text() == NEW_TF
 
 
 async def test_an_edit_that_cannot_apply_asks_without_a_diff_and_fails_when_run(
