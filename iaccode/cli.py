@@ -18,6 +18,7 @@ TYPE_CHECKING = False  # not typing's, for the same reason: type checkers know t
 if TYPE_CHECKING:
     import argparse
 
+    from iaccode.config import Config
     from iaccode.server.handshake import Early
 
 
@@ -112,6 +113,7 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
     from iaccode.server.stdio import serve_stdio
 
     setup_logging(config.log_level, config.log_file)
+    seal_secrets(config)
     log = logging.getLogger("iaccode")
     log.info("iaccode %s serving ACP on stdio (%s, model %s%s)", iaccode.__version__,
              config.provider, config.model,
@@ -129,6 +131,23 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
     return 0
 
 
+def seal_secrets(config: Config) -> None:
+    """The one place a server takes the secrets out of its own process environment
+    (``iaccode/process_secrets.py``), once the config (and its secret names) is read; after
+    the early ``initialize`` answer, so it costs that answer nothing. The data dir becomes
+    private (0700) here too."""
+    import logging
+
+    from iaccode.private_files import private_home
+    from iaccode.process_secrets import seal
+
+    seal([*config.secret_names, config.api_key_env or ""])
+    try:
+        private_home(config.home)  # 0700: the sessions, the log, the saved output are in it
+    except OSError as exc:  # a read-only home: the store says what it cannot do
+        logging.getLogger("iaccode").warning("cannot make %s private: %s", config.home, exc)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -143,6 +162,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from iaccode.remote import serve
 
     setup_logging(config.log_level, config.log_file)
+    seal_secrets(config)
     logging.getLogger("iaccode").info(
         "iaccode %s serving ACP over HTTP (model %s%s)", iaccode.__version__, config.model,
         f", script {config.model_script}" if config.model_script else "")

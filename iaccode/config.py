@@ -26,6 +26,7 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
 | `[iac] protected`         |                                 | `[]`      | globs of targets    |
+| `[secrets] extra`         |                                 | `[]`      | more secret names (3) |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
 | `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
 | `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
@@ -36,6 +37,8 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 openrouter, ollama, openai_compatible.
 (2) ``iaccode.choices``: the modes default, accept_edits, plan, bypass; the thinking levels
 off, low, medium, high.
+(3) environment variables that are secrets besides those :mod:`iaccode.secret_env` knows:
+names, or ``PREFIX_*`` patterns.
 
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
@@ -175,6 +178,9 @@ class Config:
     target's name typed in to go ahead (config.toml ``[iac] protected``)."""
     serve: ServeSettings = field(factory=ServeSettings)
     """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
+    secret_names: tuple[str, ...] = ()
+    """More environment variables that are secrets (config.toml ``[secrets] extra``: names or
+    ``PREFIX_*`` patterns), kept from commands and replaced in output like the built-in ones."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -300,6 +306,19 @@ IAC_SETTINGS: dict[str, _Setting] = {
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
 
+def _secret_patterns(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if not name.removesuffix("*").replace("_", "a").isalnum() or "*" in name[:-1]:
+            return f"must hold variable names or \"PREFIX_*\" patterns; {name!r} is not"
+    return None
+
+
+SECRET_SETTINGS: dict[str, _Setting] = {
+    "extra": _Setting("extra", None, tuple, _secret_patterns),
+}
+"""Config attribute (``extra``: ``secret_names``) -> its key in config.toml's ``[secrets]``."""
+
+
 def _origins(origins: frozenset[str]) -> str | None:
     for origin in sorted(origins):
         scheme, sep, rest = origin.rstrip("/").partition("://")
@@ -421,6 +440,7 @@ def read_config_file(path: Path) -> dict[str, object]:
     tools = data.pop("tools", {})
     iac = data.pop("iac", {})
     serve = data.pop("serve", None)
+    secrets = data.pop("secrets", {})
     values: dict[str, object] = {}
     if "mcp_servers" in data:
         try:
@@ -430,10 +450,12 @@ def read_config_file(path: Path) -> dict[str, object]:
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac] and "
-                              "[serve] tables")
+                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac], "
+                              "[secrets] and [serve] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
     values.update(_read_table(path, "iac", iac, IAC_SETTINGS))
+    if extra := _read_table(path, "secrets", secrets, SECRET_SETTINGS).get("extra"):
+        values["secret_names"] = extra
     limits = _read_table(path, "tools", tools, TOOL_SETTINGS)
     if serve is not None:
         values["serve"] = _serve_settings(path, serve)

@@ -15,9 +15,10 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
-from iaccode.mcp.names import tool_name
+from iaccode.mcp.names import shown, tool_name
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
+from iaccode.redaction import redact
 from iaccode.tools.base import Tool, ToolContext, ToolResult, truncate
 from iaccode.turn.permissions import mcp_read_only
 
@@ -43,7 +44,7 @@ class McpTool(Tool):
         self._connection = connection
 
     def title(self, args: Any) -> str:
-        return f"{self.tool} ({self.server} MCP server)"
+        return f"{shown(self.tool)} ({shown(self.server)} MCP server)"
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         result = await self._connection.call_tool(self.tool, args)
@@ -80,6 +81,7 @@ def tool_result(result: CallToolResult, limit: int) -> ToolResult:
     shown: list[ToolCallContent] = []
 
     def add(text: str) -> None:
+        text = redact(text)  # before the cut below: no piece of a secret at it
         texts.append(text)
         shown.append(ContentToolCallContent(TextContent(truncate(text, limit))))
 

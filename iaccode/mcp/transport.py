@@ -26,6 +26,7 @@ import anyio
 import trio
 
 from iaccode.mcp.config import ServerSpec
+from iaccode.secret_env import without_secrets
 from iaccode.tools import process_tree
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class StdioProcess:
             proc = await process_tree.open_shell(
                 [spec.command, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env=get_default_environment() | dict(spec.env))
+                env=without_secrets(get_default_environment()) | dict(spec.env))
         except FileNotFoundError:
             raise OSError(f"{spec.command}: not found") from None
         except PermissionError:

@@ -54,6 +54,7 @@ from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.tool_output import output_dir
 from iaccode.transcript.tools import ToolTable
 from iaccode.turn.env import ModelSide, QueueUpdate, SendUpdate, SessionState, ToolEnv, TurnEnv
+from iaccode.turn.exposure import Exposure
 from iaccode.turn.permissions import MODES
 from iaccode.turn.prompt_input import PromptInputError, to_model_content
 from iaccode.turn.subagent import SubAgent
@@ -101,6 +102,8 @@ class Session:
         """Permission answers that hold for the session: tool name -> allow (True) / reject."""
         self.records = records
         """The stored records this session was opened with (for replay)."""
+        self.exposure = Exposure.from_records(records)
+        """Whether it read a secrets file (web_fetch then asks per host; ``turn/exposure.py``)."""
         self._file = file
         self._warnings: list[str] = []
         """Store failures the user has not been told of yet."""
@@ -193,9 +196,7 @@ class Session:
 
     def _commands(self) -> list[AvailableCommand]:
         return COMMANDS + [
-            AvailableCommand(command.name, command.prompt.description
-                             or f"Prompt {command.prompt.name} of MCP server "
-                                f"{command.connection.name}",
+            AvailableCommand(command.name, command.description,
                              AvailableCommandInput(command.hint) if command.hint else None)
             for command in self.mcp.prompt_commands().values()]
 
@@ -265,7 +266,7 @@ class Session:
                 session=SessionState(
                     cwd=self.cwd, mode=lambda: self.mode, remembered=self.remembered,
                     cancel_turn=self._cancel_running, saved_output=self._saved_output,
-                    show_plan=self._show_plan)))
+                    show_plan=self._show_plan, exposure=self.exposure)))
         sub_agent.bind(env)
         return env
 

@@ -62,6 +62,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from iaccode.private_files import private_dir
 from iaccode.store.listing import SessionListing
 from iaccode.store.meta import (
     FORMAT_VERSION,
@@ -246,7 +247,7 @@ class SessionStore:
         session_id = meta.session_id
         folder = self._folder(session_id)
         try:
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(self.root)  # the home too, when it is missing: 0700 both
         except OSError as exc:
             raise StoreError(
                 f"cannot create the session folder {self.root}: {os_error_text(exc)}"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from attrs import frozen
 
+from iaccode import redaction
 from iaccode.llm.images import EXTENSIONS, MEDIA_TYPES, ImageError, image_block
 from iaccode.tools.base import (
     Tool,
@@ -52,9 +53,9 @@ def number_lines(lines: list[str], first: int) -> str:
     """``cat -n`` style: the line number right-aligned in six columns, a tab, the line."""
     out = []
     for number, line in enumerate(lines, start=first):
-        if len(line) > MAX_LINE_CHARS:
-            line = (f"{line[:MAX_LINE_CHARS]} [... line cut: {len(line) - MAX_LINE_CHARS} more "
-                    "characters]")
+        if len(line) > MAX_LINE_CHARS:  # a secret across the cut must not leave its start
+            kept = redaction.current().ends(line[:MAX_LINE_CHARS], end=True)
+            line = f"{kept} [... line cut: {len(line) - MAX_LINE_CHARS} more characters]"
         out.append(f"{number:>6}\t{line}")
     return "\n".join(out)
 

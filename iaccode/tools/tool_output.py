@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from iaccode.private_files import private_dir
 from iaccode.tools.base import truncate
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,7 @@ def _file_name(call_id: str) -> str:
 
 def save(folder: Path, call_id: str, text: str) -> Path:
     """Write the whole output (blocking; OSError if it cannot)."""
-    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # tool output is private,
-    folder.mkdir(mode=0o700, exist_ok=True)  # like the histories
+    private_dir(folder)  # tool output is private, like the histories
     path = folder / _file_name(call_id)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:

@@ -22,6 +22,7 @@ from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import PlanEntry, SessionUpdate
 from iaccode.protocol.tool_calls import PermissionOption, PermissionOptionKind, ToolCallFields
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
+from iaccode.turn.exposure import Exposure
 
 SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
 """Send a ``session/update``, waiting while the editor reads slowly: always a checkpoint."""
@@ -106,6 +107,9 @@ class SessionState:
     """Where over-long tool output is kept whole (a real path; read_file may read it freely)."""
     show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
     """Show the plan (todo_write) and keep it with the session; None in a sub-agent."""
+    exposure: Exposure = field(factory=Exposure)
+    """Whether the session read a secrets file, and the hosts web_fetch may reach since;
+    shared with the session."""
 
 
 @frozen

@@ -39,8 +39,10 @@ from iaccode.protocol.tool_calls import (
 )
 from iaccode.tools import tool_output
 from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_tool, truncate
+from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
+from iaccode.turn.exposure import NOT_READING, secret_file_in
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
 from iaccode.turn.transcript import Transcript
@@ -79,6 +81,8 @@ class ToolRunner:
         """Each call's ``tool_call`` update, kept for the record written when it ends."""
         self._names: dict[str, str | None] = {}
         """Each announced call's tool name (``name`` on every update of the call)."""
+        self._reads_secrets = False
+        """A call of the answer being run names a secrets file (``turn/exposure.py``)."""
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
@@ -109,6 +113,9 @@ class ToolRunner:
 
     async def _run_calls(self, calls: list[_Call],
                          results: dict[str, dict[str, Any]]) -> None:
+        # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
+        self._reads_secrets = any(secret_file_in(call.raw_input) for call in calls
+                                  if call.tool.name not in NOT_READING)
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
         while index < len(calls):
@@ -127,9 +134,10 @@ class ToolRunner:
 
     def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
-        if not call.tool.read_only:
-            return False
         session = self._session
+        if not call.tool.read_only or (call.tool.name == "web_fetch" and self._reads_secrets) or (
+                session.exposure.host_to_ask(call.tool.name, call.args, session.mode())):
+            return False
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
                                      resolved=call.resolved, ours=session.saved_output,
@@ -206,8 +214,8 @@ class ToolRunner:
                                      protected=self._protected)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
-            content = await permissions.question_content(
-                tool, call.args, self._context(tool, call_id, call.resolved))
+            content = redacted_content(await permissions.question_content(
+                tool, call.args, self._context(tool, call_id, call.resolved)))
             fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
                                     call.raw_input, content, name=tool.name)
             options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
@@ -227,12 +235,35 @@ class ToolRunner:
                 return await self._finish(call_id, ToolResult(permissions.DENIED, is_error=True))
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
+        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode()):
+            refused = await self._ask_for_host(call, host)
+            if refused is not None:
+                return refused
+        session.exposure.note(tool.name, call.raw_input)
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
         return await self._finish(call_id,
                                   await self._execute(tool, call.args, call_id, call.resolved))
+
+    async def _ask_for_host(self, call: _Call, host: str) -> ToolResult | None:
+        """After a secrets file was read: may this web_fetch reach ``host``? None: yes (and
+        the host is allowed from now on); else the call's final result."""
+        exposure = self._session.exposure
+        self._unfinished[call.call_id] = "the turn ended while the user was asked for permission"
+        fields, options = exposure.question(ToolCallFields(
+            call.call_id, call.title, call.tool.kind, "pending", call.locations, call.raw_input,
+            name=call.tool.name), host)
+        kind = await self._editor.request_permission(fields, options)
+        if kind == "cancelled":
+            await self._finish(call.call_id, ToolResult("Cancelled by the user.", is_error=True))
+            self._session.cancel_turn()
+            await trio.lowlevel.checkpoint()  # raises Cancelled: the turn ends here
+        if kind in ("allow_always", "allow_once"):
+            exposure.hosts.add(host)
+            return None
+        return await self._finish(call.call_id, ToolResult(permissions.DENIED, is_error=True))
 
     async def _fail_unfinished(self) -> None:
         """The run ended early: a final ``failed`` update (and record) for every announced
@@ -260,9 +291,11 @@ class ToolRunner:
             # machine's programs (terraform, cfn-lint) out.
             result = await diagnostics.annotate(
                 result, self._session.cwd, external=self._env.config.recorded_tools is None)
-        # Values Terraform marks sensitive never reach the model (nor the editor's view).
-        return await sensitive.hide(tool.name, args, result, self._session.cwd,
-                                    resolved.values())
+        # Values Terraform marks sensitive never reach the model (nor the editor's view) ...
+        result = await sensitive.hide(tool.name, args, result, self._session.cwd,
+                                      resolved.values())
+        # ... and the one way out of a tool: no secret value we hold goes further.
+        return redacted_result(result)
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
                       message: str) -> ToolResult:

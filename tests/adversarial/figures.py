@@ -51,6 +51,17 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("protected_writes", "hostile model: protected places", [
         ("protected_calls_in_bypass", "{} protected writes in bypass, all asked"),
         ("after_always_allow", "{} after Always allow, all asked")]),
+    ("secrets", "hostile model: secrets", [
+        ("secret_names_kept_from_commands", "{} secret names kept from commands"),
+        ("printers_redacted", "{} printers of a held value, all redacted"),
+        ("parent_environ_secrets_hidden", "{} secrets gone from the agent's environ"),
+        ("secret_urls_refused", "{} secret-carrying URLs refused"),
+        ("exfiltration_questions", "{} fetches after a secrets file checked")]),
+    ("mcp_servers", "MCP servers that do not play fair", [
+        ("endless_tools_kept", "endless paging: {} tools kept"),
+        ("many_tools_kept", "3,000 tools: {} kept"),
+        ("hung_listings_given_up", "{} hung re-listing given up"),
+        ("hostile_names_shown", "{} hostile names shown printable")]),
     ("malformed_tool_calls", "hostile model: malformed tool calls", [
         ("cases", "{} kinds, none executed")]),
     ("model_faults", "model faults", [

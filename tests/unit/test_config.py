@@ -108,6 +108,17 @@ def test_bad_web_allowed_hosts_are_named(tmp_path: Path, value: str, expected: s
     assert expected in message
 
 
+def test_secret_names_from_the_file(tmp_path: Path) -> None:
+    config = Config.from_env(home_with(tmp_path, '[secrets]\nextra = ["VAULTISH", "ACME_*"]\n'))
+    assert config.secret_names == ("VAULTISH", "ACME_*")
+
+
+@pytest.mark.parametrize("value", ['"ACME_*"', '["A*B"]', '["with space"]', '["*"]'])
+def test_bad_secret_names_are_named(tmp_path: Path, value: str) -> None:
+    message = config_error(home_with(tmp_path, f"[secrets]\nextra = {value}\n"))
+    assert "secrets.extra" in message
+
+
 def test_integer_threshold_is_a_float(tmp_path: Path) -> None:
     config = Config.from_env(home_with(tmp_path, "compaction_threshold = 1\n"))
     assert config.compaction_threshold == 1.0
