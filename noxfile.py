@@ -94,6 +94,19 @@ def conformance_remote(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def remote_clients(session: nox.Session) -> None:
+    """`iaccode serve` driven by the official ACP SDKs' remote clients: the TypeScript SDK's
+    (`@agentclientprotocol/sdk` 2.4.0 from npm, on node) and the Python SDK's, over HTTP and
+    WebSocket (tests/e2e/test_remote_sdks.py; also part of `tests`)."""
+    import shutil
+
+    session.install("-e", ".[test]", "-e", "./conformance")
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        session.log("skipped: no node (the TypeScript SDK's clients; the Python SDK's run)")
+    session.run("pytest", "tests/e2e/test_remote_sdks.py", "-ra", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
     session.run("ruff", "check", "iaccode", "tests", "conformance", "noxfile.py")

@@ -1,5 +1,7 @@
 """Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode serve`` over HTTP and WebSocket
-(``iaccode/remote/``); ``iaccode replay`` checks a recorded
+(``iaccode/remote/``); ``iaccode login`` / ``logout`` save or forget an API key
+(``iaccode/login.py``; ``iaccode acp login`` too, as terminal auth runs it); ``iaccode replay``
+checks a recorded
 transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``.
 
 ``iaccode acp`` answers ``initialize`` before anything else is imported
@@ -39,6 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "openrouter, ollama or openai_compatible (same as IAC_CODE_PROVIDER)")
     acp.add_argument("--record", type=Path, metavar="PATH",
                      help="write a transcript of the whole session to PATH (docs/transcripts.md)")
+    acp.add_argument("account", nargs="?", choices=["login", "logout"],
+                     help="run `iaccode login` / `logout` instead of serving (editors with "
+                          "terminal auth append `login` to the agent's arguments)")
+    for name, verb in (("login", "save an API key for the agent (the OS keyring, or "
+                                 "credentials.toml in IAC_CODE_HOME)"),
+                       ("logout", "forget the API key `iaccode login` saved")):
+        account = commands.add_parser(name, help=verb)
+        account.add_argument("--provider", help="the provider whose key it is (default: ask "
+                             "for login, the configured one for logout)")
     serve = commands.add_parser(
         "serve", help="serve ACP over Streamable HTTP and WebSocket on /acp (remote editors)")
     serve.add_argument("--host", default="127.0.0.1",
@@ -73,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         if early is not None and early.stopped:
             return 0  # SIGTERM or SIGINT before the editor said anything
     args = build_parser().parse_args(argv)
+    if args.command in ("login", "logout") or getattr(args, "account", None):
+        return run_account(args)
     if args.command == "acp":
         return run_acp(args, early)
     if args.command == "serve":
@@ -86,6 +99,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_demo(args.speed, args.transcript)
     return 2  # argparse enforces a command; kept for type checkers
+
+
+def run_account(args: argparse.Namespace) -> int:
+    """``iaccode login`` / ``logout``, or ``iaccode acp [options] login`` (terminal auth)."""
+    from iaccode.login import run_login, run_logout
+
+    if args.command == "acp":  # the agent's own options: its provider is the default
+        return (run_login(None, configured=args.provider) if args.account == "login"
+                else run_logout(args.provider))
+    return run_login(args.provider) if args.command == "login" else run_logout(args.provider)
 
 
 def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:

@@ -32,6 +32,8 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
 | `[serve] send_timeout`    |                                 | 30        | seconds, > 0          |
 | `[serve] allowed_origins` |                                 | `[]`      | browser origins       |
+| `[serve] allowed_hosts`   |                                 | `[]`      | host names (4)        |
+| `[serve] body_timeout`    |                                 | 60        | seconds, > 0          |
 
 (1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
 openrouter, ollama, openai_compatible.
@@ -39,6 +41,7 @@ openrouter, ollama, openai_compatible.
 off, low, medium, high.
 (3) environment variables that are secrets besides those :mod:`iaccode.secret_env` knows:
 names, or ``PREFIX_*`` patterns.
+(4) the names ``iaccode serve`` answers to besides IP addresses and ``localhost``.
 
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
@@ -112,6 +115,11 @@ class ServeSettings:
     before the connection is closed (nothing is dropped from a live stream)."""
     allowed_origins: frozenset[str] = field(factory=frozenset)
     """Browser origins allowed besides the server's own address (``scheme://host[:port]``)."""
+    allowed_hosts: frozenset[str] = field(factory=frozenset)
+    """Host names (the ``Host`` header) the server answers to besides IP addresses and
+    ``localhost``: the name a proxy in front of it passes on (DNS rebinding otherwise)."""
+    body_timeout: float = 60.0
+    """Seconds a request that passed the token check has to send its whole body (408 past)."""
 
 
 @frozen
@@ -327,12 +335,21 @@ def _origins(origins: frozenset[str]) -> str | None:
     return None
 
 
+def _host_names(hosts: frozenset[str]) -> str | None:
+    for host in sorted(hosts):
+        if not host or any(c in host for c in "/:[]@ ") or not host.isprintable():
+            return f"must hold host names like \"acp.example.com\"; {host!r} is not"
+    return None
+
+
 SERVE_SETTINGS: dict[str, _Setting] = {
     "token_file": _Setting("token_file", None, str, lambda v: None if v else "must not be empty"),
     "max_body_bytes": _Setting("max_body_bytes", None, int, _at_least(1)),
     "idle_timeout": _Setting("idle_timeout", None, float, _positive),
     "send_timeout": _Setting("send_timeout", None, float, _positive),
     "allowed_origins": _Setting("allowed_origins", None, frozenset, _origins),
+    "allowed_hosts": _Setting("allowed_hosts", None, frozenset, _host_names),
+    "body_timeout": _Setting("body_timeout", None, float, _positive),
 }
 """ServeSettings attribute (``token_file``: read into ``token``) -> its key in ``[serve]``."""
 

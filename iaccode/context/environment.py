@@ -39,9 +39,11 @@ class Environment:
     today: str
     """YYYY-MM-DD, local time, as of the build."""
     git: GitState
+    additional: tuple[Path, ...] = ()
+    """The client's extra project folders (``additionalDirectories``), as real paths."""
 
 
-def gather(cwd: Path) -> Environment:
+def gather(cwd: Path, additional: tuple[Path, ...] = ()) -> Environment:
     """Blocking (run it in a thread)."""
     shell = os.environ.get("SHELL") or "/bin/sh"
     return Environment(
@@ -50,6 +52,7 @@ def gather(cwd: Path) -> Environment:
         shell=Path(shell).name,
         today=datetime.date.today().isoformat(),
         git=git_state(cwd),
+        additional=additional,
     )
 
 

@@ -56,6 +56,8 @@ class OpenAIProvider:
         self._max_retries = max_retries
         self._timeout = timeout
         self._client: openai.AsyncOpenAI | None = None
+        self._client_key: str | None = None
+        """The key the client was built with: a login or logout meanwhile makes a new one."""
 
     async def preload(self) -> None:
         """Import the SDK in a worker thread so the first prompt does not pay for it."""
@@ -67,10 +69,12 @@ class OpenAIProvider:
             raise MissingCredentials(problem)
 
     async def _get_client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
+        key = self._endpoint.api_key()  # the environment's, else the stored one: read each time
+        if self._client is None or key != self._client_key:
             openai = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+            self._client_key = key
             self._client = openai.AsyncOpenAI(
-                api_key=self._endpoint.api_key(),
+                api_key=key,
                 base_url=self._endpoint.base_url,
                 max_retries=self._max_retries,
                 timeout=openai.Timeout(self._timeout, connect=10.0),

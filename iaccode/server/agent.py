@@ -17,7 +17,7 @@ import trio
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
-from iaccode.llm.providers import offered_models
+from iaccode.llm.providers import offered_models, terminal_auth
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import converter, to_wire
 from iaccode.server.credentials import Credentials
@@ -72,18 +72,25 @@ class Agent:
             log.warning("the client asked for protocol version %s; we speak %d and answer "
                         "that", json.dumps(asked), PROTOCOL_VERSION)
         # The early handshake (``handshake.py``) answers most initializes with the same result.
-        method = self.credentials.method
-        result = initialize_result(None if self.credentials.present() else (
-            method.id, method.name, method.description))
+        terminal = terminal_auth(to_wire(params.client_capabilities))
+        result = initialize_result(self.credentials.methods(terminal=terminal))
         answer: m.InitializeResponse = converter.structure(result, m.InitializeResponse)
         return answer
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
-        method = self.credentials.method
-        if params.method_id != method.id:
+        """Check the key again (the environment's, or the one ``iaccode login`` saved since):
+        -32000 saying what to do while there is none."""
+        if not self.credentials.known(params.method_id):
+            ours = [str(method["id"]) for method in self.credentials.methods(terminal=True)]
             raise errors.invalid_params({"params.methodId": (
-                f"unknown auth method {params.method_id!r}; ours is {method.id!r}")})
+                f"unknown auth method {params.method_id!r}; ours are {', '.join(ours)}")})
         self.credentials.require()
+        return m.Empty()
+
+    async def logout(self, params: m.Empty) -> m.Empty:
+        """Forget the key ``iaccode login`` saved; sessions then need a key again (one in the
+        environment still counts)."""
+        await self.credentials.forget()
         return m.Empty()
 
     # -- sessions ---------------------------------------------------------------------------

@@ -39,9 +39,9 @@ import iaccode
 from iaccode.llm.providers import (
     DEFAULT_PROVIDER,
     PRESETS,
-    auth_method_text,
+    auth_methods,
     default_model,
-    has_credentials,
+    terminal_auth,
 )
 from iaccode.wire.encode import dumps_line
 
@@ -73,9 +73,11 @@ _FILE_KEYS = {"provider": str, "base_url": str, "api_key_env": str, "model": str
 _PARAMS: dict[str, Any] = {
     "clientCapabilities": ({"fs": ({"readTextFile": bool, "writeTextFile": bool,
                                     "_meta": dict}, ()),
-                            "terminal": bool,
-                            "elicitation": ({"form": dict, "url": dict, "_meta": dict}, ()),
-                            "_meta": dict}, ()),
+                            "terminal": bool, "_meta": dict,
+                            "auth": ({"terminal": bool, "_meta": dict}, ()),
+                            "session": ({"compaction": dict, "notices": dict,
+                                         "_meta": dict}, ()),
+                            "elicitation": ({"form": dict, "url": dict, "_meta": dict}, ())}, ()),
     "clientInfo": ({"name": str, "version": str, "title": str, "_meta": dict},
                    ("name", "version")),
     "_meta": dict,
@@ -86,24 +88,18 @@ _PARAMS: dict[str, Any] = {
 ignored, as the decoder does; a null is left to the decoder."""
 
 
-def initialize_result(auth_method: tuple[str, str, str | None] | None) -> dict[str, Any]:
-    """The ``initialize`` result in wire form, with ``auth_method`` (id, name, description)
-    offered when the provider still lacks its key (None: it has it)."""
-    methods = []
-    if auth_method is not None:
-        method_id, name, description = auth_method
-        method = {"id": method_id, "name": name}
-        if description is not None:  # as the converter leaves out a None field
-            method["description"] = description
-        methods.append(method)
+def initialize_result(methods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``initialize`` result in wire form, offering the auth ``methods``
+    (``iaccode.llm.providers.auth_methods``, which both answers build theirs with)."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {},
-                                    "delete": {}},
+                                    "delete": {}, "additionalDirectories": {}},
             "mcpCapabilities": {"http": True, "sse": True},
+            "auth": {"logout": {}},  # forgets the key `iaccode login` saved (Agent.logout)
         },
         "agentInfo": {"name": "iaccode", "version": iaccode.__version__, "title": "iac-code"},
         "authMethods": methods,
@@ -114,10 +110,13 @@ def initialize_result(auth_method: tuple[str, str, str | None] | None) -> dict[s
 class Settings:
     """The settings the answer depends on, read as ``Config.from_env`` reads them."""
 
-    __slots__ = ("provider", "base_url", "api_key_env", "models", "model", "model_script")
+    __slots__ = ("provider", "base_url", "api_key_env", "models", "model", "model_script",
+                 "home")
 
     def __init__(self, provider: str, base_url: str | None, api_key_env: str | None,
-                 models: tuple[str, ...] | None, model: str, model_script: str | None) -> None:
+                 models: tuple[str, ...] | None, model: str, model_script: str | None,
+                 home: str) -> None:
+        self.home = home
         self.provider = provider
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -172,9 +171,9 @@ def answer_early(argv: list[str], env: Mapping[str, str] = os.environ) -> Early 
     settings = _settings(options, env) if request is not None else None
     if request is None or settings is None:
         return Early(protocol_in, protocol_out, data, None)
-    auth = None if has_credentials(settings, env) else auth_method_text(settings)
+    methods = auth_methods(settings, terminal=terminal_auth(request[1].get("clientCapabilities")))
     answer = dumps_line({"jsonrpc": "2.0", "id": request[0],
-                         "result": initialize_result(auth)})
+                         "result": initialize_result(methods)})
     problem = _write_all(protocol_out, answer)
     return Early(protocol_in, protocol_out, rest,
                  Answered(request[0], request[1], answer, problem))
@@ -348,7 +347,7 @@ def _settings(options: dict[str, str], env: Mapping[str, str]) -> Settings | Non
     return Settings(provider=provider,
                     base_url=env.get("IAC_CODE_BASE_URL") or file.get("base_url"),
                     api_key_env=file.get("api_key_env"), models=models, model=model,
-                    model_script=script or None)
+                    model_script=script or None, home=home)
 
 
 def _file_settings(path: str) -> dict[str, Any] | None:

@@ -18,5 +18,6 @@ async def list_sessions(store: SessionStore, params: m.ListSessionsRequest
             raise errors.invalid_params({"params.cursor": str(exc)}) from exc
     metas, cursor = await store_call(lambda: store.list(cwd=params.cwd, cursor=params.cursor))
     return m.ListSessionsResponse(
-        [m.SessionInfo(meta.session_id, meta.cwd, meta.title, meta.updated_at)
+        [m.SessionInfo(meta.session_id, meta.cwd, meta.title, meta.updated_at,
+                       list(meta.additional_directories))
          for meta in metas], cursor)

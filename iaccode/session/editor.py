@@ -1,6 +1,7 @@
 """The editor as one session reaches it: every call the agent makes to the client, typed.
 
     Editor.send_update          session/update (a notification); queue_update without waiting
+    Editor.advise               a ``notice``, or for clients without them a ``⚠`` chat message
     Editor.request_permission   session/request_permission -> the option kind chosen
     Editor.elicit               elicitation/create -> the user's answer (ElicitationAnswer),
                                 in the modes the client advertised (elicitation_modes)
@@ -25,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.editor_calls import (
     CreateTerminalRequest,
@@ -33,7 +35,13 @@ from iaccode.protocol.editor_calls import (
     WriteTextFileRequest,
 )
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
-from iaccode.protocol.messages import ClientCapabilities, SessionUpdate
+from iaccode.protocol.messages import (
+    AgentMessageChunk,
+    ClientCapabilities,
+    NoticeSeverity,
+    NoticeUpdate,
+    SessionUpdate,
+)
 from iaccode.protocol.tool_calls import (
     PermissionOption,
     RequestPermissionRequest,
@@ -73,6 +81,11 @@ class Editor:
         """Where tools read and write text files."""
         self.terminal: ClientTerminal | None = _EditorTerminal(self) if client.terminal else None
         """The editor's terminals, when it has them (else commands run here)."""
+        session = client.session
+        self.shows_notices = session is not None and session.notices is not None
+        """The client shows ``notice`` updates (``session.notices``)."""
+        self.shows_compaction = session is not None and session.compaction is not None
+        """The client shows ``compaction_update`` (``session.compaction``)."""
         self.elicitation_modes: frozenset[str] = client.elicitation_modes()
         """The elicitation modes the editor can show (``form``, ``url``); none: no asking."""
 
@@ -83,6 +96,13 @@ class Editor:
     def queue_update(self, update: SessionUpdate) -> bool:
         """A ``session/update`` sent only if that needs no wait; False: await send_update."""
         return self._queue_update(update)
+
+    async def advise(self, message: str, *, title: str,
+                     severity: NoticeSeverity = "warning") -> None:
+        """A ``notice`` (``title``, ``message`` as its description) where the client shows
+        them, else ``message`` in the chat as before."""
+        await self.send_update(advisory(message, title=title, severity=severity,
+                                        as_notice=self.shows_notices))
 
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:
@@ -227,6 +247,16 @@ class _EditorTerminal:
 
     async def release(self, terminal_id: str) -> None:
         await self._editor.release_terminal(terminal_id)
+
+
+def advisory(message: str, *, title: str, severity: NoticeSeverity,
+             as_notice: bool) -> SessionUpdate:
+    """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (with
+    ``_meta.iaccode.error``) that clients without notices have always had."""
+    if as_notice:
+        return NoticeUpdate(severity, title, message)
+    return AgentMessageChunk(TextContent(f"\n\n⚠ {message}\n"),
+                             meta={"iaccode": {"error": message}})
 
 
 def _refuse_special(path: Path) -> None:

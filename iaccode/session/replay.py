@@ -26,7 +26,7 @@ def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for index, record in enumerate(records):
         kind = record.get("type")
         if kind == "message":
-            yield from _message(record, shown_calls)
+            yield from _message(record, shown_calls, index)
         elif kind == "tool_call":
             if isinstance(record.get("start"), dict):
                 yield record["start"]
@@ -81,7 +81,8 @@ def _exit_line(raw: dict[str, Any]) -> str | None:
     return f"[exit code {code}]" if isinstance(code, int) and code != 0 else None
 
 
-def _message(record: dict[str, Any], shown_calls: set[Any]) -> Iterator[dict[str, Any]]:
+def _message(record: dict[str, Any], shown_calls: set[Any], index: int
+             ) -> Iterator[dict[str, Any]]:
     message = record.get("message") or {}
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -91,12 +92,17 @@ def _message(record: dict[str, Any], shown_calls: set[Any]) -> Iterator[dict[str
             for block in prompt:
                 yield {"sessionUpdate": "user_message_chunk", "content": block}
         return
+    # The id the chunks carried live; a message saved before ids were kept gets one made of
+    # its place in the history, the same at every load.
+    saved = record.get("message_id")
+    message_id = saved if isinstance(saved, str) and saved else f"msg_record_{index}"
     for block in blocks:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
-            yield to_wire(AgentMessageChunk(TextContent(block["text"])))
+            yield to_wire(AgentMessageChunk(TextContent(block["text"]), message_id=message_id))
         elif kind == "thinking" and block.get("thinking"):
-            yield to_wire(AgentThoughtChunk(TextContent(block["thinking"])))
+            yield to_wire(AgentThoughtChunk(TextContent(block["thinking"]),
+                                            message_id=message_id))
         elif kind == "tool_use" and block.get("id") not in shown_calls:
             # Interrupted before it finished: show it, failed, as the model will see it.
             name = block.get("name") if isinstance(block.get("name"), str) else None

@@ -92,6 +92,8 @@ class Session:
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
+        self.additional_dirs = _real_paths(meta.additional_directories)
+        """The client's extra project folders (``additionalDirectories``), as real paths."""
         self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed)
         """The session's MCP servers (the editor's and config.toml's), started in ``serve``."""
         self._mcp_tools_shown: Collection[str] = frozenset()
@@ -140,7 +142,8 @@ class Session:
         """What the session's requests cost (known models only), saved in its meta."""
         from iaccode.context import SessionContext  # with the first session, not at start-up
 
-        self.context: SessionContext = SessionContext(self.cwd, config.home, self)
+        self.context: SessionContext = SessionContext(self.cwd, config.home, self,
+                                                      additional=self.additional_dirs)
         """The system prompt, built from sections (``iaccode.context``)."""
 
     # -- settings ---------------------------------------------------------------------------
@@ -173,6 +176,15 @@ class Session:
                 self._meta_failing = True
             else:
                 self._meta_failing = False
+
+    def set_additional_directories(self, directories: tuple[str, ...]) -> None:
+        """A client reattaching (``session/resume`` of a live session) gives the complete list
+        of extra project folders from now on; the next prompt's system prompt names them."""
+        if directories == self.meta.additional_directories:
+            return
+        self.update_meta(additional_directories=directories)
+        self.additional_dirs = _real_paths(directories)
+        self.context.set_additional(self.additional_dirs)
 
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
@@ -216,8 +228,7 @@ class Session:
     async def _tell_warnings(self) -> None:
         while self._warnings:
             message = self._warnings.pop(0)
-            await self.editor.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {message}\n"), meta={"iaccode": {"error": message}}))
+            await self.editor.advise(message, title="The session is not being saved")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -266,7 +277,8 @@ class Session:
                 session=SessionState(
                     cwd=self.cwd, mode=lambda: self.mode, remembered=self.remembered,
                     cancel_turn=self._cancel_running, saved_output=self._saved_output,
-                    show_plan=self._show_plan, exposure=self.exposure)))
+                    show_plan=self._show_plan, exposure=self.exposure,
+                    additional_dirs=self.additional_dirs)))
         sub_agent.bind(env)
         return env
 
@@ -398,8 +410,7 @@ class Session:
         """Wait (bounded) for the MCP servers still starting, tell the user of failures, and
         give the turn their tools; the system prompt is rebuilt when the tools changed."""
         for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
-            await self.editor.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
+            await self.editor.advise(failure, title="An MCP server is not available")
         mcp_tools = self._tool_table.external(self.mcp.tools())
         tools.update(mcp_tools)
         if mcp_tools.keys() != self._mcp_tools_shown:
@@ -452,6 +463,10 @@ class Session:
         if self._file is not None:
             self.transcript.flush()
             self._file.close()
+
+
+def _real_paths(directories: tuple[str, ...]) -> tuple[Path, ...]:
+    return tuple(Path(os.path.realpath(directory)) for directory in directories)
 
 
 def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:

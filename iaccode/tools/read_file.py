@@ -23,7 +23,7 @@ from iaccode.tools.base import (
     ToolFailure,
     ToolLimits,
     ToolResult,
-    is_inside,
+    in_project,
 )
 from iaccode.tools.local_files import LocalFiles, display_path
 
@@ -107,7 +107,7 @@ class ReadFile(Tool):
         if args.limit is not None and args.limit < 1:
             raise ToolFailure(f"limit must be at least 1, not {args.limit}.")
         path = ctx.path(args.path)
-        if path.suffix.lower() in EXTENSIONS and is_inside(path, ctx.cwd):
+        if path.suffix.lower() in EXTENSIONS and in_project(path, ctx.cwd, ctx.additional_dirs):
             return await _read_image(path, ctx)
         lines = split_lines(await ctx.files.read_text(path))
         shown_path = display_path(path, ctx.cwd)

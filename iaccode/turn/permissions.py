@@ -3,10 +3,11 @@
     decide(...)  -> RUN | ASK | REFUSE (with the reason the model is told)
     ask(...)     -> the user's answer to ``session/request_permission``
 
-Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
+Read-only tools run without asking inside the project (the session's cwd and the folders the
+client added, ``in_project``); outside it (an absolute path,
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
-An *Always allow* covers the project's files only (:func:`in_project`): outside them a call
+An *Always allow* covers the project's files only (``tools.base.in_project``): outside them a call
 with paths asks again, and its question offers no *Always allow*.
 
 A write to a protected path (the agent's own files, other programs' configuration and
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallFields,
 )
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, in_project, is_inside, resolve_path
 from iaccode.turn.env import EditorAccess
 from iaccode.turn.protected import Protected
 
@@ -90,18 +91,15 @@ class Verdict:
     """For ASK: whether *Always allow* is offered (it would not hold outside the project)."""
 
 
-def in_project(path: Path, cwd: Path) -> bool:
-    """Whether ``path`` (a real path) is one of the project's files: the session's folder."""
-    return is_inside(path, cwd)
-
-
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True, protected: Protected | None = None) -> Verdict:
+           confirm_infra_changes: bool = True, protected: Protected | None = None,
+           additional: Sequence[Path] = ()) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
-    without asking. ``protected``: the places a write reaches only after a question."""
+    without asking. ``protected``: the places a write reaches only after a question.
+    ``additional``: the client's extra project folders (real paths)."""
     if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
                                                                 remembered=remembered)):
         return infra
@@ -112,7 +110,7 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
         return Verdict(Decision.REFUSE, DENIED)
     resolved = resolved or {}
     paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
-    inside = all(in_project(path, cwd) for path in paths)
+    inside = all(in_project(path, cwd, additional) for path in paths)
     if protected is not None and (why := _protected_reason(tool, args, paths, cwd, protected)):
         return Verdict(Decision.ASK, protected=why, remember=False)
     if mode == "bypass" or (remembered.get(tool.name) is True and inside):
@@ -221,7 +219,8 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
 
     Only for paths inside the project: working out a diff reads the file, and a file outside
     it is read only once the user allowed the call (the question itself shows the path)."""
-    if not all(is_inside(path, context.cwd) for path in context.resolved.values()):
+    if not all(in_project(path, context.cwd, context.additional_dirs)
+               for path in context.resolved.values()):
         return None
     try:
         return await tool.preview(args, context)

@@ -141,7 +141,7 @@ class ToolRunner:
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
                                      resolved=call.resolved, ours=session.saved_output,
-                                     protected=self._protected)
+                                     protected=self._protected, additional=session.additional_dirs)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -211,7 +211,7 @@ class ToolRunner:
                                      remembered=session.remembered, resolved=call.resolved,
                                      ours=session.saved_output,
                                      confirm_infra_changes=env.config.confirm_infra_changes,
-                                     protected=self._protected)
+                                     protected=self._protected, additional=session.additional_dirs)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
             content = redacted_content(await permissions.question_content(
@@ -281,7 +281,7 @@ class ToolRunner:
         return ToolContext(cwd=session.cwd, limits=self._env.config.tool_limits,
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
-                           show_plan=session.show_plan)
+                           show_plan=session.show_plan, additional_dirs=session.additional_dirs)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path]) -> ToolResult:

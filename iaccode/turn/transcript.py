@@ -2,8 +2,10 @@
 
 Records (one JSON object per line in the session's history file, see docs/session-store.md):
 
-    {"type": "message", "message": {role, content}, "prompt": [ACP blocks]?}
-        a finished message; a user prompt keeps the ACP blocks the user sent, for replay
+    {"type": "message", "message": {role, content}, "prompt": [ACP blocks]?,
+     "message_id": "msg_..."?}
+        a finished message; a user prompt keeps the ACP blocks the user sent, for replay; a
+        model message keeps the ``messageId`` its chunks carried (a load shows the same)
     {"type": "tool_call", "start": {...tool_call...}, "end": {...tool_call_update...}}
         how a finished tool call looked in the editor, for replay
     {"type": "notice", "text": "..."}      something we told the user (an error, a compaction)
@@ -25,6 +27,7 @@ is a record written while an earlier one is missing (a ``tool_result`` saved wit
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +55,15 @@ class Transcript:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def append(self, message: dict[str, Any], prompt: list[Any] | None = None) -> None:
+    def append(self, message: dict[str, Any], prompt: list[Any] | None = None, *,
+               message_id: str | None = None) -> None:
         self.messages.append(message)
         self.message_count += 1
         record: dict[str, Any] = {"type": "message", "message": message}
         if prompt is not None:
             record["prompt"] = prompt
+        if message_id is not None:
+            record["message_id"] = message_id
         self._write(record)
 
     def tool_call(self, start: dict[str, Any], end: dict[str, Any]) -> None:
@@ -149,6 +155,11 @@ class Transcript:
             elif kind == "compaction" and isinstance(record.get("messages"), list):
                 transcript.messages = list(record["messages"])
         return transcript
+
+
+def new_message_id() -> str:
+    """A model message's ``messageId``: unique in the session (and beyond)."""
+    return "msg_" + uuid.uuid4().hex
 
 
 def unanswered_tool_uses(messages: list[dict[str, Any]]) -> list[str]:

@@ -81,6 +81,13 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("sessions", "{} sessions at once"), ("prompts", "{:,} prompts"),
         ("updates", "{:,} updates"), ("model_requests", "{:,} model requests"),
         ("prompts_per_second", "{} prompts/s"), ("rss_growth_kib", "RSS +{:,} KiB")]),
+    ("remote_server", "iaccode serve before the token", [
+        ("connection_failures_survived", "{} connection failures survived"),
+        ("refused_from_the_headers", "{} refused from the headers"),
+        ("dripping_bodies_cut_off", "{} dripping bodies cut off"),
+        ("connections_without_the_token", "{:,} connections without the token"),
+        ("most_held_without_the_token", "at most {} held"),
+        ("stalled_readers_closed", "{} stalled readers' sockets closed")]),
     ("regressions", "regression tests (one per bug found)", [("cases", "{} cases")]),
 ]
 

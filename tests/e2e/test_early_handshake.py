@@ -72,6 +72,13 @@ PARAMS = [
                   "clientInfo": {"name": "c", "version": "1", "_meta": {}, "extra": 1},
                   "somethingNew": ["a", {"b": None}], "_meta": {"traceparent": "00-1-2-01"}},
                  id="unknown-fields-and-meta"),
+    pytest.param({"protocolVersion": 1,
+                  "clientCapabilities": {"auth": {"terminal": True},
+                                         "session": {"notices": {}, "compaction": {}}}},
+                 id="terminal-auth-and-session-capabilities"),
+    pytest.param({"protocolVersion": 1,
+                  "clientCapabilities": {"terminal": True, "_meta": {"terminal-auth": True}}},
+                 id="the-registry-validators-terminal-auth-hint"),
 ]
 
 
@@ -79,7 +86,14 @@ PARAMS = [
 async def test_the_early_answer_is_the_full_servers(tmp_path: Path, params: Any) -> None:
     env = agent_environment(tmp_path / "home")
     answer = await _both(env, tmp_path, _initialize(params))
-    assert json.loads(answer)["result"]["authMethods"][0]["id"] == "anthropic-api-key"
+    methods = json.loads(answer)["result"]["authMethods"]
+    capabilities = params.get("clientCapabilities", {})
+    terminal = (capabilities.get("auth", {}).get("terminal")
+                or capabilities.get("_meta", {}).get("terminal-auth"))
+    assert [method["id"] for method in methods] == (
+        ["anthropic-api-key", "iaccode-login"] if terminal else ["anthropic-api-key"])
+    if terminal:  # the client runs `iaccode acp login` in a terminal for the user
+        assert methods[1]["type"] == "terminal" and methods[1]["args"] == ["login"]
 
 
 @pytest.mark.parametrize("request_id", [0, 2**53, -7, "init", "ünïcode ✓", "\ud800lone"])
@@ -95,16 +109,19 @@ def _write_config(home: Path, text: str) -> None:
 
 
 AUTH_CASES = [
-    pytest.param({"ANTHROPIC_API_KEY": "k"}, "", (), None, id="anthropic-key"),
-    pytest.param({"ANTHROPIC_AUTH_TOKEN": "t"}, "", (), None, id="anthropic-token"),
-    pytest.param({"IAC_CODE_API_KEY": "k"}, "", (), None, id="iac-code-api-key"),
+    # A provider that takes a key offers where it goes whether it is set or not (after a
+    # logout the client needs the method); a keyless API offers only what is missing.
+    pytest.param({"ANTHROPIC_API_KEY": "k"}, "", (), "anthropic-api-key", id="anthropic-key"),
+    pytest.param({"ANTHROPIC_AUTH_TOKEN": "t"}, "", (), "anthropic-api-key",
+                 id="anthropic-token"),
+    pytest.param({"IAC_CODE_API_KEY": "k"}, "", (), "anthropic-api-key", id="iac-code-api-key"),
     pytest.param({"ANTHROPIC_API_KEY": "k", "IAC_CODE_API_KEY": ""}, 'api_key_env = "MINE"\n',
                  (), "anthropic-api-key", id="api-key-env-unset"),
     pytest.param({"IAC_CODE_PROVIDER": "openai"}, "", (), "openai-api-key", id="openai-no-key"),
-    pytest.param({"OPENAI_API_KEY": "k"}, "", ("--provider", "openai"), None,
+    pytest.param({"OPENAI_API_KEY": "k"}, "", ("--provider", "openai"), "openai-api-key",
                  id="openai-option"),
-    pytest.param({"MY_KEY": "k"}, 'provider = "deepseek"\napi_key_env = "MY_KEY"\n', (), None,
-                 id="deepseek-config"),
+    pytest.param({"MY_KEY": "k"}, 'provider = "deepseek"\napi_key_env = "MY_KEY"\n', (),
+                 "deepseek-api-key", id="deepseek-config"),
     pytest.param({}, 'provider = "ollama"\nmodels = ["qwen3"]\n', (), None, id="ollama"),
     pytest.param({}, "", ("--provider=openai_compatible",), "openai-compatible-api-key",
                  id="compatible-without-url"),
@@ -128,13 +145,16 @@ async def test_auth_methods_follow_the_provider_settings(
     assert [method["id"] for method in methods] == ([offered] if offered else [])
 
 
-async def test_a_model_script_needs_no_key(tmp_path: Path) -> None:
+async def test_a_model_script_offers_what_its_provider_takes(tmp_path: Path) -> None:
+    """A script needs no key, but the methods stay the provider's: a recorded session and its
+    replay (on the recorded model answers) answer initialize alike."""
     script = tmp_path / "script.json"
     script.write_text('{"version": 1, "exchanges": []}')
     env = agent_environment(tmp_path / "home")
     answer = await _both(env, tmp_path, _initialize({"protocolVersion": 1}),
                          ("--model-script", str(script)))
-    assert json.loads(answer)["result"]["authMethods"] == []
+    assert [m["id"] for m in json.loads(answer)["result"]["authMethods"]] == [
+        "anthropic-api-key"]
 
 
 @pytest.mark.parametrize("asked", ["1", 2, 1.5, None])

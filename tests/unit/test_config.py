@@ -383,10 +383,12 @@ def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) ->
 
 def test_serve_table_is_read(tmp_path: Path) -> None:
     env = home_with(tmp_path, "[serve]\nmax_body_bytes = 1024\nidle_timeout = 5\n"
-                    "send_timeout = 2.5\nallowed_origins = [\"https://ACP.example.com/\"]\n")
+                    "send_timeout = 2.5\nallowed_origins = [\"https://ACP.example.com/\"]\n"
+                    "allowed_hosts = [\"ACP.example.com\"]\nbody_timeout = 7\n")
     serve = Config.from_env(env).serve
     assert (serve.max_body_bytes, serve.idle_timeout, serve.send_timeout) == (1024, 5.0, 2.5)
     assert serve.allowed_origins == frozenset({"https://acp.example.com"})
+    assert (serve.allowed_hosts, serve.body_timeout) == (frozenset({"acp.example.com"}), 7.0)
     assert serve.token is None
 
 
@@ -421,6 +423,9 @@ def test_a_weak_token_is_refused(tmp_path: Path, token: str) -> None:
     ("max_body_bytes = 0", "serve.max_body_bytes must be at least 1"),
     ("idle_timeout = -1", "serve.idle_timeout must be more than 0"),
     ('allowed_origins = ["evil"]', "serve.allowed_origins must hold origins"),
+    ('allowed_hosts = ["https://acp.example.com"]', "serve.allowed_hosts must hold host names"),
+    ('allowed_hosts = ["acp.example.com:8765"]', "serve.allowed_hosts must hold host names"),
+    ("body_timeout = 0", "serve.body_timeout must be more than 0"),
     ("tokenfile = 'x'", "unknown key 'serve.tokenfile'"),
 ])
 def test_bad_serve_settings_are_named(tmp_path: Path, line: str, expected: str) -> None:

@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 from iaccode.config import Config
-from iaccode.llm.providers import has_credentials
+from iaccode.llm.providers import auth_methods
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import wire_name
 from iaccode.server import handshake
@@ -47,10 +47,11 @@ def test_settings_are_read_as_config_reads_them(
     full = Config.from_env(env, **overrides)
     script = str(full.model_script) if full.model_script is not None else None
     read = (settings.provider, settings.base_url, settings.api_key_env, settings.models,
-            settings.model, settings.model_script)
+            settings.model, settings.model_script, settings.home)
     assert read == (full.provider, full.base_url, full.api_key_env, full.models, full.model,
-                    script)
-    assert has_credentials(settings, env) == has_credentials(full, env)
+                    script, str(full.home))
+    for terminal in (False, True):
+        assert auth_methods(settings, terminal=terminal) == auth_methods(full, terminal=terminal)
 
 
 @pytest.mark.parametrize("line", [
