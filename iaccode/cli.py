@@ -4,10 +4,10 @@
 checks a recorded
 transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``.
 
-``iaccode acp`` answers ``initialize`` before anything else is imported
-(``iaccode/server/handshake.py``): keep this module's own imports to the standard library's
-lightest (not even pathlib or typing, which cost milliseconds), and import the rest inside
-the functions that need it.
+What the editor waits for is its first session, so ``iaccode acp`` loads only what opening one
+needs (``run_acp``) and imports the rest in the background (``iaccode/preload.py``): keep this
+module's own imports to the standard library's lightest, and import the rest inside the
+functions that need it.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ if TYPE_CHECKING:
     import argparse
 
     from iaccode.config import Config
-    from iaccode.server.handshake import Early
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # Here, as pathlib: ``iaccode acp`` answers initialize before it parses its options.
     import argparse
     from pathlib import Path
 
@@ -76,18 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    early = None
-    if argv[:1] == ["acp"]:
-        from iaccode.server.handshake import answer_early
-
-        early = answer_early(argv[1:])
-        if early is not None and early.stopped:
-            return 0  # SIGTERM or SIGINT before the editor said anything
     args = build_parser().parse_args(argv)
     if args.command in ("login", "logout") or getattr(args, "account", None):
         return run_account(args)
     if args.command == "acp":
-        return run_acp(args, early)
+        return run_acp(args)
     if args.command == "serve":
         return run_serve(args)
     if args.command == "replay":
@@ -111,32 +102,34 @@ def run_account(args: argparse.Namespace) -> int:
     return run_login(args.provider) if args.command == "login" else run_logout(args.provider)
 
 
-def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
+def run_acp(args: argparse.Namespace) -> int:
+    """Serve ACP on stdio: claim stdio, read the configuration, take the secrets out of the
+    process environment, start the preload, then load what a first session needs and serve."""
+    protocol_in, protocol_out = claim_stdio()  # first: nothing but protocol may reach stdout
     import logging
 
     from iaccode.config import Config, ConfigError
 
-    if early is None:
-        # First thing: nothing but protocol may reach stdout.
-        from iaccode.server.handshake import claim_stdio
-
-        protocol_in, protocol_out = claim_stdio()
-    else:
-        protocol_in, protocol_out = early.protocol_in, early.protocol_out
     try:
         config = Config.from_env(model_script=args.model_script, model=args.model,
                                  provider=args.provider, record_path=args.record)
     except ConfigError as exc:
         print(f"iaccode: {exc}", file=sys.stderr)
         return 2
+    from iaccode.logs import setup_logging
+
+    setup_logging(config.log_level, config.log_file)
+    # What changes the process or its environment goes here: after the config (the secret
+    # names are in it), before any thread starts (the preload's, trio's workers).
+    seal_secrets(config)
+    from iaccode.preload import Preload, modules_for
+
+    preload = Preload(modules_for(config)).start()  # while the rest loads and the editor talks
 
     import trio
 
-    from iaccode.logs import setup_logging
     from iaccode.server.stdio import serve_stdio
 
-    setup_logging(config.log_level, config.log_file)
-    seal_secrets(config)
     log = logging.getLogger("iaccode")
     log.info("iaccode %s serving ACP on stdio (%s, model %s%s)", iaccode.__version__,
              config.provider, config.model,
@@ -144,7 +137,8 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
     from iaccode.llm.script import ScriptError
 
     try:
-        trio.run(serve_stdio, config, protocol_in, protocol_out, early)
+        trio.run(serve_stdio, config, protocol_in, protocol_out,
+                 instruments=[preload.instrument()])
     except ScriptError as exc:  # the user's file: say what is wrong with it, not where we were
         log.error("the model script cannot be played: %s", exc)
         return 1
@@ -156,9 +150,9 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
 
 def seal_secrets(config: Config) -> None:
     """The one place a server takes the secrets out of its own process environment
-    (``iaccode/process_secrets.py``), once the config (and its secret names) is read; after
-    the early ``initialize`` answer, so it costs that answer nothing. The data dir becomes
-    private (0700) here too."""
+    (``iaccode/process_secrets.py``), once the config (and its secret names) is read and
+    before any thread starts (``iaccode/preload.py``'s, trio's workers): the C environment is
+    changed while nothing else can read it. The data dir becomes private (0700) here too."""
     import logging
 
     from iaccode.private_files import private_home
@@ -169,6 +163,20 @@ def seal_secrets(config: Config) -> None:
         private_home(config.home)  # 0700: the sessions, the log, the saved output are in it
     except OSError as exc:  # a read-only home: the store says what it cannot do
         logging.getLogger("iaccode").warning("cannot make %s private: %s", config.home, exc)
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Take stdin/stdout for the protocol and point fd 1 at stderr.
+
+    After this, a stray ``print`` (ours or a library's, even from C) lands on stderr instead of
+    corrupting the protocol stream.
+    """
+    import os
+
+    protocol_in = os.dup(0)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    return protocol_in, protocol_out
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -25,10 +25,11 @@ a copy in the process's own memory, where the SDKs read the model key and the ga
 non-dumpable process keeps from other users' processes of the same uid; nothing keeps it from
 root.
 
-No re-exec: the early ``initialize`` answer (``server/handshake.py``) is written before this
-runs, and the work here (a read of ``/proc/self/stat``, one write, one prctl) takes well under a
-millisecond. ``ctypes`` is imported by trio already, so it costs nothing here either. Elsewhere
-(macOS) only step 1 is done.
+No re-exec: the work here (a read of ``/proc/self/stat``, one write, one prctl) takes well under
+a millisecond, and it runs before any thread starts (``cli.run_acp``: after the config is read,
+before the preload thread), so no other thread reads the C environment while it changes.
+``ctypes`` is imported by trio already, so it costs nothing here either. Elsewhere (macOS)
+only step 1 is done.
 """
 
 from __future__ import annotations

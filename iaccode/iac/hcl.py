@@ -48,6 +48,11 @@ def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     try:
         data = hcl2.loads(text, serialization_options=options)
     except UnexpectedToken as exc:
+        opened = _unclosed_block(text) if _missing_brace(exc) else None
+        if opened is not None:  # the end of the file is no place to look for the mistake
+            raise ParseError(*opened, f"unexpected end of file at line {exc.line}; expected "
+                             "\"}\" (the block that opens here is not closed: a \"}\" is "
+                             "missing)") from None
         raise ParseError(exc.line, exc.column, _unexpected_token(exc)) from None
     except UnexpectedCharacters as exc:
         raise ParseError(exc.line, exc.column,
@@ -77,9 +82,63 @@ def _unexpected_token(exc: Any) -> str:
     message = f"unexpected {found}"
     if wanted:
         message += f"; expected {' or '.join(wanted[:4])}"
-    if token.type == "$END" and "RBRACE" in expected:
+    if _missing_brace(exc):
         message += " (a block is not closed: a \"}\" is missing)"
     return message
+
+
+def _missing_brace(exc: Any) -> bool:
+    return bool(exc.token.type == "$END" and "RBRACE" in set(exc.expected or ()))
+
+
+def _unclosed_block(text: str) -> tuple[int, int] | None:
+    """(line, column), 1-based, of the innermost ``{`` left open at the end of ``text``, by a
+    scan that skips strings (but not their ``${ }``), comments and heredocs; None if all
+    close."""
+    opened: list[tuple[str, int, int]] = []
+    """Open contexts: ("{", line, column), ("string", ...), ("${", ...) in a string."""
+    lines = text.split("\n")
+    number = 0
+    while number < len(lines):
+        line, column = lines[number], 0
+        number += 1
+        while column < len(line):
+            char, pair = line[column], line[column:column + 2]
+            column += 1
+            if opened and opened[-1][0] == "string":
+                if char == "\\":
+                    column += 1
+                elif char == '"':
+                    opened.pop()
+                elif pair in ("${", "%{"):
+                    opened.append(("${", number, column))
+                    column += 1
+                continue
+            if char == "#" or pair == "//":
+                break
+            if pair == "/*":
+                end = line.find("*/", column + 1)
+                while end < 0 and number < len(lines):
+                    line, number = lines[number], number + 1
+                    end = line.find("*/")
+                column = len(line) if end < 0 else end + 2
+            elif pair == "<<":
+                marker = line[column + 1:].lstrip("-").strip()
+                while marker.isidentifier() and number < len(lines):
+                    number += 1
+                    if lines[number - 1].strip() == marker:
+                        break
+                break
+            elif char == '"':
+                opened.append(("string", number, column))
+            elif char == "{":
+                opened.append(("{", number, column))
+            elif char == "}" and opened:
+                opened.pop()
+        while opened and opened[-1][0] == "string":  # a string does not go on past its line
+            opened.pop()
+    blocks = [(line, column) for kind, line, column in opened if kind == "{"]
+    return blocks[-1] if blocks else None
 
 
 def unquote(value: Any) -> Any:

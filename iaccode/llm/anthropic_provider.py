@@ -1,8 +1,8 @@
 """The Anthropic provider, on the official SDK (``AsyncAnthropic``, which runs under trio).
 
-``anthropic`` is imported lazily: it costs about two seconds, and editors wait for
-``initialize``. :meth:`AnthropicProvider.preload` imports it in a worker thread once the
-handshake is done.
+``anthropic`` is imported lazily: it costs about two seconds, and editors wait for their first
+session. ``iaccode acp`` imports it in the background (``iaccode/preload.py``);
+:meth:`AnthropicProvider.preload` does it in a worker thread (``iaccode serve``).
 
 Retries: the SDK retries 408/409/429/5xx/529 before the stream starts, honouring
 ``retry-after`` and backing off with jitter otherwise; its waits are trio sleeps, so

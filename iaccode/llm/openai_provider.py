@@ -6,8 +6,8 @@ supports trio, and its retry waits are ``anyio.sleep``, so ``session/cancel`` in
 (tests/e2e/test_openai_provider.py drives it through a real ``iaccode acp``).
 
 ``openai`` is imported lazily, like ``anthropic``: it costs about a second, and editors wait for
-``initialize``. :meth:`OpenAIProvider.preload` imports it in a worker thread after the
-handshake.
+their first session. ``iaccode acp`` imports it in the background (``iaccode/preload.py``);
+:meth:`OpenAIProvider.preload` does it in a worker thread (``iaccode serve``).
 
 Requests are Chat Completions with ``stream: true`` and ``stream_options.include_usage``
 (``openai_request.py``); the chunks are translated into Anthropic events and assembled by the

@@ -12,19 +12,14 @@ their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_UR
 replaces the preset's model list; the first one is the default model.
 
 Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
-module it needs, and the SDK is imported later, lazily, by the provider itself. Nor does it
-import anything outside the standard library: the early handshake
-(``iaccode/server/handshake.py``) reads the auth methods from here before the rest loads.
+module it needs, and the SDK is imported later, lazily, by the provider itself (or ahead of it
+by ``iaccode/preload.py``, which asks :func:`sdk_module`).
 """
 
 from __future__ import annotations
 
 import os
 
-from iaccode.llm import stored_keys
-
-# Not typing's: the early handshake imports this module, and typing (with re and enum) would
-# cost it milliseconds. Type checkers know the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,8 +31,7 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
     class ProviderSettings(Protocol):
-        """The settings that choose and reach a provider: a ``Config``, or the early handshake's
-        reading of them (``iaccode.server.handshake.Settings``)."""
+        """The settings that choose and reach a provider (a ``Config``)."""
 
         @property
         def provider(self) -> str: ...
@@ -57,8 +51,6 @@ if TYPE_CHECKING:
 
 
 class Preset:
-    # Plain classes, not attrs or NamedTuples: the early handshake imports this module before
-    # anything else, and those cost milliseconds there.
     __slots__ = ("title", "base_url", "key_variable", "models", "api", "thinking",
                  "max_tokens_field", "reasoning_back")
 
@@ -158,11 +150,19 @@ class Endpoint:
 
     def stored_key(self) -> str | None:
         """The key ``iaccode login`` stored for this provider, if any."""
-        return None if self.home is None else stored_keys.stored_key(self.home, self.provider)
+        if self.home is None:
+            return None
+        from iaccode.llm import stored_keys  # only once a key is looked for, not at start-up
+
+        return stored_keys.stored_key(self.home, self.provider)
 
     def key_stored(self) -> bool:
         """Whether ``iaccode login`` stored a key for this provider (the keyring not asked)."""
-        return self.home is not None and stored_keys.is_stored(self.home, self.provider)
+        if self.home is None:
+            return False
+        from iaccode.llm import stored_keys
+
+        return stored_keys.is_stored(self.home, self.provider)
 
     def missing(self, model: str, env: Mapping[str, str] = os.environ) -> str | None:
         """What must still be set before a request can be made (None: nothing)."""
@@ -248,6 +248,14 @@ def _base_provider(config: Config) -> Provider:
                           timeout=config.request_timeout)
 
 
+def sdk_module(config: ProviderSettings) -> str | None:
+    """The SDK package the configured provider imports on its first request (None: a model
+    script needs none): what ``iaccode/preload.py`` imports ahead of it."""
+    if config.model_script is not None:
+        return None
+    return "anthropic" if endpoint(config).preset.api == "messages" else "openai"
+
+
 LOGIN_METHOD_ID = "iaccode-login"
 """The ``terminal`` auth method: the client runs ``iaccode ... login`` in a terminal."""
 LOGIN_ARGS = ["login"]
@@ -261,8 +269,7 @@ def env_method_id(config: ProviderSettings) -> str:
 
 
 def auth_methods(config: ProviderSettings, *, terminal: bool = False) -> list[dict[str, object]]:
-    """The ``authMethods`` of the initialize answer, in wire form: the one definition the early
-    handshake and the full server share.
+    """The ``authMethods`` of the initialize answer, in wire form.
 
     A provider that takes a key offers two, whether the key is there yet or not (after an ACP
     ``logout`` the client needs them): where the key goes in the environment (``agent``: the

@@ -14,8 +14,8 @@ environment wins: a provider uses its stored key only while its variable is unse
 and ACP ``logout`` remove the entry (and the keyring's item).
 
 The key never enters the environment: commands, MCP servers and the checks after writes cannot
-inherit it. Standard library only (``providers`` imports this, and the early handshake imports
-``providers``); ``tomllib`` is imported when there is a file to read.
+inherit it. Imported when a key is first looked for (``providers.Endpoint``), not to open a
+session while the environment has the key; ``tomllib`` when there is a file to read.
 """
 
 from __future__ import annotations

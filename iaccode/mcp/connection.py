@@ -13,6 +13,7 @@ attempt at a later prompt (``restart``).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import trio
 
 import iaccode
+from iaccode.mcp import SDK_MODULES
 from iaccode.mcp.config import ServerSpec
 from iaccode.mcp.transport import StdioProcess, remote
 from iaccode.tools.base import ToolFailure
@@ -48,6 +50,13 @@ MAX_DEFINITION_BYTES = 256 * 1024
 server; a tool that does not fit is left out, the ones after it may still fit."""
 
 Status = Literal["starting", "connected", "failed"]
+
+
+def load_sdk() -> None:
+    """Import the SDK (``SDK_MODULES``); in a worker thread: it takes seconds when the machine
+    is busy, and the loop must go on answering meanwhile (``session/new``, a cancel)."""
+    for name in SDK_MODULES:
+        importlib.import_module(name)
 
 
 class ServerGone(Exception):
@@ -97,14 +106,16 @@ class ServerConnection:
         Returns with ``status`` "failed" (never raises, but Cancelled); a stdio server is
         ended with its tree before this returns, cancelled or not.
         """
-        from mcp import Client
-        from mcp_types import Implementation
-
         process: StdioProcess | None = None
         # One scope around the whole connection (a deadline only until it is up): the
         # client's task groups live inside it, so no narrower scope may close before them.
         connecting = trio.CancelScope(deadline=trio.current_time() + CONNECT_TIMEOUT)
         try:
+            # Abandoned on cancel: the thread finishes the import, and nothing waits for it.
+            await trio.to_thread.run_sync(load_sdk, abandon_on_cancel=True)
+            from mcp import Client
+            from mcp_types import Implementation
+
             with connecting:
                 async with contextlib.AsyncExitStack() as stack:
                     if self.spec.transport == "stdio":

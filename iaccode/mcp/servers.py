@@ -119,10 +119,17 @@ class McpServers:
 
     async def prepare(self, timeout: float) -> list[str]:  # noqa: ASYNC109 - a setting
         """Before a prompt's first model request: ping the remote servers (one that is gone
-        counts as failed), start again the servers that failed, wait up to ``timeout`` for
-        those starting, take the connected ones' tools (``offered``), and return the failures
-        to tell the user (a failure is told once, however often the retry fails the same
-        way)."""
+        counts as failed), start again the servers that failed, wait until the SDK is loaded
+        and then up to ``timeout`` for those starting, take the connected ones' tools
+        (``offered``), and return the failures to tell the user (a failure is told once,
+        however often the retry fails the same way)."""
+        if self.connections:  # the SDK first: local work, which ``timeout`` is not about
+            from iaccode.mcp.connection import load_sdk
+
+            try:
+                await trio.to_thread.run_sync(load_sdk, abandon_on_cancel=True)
+            except Exception as exc:  # each connection fails with it and the user is told
+                log.debug("the MCP SDK did not load: %r", exc)
         async with trio.open_nursery() as nursery:  # is each remote one still there?
             for connection in self.connections:
                 if connection.status == "connected":
@@ -202,14 +209,17 @@ class McpServers:
             if status == "failed":
                 status = f"failed: {shown(connection.reason, 300)}"
             elif status == "connected":
-                count = len(connection.tools)
-                status = f"connected, {count} tool{'s' if count != 1 else ''}"
+                status = f"connected, {_count(len(connection.tools), 'tool')}"
                 if connection.prompts:
-                    status += f", {len(connection.prompts)} prompts"
+                    status += f", {_count(len(connection.prompts), 'prompt')}"
+            origin = "editor" if spec.origin == "editor" else "config.toml"
             lines.append(f"- {shown(connection.name)} ({spec.transport}, {shown(where or '')}, "
-                         f"from the "
-                         f"{'editor' if spec.origin == 'editor' else 'config.toml'}): {status}")
+                         f"from the {origin}): {status}")
         return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 async def expand_prompt(command: PromptCommand, rest: str) -> list[ContentBlock] | str:

@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import trio
 
 from iaccode.mcp.config import ServerSpec
@@ -119,6 +118,7 @@ class StdioProcess:
     @contextlib.asynccontextmanager
     async def _talk(self, proc: trio.Process) -> AsyncIterator[Any]:
         """JSON-RPC lines in and out, as the SDK's ``stdio_client`` reads and writes them."""
+        import anyio  # loaded with the SDK, in a worker thread (``connection.load_sdk``)
         from mcp.shared.message import SessionMessage
 
         assert proc.stdin is not None and proc.stdout is not None

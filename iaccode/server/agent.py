@@ -38,12 +38,9 @@ log = logging.getLogger(__name__)
 
 class Agent:
     def __init__(self, *, config: Config, provider: Provider, connection: Connection,
-                 session_nursery: trio.Nursery,
-                 on_initialized: Callable[[], None] = lambda: None,
-                 recorder: Recorder | None = None) -> None:
+                 session_nursery: trio.Nursery, recorder: Recorder | None = None) -> None:
         self.connection = connection
         self.initialized = False
-        self._on_initialized = on_initialized
         self.credentials = Credentials(config, provider)
         offered = offered_models(config)  # no network: the preset's list or config's
         self.options = SessionOptions(offered, self._send_update)
@@ -61,17 +58,13 @@ class Agent:
 
     async def initialize(self, params: m.InitializeRequest) -> m.InitializeResponse:
         self.lifecycle.client_capabilities = params.client_capabilities
-        first = not self.initialized
         self.initialized = True
-        if first:
-            self._on_initialized()
         asked = params.protocol_version
         if type(asked) is not int or asked != PROTOCOL_VERSION:
             # The spec's rule: a version we do not support, or cannot read, is answered with
             # our latest; the client decides whether it can go on.
             log.warning("the client asked for protocol version %s; we speak %d and answer "
                         "that", json.dumps(asked), PROTOCOL_VERSION)
-        # The early handshake (``handshake.py``) answers most initializes with the same result.
         terminal = terminal_auth(to_wire(params.client_capabilities))
         result = initialize_result(self.credentials.methods(terminal=terminal))
         answer: m.InitializeResponse = converter.structure(result, m.InitializeResponse)

@@ -15,7 +15,6 @@ import logging
 import trio
 
 from iaccode.config import Config
-from iaccode.llm import stored_keys
 from iaccode.llm.base import MissingCredentials, Provider
 from iaccode.llm.providers import LOGIN_METHOD_ID, auth_methods, env_method_id
 from iaccode.protocol import messages as m
@@ -63,6 +62,8 @@ class Credentials:
         """``logout``: remove the key ``iaccode login`` saved for the configured provider (the
         file's entry and the keyring's item). A key in the environment stays in use: we cannot
         unset it, and the log says so."""
+        from iaccode.llm import stored_keys  # not at start-up: only a logout needs it here
+
         config = self._config
         try:
             removed = await trio.to_thread.run_sync(stored_keys.forget, config.home,

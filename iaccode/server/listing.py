@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from iaccode.protocol import messages as m
 from iaccode.server.store_call import store_call
-from iaccode.store.listing import decode_cursor
 from iaccode.store.store import SessionStore, StoreError
 from iaccode.wire import errors
 
@@ -12,6 +11,8 @@ from iaccode.wire import errors
 async def list_sessions(store: SessionStore, params: m.ListSessionsRequest
                         ) -> m.ListSessionsResponse:
     if params.cursor is not None:
+        from iaccode.store.listing import decode_cursor  # sqlite3: not needed until a list
+
         try:
             decode_cursor(params.cursor)  # a cursor we did not make is bad params
         except StoreError as exc:

@@ -24,7 +24,9 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import trio
 
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
@@ -54,8 +56,12 @@ from iaccode.tools.base import (
     FileAccess,
     TerminalOutput,
     ToolFailure,
+    is_inside,
 )
-from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
+from iaccode.tools.local_files import make_parents
+
+if TYPE_CHECKING:
+    from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +75,18 @@ class Editor:
 
     def __init__(self, request: EditorRequest, send_update: SendUpdate, session_id: str,
                  client: ClientCapabilities, local: FileAccess,
-                 queue_update: QueueUpdate = lambda update: False) -> None:
+                 queue_update: QueueUpdate = lambda update: False,
+                 root: Path | None = None) -> None:
+        """``root``: the project, where the folders of a file the editor writes are made
+        first when missing (Toad, for one, does not make them)."""
         self._request = request
         self._send_update = send_update
         self._queue_update = queue_update
         self.session_id = session_id
         fs = client.fs
         self.files: FileAccess = (
-            _EditorFiles(self, local, read=fs.read_text_file, write=fs.write_text_file)
+            _EditorFiles(self, local, read=fs.read_text_file, write=fs.write_text_file,
+                         root=root)
             if fs.read_text_file or fs.write_text_file else local)
         """Where tools read and write text files."""
         self.terminal: ClientTerminal | None = _EditorTerminal(self) if client.terminal else None
@@ -208,11 +218,13 @@ class Editor:
 class _EditorFiles:
     """FileAccess through the editor for the directions it advertised, locally otherwise."""
 
-    def __init__(self, editor: Editor, local: FileAccess, *, read: bool, write: bool) -> None:
+    def __init__(self, editor: Editor, local: FileAccess, *, read: bool, write: bool,
+                 root: Path | None = None) -> None:
         self._editor = editor
         self._local = local
         self._read = read
         self._write = write
+        self._root = root
 
     async def read_text(self, path: Path) -> str:
         if not self._read:
@@ -223,6 +235,8 @@ class _EditorFiles:
     async def write_text(self, path: Path, text: str) -> None:
         if not self._write:
             return await self._local.write_text(path, text)
+        if self._root is not None and is_inside(path.parent, self._root):
+            await trio.to_thread.run_sync(make_parents, path)
         await self._editor.write_text_file(path, text)
 
 

@@ -173,6 +173,11 @@ class Tool(ABC):
         """The paths the call touches, as the model wrote them (for the policy, locations)."""
         return []
 
+    def shown_paths(self, args: Any) -> list[str]:
+        """Paths the call names that are shown as its locations but not judged (an MCP
+        tool's path-like arguments: its server, not the policy, decides what they reach)."""
+        return []
+
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         """Do it. Cancellation: stop promptly and leave nothing running or half-written."""

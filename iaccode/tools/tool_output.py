@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from iaccode.private_files import private_dir
 from iaccode.tools.base import truncate
 
 log = logging.getLogger(__name__)
@@ -40,6 +39,8 @@ def _file_name(call_id: str) -> str:
 
 def save(folder: Path, call_id: str, text: str) -> Path:
     """Write the whole output (blocking; OSError if it cannot)."""
+    from iaccode.private_files import private_dir  # a session opens without it
+
     private_dir(folder)  # tool output is private, like the histories
     path = folder / _file_name(call_id)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)

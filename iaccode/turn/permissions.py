@@ -35,10 +35,8 @@ from typing import Any
 
 from attrs import evolve, frozen
 
-from iaccode import choices
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
@@ -52,11 +50,6 @@ from iaccode.turn.protected import Protected
 log = logging.getLogger(__name__)
 
 DENIED = "Permission denied."
-
-MODES: dict[str, SessionMode] = {
-    mode.id: SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
-}
-"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 OPTIONS = [
     PermissionOption("allow_once", "Allow once", "allow_once"),
@@ -184,6 +177,17 @@ def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
     text = (f"Protected: {why}.\n\nThis runs only if you allow it now, in every mode: "
             "\"Always allow\" and bypass mode do not cover it.")
     return evolve(tool_call, title=f"Protected: {tool_call.title}",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
+                     ) -> ToolCallFields:
+    """The permission question's tool call for a call that reaches outside the project: the
+    title and the content say so, with the real paths."""
+    paths = ", ".join(str(path) for path in outside)
+    verb = "is" if len(outside) == 1 else "are"
+    text = f"{paths} {verb} outside the project ({cwd})."
+    return evolve(tool_call, title=f"{tool_call.title} (outside the project)",
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 

@@ -38,7 +38,15 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.tools import tool_output
-from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_tool, truncate
+from iaccode.tools.base import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    in_project,
+    resolve_path,
+    run_tool,
+    truncate,
+)
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
@@ -83,6 +91,9 @@ class ToolRunner:
         """Each announced call's tool name (``name`` on every update of the call)."""
         self._reads_secrets = False
         """A call of the answer being run names a secrets file (``turn/exposure.py``)."""
+        self._titles: dict[str, str] = {}
+        """The title a call's permission question gave it ("Changes real infrastructure:
+        ..."), which the client shows from then on: its final update says it too."""
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
@@ -198,9 +209,12 @@ class ToolRunner:
                                       f"Invalid input for {name}: {problems}. Not run.")
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
-        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
-        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations, resolved)
-        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", locations,
+        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] + [
+            ToolCallLocation(str(resolve_path(self._session.cwd, raw)))
+            for raw in tool.shown_paths(args)]
+        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None,
+                     resolved)
+        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", call.locations,
                                         raw_input=raw_input, meta=env.tool_call_meta,
                                         name=tool.name))
         return call
@@ -218,6 +232,10 @@ class ToolRunner:
                 tool, call.args, self._context(tool, call_id, call.resolved)))
             fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
                                     call.raw_input, content, name=tool.name)
+            outside = [path for path in call.resolved.values()
+                       if not in_project(path, session.cwd, session.additional_dirs)]
+            if outside:
+                fields = permissions.outside_question(fields, outside, session.cwd)
             options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
             if verdict.protected is not None:
                 fields = permissions.protected_question(fields, verdict.protected)
@@ -225,6 +243,8 @@ class ToolRunner:
                 fields = permissions.infra_question(fields, verdict.infra_change,
                                                     call.args.command)
                 options = permissions.INFRA_OPTIONS
+            if fields.title is not None and fields.title != call.title:  # shown from now on
+                self._titles[call_id] = fields.title
             answer = await permissions.ask(self._editor, fields, tool.name,
                                            session.remembered, options)
             if answer is Answer.CANCELLED:
@@ -319,6 +339,7 @@ class ToolRunner:
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
             name=self._names.get(call_id),
+            title=self._titles.get(call_id),
         )
         self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
         self._unfinished.pop(call_id, None)

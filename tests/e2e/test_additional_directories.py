@@ -91,6 +91,26 @@ async def test_accept_edits_covers_an_added_folder_and_not_outside(
     assert not (elsewhere / "new.tf").exists()
 
 
+async def test_a_question_calls_only_what_is_outside_every_folder_outside(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
+        modules: Path, elsewhere: Path) -> None:
+    """A write asks in the default mode, in an added folder too; its question says "outside
+    the project" only for a path outside every folder of the project."""
+    model_server.enqueue(call("write_file", path=str(modules / "new.tf"), content="x = 1\n"),
+                         reply("asked"),
+                         call("write_file", path=str(elsewhere / "new.tf"), content="x = 1\n"),
+                         reply("asked too"))
+    session = await open_session(agent, workspace, modules)
+    titles = []
+    for prompt in ("write in the shared modules", "write elsewhere"):
+        _, _, requests = await agent.run_prompt(session, prompt, choose("reject_once"))
+        assert [r["method"] for r in requests] == ["session/request_permission"], prompt
+        titles.append(requests[0]["params"]["toolCall"]["title"])
+    inside, outside = titles
+    assert "outside the project" not in inside, inside
+    assert outside.endswith("(outside the project)"), outside
+
+
 async def test_the_system_prompt_names_them(agent: AgentConnection,
                                             model_server: FakeModelServer, workspace: Path,
                                             modules: Path) -> None:

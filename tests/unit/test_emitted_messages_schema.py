@@ -28,7 +28,8 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.server.credentials import auth_method
-from iaccode.turn.permissions import MODES, OPTIONS
+from iaccode.server.options import MODES
+from iaccode.turn.permissions import OPTIONS
 from iaccode.wire import errors
 
 MODEL_STATE = m.SessionModelState("claude-sonnet-5-5", [m.ModelInfo("claude-sonnet-5-5", "S")])

@@ -148,6 +148,11 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
         record("drop_table", {"name": name})
         return f"dropped {name}"
 
+    @server.tool(description="Write a note to a file of the project.")
+    def write_note(path: str, text: str) -> str:
+        record("write_note", {"path": path, "text": text})
+        return f"wrote {len(text)} characters to {path}"
+
     @server.tool(description="A picture of the schema.", annotations=READ_ONLY,
                  structured_output=False)
     def picture() -> list[Any]:
