@@ -1,6 +1,7 @@
 """Daily commands: `nox` runs what CI runs (tests, conformance on both model APIs, lint,
 typecheck, adversarial); `nox -s bench` for the benchmarks (not run by default);
-`nox -s adversarial -- --soak` for the long adversarial run."""
+`nox -s adversarial -- --soak` for the long adversarial run; `nox -s fuzz` for the command
+reader's property tests on random seeds."""
 
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy>=1.11", "types-PyYAML")
+    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here.
+    session.install("-e", ".", "mypy>=1.11", "types-PyYAML", "keyring>=25")
     session.run("mypy", "iaccode")
 
 
@@ -122,12 +124,21 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks, each figure against a baseline measured in the same run: prints the table
     and writes .bench/results.json (about 5 minutes). `-- --quick` for a smoke run,
-    `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing`,
+    `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing,gate`,
     `-- --readme` to put the table in README.md. See tests/bench/."""
     # A regular install, as users get from pip: an editable one adds its import hook to every
     # Python start in the venv (tens of milliseconds of cold start on a busy machine).
     session.install(".", "./conformance", "psutil>=5.9")
     session.run("python", "-m", "tests.bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """The command reader's Hypothesis tests with random seeds and many more examples (CI runs
+    them derandomised: tests/unit/iac/conftest.py). Not run by default."""
+    session.install("-e", ".[test]", "-e", "./conformance")
+    session.run("pytest", "tests/unit/iac", "-p", "no:cacheprovider", *session.posargs,
+                env={"IAC_HYPOTHESIS": "reader-fuzz"})
 
 
 @nox.session(python=PYTHON)

@@ -152,13 +152,18 @@ def seal_secrets(config: Config) -> None:
     """The one place a server takes the secrets out of its own process environment
     (``iaccode/process_secrets.py``), once the config (and its secret names) is read and
     before any thread starts (``iaccode/preload.py``'s, trio's workers): the C environment is
-    changed while nothing else can read it. The data dir becomes private (0700) here too."""
+    changed while nothing else can read it. The data dir becomes private (0700) here too. The
+    cloud credentials the gates hold back (``iaccode/iac/credentials.py``) are secrets too:
+    they leave the process environment, and their values are replaced in output, also when a
+    gate handed them to a real CLI."""
     import logging
+    import os
 
+    from iaccode.iac.credentials import held
     from iaccode.private_files import private_home
     from iaccode.process_secrets import seal
 
-    seal([*config.secret_names, config.api_key_env or ""])
+    seal([*config.secret_names, config.api_key_env or "", *held(os.environ)])
     try:
         private_home(config.home)  # 0700: the sessions, the log, the saved output are in it
     except OSError as exc:  # a read-only home: the store says what it cannot do

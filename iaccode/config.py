@@ -25,6 +25,7 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
+| `[iac] hold_credentials`  |                                 | true      | cloud keys held back  |
 | `[iac] protected`         |                                 | `[]`      | globs of targets    |
 | `[secrets] extra`         |                                 | `[]`      | more secret names (3) |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
@@ -47,6 +48,9 @@ names, or ``PREFIX_*`` patterns.
 loopback, private or link-local addresses: an intranet documentation server, say.
 ``confirm_infra_changes = false`` lets bash commands that change real infrastructure
 (``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
+bash permissions instead of always asking. ``hold_credentials = false`` leaves the cloud
+credentials (:mod:`iaccode.iac.credentials`) in every command's environment instead of only in
+the real CLIs the gates run.
 bash permissions instead of always asking. ``protected`` names the targets (Terraform
 workspaces, kube contexts, Pulumi stacks; globs such as ``"prod*"``) whose changes need the
 user to type the target's name (:mod:`iaccode.iac.target`).
@@ -181,6 +185,9 @@ class Config:
     confirm_infra_changes: bool = True
     """Bash commands that change real infrastructure always ask, in every mode (config.toml
     ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
+    hold_credentials: bool = True
+    """Cloud credentials are kept out of every command's environment and given back by a gate
+    to the real CLI it runs (config.toml ``[iac] hold_credentials``)."""
     protected: tuple[str, ...] = ()
     """Globs of the targets (workspaces, kube contexts, Pulumi stacks) whose changes need the
     target's name typed in to go ahead (config.toml ``[iac] protected``)."""
@@ -308,6 +315,7 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 
 IAC_SETTINGS: dict[str, _Setting] = {
     "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
+    "hold_credentials": _Setting("hold_credentials", None, bool, lambda v: None),
     "protected": _Setting("protected", None, tuple,
                           lambda v: None if all(g.strip() for g in v) else "must hold globs, "
                           "none empty (\"prod*\", \"production\")"),

@@ -14,7 +14,8 @@ A variable is a secret when its name, in any case,
 - starts with ``ANTHROPIC_AUTH`` (the Anthropic SDK's auth settings) or ``TF_TOKEN_``
   (Terraform's per-host API tokens, ``TF_TOKEN_app_terraform_io``);
 - is one the user named: config.toml's ``[secrets] extra = ["NAME", "PREFIX_*"]`` and the
-  provider's ``api_key_env`` (:func:`declare`, at start-up);
+  provider's ``api_key_env``, or a cloud credential the gates hold back
+  (``iaccode/iac/credentials.py``: ``AWS_ACCESS_KEY_ID`` ...) (:func:`declare`, at start-up);
 
 or when its value is a URL with a password (``DATABASE_URL=postgres://app:pw@db/app``). The proxy
 variables (``https_proxy`` ...) are the exception to that last part: commands need them to reach

@@ -41,9 +41,9 @@ import trio
 from attrs import evolve
 
 from iaccode.iac import sensitive_values as found
-from iaccode.iac.guard import simple_commands
 from iaccode.iac.hcl import parse_terraform
 from iaccode.iac.parse_error import ParseError
+from iaccode.iac.shell import simple_commands
 from iaccode.iac.templates import load_documents
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent
@@ -242,8 +242,9 @@ def _bare_outputs(command: str) -> list[str]:
     """The outputs ``command`` prints alone: ``output NAME`` (``-raw``, ``-json`` too: a
     value alone is no document its marks could be read from)."""
     names: list[str] = []
-    for words in simple_commands(command):
-        if Path(words[0]).name not in _TERRAFORM:
+    for simple in simple_commands(command):
+        words = simple.words
+        if not words or Path(words[0]).name not in _TERRAFORM:
             continue
         positional = [word for word in words[1:] if not word.startswith("-")]
         if positional[:1] == ["output"] and len(positional) > 1:

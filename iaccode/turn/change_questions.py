@@ -33,7 +33,7 @@ async def ask_plan(editor: EditorAccess, call: ToolCallFields, title: str, detai
     fields = evolve(call, title=title, content=[ContentToolCallContent(TextContent(detail))])
     answer = await permissions.ask(editor, fields, call.name or "bash",
                                    remembered if remembered is not None else {},
-                                   permissions.INFRA_OPTIONS)
+                                   permissions.ONCE_OPTIONS)
     if answer is permissions.Answer.ALLOW:
         return None
     if answer is permissions.Answer.CANCELLED:

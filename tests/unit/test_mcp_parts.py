@@ -79,6 +79,14 @@ def test_config_toml_servers_and_the_editors_win() -> None:
     assert merged.keys() == {"db", "tracker", "old"}
 
 
+def test_a_config_toml_server_may_be_trusted() -> None:
+    specs = from_toml({"tf": {"command": "tf-mcp", "trusted": True},
+                       "remote": {"url": "https://r.example/mcp", "trusted": False},
+                       "plain": {"command": "x"}})
+    assert [spec.trusted for spec in specs] == [True, False, False]
+    assert not from_acp([{"name": "e", "command": "x", "args": [], "env": []}])[0].trusted
+
+
 def home_with(tmp_path: Path, text: str) -> Path:
     (tmp_path / "config.toml").write_text(text)
     return tmp_path
@@ -91,6 +99,8 @@ def home_with(tmp_path: Path, text: str) -> Path:
     ("[mcp_servers.db]\ncommand = \"x\"\nenv = { A = 1 }\n", "mcp_servers.db.env: must be"),
     ("[mcp_servers.t]\ntype = \"ws\"\nurl = \"http://x\"\n", "mcp_servers.t.type: must be"),
     ("mcp_servers = 3\n", "mcp_servers: must be a table"),
+    ("[mcp_servers.db]\ncommand = \"x\"\ntrusted = \"yes\"\n",
+     "mcp_servers.db.trusted: must be a boolean"),
     ("mcp_startup_timeout = 0\n", "mcp_startup_timeout must be more than 0"),
 ])
 def test_bad_config_toml_servers_name_the_file_and_key(tmp_path: Path, text: str,

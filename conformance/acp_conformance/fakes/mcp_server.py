@@ -7,6 +7,10 @@ Its tools:
 
 - ``lookup {key}``: read-only (``readOnlyHint``), answers ``value of <key>``;
 - ``drop_table {name}``: no hints (so destructive); logs the call, answers ``dropped <name>``;
+- ``append_note {text}``: ``destructiveHint: false`` (it writes, but destroys nothing);
+  answers ``noted <text>``;
+- ``write_note {path, text}``: no hints; logs the call, answers ``wrote N characters to
+  <path>`` (it writes nothing: a tool with a path-like argument);
 - ``picture``: read-only, answers a text and a 1x1 PNG image;
 - ``broken``: read-only, answers an ``isError`` result;
 - ``stats``: read-only, answers structured content;
@@ -147,6 +151,12 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
     def drop_table(name: str) -> str:
         record("drop_table", {"name": name})
         return f"dropped {name}"
+
+    @server.tool(description="Add a note to the log table.",
+                 annotations=ToolAnnotations(destructive_hint=False))
+    def append_note(text: str) -> str:
+        record("append_note", {"text": text})
+        return f"noted {text}"
 
     @server.tool(description="Write a note to a file of the project.")
     def write_note(path: str, text: str) -> str:
