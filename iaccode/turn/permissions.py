@@ -39,6 +39,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from iaccode.gate import handlers
 from iaccode.gate.channel import GateQuestion
 from iaccode.iac.guard import Finding, infra_changes
 from iaccode.protocol.content import TextContent
@@ -203,7 +204,19 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
+    if findings:
+        # A change whose CLI's handler asks at the gate, with what it learns there (the plan
+        # it will apply, the target), is left to it: one question, the one with the plan.
+        findings = [finding for finding in findings if not _asked_at_the_gate(finding)]
+        if not findings:
+            return None
+        change = "; ".join(finding.what for finding in findings)
     return Verdict(Decision.ASK, infra_change=change, findings=tuple(findings), remember=False)
+
+
+def _asked_at_the_gate(finding: Finding) -> bool:
+    return (finding.gate_sees and not finding.cannot_tell and finding.cli is not None
+            and handlers.asks_itself(finding.cli))
 
 
 ONCE_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
@@ -252,7 +265,15 @@ def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
 def gate_question(tool_call: ToolCallFields, question: GateQuestion,
                   command: str) -> ToolCallFields:
     """The question for a change a gate reports while the call's command runs: on the running
-    call, naming the change and showing the exact argv the program got."""
+    call, naming the change (by the handler's title: its target), what the handler adds (a
+    plan, right below the first line), and the exact argv the program got."""
+    argv = shlex.join(question.request.argv)
+    return evolve(tool_call, title=question.title or f"Changes real infrastructure: {argv}",
+                  status="in_progress", content=[ContentToolCallContent(TextContent(
+                      gate_question_text(question, command)))])
+
+
+def gate_question_text(question: GateQuestion, command: str) -> str:
     request = question.request
     argv = shlex.join(request.argv)
     change = request.change
@@ -262,15 +283,15 @@ def gate_question(tool_call: ToolCallFields, question: GateQuestion,
                 f"infrastructure ({label} is a command it does not know), so it asks.")
     else:
         head = f"`{argv}` is about to run: it changes real infrastructure ({label})."
-    lines = [head, "", f"program: {request.program}", f"in: {request.cwd}"]
+    lines = [head]
+    if question.detail:
+        lines += ["", question.detail]
+    lines += ["", f"program: {request.program}", f"in: {request.cwd}"]
     if request.started_by:
         lines.append(f"started by: {request.started_by}")
     lines.append(f"from the command: {command}")
-    if question.detail:
-        lines += ["", question.detail]
     lines += ["", ALLOW_NOW]
-    return evolve(tool_call, title=f"Changes real infrastructure: {argv}", status="in_progress",
-                  content=[ContentToolCallContent(TextContent("\n".join(lines)))])
+    return "\n".join(lines)
 
 
 def gate_refusal(question: GateQuestion, why: str) -> str:

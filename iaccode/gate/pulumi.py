@@ -2,7 +2,7 @@
 
     preview_argv(argv)        (verb, pulumi preview --json ...; destroy: destroy --preview-only)
     read_preview(document)    the Plan a ``--json`` preview describes (plan_summary's Plan)
-    await handle(exchange, protected)
+    await handle(exchange)    the gate's handler for ``pulumi``
 
 Pulumi cannot apply a saved preview (its update plans are experimental), so unlike a
 Terraform plan the preview shows what the command would do now, and the question says so.
@@ -21,7 +21,9 @@ from typing import Any
 
 import trio
 
-from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish, Question, approve
+from iaccode.gate import handlers
+from iaccode.gate.handlers import Exchange, Op
+from iaccode.gate.terraform import Question, ask, command_env
 from iaccode.iac.plan_summary import Change, Plan
 from iaccode.iac.target import pulumi_target, title
 
@@ -107,36 +109,36 @@ def read_preview(document: Any) -> Plan:
     return plan
 
 
-async def handle(exchange: Exchange, protected: tuple[str, ...] = ()) -> Asked:
-    """The question for a held ``pulumi up`` / ``destroy`` with its preview; None: not one
-    (or no preview in time: the gate asks with the command)."""
-    argv = list(exchange.argv)
+async def handle(exchange: Exchange) -> Op:
+    """The question for a held Pulumi change, naming its stack; for ``up`` / ``destroy`` with
+    the preview's summary when it comes in time (else the command, as for any change)."""
+    argv = list(exchange.request.argv)
     found = preview_argv(argv)
-    if found is None:
-        return None
-    verb, preview = found
-    target = await trio.to_thread.run_sync(pulumi_target, argv, Path(exchange.cwd),
-                                           dict(exchange.env))
     plan: Plan | None = None
-    with trio.move_on_after(PREVIEW_SECONDS):
-        ran = await exchange.run(preview)
-        plan = read_preview(_json(ran.stdout)) if ran.status == 0 else None
-        if plan is None:
-            log.info("pulumi preview failed (%s): %s", ran.status, ran.stderr[-500:])
-    if plan is None:
-        return None
-    if plan.empty:
-        return Finish(f"No changes: pulumi {verb} has nothing to do (the preview is empty), "
-                      "so nothing was asked and nothing run.", 0)
-    detail = (f"This runs `{' '.join(argv)}` (it changes real infrastructure). The preview "
-              f"shows what it would do now; Pulumi cannot bind the update to it, so what "
-              f"runs is Pulumi's plan at that moment:\n\n{plan.summary()}")
-    refusal = await approve(exchange, Question(title(f"pulumi {verb}", target), detail, target),
-                            protected)
+    if found is not None:
+        with trio.move_on_after(PREVIEW_SECONDS):
+            ran = await exchange.run(found[1])
+            plan = read_preview(_json(ran.stdout)) if ran.status == 0 else None
+            if plan is None:
+                log.info("pulumi preview failed (%s): %s", ran.status, ran.stderr[-500:])
+    if found is not None and plan is not None and plan.empty:
+        return exchange.refuse(f"No changes: pulumi {found[0]} has nothing to do (the preview "
+                               "is empty), so nothing was asked and nothing run.", 0)
+    env = await command_env(exchange)
+    target = await trio.to_thread.run_sync(pulumi_target, argv, Path(exchange.request.cwd), env)
+    what = exchange.request.change.label if exchange.request.change else "pulumi"
+    detail = f"What runs on Allow once: `{' '.join(argv)}`."
+    if plan is not None:
+        detail += (" The preview shows what it would do now; Pulumi cannot bind the update to "
+                   f"it, so what runs is Pulumi's plan at that moment:\n\n{plan.summary()}")
+    refusal = await ask(exchange, Question(title(f"pulumi {found[0]}" if found else what,
+                                                 target), detail, target))
     if refusal is not None:
-        return Finish(refusal, 126)
-    return Apply(argv, f"iac-code: running what the user approved after the preview: "
-                       f"{(plan.summary() or '').splitlines()[0]}")
+        return exchange.refuse(refusal)
+    if plan is None:
+        return exchange.exec()
+    return exchange.exec(message=f"iac-code: running what the user approved after the "
+                                 f"preview: {(plan.summary() or '').splitlines()[0]}")
 
 
 def _json(text: str) -> Any:
@@ -145,3 +147,6 @@ def _json(text: str) -> Any:
         return json.loads(text[start:]) if start >= 0 else None
     except ValueError:
         return None
+
+
+handlers.register("pulumi", handle)

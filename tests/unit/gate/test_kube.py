@@ -1,16 +1,16 @@
 """kubectl / helm changes name their kube context, and a protected one needs its name typed
-(iaccode/iac/kube_gate.py). A stand-in kubectl answers ``config current-context`` as the real
+(iaccode/gate/kube.py). A stand-in kubectl answers ``config current-context`` as the real
 one does, from the kubeconfig it is given."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from iaccode.iac.kube_gate import handle
-from iaccode.iac.plan_gate import Apply, Finish
+from iaccode.gate.handlers import Exec, Refuse
+from iaccode.gate.kube import handle
 from iaccode.protocol.elicitation import ElicitationAnswer
 from tests.support.fake_editor import FakeEditor
-from tests.unit.test_iac_plan_gate import LocalExchange
+from tests.unit.gate.test_terraform import LocalExchange
 
 KUBECTL = """#!/bin/sh
 echo "$*" >> {log}
@@ -34,7 +34,7 @@ async def test_the_question_names_the_context_and_namespace(tmp_path: Path) -> N
     editor = FakeEditor(["allow_once"])
     argv = [kubectl, "-n", "web", "delete", "deployment", "api"]
     outcome = await handle(LocalExchange(argv, tmp_path, editor, env=env))
-    assert outcome == Apply(argv, "")
+    assert outcome == Exec(kubectl, None, {}, None), "the command runs as it is"
     assert editor.questions[0][0].title == "kubectl delete · context staging · namespace web"
 
 
@@ -43,35 +43,20 @@ async def test_a_protected_context_needs_its_name(tmp_path: Path) -> None:
     editor = FakeEditor([], elicitations=[ElicitationAnswer("accept", {"confirm": "prod"})],
                         elicitation_modes=frozenset({"form"}))
     argv = [kubectl, "apply", "-f", "deploy.yaml"]
-    outcome = await handle(LocalExchange(argv, tmp_path, editor, env=env), ("prod*",))
-    assert isinstance(outcome, Finish) and "did not match" in outcome.message
+    outcome = await handle(LocalExchange(argv, tmp_path, editor, env=env, protected=("prod*",)))
+    assert isinstance(outcome, Refuse) and "did not match" in outcome.message
     assert editor.elicitations[0].message.startswith("kubectl apply · context prod-eu")
     assert (tmp_path / "runs.log").read_text() == "config current-context\n", \
         "asked kubectl which context; the apply itself never ran"
 
 
 async def test_the_context_kubectl_names_wins_over_the_files(tmp_path: Path) -> None:
-    """The agent's KUBECONFIG says dev; the command's own (what the gate runs with) says
-    production: protection goes by the one kubectl uses."""
-    kubectl, env = setup(tmp_path, "production")
-    (tmp_path / "dev-config").write_text("current-context: dev\n")
-
+    """The kubeconfig file says dev; kubectl itself (what the gate runs, with the command's
+    environment) says production: protection goes by the one kubectl uses."""
+    kubectl, env = setup(tmp_path, "dev")
+    (tmp_path / "kubectl").write_text("#!/bin/sh\necho production\n")
     exchange = LocalExchange([kubectl, "delete", "ns", "shop"], tmp_path, FakeEditor([]),
-                             env=env)
-    blind = _TellsOtherEnv(exchange, {"KUBECONFIG": str(tmp_path / "dev-config")})
-    outcome = await handle(blind, ("production",))  # type: ignore[arg-type]
-    assert isinstance(outcome, Finish) and "kube context production is protected" in \
+                             env=env, protected=("production",))
+    outcome = await handle(exchange)
+    assert isinstance(outcome, Refuse) and "kube context production is protected" in \
         outcome.message
-
-
-class _TellsOtherEnv:
-    """The exchange, telling the handler another environment than its helpers run in."""
-
-    def __init__(self, inner: LocalExchange, env: dict[str, str]) -> None:
-        self._inner = inner
-        self.env = env
-        self.argv = inner.argv
-        self.cwd = inner.cwd
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._inner, name)

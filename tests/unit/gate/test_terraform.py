@@ -1,7 +1,8 @@
-"""The plan-bound apply (iaccode/iac/plan_gate.py) on the real Terraform of the tests, with its
-questions put through the turn's editor interface (iaccode/turn/change_questions.py, the fake
+"""The plan-bound apply (iaccode/gate/terraform.py) on the real Terraform of the tests, with its
+questions put through the gate's question functions (iaccode/turn/gate_questions.py, the fake
 editor answering). The gate's part is played here: helpers run in the module's folder with the
-command's environment, and an Apply is run as the gate would exec it."""
+command's environment, and an Exec is run as the gate would exec it. Through the real gate and
+a real agent: tests/e2e/test_plan_gate.py."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ import pytest
 import trio
 from attrs import define, field
 
-from iaccode.iac.plan_gate import Apply, Finish, handle
+from iaccode.gate.channel import GateQuestion
+from iaccode.gate.handlers import Exec, GateRequest, Refuse, RunResult
+from iaccode.gate.terraform import handle
+from iaccode.iac.clis import classify
 from iaccode.iac.plan_summary import PlanReader
 from iaccode.protocol.elicitation import ElicitationAnswer
 from iaccode.protocol.tool_calls import ToolCallFields
-from iaccode.turn.change_questions import ask_plan, confirm_by_name
+from iaccode.turn.gate_questions import confirm_by_name, put
+from iaccode.turn.permissions import Answer, gate_refusal
 from tests.support.fake_editor import FakeEditor
 from tests.support.terraform import install_terraform
 from tests.unit.test_iac_plan_step import MODULE
@@ -28,43 +33,49 @@ CALL = ToolCallFields("toolu_1", "terraform apply", "execute", "pending", name="
 
 
 @define
-class Ran:
-    status: int
-    stdout: str
-    stderr: str
-
-
-@define
 class LocalExchange:
-    """The gate's side, in this process: helpers run with ``subprocess`` in ``cwd``."""
+    """The gate's side, in this process (the gate's own runs are in tests/e2e/test_plan_gate.py):
+    helpers run with ``subprocess`` in ``cwd`` and the command's ``env``, the questions go
+    through the gate's question functions to the fake editor."""
 
     argv: list[str]
     cwd: Path
     editor: FakeEditor
     env: Mapping[str, str] = field(factory=dict)
+    """The command's environment (the handler learns it through ``run``)."""
     on_question: Callable[[], Awaitable[None]] | None = None
     """Runs while the user is being asked (another apply, a plan file swapped)."""
     helpers: list[list[str]] = field(factory=list)
+    protected: tuple[str, ...] = ()
 
-    async def run(self, argv: list[str]) -> Ran:
+    @property
+    def request(self) -> GateRequest:
+        cli = Path(self.argv[0]).name
+        return GateRequest(cli, self.argv, str(self.cwd), self.argv[0],
+                           classify(cli, self.argv[1:]))
+
+    async def run(self, argv: list[str], env: dict[str, str] | None = None) -> RunResult:
         self.helpers.append(argv)
-        done = await trio.run_process(argv, cwd=self.cwd, env={**os.environ, **self.env},
+        done = await trio.run_process(argv, cwd=self.cwd,
+                                      env={**os.environ, **self.env, **(env or {})},
                                       capture_stdout=True, capture_stderr=True, check=False)
-        return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
+        return RunResult(done.returncode, done.stdout.decode(), done.stderr.decode())
 
-    async def ask(self, title: str, detail: str) -> str | None:
-        await self._meanwhile()
-        return await ask_plan(self.editor, CALL, title, detail)
-
-    async def confirm_name(self, title: str, detail: str, what: str, name: str
-                           ) -> str | None:
-        await self._meanwhile()
-        return await confirm_by_name(self.editor, CALL, title, detail, what, name,
-                                     " ".join(self.argv))
-
-    async def _meanwhile(self) -> None:
+    async def ask(self, detail: str | None = None, *, title: str | None = None,
+                  confirm: tuple[str, str] | None = None) -> str | None:
         if self.on_question is not None:
             await self.on_question()
+        question = GateQuestion(self.request, detail, title, confirm)
+        if confirm is not None:
+            return await confirm_by_name(self.editor, CALL, question, " ".join(self.argv))
+        answer = await put(self.editor, CALL, question, " ".join(self.argv), {})
+        return None if answer is Answer.ALLOW else gate_refusal(question, "refused by the user")
+
+    def exec(self, argv: list[str] | None = None, message: str | None = None) -> Exec:
+        return Exec(self.argv[0], argv, {}, message)
+
+    def refuse(self, message: str, status: int = 126) -> Refuse:
+        return Refuse(message, status)
 
 
 @pytest.fixture
@@ -93,9 +104,10 @@ def state(folder: Path, name: str, attribute: str, workspace: str | None = None)
     return value["value"] if isinstance(value, dict) else value
 
 
-async def gate_runs(apply: Apply, cwd: Path, env: Mapping[str, str] | None = None
+async def gate_runs(apply: Exec, cwd: Path, env: Mapping[str, str] | None = None
                     ) -> tuple[int, str]:
     """What the gate's exec of ``apply`` gives the command: its status and its output."""
+    assert apply.argv is not None
     done = await trio.run_process(apply.argv, cwd=cwd, env={**os.environ, **(env or {})},
                                   capture_stdout=True, capture_stderr=True, check=False)
     return done.returncode, done.stdout.decode() + done.stderr.decode()
@@ -107,15 +119,16 @@ async def test_an_apply_without_a_plan_file_applies_the_plan_it_showed(
     editor = FakeEditor(["allow_once"])
     exchange = LocalExchange([terraform, "apply", "-auto-approve", "-var", "size=big"],
                              folder, editor)
-    outcome = await handle(exchange, tmp_path)
-    assert isinstance(outcome, Apply)
+    outcome = await handle(exchange)
+    assert isinstance(outcome, Exec)
     (asked, options), = editor.questions
     assert asked.title == ("terraform apply · workspace default · local terraform.tfstate")
     shown = asked.content[0].content.text  # type: ignore[index, union-attr]
     lines = shown.splitlines()
-    assert lines[2] == ("Plan summary: 0 to add, 1 to change, 0 to destroy, 1 to replace "
+    assert lines[2] == "What runs on Allow once is this saved plan, and nothing else:"
+    assert lines[4] == ("Plan summary: 0 to add, 1 to change, 0 to destroy, 1 to replace "
                         "(read from the plan file).")
-    assert lines[3:5] == [
+    assert lines[5:7] == [
         "  -/+ replace  terraform_data.disk (cannot be updated in place: triggers_replace)",
         "    ~ update   terraform_data.server"], "the replacement comes first"
     assert "Plan file: sha256 " in shown and "terraform apply -auto-approve" in shown
@@ -134,8 +147,11 @@ async def test_a_rejected_plan_is_never_applied(module: tuple[Path, str], tmp_pa
                                                 ) -> None:
     folder, terraform = module
     outcome = await handle(LocalExchange([terraform, "destroy", "-auto-approve"], folder,
-                                         FakeEditor(["reject_once"])), tmp_path)
-    assert outcome == Finish("Permission denied.", 126)
+                                         FakeEditor(["reject_once"])))
+    assert isinstance(outcome, Refuse) and outcome.status == 126
+    assert outcome.message.endswith("was not run: refused by the user. It changes real "
+                                    "infrastructure; ask the user, or describe the change "
+                                    "instead.")
     assert state(folder, "server", "input") == "small"
 
 
@@ -143,8 +159,8 @@ async def test_an_empty_plan_asks_nothing_and_applies_nothing(
         module: tuple[Path, str], tmp_path: Path) -> None:
     folder, terraform = module
     editor = FakeEditor([])
-    outcome = await handle(LocalExchange([terraform, "apply"], folder, editor), tmp_path)
-    assert isinstance(outcome, Finish) and outcome.status == 0
+    outcome = await handle(LocalExchange([terraform, "apply"], folder, editor))
+    assert isinstance(outcome, Refuse) and outcome.status == 0
     assert outcome.message.startswith("No changes: terraform apply has nothing to apply")
     assert editor.questions == []
 
@@ -160,8 +176,8 @@ async def test_a_plan_file_changed_after_the_question_is_refused(
 
     editor = FakeEditor(["allow_once"])
     outcome = await handle(LocalExchange([terraform, "apply", "mine.tfplan"], folder, editor,
-                                         on_question=swap), tmp_path)
-    assert isinstance(outcome, Finish) and outcome.status == 126
+                                         on_question=swap))
+    assert isinstance(outcome, Refuse) and outcome.status == 126
     assert "changed after the user approved it" in outcome.message
     assert "1 to change" in editor.questions[0][0].content[0].content.text  # type: ignore
     assert state(folder, "server", "input") == "small"
@@ -173,9 +189,10 @@ async def test_a_saved_plan_is_shown_and_applied_from_the_private_copy(
     assert tf(terraform, folder, "plan", "-var", "size=medium", "-out=mine.tfplan"
               ).returncode == 0
     outcome = await handle(LocalExchange([terraform, "apply", "mine.tfplan"], folder,
-                                         FakeEditor(["allow_once"])), tmp_path)
-    assert isinstance(outcome, Apply)
-    assert outcome.argv[-1] != "mine.tfplan" and Path(outcome.argv[-1]).is_relative_to(tmp_path)
+                                         FakeEditor(["allow_once"])))
+    assert isinstance(outcome, Exec)
+    copy = Path(outcome.argv[-1])
+    assert copy.name != "mine.tfplan" and copy.parent.parent.name.startswith("iaccode-plans-")
     status, _ = await gate_runs(outcome, folder)
     assert status == 0 and state(folder, "server", "input") == "medium"
 
@@ -190,8 +207,8 @@ async def test_a_stale_plan_is_explained_in_plain_words(module: tuple[Path, str]
 
     outcome = await handle(LocalExchange([terraform, "apply", "-var", "size=big"], folder,
                                          FakeEditor(["allow_once"]),
-                                         on_question=someone_else_applies), tmp_path)
-    assert isinstance(outcome, Apply)
+                                         on_question=someone_else_applies))
+    assert isinstance(outcome, Exec)
     status, output = await gate_runs(outcome, folder)
     assert status == 1 and state(folder, "server", "input") == "other"
     reader = PlanReader()
@@ -213,12 +230,12 @@ async def test_a_protected_workspace_needs_its_name_typed(module: tuple[Path, st
         ElicitationAnswer("accept", {"confirm": "prod-eu"})]
     editor = FakeEditor([], elicitations=answers, elicitation_modes=frozenset({"form"}))
     for expected in ("did not match", "declined"):
-        outcome = await handle(LocalExchange(argv, folder, editor, env=workspace), tmp_path,
-                               ("prod*",))
-        assert isinstance(outcome, Finish) and expected in outcome.message
-    outcome = await handle(LocalExchange(argv, folder, editor, env=workspace), tmp_path,
-                           ("prod*",))
-    assert isinstance(outcome, Apply) and editor.questions == []
+        outcome = await handle(LocalExchange(argv, folder, editor, env=workspace,
+                                             protected=("prod*",)))
+        assert isinstance(outcome, Refuse) and expected in outcome.message
+    outcome = await handle(LocalExchange(argv, folder, editor, env=workspace,
+                                         protected=("prod*",)))
+    assert isinstance(outcome, Exec) and editor.questions == []
     asked = editor.elicitations[-1]
     assert asked.tool_call_id == "toolu_1" and asked.mode == "form"
     assert asked.message.startswith("terraform destroy · workspace prod-eu · local "
@@ -237,9 +254,9 @@ async def test_without_elicitation_a_protected_change_is_refused(
         module: tuple[Path, str], tmp_path: Path) -> None:
     folder, terraform = module
     editor = FakeEditor([])
-    outcome = await handle(LocalExchange([terraform, "destroy"], folder, editor), tmp_path,
-                           ("default",))
-    assert isinstance(outcome, Finish) and outcome.status == 126
+    outcome = await handle(LocalExchange([terraform, "destroy"], folder, editor,
+                                         protected=("default",)))
+    assert isinstance(outcome, Refuse) and outcome.status == 126
     assert "the workspace default is protected" in outcome.message
     assert "run the command themselves" in outcome.message
     assert editor.elicitations == [] and editor.questions == [], "nothing the editor can't show"
@@ -247,48 +264,19 @@ async def test_without_elicitation_a_protected_change_is_refused(
 
 
 async def test_protection_goes_by_the_workspace_terraform_says(
-        module: tuple[Path, str], tmp_path: Path) -> None:
-    """The handler is told nothing of TF_WORKSPACE (a variable the command set itself, say);
-    the helpers run with it: Terraform's own answer decides."""
+        module: tuple[Path, str]) -> None:
+    """TF_WORKSPACE set by the command itself (the agent's environment does not have it): the
+    handler learns it through the gate, and Terraform's own answer decides."""
     folder, terraform = module
     assert tf(terraform, folder, "workspace", "new", "production").returncode == 0
     assert tf(terraform, folder, "apply", "-auto-approve", "-input=false").returncode == 0
     assert tf(terraform, folder, "workspace", "select", "default").returncode == 0
 
     exchange = LocalExchange([terraform, "destroy"], folder, FakeEditor([]),
-                             env={"TF_WORKSPACE": "production"})
-    outcome = await handle(_Blind(exchange), tmp_path, ("production",))
-    assert isinstance(outcome, Finish) and "the workspace production is protected" in \
+                             env={"TF_WORKSPACE": "production"}, protected=("production",))
+    outcome = await handle(exchange)
+    assert isinstance(outcome, Refuse) and "the workspace production is protected" in \
         outcome.message
-
-
-@define
-class _Blind:
-    """An exchange whose ``env`` says nothing, while its helpers run in the real one."""
-
-    inner: LocalExchange
-
-    @property
-    def argv(self) -> list[str]:
-        return self.inner.argv
-
-    @property
-    def cwd(self) -> Path:
-        return self.inner.cwd
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        return {}
-
-    async def run(self, argv: list[str]) -> Ran:
-        return await self.inner.run(argv)
-
-    async def ask(self, title: str, detail: str) -> str | None:
-        return await self.inner.ask(title, detail)
-
-    async def confirm_name(self, title: str, detail: str, what: str, name: str
-                           ) -> str | None:
-        return await self.inner.confirm_name(title, detail, what, name)
 
 
 async def test_apply_destroy_and_tf_cli_args_are_in_the_question(
@@ -297,8 +285,8 @@ async def test_apply_destroy_and_tf_cli_args_are_in_the_question(
     editor = FakeEditor(["reject_once"])
     env = {"TF_CLI_ARGS_apply": "-parallelism=1"}
     outcome = await handle(LocalExchange([terraform, "apply", "-destroy"], folder, editor,
-                                         env=env), tmp_path)
-    assert isinstance(outcome, Finish)
+                                         env=env))
+    assert isinstance(outcome, Refuse)
     shown = editor.questions[0][0].content[0].content.text  # type: ignore[index, union-attr]
     assert "    - destroy  terraform_data.disk" in shown
     assert "Set in the environment (Terraform adds it): TF_CLI_ARGS_apply=-parallelism=1" in shown

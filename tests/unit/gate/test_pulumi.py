@@ -1,4 +1,4 @@
-"""Pulumi up / destroy with the preview's summary in the question (iaccode/iac/pulumi_preview.py).
+"""Pulumi up / destroy with the preview's summary in the question (iaccode/gate/pulumi.py).
 No real Pulumi runs offline: a stand-in ``pulumi`` prints a preview in the shape ``pulumi preview
 --json`` prints (steps with op, urn and replaceReasons) and logs its argv."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from iaccode.iac.plan_gate import Apply, Finish
-from iaccode.iac.pulumi_preview import PREVIEW_SECONDS, handle, preview_argv, read_preview
+from iaccode.gate.handlers import Exec, Refuse
+from iaccode.gate.pulumi import PREVIEW_SECONDS, handle, preview_argv, read_preview
 from iaccode.protocol.elicitation import ElicitationAnswer
 from tests.support.fake_editor import FakeEditor
-from tests.unit.test_iac_plan_gate import LocalExchange
+from tests.unit.gate.test_terraform import LocalExchange
 
 PREVIEW = {"steps": [
     {"op": "same", "urn": "urn:pulumi:prod::shop::pulumi:pulumi:Stack::shop-prod"},
@@ -63,9 +63,9 @@ async def test_up_asks_with_the_preview_and_runs_the_command(tmp_path: Path) -> 
     editor = FakeEditor(["allow_once"])
     argv = [pulumi, "up", "--yes", "-s", "staging"]
     outcome = await handle(LocalExchange(argv, tmp_path, editor))
-    assert outcome == Apply(argv, "iac-code: running what the user approved after the "
-                            "preview: Plan summary: 1 to add, 0 to change, 1 to destroy, 1 to "
-                            "replace (read from pulumi preview).")
+    assert outcome == Exec(pulumi, None, {}, "iac-code: running what the user approved after "
+                           "the preview: Plan summary: 1 to add, 0 to change, 1 to destroy, 1 "
+                           "to replace (read from pulumi preview).")
     (asked, _), = editor.questions
     assert asked.title == "pulumi up · stack staging"
     assert "Pulumi cannot bind the update to it" in asked.content[0].content.text  # type: ignore
@@ -78,13 +78,13 @@ async def test_a_protected_stack_needs_its_name_and_an_empty_preview_asks_nothin
     pulumi = stand_in(tmp_path / "bin", PREVIEW)
     editor = FakeEditor([], elicitations=[ElicitationAnswer("accept", {"confirm": "prod"})],
                         elicitation_modes=frozenset({"form"}))
-    outcome = await handle(LocalExchange([pulumi, "destroy", "-s", "prod"], tmp_path, editor),
-                           ("prod",))
-    assert isinstance(outcome, Apply)
+    outcome = await handle(LocalExchange([pulumi, "destroy", "-s", "prod"], tmp_path, editor,
+                                         protected=("prod",)))
+    assert isinstance(outcome, Exec)
     assert editor.elicitations[0].message.startswith("pulumi destroy · stack prod")
     empty = stand_in(tmp_path / "empty", {"steps": [PREVIEW["steps"][0]]})  # type: ignore
     outcome = await handle(LocalExchange([empty, "up"], tmp_path, FakeEditor([])))
-    assert isinstance(outcome, Finish) and outcome.status == 0
+    assert isinstance(outcome, Refuse) and outcome.status == 0
 
 
 async def test_a_preview_that_fails_or_is_slow_leaves_the_plain_question(
@@ -93,8 +93,20 @@ async def test_a_preview_that_fails_or_is_slow_leaves_the_plain_question(
     broken.parent.mkdir()
     broken.write_text("#!/bin/sh\necho 'error: no stack selected' >&2\nexit 255\n")
     broken.chmod(0o755)
-    assert await handle(LocalExchange([str(broken), "up"], tmp_path, FakeEditor([]))) is None
-    monkeypatch.setattr("iaccode.iac.pulumi_preview.PREVIEW_SECONDS", 0.2)
+    editor = FakeEditor(["allow_once", "reject_once"])
+    assert await handle(LocalExchange([str(broken), "up"], tmp_path, editor)) == \
+        Exec(str(broken), None, {}, None)
+    assert "Plan summary" not in editor.questions[0][0].content[0].content.text  # type: ignore
+    monkeypatch.setattr("iaccode.gate.pulumi.PREVIEW_SECONDS", 0.2)
     slow = stand_in(tmp_path / "slow", PREVIEW, sleep=5)
     assert PREVIEW_SECONDS > 0.2
-    assert await handle(LocalExchange([slow, "up"], tmp_path, FakeEditor([]))) is None
+    outcome = await handle(LocalExchange([slow, "up"], tmp_path, editor))
+    assert isinstance(outcome, Refuse) and "refused by the user" in outcome.message
+    assert len(editor.questions) == 2
+
+
+async def test_a_protected_stack_needs_its_name_even_without_a_preview(tmp_path: Path) -> None:
+    editor = FakeEditor([])
+    outcome = await handle(LocalExchange(["pulumi", "stack", "rm", "-s", "prod", "--yes"], tmp_path,
+                                         editor, protected=("prod",)))
+    assert isinstance(outcome, Refuse) and "the stack prod is protected" in outcome.message

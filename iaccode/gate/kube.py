@@ -1,7 +1,6 @@
 """kubectl / oc / helm changes held by the gate: the question names the kube context (and the
-namespace), and a protected context (``[iac] protected``) needs its name typed in.
-
-    await handle(exchange, protected)   -> Apply (run the command as it is) | Finish | None
+namespace), and a protected context (``[iac] protected``) needs its name typed in (the gate's
+handler for ``kubectl``, ``oc`` and ``helm``; on approval the command runs as it is).
 
 The context is the one the command gives (``--context``, helm's ``--kube-context`` and
 ``HELM_KUBECONTEXT``), else the kubeconfig's ``current-context``; with protected globs set,
@@ -16,7 +15,9 @@ from pathlib import Path
 import trio
 from attrs import evolve
 
-from iaccode.iac.plan_gate import Apply, Asked, Exchange, Finish, Question, approve
+from iaccode.gate import handlers
+from iaccode.gate.handlers import Exchange, Op
+from iaccode.gate.terraform import Question, ask, command_env
 from iaccode.iac.target import kube_target, title
 
 PROGRAMS = frozenset({"kubectl", "oc", "helm"})
@@ -37,15 +38,14 @@ def _command(argv: list[str]) -> str:
     return Path(argv[0]).name
 
 
-async def handle(exchange: Exchange, protected: tuple[str, ...] = ()) -> Asked:
-    argv = list(exchange.argv)
+async def handle(exchange: Exchange) -> Op:
+    argv = list(exchange.request.argv)
     name = Path(argv[0]).name if argv else ""
-    if name not in PROGRAMS:
-        return None
-    target = await trio.to_thread.run_sync(kube_target, argv, dict(exchange.env))
+    env = await command_env(exchange)
+    target = await trio.to_thread.run_sync(kube_target, argv, env)
     explicit = any(word.startswith(("--context", "--kube-context")) for word in argv) or (
-        name == "helm" and exchange.env.get("HELM_KUBECONTEXT"))
-    if protected and not explicit:
+        name == "helm" and env.get("HELM_KUBECONTEXT"))
+    if exchange.protected and not explicit:
         kubeconfig = [w for i, w in enumerate(argv) if w.startswith("--kubeconfig")
                       or (i and argv[i - 1] == "--kubeconfig")]
         current = await exchange.run(["oc" if name == "oc" else "kubectl", "config",
@@ -53,8 +53,10 @@ async def handle(exchange: Exchange, protected: tuple[str, ...] = ()) -> Asked:
         if current.status == 0 and current.stdout.strip():
             target = evolve(target, kube_context=current.stdout.strip())
     asked = Question(title(_command(argv), target),
-                     f"This runs `{' '.join(argv)}` (it changes real infrastructure).", target)
-    refusal = await approve(exchange, asked, protected)
-    if refusal is not None:
-        return Finish(refusal, 126)
-    return Apply(argv, "")
+                     f"What runs on Allow once: `{' '.join(argv)}`.", target)
+    refusal = await ask(exchange, asked)
+    return exchange.exec() if refusal is None else exchange.refuse(refusal)
+
+
+for _program in PROGRAMS:
+    handlers.register(_program, handle)
