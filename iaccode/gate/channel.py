@@ -380,6 +380,8 @@ def _below(pid: int, root: int, strict: bool = False) -> bool:
 
 
 def _started_by(pid: int, root: int | None) -> str | None:
+    if pid == root:  # the call's shell exec'd the CLI: the agent started it, not a command
+        return None
     parent = _parent(pid)
     if parent is None or parent == root:
         return None

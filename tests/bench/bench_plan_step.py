@@ -1,4 +1,4 @@
-"""The time the plan step adds to an apply: a plan-bound apply (iaccode/iac/plan_gate.py) against
+"""The time the plan step adds to an apply: a plan-bound apply (iaccode/gate/terraform.py) against
 a plain ``terraform apply -auto-approve``, on the real Terraform of the tests.
 
 The module has 10 ``terraform_data`` resources whose input is a variable; every run changes
@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -32,31 +33,38 @@ MODULE = 'variable "size" {\n  default = "0"\n}\n' + "".join(
     for n in range(RESOURCES))
 
 
-class _Ran:
-    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
-        self.status = done.returncode
-        self.stdout = done.stdout.decode()
-        self.stderr = done.stderr.decode()
-
-
 class _Exchange:
-    """The gate's part, in this process; every question is answered "Allow once" at once."""
+    """The gate's part, in this process (iaccode.gate.handlers.Exchange); every question is
+    answered "Allow once" at once."""
+
+    protected: tuple[str, ...] = ()
 
     def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
-        self.argv = argv
+        from iaccode.gate.handlers import GateRequest
+
+        self.request = GateRequest("terraform", argv, str(cwd), argv[0], None)
         self.cwd = cwd
         self.env = env
 
-    async def run(self, argv: list[str]) -> _Ran:
-        return _Ran(await trio.run_process(argv, cwd=self.cwd, env=dict(self.env),
-                                           capture_stdout=True, capture_stderr=True,
-                                           check=False))
+    async def run(self, argv: list[str], env: dict[str, str] | None = None) -> Any:
+        from iaccode.gate.handlers import RunResult
 
-    async def ask(self, title: str, detail: str) -> str | None:
+        done = await trio.run_process(argv, cwd=self.cwd, env={**self.env, **(env or {})},
+                                      capture_stdout=True, capture_stderr=True, check=False)
+        return RunResult(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+    async def ask(self, detail: str | None = None, **_: Any) -> str | None:
         return None
 
-    async def confirm_name(self, title: str, detail: str, what: str, name: str) -> str | None:
-        return None
+    def exec(self, argv: list[str] | None = None, message: str | None = None) -> Any:
+        from iaccode.gate.handlers import Exec
+
+        return Exec(self.request.program, argv, {}, message)
+
+    def refuse(self, message: str, status: int = 126) -> Any:
+        from iaccode.gate.handlers import Refuse
+
+        return Refuse(message, status)
 
 
 def _env() -> dict[str, str]:
@@ -74,14 +82,15 @@ def _direct(terraform: str, module: Path, value: int) -> float:
     return time.perf_counter() - began
 
 
-def _plan_bound(terraform: str, module: Path, value: int, plans: Path) -> float:
-    from iaccode.iac.plan_gate import Apply, handle
+def _plan_bound(terraform: str, module: Path, value: int) -> float:
+    from iaccode.gate.handlers import Exec
+    from iaccode.gate.terraform import handle
 
     began = time.perf_counter()
     exchange = _Exchange([terraform, "apply", "-auto-approve", "-var", f"size={value}"],
                          module, _env())
-    outcome = trio.run(handle, exchange, plans)
-    assert isinstance(outcome, Apply), outcome
+    outcome = trio.run(handle, exchange)
+    assert isinstance(outcome, Exec) and outcome.argv is not None, outcome
     done = subprocess.run(outcome.argv, cwd=module, env=_env(), capture_output=True,
                           check=False)
     assert done.returncode == 0, done.stderr
@@ -95,8 +104,6 @@ def run(quick: bool = False) -> list[Row]:
         module = root / "module"
         module.mkdir()
         (module / "main.tf").write_text(MODULE)
-        plans = root / "plans"
-        plans.mkdir(mode=0o700)
         done = subprocess.run([terraform, "init", "-input=false"], cwd=module, env=_env(),
                               capture_output=True, check=False)
         assert done.returncode == 0, done.stderr
@@ -107,7 +114,7 @@ def run(quick: bool = False) -> list[Row]:
             value += 1
             first = _direct(terraform, module, value)
             value += 1
-            second = _plan_bound(terraform, module, value, plans)
+            second = _plan_bound(terraform, module, value)
             if attempt:
                 direct.append(first)
                 bound.append(second)

@@ -148,6 +148,7 @@ async def test_an_apply_without_a_plan_file_applies_the_plan_the_question_showed
         "  -/+ replace  terraform_data.disk (cannot be updated in place: triggers_replace)",
         "    ~ update   terraform_data.server"], "the replacement first"
     assert f"from the command: {command}" in text(question)
+    assert "started by:" not in text(question), "the call's own shell started it"
     assert [o["kind"] for o in question["params"]["options"]] == [
         "allow_once", "reject_once", "reject_always"]
     # What the question showed is what the state holds now.
@@ -203,6 +204,7 @@ async def test_a_plan_file_changed_after_the_question_is_refused(
                                          answering("allow_once", meanwhile=swap), timeout=SLACK)
     (question,) = asked
     assert "0 to add, 1 to change, 0 to destroy, 1 to replace" in text(question)
+    assert "started by:" not in text(question), "bash exec'd it: the agent is no starter"
     output = told(model_server, "toolu_apply")
     assert "changed after the user approved it" in output and "was not applied" in output
     assert state(infra, "server", "input") == "small", "neither plan was applied"
