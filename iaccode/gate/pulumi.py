@@ -118,7 +118,10 @@ async def handle(exchange: Exchange) -> Op:
     if found is not None:
         with trio.move_on_after(PREVIEW_SECONDS):
             ran = await exchange.run(found[1])
-            plan = read_preview(_json(ran.stdout)) if ran.status == 0 else None
+            document = _json(ran.stdout) if ran.status == 0 else None
+            # No steps is no preview (not an empty one): an output we cannot read asks.
+            readable = isinstance(document, dict) and isinstance(document.get("steps"), list)
+            plan = read_preview(document) if readable else None
             if plan is None:
                 log.info("pulumi preview failed (%s): %s", ran.status, ran.stderr[-500:])
     if found is not None and plan is not None and plan.empty:

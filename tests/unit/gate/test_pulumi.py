@@ -97,6 +97,9 @@ async def test_a_preview_that_fails_or_is_slow_leaves_the_plain_question(
     assert await handle(LocalExchange([str(broken), "up"], tmp_path, editor)) == \
         Exec(str(broken), None, {}, None)
     assert "Plan summary" not in editor.questions[0][0].content[0].content.text  # type: ignore
+    talks = stand_in(tmp_path / "talks", "not a preview")  # exit 0, no steps: not "empty"
+    outcome = await handle(LocalExchange([talks, "up"], tmp_path, FakeEditor(["reject_once"])))
+    assert isinstance(outcome, Refuse) and "refused by the user" in outcome.message
     monkeypatch.setattr("iaccode.gate.pulumi.PREVIEW_SECONDS", 0.2)
     slow = stand_in(tmp_path / "slow", PREVIEW, sleep=5)
     assert PREVIEW_SECONDS > 0.2
