@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -98,7 +99,8 @@ class Verdict:
         """The argvs the gates may run unasked once this call is allowed: the changes the line
         spells out, exactly."""
         return frozenset(finding.argv for finding in self.findings
-                         if finding.gate_sees and finding.argv is not None)
+                         if finding.gate_sees and finding.argv is not None
+                         and not _asked_at_the_gate(finding))  # asks with its plan anyway
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
@@ -204,7 +206,7 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    if findings:
+    if findings and isinstance(command, str) and not _DETACHING.search(command):
         # A change whose CLI's handler asks at the gate, with what it learns there (the plan
         # it will apply, the target), is left to it: one question, the one with the plan.
         findings = [finding for finding in findings if not _asked_at_the_gate(finding)]
@@ -212,6 +214,16 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
             return None
         change = "; ".join(finding.what for finding in findings)
     return Verdict(Decision.ASK, infra_change=change, findings=tuple(findings), remember=False)
+
+
+_DETACHING = re.compile(r"(?:^|[\s;&|(`'\"])(?:setsid|nohup|disown|flock|systemd-run"
+                        r"|daemonize|start-stop-daemon)(?=$|[\s;&|)`'\"])"
+                        r"|(?<![&>|])&(?![&>])")
+"""A line that may run its CLI after the call ended, or in a runner that may not start it
+(``setsid`` forks and returns, ``terraform apply &``, ``flock -c``): the gate could find the
+call gone and refuse without a word to the user, so the line's own question stays (and the
+gate still asks with the plan, never pre-approved). Read from the text, so a word in an
+argument counts too: that only adds a question."""
 
 
 def _asked_at_the_gate(finding: Finding) -> bool:

@@ -179,6 +179,15 @@ def test_a_change_the_gate_asks_for_with_its_plan_is_left_to_the_gate(cwd: Path)
     assert mixed.infra_change == "terraform destroy; aws s3 rb", \
         "a CLI run by its path is asked for on the line (no gate sees it)"
     assert mixed.approved_changes == {("aws", "s3", "rb", "s3://b")}
+    # A CLI that may start after the call ended (the gate would find it gone and refuse
+    # unseen): the line asks as well, and pre-approves nothing for the gate.
+    for line in ("setsid terraform apply", "terraform destroy &", "nohup tofu apply",
+                 "flock -c 'terraform destroy' /tmp/lock", "terraform apply & sleep 1"):
+        verdict = decide(cwd, "bash", "bypass", command=line)
+        assert verdict.decision is A, line
+        assert verdict.approved_changes == frozenset(), line
+    assert decide(cwd, "bash", "bypass", command="terraform apply -no-color 2>&1 && echo done"
+                  ).decision is R
 
 
 class _Destructive(Tool):
