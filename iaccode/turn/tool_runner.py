@@ -335,7 +335,7 @@ class ToolRunner:
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
                            show_plan=session.show_plan, additional_dirs=session.additional_dirs,
-                           gate=gate)
+                           gate=gate, elicit=editor.elicit)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path], gate: GatePolicy | None = None) -> ToolResult:
