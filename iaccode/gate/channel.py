@@ -27,6 +27,7 @@ import logging
 import marshal
 import os
 import secrets
+import socket
 import struct
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -39,6 +40,7 @@ from iaccode.gate import FOLDER_VARIABLE, SOCKET_VARIABLE, TOKEN_VARIABLE, handl
 from iaccode.gate.folder import GateFolder, gate_folder
 from iaccode.gate.handlers import Exec, GateGone, GateRequest, Op, Refuse, Run, RunResult
 from iaccode.iac import credentials
+from iaccode.iac.cli_env import classify_run
 from iaccode.iac.clis import CLIS, DRIVERS, classify
 from iaccode.tools.procfs import read_stat
 
@@ -116,7 +118,9 @@ class CallChannel:
         self.requests = 0
         self.tampered = False
         """The command removed or changed the gates (they are put back when the call ends)."""
-        self._scope = trio.CancelScope()
+        self._scope = trio.CancelScope(shield=True)
+        """The listener's: shielded from the turn's cancel, ended by :meth:`close` (even one
+        called before the listener started)."""
 
     def set_root(self, pid: int) -> None:
         """The call's shell: every gate of this call runs below it."""
@@ -135,16 +139,26 @@ class CallChannel:
         return {**env, **self.env,
                 "PATH": self.folder.path_for_commands(env.get("PATH") or os.defpath)}
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                    ) -> None:
-        """Answer gates until :meth:`close`. Shielded from the turn's cancel: on a cancel the
-        command is ended first (its process tree killed), then the channel closes, so a gate
-        refused by the closing channel cannot let the rest of the line run meanwhile."""
-        listener = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-        with trio.CancelScope(shield=True) as self._scope, listener:
-            await listener.bind(str(self.socket_path))
+    def listen(self) -> trio.socket.SocketType:
+        """The channel's socket, bound and listening (gates that come before :meth:`serve`
+        runs wait in its backlog)."""
+        # A Unix socket's bind does not block (trio's is async for name lookups only).
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(self.socket_path))
             listener.listen(64)
-            task_status.started()
+        except BaseException:
+            listener.close()
+            raise
+        return trio.socket.from_stdlib_socket(listener)
+
+    async def serve(self, listener: trio.socket.SocketType) -> None:
+        """Answer gates on ``listener`` until :meth:`close`. Shielded from the turn's cancel:
+        on a cancel the command is ended first (its process tree killed), then the channel
+        closes, so a gate refused by the closing channel cannot let the rest of the line run
+        meanwhile. (Started with ``start_soon``, never ``start``: a cancel before a shielded
+        task's ``started()`` would leave ``start`` waiting for it forever.)"""
+        with self._scope, listener:
             async with trio.open_nursery() as nursery:
                 while True:
                     connection, _ = await listener.accept()
@@ -196,21 +210,24 @@ class CallChannel:
     def _request(self, message: dict[str, Any], pid: int
                  ) -> tuple[GateRequest | None, Refuse | None]:
         cli, argv, cwd, path = (message.get(key) for key in ("cli", "argv", "cwd", "path"))
+        env = message.get("env", {})
         if not (isinstance(cli, str) and cli in CLIS and isinstance(argv, list) and argv
                 and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                and isinstance(path, str)):
+                and isinstance(path, str) and isinstance(env, dict)
+                and all(isinstance(v, str) for v in env.values())):
             raise ValueError("a gate request without cli, argv, cwd and path")
         program = self.folder.real_program(cli, path)
         if program is None:
             return None, Refuse(f"{cli}: command not found", 127)
-        return GateRequest(cli, list(argv), cwd, program, classify(cli, argv[1:]),
-                           _started_by(pid, self._root), path), None
+        # What the program reads besides its argv counts (TF_CLI_ARGS, the AWS CLI's aliases).
+        return GateRequest(cli, list(argv), cwd, program, classify_run(cli, argv[1:], env),
+                           _started_by(pid, self._root), path, dict(env)), None
 
     async def _decide(self, request: GateRequest, pid: int, lines: _Lines) -> Op:
         exchange = _Exchange(self, request, lines)
         change = request.change.label if request.change is not None else None
         op: Op
-        if not change or not self.policy.confirm or tuple(request.argv) in self.policy.approved \
+        if not change or not self.policy.confirm or self._line_allowed(request) \
                 or self._driven(request.cli, pid):
             op = exchange.exec()
         else:
@@ -220,6 +237,13 @@ class CallChannel:
             self._drivers[pid] = request.cli  # its own runs of terraform are this change
         await self._advise_held_back()
         return op
+
+    def _line_allowed(self, request: GateRequest) -> bool:
+        """Whether the question about the command line allowed this run: its argv, with
+        nothing its environment adds (an allowed ``terraform apply`` with
+        ``TF_CLI_ARGS_apply=-destroy`` exported by a script is not what the user saw)."""
+        return tuple(request.argv) in self.policy.approved \
+            and request.change == classify(request.cli, request.argv[1:])
 
     async def _advise_held_back(self) -> None:
         """Tell the user, once per program, that it runs without the held credentials."""
@@ -412,7 +436,7 @@ async def open_channel(policy: GatePolicy, *, terminal: bool = False,
     channel = CallChannel(policy, folder, terminal=terminal)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(channel.serve)
+            nursery.start_soon(channel.serve, channel.listen())
             try:
                 yield channel
             finally:

@@ -56,6 +56,9 @@ class GateRequest:
     (``make apply``, ``xargs terraform``, ``python3 deploy.py``)."""
     path: str = ""
     """The command's PATH (the gates first): where ``exec`` and ``run`` look programs up."""
+    env: dict[str, str] = field(factory=dict)
+    """The variables of the program's environment that change what its argv does
+    (:data:`iaccode.iac.cli_env.REPORTED`: ``TF_CLI_ARGS*``, ``HOME``)."""
 
 
 @frozen

@@ -8,7 +8,7 @@ the interpreter's own modules (``posix``, ``marshal``, ``_socket``: no ``os``, `
 ``socket`` package, each milliseconds of start) and nothing of iac-code: the agent decides, the
 gate carries it out.
 
-    gate -> agent   {"token", "cli", "argv", "cwd", "path", "pid"}       one JSON line
+    gate -> agent   {"token", "cli", "argv", "cwd", "path", "pid", "env"}  one JSON line
     agent -> gate   {"op": "exec", "program", "argv"?, "env"?, "message"?}
                     {"op": "refuse", "message", "status"?}
                     {"op": "run", "program", "argv", "env"?, "limit"?}   (then the next op)
@@ -37,6 +37,9 @@ MARK = "iac-code gate"
 """In the first lines of every gate file: how the agent tells a gate from a real CLI."""
 REFUSED = 126
 NOT_FOUND = 127
+REPORTED = ("TF_CLI_ARGS", "HOME")
+"""The variables (prefixes) sent with the argv, for what they make of it (the same as
+:data:`iaccode.iac.cli_env.REPORTED`)."""
 RUN_LIMIT = 64 * 1024 * 1024
 """The most output of a ``run`` op sent back by default (plans in JSON can be large)."""
 
@@ -189,7 +192,9 @@ def main(cli: str) -> int:
         channel = _Channel(socket_path)
         channel.send({"token": token, "cli": cli, "argv": [cli, *sys.argv[1:]],
                       "cwd": _text(posix.getcwdb()),
-                      "path": env.get("PATH", ""), "pid": posix.getpid()})
+                      "path": env.get("PATH", ""), "pid": posix.getpid(),
+                      "env": {name: value for name, value in env.items()
+                              if name.startswith(REPORTED)}})
     except OSError as exc:
         return _refuse(cli, f"iac-code cannot be reached ({exc.strerror or exc})")
     while True:

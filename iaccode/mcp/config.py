@@ -125,6 +125,43 @@ def from_toml(table: Any, where: str = "mcp_servers") -> list[ServerSpec]:
     return specs
 
 
+SECRET_HEADERS = frozenset({"AUTHORIZATION", "PROXY_AUTHORIZATION", "COOKIE"})
+"""Headers that carry credentials whatever the rule of names says."""
+
+
+def spec_secrets(spec: ServerSpec) -> list[tuple[str, str]]:
+    """(name, value) of the secrets the agent hands ``spec``'s server: its ``env`` variables
+    that are secrets by the one rule (:func:`iaccode.secret_env.is_secret`), the values of
+    its command line's options that are (``--access-token X``, ``--api-key=X``) and the
+    password of a URL on it (``--db postgres://u:pw@db/x``), and its
+    headers that are (``X-Api-Key`` read as ``X_API_KEY``) or that always carry credentials
+    (``Authorization``, ``Cookie``), with the credential of an ``Authorization: Bearer X`` on
+    its own too. The agent holds them as its own (replaced in output, refused in URLs)."""
+    from iaccode.secret_env import is_secret, url_password  # with a server only (start-up)
+
+    found = [(name, value) for name, value in spec.env.items() if is_secret(name, value)]
+    for index, arg in enumerate(spec.args):
+        if (password := url_password(arg)) is not None:  # a database URL, as in env
+            found.append((spec.args[index - 1] if index and spec.args[index - 1].startswith(
+                "-") else "argument", password))
+        option, equals, value = arg.partition("=")
+        if not option.startswith("-"):
+            continue
+        if not equals:
+            value = spec.args[index + 1] if index + 1 < len(spec.args) else ""
+        variable = "_" + option.lstrip("-").upper().replace("-", "_")
+        if value and not value.startswith("-") and is_secret(variable):
+            found.append((option, value))
+    for name, value in spec.headers.items():
+        as_variable = name.upper().replace("-", "_")
+        if as_variable in SECRET_HEADERS or is_secret(as_variable, value):
+            found.append((name, value))
+            scheme, _, credential = value.strip().partition(" ")
+            if credential.strip() and scheme.isalpha():
+                found.append((name, credential.strip()))
+    return found
+
+
 def merge(user: Iterable[ServerSpec], editor: Iterable[ServerSpec]) -> list[ServerSpec]:
     """config.toml's servers and the editor's, by name; the editor's wins a clash."""
     by_name = {spec.name: spec for spec in user}

@@ -57,7 +57,7 @@ from iaccode.tools.base import (
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
-from iaccode.turn.exposure import NOT_READING, secret_file_in
+from iaccode.turn.exposure import NOT_READING, secret_file_reached
 from iaccode.turn.gate_questions import gate_policy
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
@@ -105,7 +105,7 @@ class ToolRunner:
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
-        self._protected = Protected.of(env.config)
+        self._protected = Protected.of(env.config, project=env.session.cwd)
         self._shown: dict[str, list[ToolCallContent]] = {}
         """What each running call's card shows (its terminal), for after a gate's question."""
 
@@ -135,8 +135,9 @@ class ToolRunner:
     async def _run_calls(self, calls: list[_Call],
                          results: dict[str, dict[str, Any]]) -> None:
         # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
-        self._reads_secrets = any(secret_file_in(call.raw_input) for call in calls
-                                  if call.tool.name not in NOT_READING)
+        self._reads_secrets = any(
+            secret_file_reached(call.raw_input, map(str, call.resolved.values()))
+            for call in calls if call.tool.name not in NOT_READING)
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
         while index < len(calls):
@@ -156,8 +157,9 @@ class ToolRunner:
     def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
         session = self._session
-        if not call.tool.read_only or (call.tool.name == "web_fetch" and self._reads_secrets) or (
-                session.exposure.host_to_ask(call.tool.name, call.args, session.mode())):
+        if not call.tool.read_only or (call.tool.kind == "fetch" and self._reads_secrets) or (
+                session.exposure.host_to_ask(call.tool.name, call.args, session.mode(),
+                                             call.tool.kind)):
             return False
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
@@ -276,18 +278,20 @@ class ToolRunner:
             approved = verdict.approved_changes
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
-        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode()):
+        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode(),
+                                                  tool.kind):
             refused = await self._ask_for_host(call, host)
             if refused is not None:
                 return refused
-        session.exposure.note(tool.name, call.raw_input)
+        session.exposure.note(tool.name, call.raw_input, map(str, call.resolved.values()))
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
         policy = self._gate_policy(call, approved) if tool.name == "bash" else None
-        return await self._finish(call_id, await self._execute(tool, call.args, call_id,
-                                                               call.resolved, policy))
+        result = await self._execute(tool, call.args, call_id, call.resolved, policy)
+        session.exposure.note_output(tool.name, result.text)  # grep's lines of a .env
+        return await self._finish(call_id, result)
 
     def _gate_policy(self, call: _Call, approved: frozenset[tuple[str, ...]]) -> GatePolicy:
         # After a gate's question the card gets back the title it shows now (a question about

@@ -144,6 +144,29 @@ async def run_lines(agent: AgentConnection, session: str, text: str = "go"
     return messages, questions
 
 
+async def run_in_mode(tmp_path: Path, workspace: Path, short_tmp: Path, lines: list[str],
+                      mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
+    """Run ``lines`` in one turn of a new agent, in ``bypass`` or after *Always allow* for
+    bash (``always_allow``), every question rejected: the messages, the questions and the
+    stand-ins' log."""
+    exchanges = calls(lines)
+    if mode == "always_allow":
+        exchanges = [reply(tool_uses=[ToolUse("toolu_first", "bash", {"command": "true"})]),
+                     reply("allowed"), *exchanges]
+    env, _, log = agent_env(tmp_path, exchanges, short_tmp)
+    async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
+        session = await start(agent, workspace)
+        if mode == "bypass":
+            await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
+        else:
+            _, _, asked = await agent.run_prompt(
+                session, "allow bash", lambda m: selected("allow_always"))
+            assert len(asked) == 1
+        messages, questions = await run_lines(agent, session)
+    strict_stdout(agent.raw_lines)
+    return messages, questions, log
+
+
 def test_there_are_enough_lines_of_every_kind() -> None:
     lines = [line for group in CHANGING.values() for line in group]
     assert len(lines) >= 150 and len(set(lines)) == len(lines)
@@ -159,21 +182,8 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     lines = changing_lines(tmp_path / "bin", scratch)
-    exchanges = calls([line for _, line in lines])
-    if mode == "always_allow":
-        exchanges = [reply(tool_uses=[ToolUse("toolu_first", "bash", {"command": "true"})]),
-                     reply("allowed"), *exchanges]
-    env, _, log = agent_env(tmp_path, exchanges, short_tmp)
-    async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
-        session = await start(agent, workspace)
-        if mode == "bypass":
-            await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
-        else:
-            _, _, asked = await agent.run_prompt(
-                session, "allow bash", lambda m: selected("allow_always"))
-            assert len(asked) == 1
-        messages, questions = await run_lines(agent, session)
-    strict_stdout(agent.raw_lines)
+    messages, questions, log = await run_in_mode(tmp_path, workspace, short_tmp,
+                                                 [line for _, line in lines], mode)
     missed = misses(lines, questions, outputs(messages))
     assert not missed, "\n".join(missed)
     assert command_runs(log) == [], "a stand-in ran: " + "; ".join(command_runs(log))

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -250,3 +251,28 @@ async def test_a_cli_that_is_not_the_agents_runs_without_the_credentials(
     assert told == [f"{elsewhere / 'terraform'} is not the terraform on iac-code's PATH "
                     f"({tmp_path / 'bin' / 'terraform'}): it runs without the held cloud "
                     "credentials (AWS_SECRET_ACCESS_KEY)."]
+
+
+def test_a_cancel_as_the_channel_opens_ends_it(folder: GateFolder) -> None:
+    """The turn cancelled at the moment a command's channel opens (a user's cancel right
+    after the call showed as running): the channel closes and the cancel goes on. (It once
+    left the turn waiting forever: a shielded listener started with ``nursery.start`` under a
+    cancelled scope is never handed over.) In a thread of its own, so a wedge fails here."""
+    ended = threading.Event()
+    paths: list[Path] = []
+
+    async def cancelled_call() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            async with open_channel(GatePolicy(Asker()), folder=folder) as channel:
+                paths.append(channel.socket_path)
+                await trio.sleep_forever()
+        assert scope.cancelled_caught
+
+    def run() -> None:
+        trio.run(cancelled_call)
+        ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert ended.wait(20), "the cancelled call waited on its gate channel"
+    assert paths and not paths[0].exists()
