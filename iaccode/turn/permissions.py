@@ -206,9 +206,11 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    if findings and isinstance(command, str) and not _DETACHING.search(command):
+    if findings and gates is not None and isinstance(command, str) \
+            and not _DETACHING.search(command):
         # A change whose CLI's handler asks at the gate, with what it learns there (the plan
         # it will apply, the target), is left to it: one question, the one with the plan.
+        # (Without gates, a replay's played-back bash, the line asks for everything.)
         findings = [finding for finding in findings if not _asked_at_the_gate(finding)]
         if not findings:
             return None

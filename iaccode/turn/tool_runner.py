@@ -232,9 +232,11 @@ class ToolRunner:
         return call
 
     def _gates(self) -> Path | None:
-        """The folder of gates on the commands' PATH (None: no gates: both settings off)."""
+        """The folder of gates on the commands' PATH (None: no gates: both settings off, or a
+        replay, whose bash results are played back: no command runs, so no gate asks)."""
         config = self._env.config
-        if not (config.confirm_infra_changes or config.hold_credentials):
+        if not (config.confirm_infra_changes or config.hold_credentials) \
+                or config.recorded_tools is not None:
             return None
         return gate_folder().bin
 

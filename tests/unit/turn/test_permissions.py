@@ -27,13 +27,17 @@ def cwd(tmp_path: Path) -> Path:
     return path
 
 
+GATES = Path("/nonexistent/iaccode-gates/bin")
+"""The commands' gates folder (a path only: the reader tells a path into it from a real CLI)."""
+
+
 def decide(cwd: Path, name: str, mode: str, *, remembered: dict[str, bool] | None = None,
            ours: Path | None = None, confirm_infra_changes: bool = True,
-           **args: Any) -> permissions.Verdict:
+           gates: Path | None = GATES, **args: Any) -> permissions.Verdict:
     tool: Tool = TOOLS[name]
     return permissions.decide(tool, tool_input(args, tool.input_type), mode=mode, cwd=cwd,
                               remembered=remembered or {}, ours=ours,
-                              confirm_infra_changes=confirm_infra_changes)
+                              confirm_infra_changes=confirm_infra_changes, gates=gates)
 
 
 READ_INSIDE = ("read_file", {"path": "main.tf"})
@@ -188,6 +192,9 @@ def test_a_change_the_gate_asks_for_with_its_plan_is_left_to_the_gate(cwd: Path)
         assert verdict.approved_changes == frozenset(), line
     assert decide(cwd, "bash", "bypass", command="terraform apply -no-color 2>&1 && echo done"
                   ).decision is R
+    # A replay plays bash back: no gate stands, so the line asks for all of it.
+    replayed = decide(cwd, "bash", "bypass", gates=None, **PLAN_BOUND[1])
+    assert replayed.decision is A and replayed.infra_change == "terraform apply"
 
 
 class _Destructive(Tool):
