@@ -21,7 +21,9 @@ with a question that says so and offers no *Always allow*; plan mode refuses it 
 confirm_infra_changes = false`` in config.toml makes it an ordinary command). So does an MCP
 tool its server does not mark read-only or non-destructive (``Tool.always_asks``). A change a
 gate reports while the command runs (:mod:`iaccode.gate`) is asked about the same way, on the
-running call (:func:`gate_question`).
+running call (:func:`gate_question`). A change of a CLI whose gate handler asks itself
+(Terraform's plan-bound apply, Pulumi's preview, the kube context) is left to the gate: one
+question, the one with the plan, never pre-approved by the line.
 
 The real paths judged here are resolved once by the tool runner, shown to the user in the
 question, and handed to the tool, which opens exactly those (see
