@@ -26,6 +26,7 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
 | `[iac] hold_credentials`  |                                 | true      | cloud keys held back  |
+| `[iac] protected`         |                                 | `[]`      | globs of targets    |
 | `[secrets] extra`         |                                 | `[]`      | more secret names (3) |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
 | `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
@@ -50,6 +51,9 @@ loopback, private or link-local addresses: an intranet documentation server, say
 bash permissions instead of always asking. ``hold_credentials = false`` leaves the cloud
 credentials (:mod:`iaccode.iac.credentials`) in every command's environment instead of only in
 the real CLIs the gates run.
+bash permissions instead of always asking. ``protected`` names the targets (Terraform
+workspaces, kube contexts, Pulumi stacks; globs such as ``"prod*"``) whose changes need the
+user to type the target's name (:mod:`iaccode.iac.target`).
 
 The ``[serve]`` table is for ``iaccode serve`` (``iaccode/remote/``). Its bearer token is
 ``IAC_CODE_SERVE_TOKEN`` or else the contents of ``token_file`` (``~`` expanded, relative to the
@@ -184,6 +188,9 @@ class Config:
     hold_credentials: bool = True
     """Cloud credentials are kept out of every command's environment and given back by a gate
     to the real CLI it runs (config.toml ``[iac] hold_credentials``)."""
+    protected: tuple[str, ...] = ()
+    """Globs of the targets (workspaces, kube contexts, Pulumi stacks) whose changes need the
+    target's name typed in to go ahead (config.toml ``[iac] protected``)."""
     serve: ServeSettings = field(factory=ServeSettings)
     """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
     secret_names: tuple[str, ...] = ()
@@ -309,6 +316,9 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 IAC_SETTINGS: dict[str, _Setting] = {
     "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
     "hold_credentials": _Setting("hold_credentials", None, bool, lambda v: None),
+    "protected": _Setting("protected", None, tuple,
+                          lambda v: None if all(g.strip() for g in v) else "must hold globs, "
+                          "none empty (\"prod*\", \"production\")"),
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
 

@@ -59,6 +59,11 @@ class GateQuestion:
     request: GateRequest
     detail: str | None = None
     """What a handler adds (a plan's summary)."""
+    title: str | None = None
+    """What a handler names the change by (``terraform apply · workspace prod · ...``)."""
+    confirm: tuple[str, str] | None = None
+    """(what, name) of a protected target (``("workspace", "prod")``): the user types its
+    name in an elicitation form instead of clicking."""
 
 
 Asker = Callable[[GateQuestion], Awaitable[str | None]]
@@ -83,6 +88,9 @@ class GatePolicy:
     advise: Adviser | None = None
     """Where the user hears that a program ran without the held credentials (once per
     program and call; the model reads it in the output too)."""
+    protected: tuple[str, ...] = ()
+    """``[iac] protected``: globs of the targets whose changes need their name typed (the
+    handlers look the target up)."""
 
 
 class CallChannel:
@@ -283,8 +291,14 @@ class _Exchange:
         self._lines = lines
         self.request = request
 
-    async def ask(self, detail: str | None = None) -> str | None:
-        return await self._channel.policy.ask(GateQuestion(self.request, detail))
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return self._channel.policy.protected
+
+    async def ask(self, detail: str | None = None, *, title: str | None = None,
+                  confirm: tuple[str, str] | None = None) -> str | None:
+        return await self._channel.policy.ask(GateQuestion(self.request, detail, title,
+                                                           confirm))
 
     async def run(self, argv: list[str], env: dict[str, str] | None = None) -> RunResult:
         program = self._channel.resolve(argv[0], self.request)
@@ -390,6 +404,8 @@ def _below(pid: int, root: int, strict: bool = False) -> bool:
 
 
 def _started_by(pid: int, root: int | None) -> str | None:
+    if pid == root:  # the call's shell exec'd the CLI: the agent started it, not a command
+        return None
     parent = _parent(pid)
     if parent is None or parent == root:
         return None

@@ -21,7 +21,8 @@ and the module is named in :data:`HANDLER_MODULES` (imported on the first change
 reports). ``exchange.run`` runs a helper through the gate, in the command's folder and
 environment (the held credentials included), and returns its exit status and output;
 ``exchange.ask`` puts the permission question (on the running bash call; it says what changes
-and shows the argv, and answers None when the user allowed it, else the line the model reads);
+and shows the argv, and answers None when the user allowed it, else the line the model reads;
+``title`` names the target, ``confirm`` asks a protected target's name typed instead);
 ``exchange.exec`` runs the real program (``argv`` replaces the one the gate got; argv[0] is
 looked up like the gate's own CLI); ``exchange.refuse`` ends the gate with a message.
 """
@@ -98,8 +99,16 @@ class Exchange(Protocol):
     @property
     def request(self) -> GateRequest: ...
 
-    async def ask(self, detail: str | None = None) -> str | None:
-        """The permission question for ``request``; None: allowed, else the refusal."""
+    @property
+    def protected(self) -> tuple[str, ...]:
+        """``[iac] protected``: the globs of targets whose changes need their name typed."""
+        ...
+
+    async def ask(self, detail: str | None = None, *, title: str | None = None,
+                  confirm: tuple[str, str] | None = None) -> str | None:
+        """The permission question for ``request``; None: allowed, else the refusal.
+        ``title`` names the target (else the argv does); ``confirm`` = (what, name): a
+        protected target, whose name the user types in an elicitation form instead."""
         ...
 
     async def run(self, argv: list[str], env: dict[str, str] | None = None) -> RunResult:
@@ -127,8 +136,10 @@ async def ask_then_exec(exchange: Exchange) -> Op:
     return exchange.exec() if refusal is None else exchange.refuse(refusal)
 
 
-HANDLER_MODULES: tuple[str, ...] = ()
-"""Modules that register handlers, imported before the first change is handled."""
+HANDLER_MODULES: tuple[str, ...] = ("iaccode.gate.terraform", "iaccode.gate.pulumi",
+                                     "iaccode.gate.kube")
+"""Modules that register handlers, imported before the first change is handled: the
+plan-bound apply (terraform, tofu, terragrunt), Pulumi's preview, the kube context."""
 
 _handlers: dict[str, Handler] = {}
 _loaded = False
@@ -147,3 +158,10 @@ def handler_for(cli: str) -> Handler:
         for module in HANDLER_MODULES:
             importlib.import_module(module)
     return _handlers.get(cli, ask_then_exec)
+
+
+def asks_itself(cli: str) -> bool:
+    """Whether the changes of ``cli`` have a handler of their own, which asks at the gate
+    with what it learns there (a plan, a preview, the target): the question about the command
+    line then leaves them to it."""
+    return handler_for(cli) is not ask_then_exec

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from attrs import frozen
+from attrs import field, frozen
 
 from iaccode.iac.clis import GATED, classify
 from iaccode.iac.elsewhere import activated_clis, elsewhere, package_script, runner_command
@@ -46,6 +46,8 @@ class Finding:
     """For a change a gate will see: the exact argv the CLI gets, when the line spells it out
     (no variable, substitution or glob): allowing the line lets the gate run that argv, and
     only that, without asking again."""
+    cli: str | None = field(default=None, eq=False)
+    """For a change a gate will see: the CLI (``terraform``), whose handler may ask itself."""
 
 
 CHANGING_VERBS = frozenset({
@@ -180,7 +182,7 @@ class _Reader:
                 change = classify(name, args)
                 if change is not None:
                     self._add(Finding(change.label, in_gates and not path_changed,
-                                      change.unknown), script)
+                                      change.unknown, cli=name), script)
                 elif not in_gates and any("$" in arg or "`" in arg for arg in args):
                     self._add(Finding(f"{program} {' '.join(args)} (an infrastructure CLI "
                                       "named by its path, with arguments only the shell "
@@ -194,7 +196,7 @@ class _Reader:
                 seen = not (path_changed or simple.clean_env)
                 exact = seen and not any(_UNREAD.search(word) for word in args)
                 self._add(Finding(change.label, seen, change.unknown,
-                                  (name, *args) if exact else None), script)
+                                  (name, *args) if exact else None, name), script)
 
     def _through_variable(self, program: str, args: list[str], script: str | None) -> None:
         """``$TF apply``: the program the environment names, else a guess from the verbs."""

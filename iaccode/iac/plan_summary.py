@@ -1,14 +1,24 @@
 """Terraform / OpenTofu plans read for the user: what will be destroyed, replaced, created.
 
-A :class:`PlanReader` is fed a command's output as it arrives, in chunks, and keeps only what
-the summary needs (one line at a time; a ``show -json`` document whole, up to
-``JSON_MAX_BYTES``), so the summary covers the whole output even when the text the model sees
-is cut in the middle. Three shapes are understood:
+One reading, two ways in, the same :class:`Plan` and the same :meth:`Plan.summary` text:
+
+- :class:`PlanReader` is fed a command's output as it arrives, in chunks, and keeps only what
+  the summary needs (one line at a time; a ``show -json`` document whole, up to
+  ``JSON_MAX_BYTES``), so the summary covers the whole output even when the text the model
+  sees is cut in the middle (the plan summaries of bash output);
+- :func:`read_plan_document` reads a parsed ``show -json PLANFILE`` document (the question
+  before a plan-bound apply, :mod:`iaccode.iac.plan_step`).
+
+Three shapes of output are understood:
 
 - the human plan (``plan``, ``apply``, ``show PLANFILE``): ``# ADDRESS will be destroyed``
-  lines, ``Plan: 1 to add, ...`` (colour codes and all);
-- ``plan -json`` (one JSON message per line): ``planned_change`` and ``change_summary``;
-- ``show -json PLANFILE`` (one document): its ``resource_changes``.
+  lines with their ``# (because ...)`` line, ``Plan: 1 to add, ...`` (colour codes and all),
+  and the drift section ("Objects have changed outside of Terraform": ``# ADDRESS has
+  changed`` / ``has been deleted``);
+- ``plan -json`` (one JSON message per line): ``planned_change``, ``resource_drift`` and
+  ``change_summary``;
+- ``show -json PLANFILE`` (one document): its ``resource_changes`` (with ``action_reason``
+  and ``replace_paths``) and ``resource_drift``.
 
 :func:`runs_plan` says whether a command line runs one of these (parsed as the guard parses).
 """
@@ -21,6 +31,7 @@ from typing import Any
 
 from attrs import define, field
 
+from iaccode.iac.plan_step import STALE, explain_failure
 from iaccode.iac.shell import simple_commands
 
 JSON_MAX_BYTES = 64 * 1024 * 1024
@@ -37,19 +48,68 @@ _MARKS = {"delete": "-", "replace": "-/+", "create": "+", "update": "~", "read":
           "move": "->", "import": "<-", "forget": "."}
 _WORDS = {"delete": "destroy", "replace": "replace", "create": "create", "update": "update",
           "read": "read", "move": "move", "import": "import", "forget": "forget"}
+_DRIFT_WORDS = {"update": ("~", "changed"), "delete": ("-", "deleted")}
+
+REASONS = {
+    "tainted": "tainted",
+    "requested": "requested with -replace",
+    "cannot_update": "cannot be updated in place",
+    "replace_triggered_by": "replace_triggered_by",
+    "no_resource_config": "not in the configuration",
+    "no_module": "its module is not in the configuration",
+    "wrong_repetition": "count or for_each changed",
+    "count_index": "its count index is out of range",
+    "each_key": "its for_each key is gone",
+    "no_move_target": "its moved target is not in the configuration",
+}
+"""Why Terraform replaces or destroys, in words (the same for every shape of output)."""
+_REASON_CODES = {
+    # show -json's action_reason, plan -json's reason: both to one of REASONS.
+    "replace_because_tainted": "tainted", "tainted": "tainted",
+    "replace_by_request": "requested", "requested": "requested",
+    "replace_because_cannot_update": "cannot_update", "cannot_update": "cannot_update",
+    "replace_by_triggers": "replace_triggered_by",
+    "replace_triggered_by": "replace_triggered_by",
+    "delete_because_no_resource_config": "no_resource_config",
+    "delete_because_no_module": "no_module",
+    "delete_because_wrong_repetition": "wrong_repetition",
+    "delete_because_count_index": "count_index",
+    "delete_because_each_key": "each_key",
+    "delete_because_no_move_target": "no_move_target",
+}
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TEXT_ACTIONS = [
-    (re.compile(r"^\s*# (\S+) will be destroyed"), "delete"),
-    (re.compile(r"^\s*# (\S+) (?:must be replaced|is tainted, so must be replaced|will be "
-                r"replaced)"), "replace"),
-    (re.compile(r"^\s*# (\S+) will be created"), "create"),
-    (re.compile(r"^\s*# (\S+) will be updated in-place"), "update"),
-    (re.compile(r"^\s*# (\S+) will be read during apply"), "read"),
-    (re.compile(r"^\s*# (\S+) has moved to (\S+)"), "move"),
-    (re.compile(r"^\s*# (\S+) will be imported"), "import"),
-    (re.compile(r"^\s*# (\S+) will no longer be managed"), "forget"),
+    (re.compile(r"^\s*# (\S+) will be destroyed"), "delete", None),
+    (re.compile(r"^\s*# (\S+) is tainted, so must be replaced"), "replace", "tainted"),
+    (re.compile(r"^\s*# (\S+) will be replaced, as requested"), "replace", "requested"),
+    (re.compile(r"^\s*# (\S+) will be replaced due to changes in replace_triggered_by"),
+     "replace", "replace_triggered_by"),
+    (re.compile(r"^\s*# (\S+) (?:must be replaced|will be replaced)"), "replace",
+     "cannot_update"),
+    (re.compile(r"^\s*# (\S+) will be created"), "create", None),
+    (re.compile(r"^\s*# (\S+) will be updated in-place"), "update", None),
+    (re.compile(r"^\s*# (\S+) will be read during apply"), "read", None),
+    (re.compile(r"^\s*# (\S+) has moved to (\S+)"), "move", None),
+    (re.compile(r"^\s*# (\S+) will be imported"), "import", None),
+    (re.compile(r"^\s*# (\S+) will no longer be managed"), "forget", None),
 ]
+_TEXT_DRIFT = re.compile(r"^\s*# (\S+) (?:has changed|has been changed|has been deleted)")
+_BECAUSE = [
+    (re.compile(r"^\s*# \(because (?:module\.\S+ is not in configuration|the containing "
+                r"module)"), "no_module"),
+    (re.compile(r"^\s*# \(because \S+ is not in configuration\)"), "no_resource_config"),
+    (re.compile(r"^\s*# \(because resource (?:does not use|uses) "), "wrong_repetition"),
+    (re.compile(r"^\s*# \(because index \S+ is out of range"), "count_index"),
+    (re.compile(r"^\s*# \(because key \S+ is not in for_each map"), "each_key"),
+    (re.compile(r"^\s*# \(because \S+ was moved to \S+, which is not in configuration"),
+     "no_move_target"),
+]
+_FORCES = re.compile(r"^\s*[-+~]/?[-+~]?\s+(\S+)\s+=.*# forces replacement\s*$")
+_DRIFT_START = re.compile(r"^Note: Objects have changed outside of (?:Terraform|OpenTofu)")
+_DRIFT_END = ("Terraform will perform", "OpenTofu will perform", "Unless you have made",
+              "This is a refresh-only plan", "Terraform used the selected",
+              "OpenTofu used the selected")
 _PLAN_LINE = re.compile(r"^(Plan: .*|No changes\..*)$")
 _JSON_ACTIONS = {"create": "create", "update": "update", "delete": "delete",
                  "replace": "replace", "read": "read", "move": "move", "import": "import",
@@ -69,17 +129,142 @@ def runs_plan(command: str) -> bool:
 
 
 @define
-class PlanReader:
-    """Reads a plan out of output fed in chunks; :meth:`summary` once it is all in."""
+class Change:
+    action: str
+    """One of ORDER."""
+    reason: str | None = None
+    """A key of REASONS, when Terraform says why."""
+    paths: list[str] = field(factory=list)
+    """For a replacement: the arguments whose change forces it."""
+    moved_to: str | None = None
 
-    changes: dict[str, str] = field(factory=dict)
-    """Address -> action (one of ORDER), in the order met."""
-    moved_to: dict[str, str] = field(factory=dict)
+
+@define
+class Plan:
+    """What a plan does, however it was read."""
+
+    changes: dict[str, Change] = field(factory=dict)
+    """Address -> its change, in the order met (no-ops left out)."""
+    drift: dict[str, str] = field(factory=dict)
+    """Address -> "update" or "delete": what changed outside of Terraform."""
     stated: str | None = None
     """Terraform's own count line ("Plan: 2 to add, 1 to change, 2 to destroy.")."""
+    outputs_change: bool = False
+    """Only from a document: some output value changes (an apply would write the state)."""
+    read_from: str = "the plan"
+    """How the summary says it was read ("all 120 lines of output", "the plan file")."""
+    stale: bool = False
+    """Terraform refused a saved plan as stale ("Saved plan is stale")."""
+
+    def counts(self) -> dict[str, int]:
+        counts = {action: 0 for action in ORDER}
+        for change in self.changes.values():
+            counts[change.action] += 1
+        return counts
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to apply: no resource changes, no output changes, no drift to record."""
+        return not self.changes and not self.outputs_change and not self.drift
+
+    def summary(self) -> str | None:
+        """The summary text, or None when the plan names no resource to change and no drift
+        (no plan, "No changes.", or output whose start was cut off: the count line alone
+        says it all)."""
+        if self.stale:
+            return f"Not applied: {explain_failure(STALE)}"
+        if not self.changes and not self.drift:
+            return None
+        counts = self.counts()
+        head = ", ".join(f"{counts[a]} to {verb}" for a, verb in (
+            ("create", "add"), ("update", "change"), ("delete", "destroy"),
+            ("replace", "replace")))
+        extra = ", ".join(f"{counts[a]} to {_WORDS[a]}" for a in ("read", "move", "import",
+                                                                   "forget") if counts[a])
+        lines = [f"Plan summary: {head}{', ' + extra if extra else ''} "
+                 f"(read from {self.read_from})."]
+        if self.stated:
+            lines.append(f"Terraform says: {self.stated}")
+        for action in ORDER:
+            for address, change in self.changes.items():
+                if change.action == action:
+                    lines.append(f"  {_MARKS[action]:>3} {_WORDS[action]:<8} {address}"
+                                 f"{_detail(change)}")
+        if self.drift:
+            lines.append(f"Changed outside of Terraform (drift): {len(self.drift)}")
+            for address, action in self.drift.items():
+                mark, word = _DRIFT_WORDS.get(action, ("~", "changed"))
+                lines.append(f"  {mark:>3} {word:<8} {address}")
+        return "\n".join(lines)
+
+
+def _detail(change: Change) -> str:
+    target = f" -> {change.moved_to}" if change.moved_to else ""
+    why = REASONS.get(change.reason or "")
+    if why and change.paths:
+        why = f"{why}: {', '.join(change.paths)}"
+    return f"{target}{f' ({why})' if why else ''}"
+
+
+def read_plan_document(document: Any) -> Plan:
+    """The plan a ``show -json PLANFILE`` document describes."""
+    plan = Plan(read_from="the plan file")
+    if not isinstance(document, dict):
+        return plan
+    _take_document(plan, document)
+    outputs = document.get("output_changes")
+    if isinstance(outputs, dict):
+        plan.outputs_change = any(
+            isinstance(o, dict) and (o.get("actions") or ["no-op"]) != ["no-op"]
+            for o in outputs.values())
+    return plan
+
+
+def _take_document(plan: Plan, document: dict[str, Any]) -> None:
+    for resource in document.get("resource_changes") or []:
+        _resource_change(plan, resource)
+    for resource in document.get("resource_drift") or []:
+        if isinstance(resource, dict) and isinstance(resource.get("address"), str):
+            actions = (resource.get("change") or {}).get("actions") or []
+            if actions and actions != ["no-op"]:
+                plan.drift[resource["address"]] = "delete" if "delete" in actions else "update"
+
+
+def _resource_change(plan: Plan, resource: Any) -> None:
+    if not isinstance(resource, dict) or not isinstance(resource.get("address"), str):
+        return
+    change = resource.get("change") or {}
+    actions = change.get("actions") or []
+    reason = _REASON_CODES.get(str(resource.get("action_reason")))
+    if "delete" in actions and "create" in actions:
+        paths = [".".join(str(step) for step in path) for path in
+                 change.get("replace_paths") or [] if isinstance(path, list)]
+        plan.changes[resource["address"]] = Change("replace", reason, paths)
+        return
+    if actions in (["no-op"], []):
+        if resource.get("previous_address"):
+            plan.changes[resource["previous_address"]] = Change(
+                "move", moved_to=resource["address"])
+        elif change.get("importing"):
+            plan.changes[resource["address"]] = Change("import")
+        return
+    action = _JSON_ACTIONS.get(str(actions[0]))
+    if action:
+        plan.changes[resource["address"]] = Change(action, reason)
+
+
+@define
+class PlanReader:
+    """Reads a plan out of output fed in chunks; :meth:`plan` or :meth:`summary` once it is
+    all in."""
+
+    _plan: Plan = field(factory=Plan)
     _partial: bytearray = field(factory=bytearray)
     _lines: int = 0
     _too_long: bool = False
+    _in_drift: bool = False
+    _last: str | None = None
+    """The address of the last change line (its ``# (because ...)`` line follows it)."""
 
     def feed(self, data: bytes | bytearray) -> None:
         start = 0
@@ -111,15 +296,46 @@ class PlanReader:
             self._json(text)
             return
         text = _ANSI.sub("", text)
-        if "#" in text:
-            for pattern, action in _TEXT_ACTIONS:
-                if found := pattern.match(text):
-                    self.changes[found.group(1)] = action
-                    if action == "move":
-                        self.moved_to[found.group(1)] = found.group(2)
-                    return
-        if found := _PLAN_LINE.match(text.strip()):
-            self.stated = found.group(1)
+        stripped = text.strip()
+        if STALE in text:
+            self._plan.stale = True
+            return
+        if _DRIFT_START.match(stripped):
+            self._in_drift = True
+            return
+        if self._in_drift and stripped.startswith(_DRIFT_END):
+            self._in_drift = False
+        if "#" in text and self._comment(text):
+            return
+        if found := _PLAN_LINE.match(stripped):
+            self._plan.stated = found.group(1)
+
+    def _comment(self, text: str) -> bool:
+        """Take a line with a ``#``: a change, drift, a reason; False when it is none."""
+        changes = self._plan.changes
+        if self._in_drift:
+            if found := _TEXT_DRIFT.match(text):
+                self._plan.drift[found.group(1)] = "delete" if "deleted" in text else "update"
+                return True
+            return False
+        for pattern, action, reason in _TEXT_ACTIONS:
+            if found := pattern.match(text):
+                address = found.group(1)
+                moved_to = found.group(2) if action == "move" else None
+                changes[address] = Change(action, reason, moved_to=moved_to)
+                self._last = address
+                return True
+        last = changes.get(self._last or "")
+        if last is None:
+            return False
+        for pattern, reason in _BECAUSE:
+            if pattern.match(text):
+                last.reason = reason
+                return True
+        if last.action == "replace" and (found := _FORCES.match(text)):
+            last.paths.append(found.group(1))
+            return True
+        return False
 
     def _json(self, text: str) -> None:
         try:
@@ -128,61 +344,33 @@ class PlanReader:
             return
         if not isinstance(message, dict):
             return
-        if message.get("type") == "planned_change":
+        kind = message.get("type")
+        if kind in ("planned_change", "resource_drift"):
             change = message.get("change") or {}
-            address = ((change.get("resource") or {}).get("addr"))
+            address = (change.get("resource") or {}).get("addr")
             action = _JSON_ACTIONS.get(str(change.get("action")))
-            if isinstance(address, str) and action:
-                self.changes[address] = action
-        elif message.get("type") == "change_summary" and isinstance(message.get("@message"),
-                                                                     str):
-            self.stated = message["@message"]
-        elif isinstance(message.get("resource_changes"), list):
-            for resource in message["resource_changes"]:
-                self._resource_change(resource)
-
-    def _resource_change(self, resource: Any) -> None:
-        if not isinstance(resource, dict) or not isinstance(resource.get("address"), str):
-            return
-        change = resource.get("change") or {}
-        actions = change.get("actions") or []
-        if "delete" in actions and "create" in actions:
-            action: str | None = "replace"
-        elif actions in (["no-op"], []):
-            action = "import" if change.get("importing") else None
-            if resource.get("previous_address"):
-                action = "move"
-                self.moved_to[resource["previous_address"]] = resource["address"]
-                self.changes[resource["previous_address"]] = "move"
+            if not isinstance(address, str) or not action:
                 return
-        else:
-            action = _JSON_ACTIONS.get(str(actions[0]))
-        if action:
-            self.changes[resource["address"]] = action
+            if kind == "resource_drift":
+                self._plan.drift[address] = "delete" if action == "delete" else "update"
+            else:
+                self._plan.changes[address] = Change(
+                    action, _REASON_CODES.get(str(change.get("reason"))))
+        elif kind == "change_summary" and isinstance(message.get("@message"), str):
+            self._plan.stated = message["@message"]
+        elif STALE in str(message.get("@message")):
+            self._plan.stale = True
+        elif isinstance(message.get("resource_changes"), list):
+            _take_document(self._plan, message)
 
-    def summary(self) -> str | None:
-        """The summary text, or None when the output named no resource to change (no plan,
-        "No changes.", or a plan whose start was cut off: the count line alone says it all)."""
+    def plan(self) -> Plan:
+        """What was read (the last line too, if it had no newline)."""
         if self._partial:
             self._line(bytes(self._partial))
             self._partial.clear()
-        if not self.changes:
-            return None
-        counts = {action: 0 for action in ORDER}
-        for action in self.changes.values():
-            counts[action] += 1
-        head = ", ".join(f"{counts[a]} to {verb}" for a, verb in (
-            ("create", "add"), ("update", "change"), ("delete", "destroy"),
-            ("replace", "replace")))
-        extra = ", ".join(f"{counts[a]} to {_WORDS[a]}" for a in ("read", "move", "import",
-                                                                   "forget") if counts[a])
-        lines = [f"Plan summary: {head}{', ' + extra if extra else ''} "
-                 f"(read from all {self._lines} lines of output)."]
-        if self.stated:
-            lines.append(f"Terraform says: {self.stated}")
-        for action in ORDER:
-            for address, found in self.changes.items():
-                if found == action:
-                    target = f" -> {self.moved_to[address]}" if address in self.moved_to else ""
-                    lines.append(f"  {_MARKS[action]:>3} {_WORDS[action]:<8} {address}{target}")
-        return "\n".join(lines)
+        self._plan.read_from = f"all {self._lines} lines of output"
+        return self._plan
+
+    def summary(self) -> str | None:
+        """The summary text (:meth:`Plan.summary`), or None."""
+        return self.plan().summary()

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import trio
+from attrs import evolve
 
 import iaccode
 from iaccode.mcp import SDK_MODULES
 from iaccode.mcp.config import ServerSpec
 from iaccode.mcp.transport import StdioProcess, remote
-from iaccode.tools.base import ToolFailure
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
+from iaccode.tools.base import ToolContext, ToolFailure
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -88,6 +90,8 @@ class ServerConnection:
         self._gone_reason = ""
         self._lists_changed = trio.Event()
         """Set by a ``notifications/*/list_changed`` (protocol versions before 2026-07-28)."""
+        self._asking: list[_Asking] = []
+        """The tool calls running now that can put an elicitation to the user, latest last."""
 
     @property
     def name(self) -> str:
@@ -125,7 +129,8 @@ class ServerConnection:
                         transport = remote(self.spec, stack)
                     client = Client(transport, client_info=Implementation(
                         name="iaccode", version=iaccode.__version__),
-                        message_handler=self._on_message)
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_elicitation)
                     await stack.enter_async_context(client)
                     await self._list(client)
                     connecting.deadline = math.inf
@@ -272,11 +277,40 @@ class ServerConnection:
             with trio.move_on_after(timeout):
                 await self.ended.wait()
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any],
+                        ask: UserAsker | None = None) -> CallToolResult:
         """Call a tool. Raises ToolFailure when the server is not connected, answers an error
         or goes away meanwhile (then it is marked failed). Cancellation: the SDK tells the
-        server (``notifications/cancelled``) and we do not wait for it."""
-        return await self._ask(lambda client: client.call_tool(tool, arguments))
+        server (``notifications/cancelled``) and we do not wait for it. ``ask``: where the
+        server's elicitations during the call go (:func:`ask_user`); without it, or once the
+        call is over, they are declined (or cancelled, when still open)."""
+        asking = _Asking(ask) if ask is not None else None
+        if asking is not None:
+            self._asking.append(asking)
+        try:
+            return await self._ask(lambda client: client.call_tool(tool, arguments))
+        finally:
+            if asking is not None:
+                self._asking.remove(asking)
+                asking.close()
+
+    async def _on_elicitation(self, context: Any, params: Any) -> Any:
+        """The server's ``elicitation/create`` (the SDK's ``elicitation_callback``): put to
+        the user through the running tool call's editor, answered back as the user answered.
+        None to go by (no tool call of ours running, an editor without that mode, its
+        failure): ``decline``; the call ended while the form was open: ``cancel``."""
+        from mcp_types import ElicitResult
+
+        if not self._asking:
+            log.info("MCP server %s elicits outside a tool call: declined", self.name)
+            return ElicitResult(action="decline")
+        asking = self._asking[-1]  # the SDK does not say which call asks: the latest
+        answer = await asking.ask(_elicitation(params))
+        if answer is None:
+            return ElicitResult(action="cancel" if asking.closed else "decline")
+        if answer.action == "accept":
+            return ElicitResult(action="accept", content=answer.content)
+        return ElicitResult(action="decline" if answer.action == "decline" else "cancel")
 
     async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> GetPromptResult:
         """A prompt's messages; raises ToolFailure as ``call_tool`` does."""
@@ -380,3 +414,55 @@ def _reason(exc: BaseException) -> str:
         return text or type(exc).__name__  # our own words, or the server's
     return text if text and type(exc).__name__ in text else (
         f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+UserAsker = Callable[[Elicitation], Awaitable[ElicitationAnswer | None]]
+"""Put an elicitation to the user (``Editor.elicit``, tied to the tool call)."""
+
+
+def ask_user(ctx: ToolContext) -> UserAsker | None:
+    """Where an MCP server's elicitations during the tool call of ``ctx`` go: the editor,
+    on that tool call (None: the tool runs where nobody can be asked)."""
+    elicit, call_id = ctx.elicit, ctx.tool_call_id
+    if elicit is None:
+        return None
+
+    async def ask(elicitation: Elicitation) -> ElicitationAnswer | None:
+        return await elicit(evolve(elicitation, tool_call_id=call_id))
+
+    return ask
+
+
+class _Asking:
+    """One running tool call's way to the user; closing it cancels what it still asks."""
+
+    def __init__(self, ask: UserAsker) -> None:
+        self._ask = ask
+        self._open: set[trio.CancelScope] = set()
+        self.closed = False
+
+    async def ask(self, elicitation: Elicitation) -> ElicitationAnswer | None:
+        if self.closed:
+            return None
+        with trio.CancelScope() as scope:
+            self._open.add(scope)
+            try:
+                return await self._ask(elicitation)
+            finally:
+                self._open.discard(scope)
+        return None  # cancelled: the call is over
+
+    def close(self) -> None:
+        self.closed = True
+        for scope in self._open:
+            scope.cancel()
+
+
+def _elicitation(params: Any) -> Elicitation:
+    """An MCP ``elicitation/create``'s params as ours: its schema passes as it came."""
+    wire = params.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if wire.get("mode") == "url":
+        return Elicitation(str(wire.get("message", "")), "url", url=wire.get("url"),
+                           elicitation_id=wire.get("elicitationId"))
+    return Elicitation(str(wire.get("message", "")), "form",
+                       requested_schema=wire.get("requestedSchema"))

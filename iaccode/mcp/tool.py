@@ -17,6 +17,7 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
+from iaccode.mcp.connection import ask_user
 from iaccode.mcp.names import shown, tool_name
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
@@ -59,7 +60,8 @@ class McpTool(Tool):
             ctx.limits.output_chars)))]
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        result = await self._connection.call_tool(self.tool, args)
+        result = await self._connection.call_tool(self.tool, args,
+                                                  ask_user(ctx) if ctx.elicit else None)
         return tool_result(result, ctx.limits.output_chars)
 
 

@@ -37,6 +37,16 @@ class FileSystemCapabilities:
 
 
 @frozen
+class ElicitationCapabilities:
+    """``clientCapabilities.elicitation``: each mode the client can show is present (``{}``);
+    absent or null means not supported."""
+
+    form: dict[str, Any] | None = None
+    url: dict[str, Any] | None = None
+    meta: Meta = None
+
+
+@frozen
 class ClientAuthCapabilities:
     terminal: bool = False
     """The client runs ``terminal`` auth methods (so we may offer ``iaccode login``)."""
@@ -60,7 +70,16 @@ class ClientCapabilities:
     terminal: bool = False
     auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
     session: ClientSessionCapabilities | None = None
+    elicitation: ElicitationCapabilities | None = None
     meta: Meta = None
+
+    def elicitation_modes(self) -> frozenset[str]:
+        """The elicitation modes the client advertised (``form``, ``url``)."""
+        found = self.elicitation
+        if found is None:
+            return frozenset()
+        return frozenset(mode for mode, value in (("form", found.form), ("url", found.url))
+                         if value is not None)
 
 
 @frozen

@@ -3,6 +3,8 @@
     Editor.send_update          session/update (a notification); queue_update without waiting
     Editor.advise               a ``notice``, or for clients without them a ``⚠`` chat message
     Editor.request_permission   session/request_permission -> the option kind chosen
+    Editor.elicit               elicitation/create -> the user's answer (ElicitationAnswer),
+                                in the modes the client advertised (elicitation_modes)
     Editor.files                fs/read_text_file, fs/write_text_file (FileAccess)
     Editor.terminal             terminal/create, output, wait_for_exit, kill, release
                                 (ClientTerminal), None unless the client has terminals
@@ -35,6 +37,7 @@ from iaccode.protocol.editor_calls import (
     TerminalRequest,
     WriteTextFileRequest,
 )
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import (
     AgentMessageChunk,
     ClientCapabilities,
@@ -94,6 +97,8 @@ class Editor:
         """The client shows ``notice`` updates (``session.notices``)."""
         self.shows_compaction = session is not None and session.compaction is not None
         """The client shows ``compaction_update`` (``session.compaction``)."""
+        self.elicitation_modes: frozenset[str] = client.elicitation_modes()
+        """The elicitation modes the editor can show (``form``, ``url``); none: no asking."""
 
     async def send_update(self, update: SessionUpdate) -> None:
         """A ``session/update`` for this session."""
@@ -124,6 +129,26 @@ class Editor:
         if choice is None:
             log.warning("unreadable permission answer %r: not running the tool", response)
         return choice
+
+    async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer | None:
+        """Ask the user for input (``elicitation/create``) and wait for the answer; None when
+        there is none to go by: a mode the editor did not advertise (never sent), an error
+        from the editor, or an answer we cannot read (both logged). Cancelling the caller
+        cancels the request: the editor is sent ``$/cancel_request`` and may close the form."""
+        if elicitation.mode not in self.elicitation_modes:
+            log.warning("elicitation in %s mode not sent: the editor did not advertise it",
+                        elicitation.mode)
+            return None
+        try:
+            response = await self._request("elicitation/create",
+                                           to_wire(elicitation.request(self.session_id)))
+        except EditorError as exc:
+            log.warning("elicitation failed: %s %s", exc.message, exc.data)
+            return None
+        answer = _elicitation_answer(response)
+        if answer is None:
+            log.warning("unreadable elicitation answer %r: taken as no answer", response)
+        return answer
 
     async def read_text_file(self, path: Path) -> str:
         result = await self._fs("fs/read_text_file",
@@ -268,6 +293,19 @@ def _exit_status(status: dict[str, Any]) -> ExitStatus:
     code, signal = status.get("exitCode"), status.get("signal")
     return ExitStatus(code if isinstance(code, int) else None,
                       signal if isinstance(signal, str) else None)
+
+
+def _elicitation_answer(response: Any) -> ElicitationAnswer | None:
+    """The user's answer to an elicitation, or None when unreadable (``content`` must be an
+    object, and is only kept with ``accept``)."""
+    if not isinstance(response, dict) or not isinstance(response.get("action"), str):
+        return None
+    action, content = response["action"], response.get("content")
+    if action == "accept":
+        if content is not None and not isinstance(content, dict):
+            return None
+        return ElicitationAnswer(action, content)
+    return ElicitationAnswer(action)
 
 
 def _selected_kind(response: Any, options: list[PermissionOption]) -> PermissionChoice:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from attrs import field, frozen
 
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.tool_calls import ToolCallContent, ToolCallProgress, ToolKind
 
 if TYPE_CHECKING:
@@ -145,6 +146,9 @@ class ToolContext:
     """The client's extra project folders (real paths): inside the project too (in_project)."""
     gate: GatePolicy | None = None
     """What the gates of a command go by (the bash tool's; None: no gates)."""
+    elicit: Callable[[Elicitation], Awaitable[ElicitationAnswer | None]] | None = None
+    """Ask the user for input (``Editor.elicit``: ``elicitation/create``; None when there is
+    no answer to go by); an MCP server's elicitation during its tool call goes here."""
 
     def path(self, raw: str) -> Path:
         """The real path for ``raw``: the one the permission check judged, else resolved now."""

@@ -2,7 +2,8 @@
 network. A real ``iaccode acp`` runs the bundled transcript (see ``replay.py``) and this client
 shows it as an editor would: streamed text, dimmed thinking, each tool call with its status,
 diffs in colour, the checks after each edit, the plan summary, the permission questions
-(an infrastructure change asked for in red) and their answers."""
+(an infrastructure change asked for in red, with the plan it would apply), the forms a
+protected change asks to be filled (``elicitation/create``) and their answers."""
 
 from __future__ import annotations
 
@@ -39,14 +40,29 @@ class Renderer:
             self._update(params.get("update") or {})
         elif method == "session/request_permission":
             self._end_line()
-            title = (params.get("toolCall") or {}).get("title", "a tool call")
-            names = " / ".join(o.get("name", "?") for o in params.get("options") or [])
-            if title.startswith("Changes real infrastructure"):
-                self.console.print(f"[bold red]! {title}. Allow?[/bold red] [dim]({names})[/dim]",
-                                   markup=True)
+            tool_call = params.get("toolCall") or {}
+            title = tool_call.get("title", "a tool call")
+            options = params.get("options") or []
+            names = " / ".join(o.get("name", "?") for o in options)
+            if not any(o.get("kind") == "allow_always" for o in options):  # infrastructure
+                self.console.print(f"! {title}. Allow? ({names})", style="bold red",
+                                   markup=False)
+                for content in tool_call.get("content") or []:
+                    self._question_text(content)
             else:
                 self.console.print(f"[bold magenta]? Allow {title}?[/bold magenta] "
                                    f"[dim]({names})[/dim]")
+        elif method == "elicitation/create":
+            self._end_line()
+            lines = str(params.get("message", "")).splitlines()
+            self.console.print(f"! {lines[0] if lines else 'a question'}", style="bold red",
+                               markup=False)
+            for line in lines[1:]:
+                self.console.print(f"    {line}", style="yellow", markup=False)
+            fields = (params.get("requestedSchema") or {}).get("properties") or {}
+            for field in fields.values():
+                self.console.print(f"  [{field.get('title', '?')}: ____]", style="bold red",
+                                   markup=False)
         elif isinstance(message.get("result"), dict) and "stopReason" in message["result"]:
             self._end_line()
             usage = message["result"].get("usage") or {}
@@ -64,10 +80,15 @@ class Renderer:
             self._end_line()
             self.console.print("[bold red]■ cancelled by the user[/bold red]")
         elif "result" in message and isinstance(message["result"], dict):
-            outcome = message["result"].get("outcome") or {}
+            result = message["result"]
+            outcome = result.get("outcome") or {}
             if isinstance(outcome, dict) and "optionId" in outcome:
                 self.console.print(f"[magenta]→ {outcome['optionId'].replace('_', ' ')}"
                                    f"[/magenta]")
+            elif isinstance(result.get("action"), str):  # an elicitation's answer
+                typed = " ".join(str(v) for v in (result.get("content") or {}).values())
+                self.console.print(f"→ {result['action']}{f' (typed {typed})' if typed else ''}",
+                                   style="magenta", markup=False)
 
     def _update(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -111,6 +132,14 @@ class Renderer:
                 self.console.print(f"    {line}", style=style, markup=False)
             if len(lines) > 6:
                 self.console.print(f"    … {len(lines) - 6} more lines", style="dim")
+
+    def _question_text(self, content: dict[str, Any]) -> None:
+        """The plan an infrastructure question carries, as the editor shows it."""
+        if content.get("type") != "content":
+            return
+        for line in str((content.get("content") or {}).get("text", "")).splitlines():
+            style = "yellow" if line.startswith(("Plan summary", "  ")) else "dim"
+            self.console.print(f"    {line}", style=style, markup=False)
 
     def _end_line(self) -> None:
         if self._streaming is not None:

@@ -18,6 +18,7 @@ from attrs import evolve, field, frozen
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.llm.prices import CostMeter
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import NoticeSeverity, PlanEntry, SessionUpdate
 from iaccode.protocol.tool_calls import PermissionOption, PermissionOptionKind, ToolCallFields
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
@@ -61,6 +62,16 @@ class EditorAccess(Protocol):
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:
         """Ask the user; never raises for the editor's failures (they are None)."""
+        ...
+
+    @property
+    def elicitation_modes(self) -> frozenset[str]:
+        """The elicitation modes the editor advertised (``form``, ``url``)."""
+        ...
+
+    async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer | None:
+        """Ask the user for input; None when there is no answer to go by (a mode the editor
+        did not advertise, its failure, an unreadable answer). Cancelling cancels it."""
         ...
 
     @property

@@ -21,7 +21,9 @@ with a question that says so and offers no *Always allow*; plan mode refuses it 
 confirm_infra_changes = false`` in config.toml makes it an ordinary command). So does an MCP
 tool its server does not mark read-only or non-destructive (``Tool.always_asks``). A change a
 gate reports while the command runs (:mod:`iaccode.gate`) is asked about the same way, on the
-running call (:func:`gate_question`).
+running call (:func:`gate_question`). A change of a CLI whose gate handler asks itself
+(Terraform's plan-bound apply, Pulumi's preview, the kube context) is left to the gate: one
+question, the one with the plan, never pre-approved by the line.
 
 The real paths judged here are resolved once by the tool runner, shown to the user in the
 question, and handed to the tool, which opens exactly those (see
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,6 +42,7 @@ from typing import Any
 
 from attrs import evolve, frozen
 
+from iaccode.gate import handlers
 from iaccode.gate.channel import GateQuestion
 from iaccode.iac.guard import Finding, infra_changes
 from iaccode.protocol.content import TextContent
@@ -97,7 +101,8 @@ class Verdict:
         """The argvs the gates may run unasked once this call is allowed: the changes the line
         spells out, exactly."""
         return frozenset(finding.argv for finding in self.findings
-                         if finding.gate_sees and finding.argv is not None)
+                         if finding.gate_sees and finding.argv is not None
+                         and not _asked_at_the_gate(finding))  # asks with its plan anyway
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
@@ -203,7 +208,31 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
+    if findings and gates is not None and isinstance(command, str) \
+            and not _DETACHING.search(command):
+        # A change whose CLI's handler asks at the gate, with what it learns there (the plan
+        # it will apply, the target), is left to it: one question, the one with the plan.
+        # (Without gates, a replay's played-back bash, the line asks for everything.)
+        findings = [finding for finding in findings if not _asked_at_the_gate(finding)]
+        if not findings:
+            return None
+        change = "; ".join(finding.what for finding in findings)
     return Verdict(Decision.ASK, infra_change=change, findings=tuple(findings), remember=False)
+
+
+_DETACHING = re.compile(r"(?:^|[\s;&|(`'\"])(?:setsid|nohup|disown|flock|systemd-run"
+                        r"|daemonize|start-stop-daemon)(?=$|[\s;&|)`'\"])"
+                        r"|(?<![&>|])&(?![&>])")
+"""A line that may run its CLI after the call ended, or in a runner that may not start it
+(``setsid`` forks and returns, ``terraform apply &``, ``flock -c``): the gate could find the
+call gone and refuse without a word to the user, so the line's own question stays (and the
+gate still asks with the plan, never pre-approved). Read from the text, so a word in an
+argument counts too: that only adds a question."""
+
+
+def _asked_at_the_gate(finding: Finding) -> bool:
+    return (finding.gate_sees and not finding.cannot_tell and finding.cli is not None
+            and handlers.asks_itself(finding.cli))
 
 
 ONCE_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
@@ -252,7 +281,15 @@ def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
 def gate_question(tool_call: ToolCallFields, question: GateQuestion,
                   command: str) -> ToolCallFields:
     """The question for a change a gate reports while the call's command runs: on the running
-    call, naming the change and showing the exact argv the program got."""
+    call, naming the change (by the handler's title: its target), what the handler adds (a
+    plan, right below the first line), and the exact argv the program got."""
+    argv = shlex.join(question.request.argv)
+    return evolve(tool_call, title=question.title or f"Changes real infrastructure: {argv}",
+                  status="in_progress", content=[ContentToolCallContent(TextContent(
+                      gate_question_text(question, command)))])
+
+
+def gate_question_text(question: GateQuestion, command: str) -> str:
     request = question.request
     argv = shlex.join(request.argv)
     change = request.change
@@ -262,15 +299,15 @@ def gate_question(tool_call: ToolCallFields, question: GateQuestion,
                 f"infrastructure ({label} is a command it does not know), so it asks.")
     else:
         head = f"`{argv}` is about to run: it changes real infrastructure ({label})."
-    lines = [head, "", f"program: {request.program}", f"in: {request.cwd}"]
+    lines = [head]
+    if question.detail:
+        lines += ["", question.detail]
+    lines += ["", f"program: {request.program}", f"in: {request.cwd}"]
     if request.started_by:
         lines.append(f"started by: {request.started_by}")
     lines.append(f"from the command: {command}")
-    if question.detail:
-        lines += ["", question.detail]
     lines += ["", ALLOW_NOW]
-    return evolve(tool_call, title=f"Changes real infrastructure: {argv}", status="in_progress",
-                  content=[ContentToolCallContent(TextContent("\n".join(lines)))])
+    return "\n".join(lines)
 
 
 def gate_refusal(question: GateQuestion, why: str) -> str:

@@ -33,7 +33,7 @@ from attrs import evolve, frozen
 
 from iaccode.gate.channel import GatePolicy
 from iaccode.gate.folder import gate_folder
-from iaccode.iac import diagnostics
+from iaccode.iac import diagnostics, sensitive
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
@@ -232,9 +232,11 @@ class ToolRunner:
         return call
 
     def _gates(self) -> Path | None:
-        """The folder of gates on the commands' PATH (None: no gates: both settings off)."""
+        """The folder of gates on the commands' PATH (None: no gates: both settings off, or a
+        replay, whose bash results are played back: no command runs, so no gate asks)."""
         config = self._env.config
-        if not (config.confirm_infra_changes or config.hold_credentials):
+        if not (config.confirm_infra_changes or config.hold_credentials) \
+                or config.recorded_tools is not None:
             return None
         return gate_folder().bin
 
@@ -339,7 +341,7 @@ class ToolRunner:
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
                            show_plan=session.show_plan, additional_dirs=session.additional_dirs,
-                           gate=gate)
+                           gate=gate, elicit=editor.elicit)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path], gate: GatePolicy | None = None) -> ToolResult:
@@ -352,7 +354,10 @@ class ToolRunner:
             # machine's programs (terraform, cfn-lint) out.
             result = await diagnostics.annotate(
                 result, self._session.cwd, external=self._env.config.recorded_tools is None)
-        # The one way out of a tool: no secret value we hold goes further, whoever printed it.
+        # Values Terraform marks sensitive never reach the model (nor the editor's view) ...
+        result = await sensitive.hide(tool.name, args, result, self._session.cwd,
+                                      resolved.values())
+        # ... and the one way out of a tool: no secret value we hold goes further.
         return redacted_result(result)
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,

@@ -26,7 +26,7 @@ from tests.adversarial.test_infra_gate import (
 )
 from tests.support.agent_process import spawn_agent
 from tests.support.real_terminal import selected
-from tests.support.stand_ins import runs
+from tests.support.stand_ins import command_runs, runs
 
 CATEGORY = "infra_gate_evasions"
 
@@ -137,10 +137,10 @@ def line_allowed_gate_rejected(message: dict[str, Any]) -> dict[str, Any]:
 async def test_what_the_line_allowed_is_not_what_its_environment_makes_of_it(
         tmp_path: Path, workspace: Path, short_tmp: Path,  # noqa: F811
         figures: Figures) -> None:
-    """The reader asks about ``terraform apply`` and the user allows it; a script the line
-    sources first exported TF_CLI_ARGS_apply=-destroy, so the program the gate saw as the
-    allowed argv would destroy everything. An argv the line's question allowed runs unasked
-    only when its environment adds nothing to it."""
+    """The user allows the line ``terraform apply``; a script the line sources first exported
+    TF_CLI_ARGS_apply=-destroy, so the program the gate sees would destroy everything. A
+    Terraform apply is never pre-approved by the line: the gate asks with its plan (issue 22),
+    and the question names what the environment adds."""
     (workspace / "env.sh").write_text("export TF_CLI_ARGS_apply=-destroy\n")
     lines = [". ./env.sh; terraform apply", "terraform apply"]
     env, _, log = agent_env(tmp_path, calls(lines), short_tmp)
@@ -149,7 +149,9 @@ async def test_what_the_line_allowed_is_not_what_its_environment_makes_of_it(
         _, messages, questions = await agent.run_prompt(
             session, "go", line_allowed_gate_rejected, timeout=300)
     gate_questions = [q for q in questions if "is about to run" in json.dumps(q)]
-    assert len(gate_questions) == 1, [q["params"]["toolCall"]["title"] for q in questions]
-    assert "-destroy" in json.dumps(gate_questions[0])
-    assert runs(log) == ["terraform apply"], outputs(messages)  # the second line, as allowed
+    assert len(gate_questions) == 2, [q["params"]["toolCall"]["title"] for q in questions]
+    assert ("Set in the environment (Terraform adds it): TF_CLI_ARGS_apply=-destroy"
+            in json.dumps(gate_questions[0]))
+    assert "TF_CLI_ARGS" not in json.dumps(gate_questions[1])
+    assert command_runs(log) == [], outputs(messages)  # the gate's questions were rejected
     figures.add(CATEGORY, "allowed_lines", len(lines))

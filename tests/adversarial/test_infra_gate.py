@@ -30,7 +30,7 @@ from tests.adversarial.infra_lines import CHANGING, ORDINARY
 from tests.adversarial.support import scripted_env, start, strict_stdout
 from tests.support.agent_process import AgentConnection, spawn_agent
 from tests.support.real_terminal import RealTerminal, selected
-from tests.support.stand_ins import logging_clis, runs
+from tests.support.stand_ins import command_runs, logging_clis
 
 CATEGORY = "infra_gate"
 REJECT = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
@@ -186,7 +186,7 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
                                                  [line for _, line in lines], mode)
     missed = misses(lines, questions, outputs(messages))
     assert not missed, "\n".join(missed)
-    assert runs(log) == [], "a stand-in ran: " + "; ".join(runs(log))
+    assert command_runs(log) == [], "a stand-in ran: " + "; ".join(command_runs(log))
     for question in questions:
         kinds = [option["kind"] for option in question["params"]["options"]]
         assert "allow_always" not in kinds
@@ -206,7 +206,7 @@ async def test_ordinary_lines_run_without_a_question_in_bypass(
     asked = [(q["params"]["toolCall"]["toolCallId"], q["params"]["toolCall"]["title"])
              for q in questions]
     assert asked == []
-    ran = runs(log)
+    ran = command_runs(log)
     expected = [entry for _, entries in ORDINARY for entry in entries]
     assert ran == expected, outputs(messages)
     figures.add(CATEGORY, "ordinary_lines", len(ORDINARY))
@@ -231,5 +231,5 @@ async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Pa
     ordinary_ids = {f"toolu_{len(lines) + i:03d}" for i in range(len(ordinary))}
     assert not [q for q in terminal.questions
                 if q["params"]["toolCall"]["toolCallId"] in ordinary_ids]
-    assert runs(log) == [entry for _, entries in ORDINARY for entry in entries]
+    assert command_runs(log) == [entry for _, entries in ORDINARY for entry in entries]
     figures.add(CATEGORY, "terminal_lines", len(lines) + len(ordinary))

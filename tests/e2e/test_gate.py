@@ -1,5 +1,7 @@
 """The gates end to end: a real ``iaccode acp`` runs bash commands whose infrastructure CLIs are
-stand-ins that log every run; what the gate lets through is what the log shows."""
+stand-ins that log every run; what the gate lets through is what the log shows. The changes
+here are of CLIs without a handler of their own (helmfile, aws): the default question, then
+the program. Terraform's plan-bound apply through the gate: tests/e2e/test_plan_gate.py."""
 
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ def cli_log(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def agent_env(tmp_path: Path, model_server: FakeModelServer, cli_log: Path) -> dict[str, str]:
-    env = env_with_stand_ins(tmp_path, model_server,
-                             logging_clis(["terraform", "kubectl", "helm"], cli_log))
+    env = env_with_stand_ins(tmp_path, model_server, logging_clis(
+        ["terraform", "kubectl", "helm", "helmfile", "aws"], cli_log))
     env["AWS_SECRET_ACCESS_KEY"] = SECRET
     return env
 
@@ -50,7 +52,7 @@ async def bypass(agent: AgentConnection, workspace: Path, **capabilities: Any) -
 async def test_a_change_the_line_hides_asks_on_the_running_call_in_bypass(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    command = "echo 'terraform apply -auto-approve' | sh; echo status=$?"
+    command = "echo 'helmfile apply --skip-diff-on-install' | sh; echo status=$?"
     model_server.enqueue(bash("toolu_hidden", command), reply("refused"))
     session = await bypass(agent, workspace)
     _, updates, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
@@ -58,14 +60,15 @@ async def test_a_change_the_line_hides_asks_on_the_running_call_in_bypass(
     assert len(asked) == 1
     question = asked[0]["params"]["toolCall"]
     assert question["toolCallId"] == "toolu_hidden", "the question is about the running call"
-    assert question["title"] == "Changes real infrastructure: terraform apply -auto-approve"
+    assert question["title"] == ("Changes real infrastructure: helmfile apply "
+                                 "--skip-diff-on-install")
     text = question["content"][0]["content"]["text"]
-    assert "it changes real infrastructure (terraform apply)" in text
+    assert "it changes real infrastructure (helmfile apply)" in text
     assert f"from the command: {command}" in text and "started by: sh" in text
     assert [o["kind"] for o in asked[0]["params"]["options"]] == [
         "allow_once", "reject_once", "reject_always"]
     told = result_for(model_server, 1, "toolu_hidden")["content"]
-    assert "`terraform apply -auto-approve` was not run: refused by the user" in told
+    assert "`helmfile apply --skip-diff-on-install` was not run: refused by the user" in told
     assert "status=126" in told
     # After the answer the card is the running command again, then it ends.
     states = tool_updates(updates, "toolu_hidden")
@@ -76,16 +79,16 @@ async def test_a_change_the_line_hides_asks_on_the_running_call_in_bypass(
 async def test_allowed_once_the_real_cli_runs_with_the_credentials_held_back_from_the_rest(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    command = ("A=ap; terraform ${A}ply -auto-approve; "
+    command = ("echo 'helmfile apply --suppress-secrets' | sh; "
                "env | grep -c AWS_SECRET_ACCESS_KEY; python3 -c 'import os; "
                "print(\"python sees\", os.environ.get(\"AWS_SECRET_ACCESS_KEY\"))'")
     model_server.enqueue(bash("toolu_apply", command), reply("applied"))
     session = await bypass(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "apply", choose("allow_once"))
     assert len(asked) == 1
-    assert runs(cli_log) == ["terraform apply -auto-approve"]
+    assert runs(cli_log) == ["helmfile apply --suppress-secrets"]
     told = result_for(model_server, 1, "toolu_apply")["content"]
-    assert "terraform got AWS_SECRET_ACCESS_KEY" in told, "the gate gives the CLI its keys"
+    assert "helmfile got AWS_SECRET_ACCESS_KEY" in told, "the gate gives the CLI its keys"
     assert "\n0\n" in told and "python sees None" in told, "nothing else gets them"
     assert SECRET not in told
 
@@ -150,13 +153,13 @@ async def test_the_gates_question_shows_no_secret_value(
     token = "dtk-4f1c9a7e2b55"
     agent_env["DEPLOY_TOKEN"] = token
     (workspace / "token.txt").write_text(token)
-    command = 'echo "terraform apply -var token=$(cat token.txt)" | sh'
+    command = 'echo "helmfile apply --set token=$(cat token.txt)" | sh'
     model_server.enqueue(bash("toolu_tok", command), reply("refused"))
     async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
         session = await bypass(agent, workspace)
         _, _, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
     (question,) = [q["params"]["toolCall"] for q in asked]
-    assert question["title"] == ("Changes real infrastructure: terraform apply -var "
+    assert question["title"] == ("Changes real infrastructure: helmfile apply --set "
                                  "token=[secret DEPLOY_TOKEN]")
     assert token not in str(question)
     assert runs(cli_log) == []
@@ -183,15 +186,15 @@ async def test_the_question_about_the_line_covers_its_change_once(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
     model_server.enqueue(
-        bash("toolu_apply", "terraform apply -auto-approve && kubectl delete ns old"),
+        bash("toolu_apply", "helmfile apply && aws s3 rb s3://old"),
         reply("done"))
     session = await start(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "apply", choose("allow_once"))
     # One question for both (the line's), none again from the gates.
     assert len(asked) == 1
-    assert "terraform apply; kubectl delete" in asked[0]["params"]["toolCall"]["content"][0][
+    assert "helmfile apply; aws s3 rb" in asked[0]["params"]["toolCall"]["content"][0][
         "content"]["text"]
-    assert runs(cli_log) == ["terraform apply -auto-approve", "kubectl delete ns old"]
+    assert runs(cli_log) == ["helmfile apply", "aws s3 rb s3://old"]
 
 
 async def test_a_change_the_line_did_not_name_asks_again(
@@ -199,18 +202,18 @@ async def test_a_change_the_line_did_not_name_asks_again(
 ) -> None:
     """Allowing the line allows the argvs it spells out, exactly: the same verb with other
     arguments, from a script the line runs, asks again."""
-    (workspace / "deploy.sh").write_text("terraform apply -target=prod\nterraform destroy\n")
-    model_server.enqueue(bash("toolu_apply", "terraform apply -target=dev && sh deploy.sh"),
+    (workspace / "deploy.sh").write_text("helmfile -e prod apply\nhelmfile destroy\n")
+    model_server.enqueue(bash("toolu_apply", "helmfile -e dev apply && sh deploy.sh"),
                          reply("done"))
     session = await start(agent, workspace)
     answers = iter(["allow_once", "reject_once", "reject_once"])
     _, _, asked = await agent.run_prompt(session, "apply",
                                          lambda message: selected(next(answers)))
     assert [q["params"]["toolCall"]["title"] for q in asked] == [
-        "Changes real infrastructure: terraform apply -target=dev && sh deploy.sh",
-        "Changes real infrastructure: terraform apply -target=prod",
-        "Changes real infrastructure: terraform destroy"]
-    assert runs(cli_log) == ["terraform apply -target=dev"]
+        "Changes real infrastructure: helmfile -e dev apply && sh deploy.sh",
+        "Changes real infrastructure: helmfile -e prod apply",
+        "Changes real infrastructure: helmfile destroy"]
+    assert runs(cli_log) == ["helmfile -e dev apply"]
 
 
 async def test_always_reject_holds_for_the_gates(
@@ -234,7 +237,7 @@ async def test_a_cancel_ends_a_waiting_gate_and_its_question(
     # The shell ignores TERM (and so does the gate it starts): had the channel closed before
     # the command was ended, the refused gate would let "echo after" run at once.
     model_server.enqueue(bash("toolu_wait", "trap '' TERM; echo $$ > shell.pid; "
-                                            "echo 'terraform destroy' | sh; "
+                                            "echo 'helmfile destroy' | sh; "
                                             "echo after > after.txt"))
     session = await bypass(agent, workspace)
     prompt_id = await agent.send_request("session/prompt", {
@@ -253,8 +256,8 @@ async def test_a_cancel_ends_a_waiting_gate_and_its_question(
 async def test_gates_a_command_removes_are_put_back_and_it_is_told(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_rm", "rm -f \"$(command -v terraform)\""), reply("gone?"),
-                         bash("toolu_apply", "A=apply; terraform $A"), reply("no"))
+    model_server.enqueue(bash("toolu_rm", "rm -f \"$(command -v helmfile)\""), reply("gone?"),
+                         bash("toolu_apply", "echo 'helmfile apply' | sh"), reply("no"))
     session = await bypass(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "remove", choose("allow_once"))
     assert "reaches for the gates" in asked[0]["params"]["toolCall"]["content"][0]["content"][
@@ -263,7 +266,7 @@ async def test_gates_a_command_removes_are_put_back_and_it_is_told(
     assert "they were put back" in told["content"] and told["is_error"] is True
     _, _, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
     assert [q["params"]["toolCall"]["title"] for q in asked] == [
-        "Changes real infrastructure: terraform apply"], "the gate is back"
+        "Changes real infrastructure: helmfile apply"], "the gate is back"
     assert runs(cli_log) == []
 
 
@@ -291,7 +294,7 @@ async def test_the_editors_terminal_has_the_gates_too(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path,
     agent_env: dict[str, str],
 ) -> None:
-    command = ("terraform version; echo 'terraform destroy -auto-approve' | sh; "
+    command = ("terraform version; echo 'helmfile destroy --concurrency 1' | sh; "
                "env | grep -c AWS_SECRET_ACCESS_KEY")
     model_server.enqueue(bash("toolu_term", command), reply("done"))
     session = await bypass(agent, workspace, terminal=True)
@@ -302,7 +305,7 @@ async def test_the_editors_terminal_has_the_gates_too(
     (question,) = terminal.questions
     assert question["params"]["toolCall"]["toolCallId"] == "toolu_term"
     assert question["params"]["toolCall"]["title"] == (
-        "Changes real infrastructure: terraform destroy -auto-approve")
+        "Changes real infrastructure: helmfile destroy --concurrency 1")
     told = result_for(model_server, 1, "toolu_term")["content"]
     assert "terraform got AWS_SECRET_ACCESS_KEY" in told and "\n0\n" in told
     created = terminal.created[0]
@@ -345,7 +348,7 @@ def test_the_official_sdk_client_reads_the_gates_question(
 
     from tests.e2e.test_official_sdk_client import RecordingClient
 
-    command = "echo 'kubectl delete ns prod' | sh"
+    command = "echo 'aws s3 rb s3://prod' | sh"
     model_server.enqueue(bash("toolu_sdk", command), reply("refused"))
     client = RecordingClient("reject_once")
 
@@ -362,6 +365,6 @@ def test_the_official_sdk_client_reads_the_gates_question(
     asyncio.run(asyncio.wait_for(main(), timeout=120))
     (question,) = client.questions
     assert question.tool_call_id == "toolu_sdk" and question.status == "in_progress"
-    assert question.title == "Changes real infrastructure: kubectl delete ns prod"
-    assert "kubectl delete" in question.content[0].content.text
+    assert question.title == "Changes real infrastructure: aws s3 rb s3://prod"
+    assert "aws s3 rb" in question.content[0].content.text
     assert runs(cli_log) == []

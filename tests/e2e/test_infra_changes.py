@@ -1,5 +1,7 @@
 """The infra-change guard end to end: a stand-in ``terraform`` first on PATH records every run,
-and a real ``iaccode acp`` decides whether it may run."""
+and a real ``iaccode acp`` decides whether it may run. A Terraform apply or destroy is asked for
+at the gate, with its plan (the stand-in makes one: tests/support/stand_ins.py); the real
+Terraform's plan-bound applies are in tests/e2e/test_plan_gate.py."""
 
 from __future__ import annotations
 
@@ -11,12 +13,7 @@ from acp_conformance.script import ToolUse, reply
 
 from tests.e2e.test_tools import choose, result_for, start, tool_updates
 from tests.support.agent_process import AgentConnection, spawn_agent
-from tests.support.stand_ins import env_with_stand_ins
-
-STAND_IN = """#!/bin/sh
-echo "$*" >> {log}
-echo "stand-in terraform ran: $*"
-"""
+from tests.support.stand_ins import command_runs, env_with_stand_ins, logging_clis
 
 
 @pytest.fixture
@@ -29,8 +26,7 @@ def terraform_log(tmp_path: Path) -> Path:
 def agent_env(tmp_path: Path, model_server: FakeModelServer, terraform_log: Path
               ) -> dict[str, str]:
     """The usual test agent, with a stand-in terraform first on its PATH."""
-    return env_with_stand_ins(tmp_path, model_server,
-                              {"terraform": STAND_IN.format(log=terraform_log)})
+    return env_with_stand_ins(tmp_path, model_server, logging_clis(["terraform"], terraform_log))
 
 
 def bash(call_id: str, command: str) -> dict:
@@ -43,7 +39,8 @@ def write_config(home: Path, text: str) -> None:
 
 
 def runs(log: Path) -> list[str]:
-    return log.read_text().splitlines() if log.exists() else []
+    """What the commands ran of the stand-in terraform (not the plan step's own reads)."""
+    return [line.removeprefix("terraform ") for line in command_runs(log)]
 
 
 APPLY = "cd . && TF_IN_AUTOMATION=1 terraform apply -auto-approve"
@@ -62,14 +59,17 @@ async def test_asked_after_always_allow_and_never_run_when_rejected(
     _, updates, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
     assert len(asked) == 1, "Always allow for bash must not cover an infrastructure change"
     question = asked[0]["params"]
-    assert question["toolCall"]["title"] == f"Changes real infrastructure: {APPLY}"
+    assert question["toolCall"]["title"] == ("terraform apply · workspace default · local "
+                                             "terraform.tfstate"), "asked with the plan"
     shown = question["toolCall"]["content"][0]["content"]["text"]
     assert "changes real infrastructure (terraform apply)" in shown and APPLY in shown
+    assert "    ~ update   terraform_data.stand_in" in shown
     assert [o["kind"] for o in question["options"]] == [
         "allow_once", "reject_once", "reject_always"]
     assert runs(terraform_log) == ["validate"], "a rejected apply must never run"
     assert tool_updates(updates, "toolu_apply")[-1]["status"] == "failed"
-    assert result_for(model_server, 3, "toolu_apply")["content"] == "Permission denied."
+    assert "`terraform apply -auto-approve` was not run: refused by the user" in result_for(
+        model_server, 3, "toolu_apply")["content"]
 
     _, _, asked = await agent.run_prompt(session, "plan")
     assert asked == [], "a plan is an ordinary command, covered by Always allow"
@@ -90,9 +90,10 @@ async def test_asked_in_bypass_mode_and_run_once_allowed(
     _, _, asked = await agent.run_prompt(session, "destroy", choose("allow_once"))
     assert len(asked) == 1, "bypass must still ask before an infrastructure change"
     assert "terraform destroy" in asked[0]["params"]["toolCall"]["content"][0]["content"]["text"]
-    assert runs(terraform_log) == ["fmt -check", "destroy -auto-approve"]
-    assert "stand-in terraform ran: destroy" in result_for(model_server, 3, "toolu_destroy")[
-        "content"]
+    assert runs(terraform_log) == ["fmt -check", "apply -input=false <the approved plan>"], \
+        "the destroy plan the question showed is what runs"
+    assert "stand-in terraform ran: apply -input=false" in result_for(
+        model_server, 3, "toolu_destroy")["content"]
 
 
 async def test_plan_mode_refuses_an_infrastructure_change(

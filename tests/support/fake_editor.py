@@ -16,6 +16,7 @@ import trio
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import NoticeSeverity, SessionUpdate
 from iaccode.protocol.tool_calls import (
     PermissionOption,
@@ -34,9 +35,15 @@ HANG = "hang"
 
 
 class FakeEditor:
-    def __init__(self, answers: list[PermissionChoice | str] | None = None) -> None:
+    def __init__(self, answers: list[PermissionChoice | str] | None = None, *,
+                 elicitations: list[ElicitationAnswer | str | None] | None = None,
+                 elicitation_modes: frozenset[str] = frozenset()) -> None:
         self.updates: list[SessionUpdate] = []
         self.questions: list[tuple[ToolCallFields, list[PermissionOption]]] = []
+        self.elicitations: list[Elicitation] = []
+        """Every elicitation asked, in order."""
+        self.elicitation_modes = elicitation_modes
+        self._elicitation_answers = list(elicitations or [])
         self._answers = list(answers or [])
         self.asked = trio.Event()
         """Set when the first question arrives."""
@@ -64,6 +71,19 @@ class FakeEditor:
         if not self._answers:
             raise AssertionError(f"an unexpected permission question: {tool_call.title}")
         answer = self._answers.pop(0)
+        if answer == HANG:
+            await trio.sleep_forever()
+        await trio.lowlevel.checkpoint()
+        return answer  # type: ignore[return-value]
+
+    async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer | None:
+        self.elicitations.append(elicitation)
+        self.asked.set()
+        if elicitation.mode not in self.elicitation_modes:
+            return None  # as the real facade: never sent
+        if not self._elicitation_answers:
+            raise AssertionError(f"an unexpected elicitation: {elicitation.message}")
+        answer = self._elicitation_answers.pop(0)
         if answer == HANG:
             await trio.sleep_forever()
         await trio.lowlevel.checkpoint()

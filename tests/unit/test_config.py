@@ -364,7 +364,15 @@ def test_iac_table_lets_the_credentials_through(tmp_path: Path) -> None:
     assert Config.from_env({"IAC_CODE_HOME": str(tmp_path)}).hold_credentials is True
 
 
+def test_protected_targets_are_globs_kept_as_written(tmp_path: Path) -> None:
+    assert Config.from_env({"IAC_CODE_HOME": str(tmp_path)}).protected == ()
+    env = home_with(tmp_path, '[iac]\nprotected = ["prod*", "Production"]\n')
+    assert Config.from_env(env).protected == ("prod*", "Production")
+
+
 @pytest.mark.parametrize(("text", "expected"), [
+    ('[iac]\nprotected = "prod"\n', "config.toml: iac.protected must be an array"),
+    ('[iac]\nprotected = ["prod", " "]\n', "config.toml: iac.protected must hold globs"),
     ('[iac]\nconfirm_infra_changes = "no"\n',
      "config.toml: iac.confirm_infra_changes must be a boolean, got a string"),
     ("[iac]\nconfirm_infra_changes = 0\n",

@@ -28,6 +28,16 @@ terraform "$@"
 """
 
 
+@pytest.fixture(autouse=True)
+def plain_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The channel's own part: the stand-ins' changes go to the default handler (ask, then
+    exec). The CLIs' own handlers (a plan-bound apply needs a real Terraform) are tested in
+    test_terraform.py, test_kube.py and tests/e2e/test_plan_gate.py."""
+    handlers.handler_for("terraform")  # the handler modules loaded, then replaced here
+    for cli in ("terraform", "terragrunt", "kubectl"):
+        monkeypatch.setitem(handlers._handlers, cli, handlers.ask_then_exec)
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Iterator[GateFolder]:
     made = GateFolder.create(str(tmp_path))

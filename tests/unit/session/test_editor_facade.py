@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 import trio
 
-from iaccode.protocol.messages import ClientCapabilities, FileSystemCapabilities
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer, text_form
+from iaccode.protocol.messages import (
+    ClientCapabilities,
+    ElicitationCapabilities,
+    FileSystemCapabilities,
+)
 from iaccode.protocol.tool_calls import ToolCallFields
 from iaccode.session.editor import Editor
 from iaccode.session.errors import EditorError
@@ -45,13 +50,13 @@ class Wire:
 
 
 def editor(wire: Wire, *, read: bool = True, write: bool = True,
-           terminal: bool = True) -> Editor:
+           terminal: bool = True, elicitation: ElicitationCapabilities | None = None) -> Editor:
     async def send_update(update: Any) -> None:
         raise AssertionError("no update expected")
 
     client = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=read,
                                                         write_text_file=write),
-                                terminal=terminal)
+                                terminal=terminal, elicitation=elicitation)
     return Editor(wire, send_update, "sess-1", client, LocalFiles(max_bytes=1_000_000))
 
 
@@ -168,3 +173,42 @@ async def test_terminal_errors_are_tool_failures_saying_what_failed() -> None:
 
 def test_no_terminal_unless_the_client_has_them() -> None:
     assert editor(Wire(), terminal=False).terminal is None
+
+
+FORM = ElicitationCapabilities(form={})
+CONFIRM = Elicitation("Type prod to destroy it", requested_schema=text_form("confirm", "Name"),
+                      tool_call_id="t1")
+
+
+@pytest.mark.parametrize(("reply", "answer"), [
+    ({"action": "accept", "content": {"confirm": "prod"}},
+     ElicitationAnswer("accept", {"confirm": "prod"})),
+    ({"action": "accept"}, ElicitationAnswer("accept")),
+    ({"action": "decline", "content": {"confirm": "prod"}}, ElicitationAnswer("decline")),
+    ({"action": "cancel"}, ElicitationAnswer("cancel")),
+    ({"action": "_later", "_meta": {}}, ElicitationAnswer("_later")),
+    ({"action": "accept", "content": ["prod"]}, None),
+    ({"outcome": "accept"}, None), ("accept", None), (None, None),
+    (EditorError("no forms here"), None),
+])
+async def test_an_elicitation_and_its_answer(reply: Any, answer: ElicitationAnswer | None
+                                             ) -> None:
+    wire = Wire(reply)
+    assert await editor(wire, elicitation=FORM).elicit(CONFIRM) == answer
+    assert wire.sent == [("elicitation/create", {
+        "sessionId": "sess-1", "toolCallId": "t1", "mode": "form",
+        "message": "Type prod to destroy it",
+        "requestedSchema": {"type": "object", "required": ["confirm"],
+                            "properties": {"confirm": {"type": "string", "title": "Name"}}}})]
+
+
+@pytest.mark.parametrize("capabilities", [None, ElicitationCapabilities(),
+                                          ElicitationCapabilities(url={})])
+async def test_a_mode_the_editor_did_not_advertise_is_never_sent(
+        capabilities: ElicitationCapabilities | None) -> None:
+    wire = Wire()
+    facade = editor(wire, elicitation=capabilities)
+    assert "form" not in facade.elicitation_modes
+    assert await facade.elicit(CONFIRM) is None
+    assert wire.sent == []
+

@@ -27,13 +27,17 @@ def cwd(tmp_path: Path) -> Path:
     return path
 
 
+GATES = Path("/nonexistent/iaccode-gates/bin")
+"""The commands' gates folder (a path only: the reader tells a path into it from a real CLI)."""
+
+
 def decide(cwd: Path, name: str, mode: str, *, remembered: dict[str, bool] | None = None,
            ours: Path | None = None, confirm_infra_changes: bool = True,
-           **args: Any) -> permissions.Verdict:
+           gates: Path | None = GATES, **args: Any) -> permissions.Verdict:
     tool: Tool = TOOLS[name]
     return permissions.decide(tool, tool_input(args, tool.input_type), mode=mode, cwd=cwd,
                               remembered=remembered or {}, ours=ours,
-                              confirm_infra_changes=confirm_infra_changes)
+                              confirm_infra_changes=confirm_infra_changes, gates=gates)
 
 
 READ_INSIDE = ("read_file", {"path": "main.tf"})
@@ -41,7 +45,10 @@ READ_OUTSIDE = ("read_file", {"path": "/etc/hostname"})
 EDIT_INSIDE = ("write_file", {"path": "main.tf", "content": "x"})
 EDIT_OUTSIDE = ("write_file", {"path": "../elsewhere.tf", "content": "x"})
 COMMAND = ("bash", {"command": "ls"})
-INFRA = ("bash", {"command": "terraform apply -auto-approve"})
+INFRA = ("bash", {"command": "aws cloudformation delete-stack --stack-name shop"})
+"""A change whose CLI has no handler of its own: the line's question asks for it."""
+PLAN_BOUND = ("bash", {"command": "cd infra && terraform apply -auto-approve"})
+"""A change the gate asks for itself, with the plan (iaccode/gate/terraform.py)."""
 
 R, A, X = Decision.RUN, Decision.ASK, Decision.REFUSE
 
@@ -67,7 +74,10 @@ def test_plan_mode_says_why_it_refuses(cwd: Path) -> None:
     verdict = decide(cwd, "bash", "plan", command="ls")
     assert verdict.reason.startswith("Plan mode is on")
     infra = decide(cwd, "bash", "plan", **INFRA[1])
-    assert "terraform apply" in infra.reason and "real infrastructure" in infra.reason
+    assert "aws cloudformation delete-stack" in infra.reason
+    assert "real infrastructure" in infra.reason
+    plan_bound = decide(cwd, "bash", "plan", **PLAN_BOUND[1])
+    assert "terraform apply" in plan_bound.reason and "real infrastructure" in plan_bound.reason
 
 
 def test_remembered_answers_hold_for_the_tool(cwd: Path) -> None:
@@ -77,7 +87,7 @@ def test_remembered_answers_hold_for_the_tool(cwd: Path) -> None:
     assert refused.decision is X and refused.reason == permissions.DENIED
     # An infrastructure change asks again whatever was allowed before...
     infra = decide(cwd, "bash", "default", remembered={"bash": True}, **INFRA[1])
-    assert infra.decision is A and infra.infra_change == "terraform apply"
+    assert infra.decision is A and infra.infra_change == "aws cloudformation delete-stack"
     # ...and an "Always reject" still holds for it.
     assert decide(cwd, "bash", "default", remembered={"bash": False},
                   **INFRA[1]).decision is X
@@ -148,13 +158,43 @@ def test_added_folders_count_as_the_project_by_their_real_paths(cwd: Path,
 
 def test_what_the_line_names_for_the_gates_is_approved_with_it(cwd: Path) -> None:
     verdict = decide(cwd, "bash", "bypass",
-                     command="terraform apply && /usr/local/bin/kubectl delete ns x && "
-                             "helm uninstall $RELEASE")
+                     command="aws ec2 terminate-instances --instance-ids i-1 && "
+                             "/usr/local/bin/kubectl delete ns x && "
+                             "aws s3 rb s3://$BUCKET")
     assert verdict.decision is A
-    # exactly what the line spells out; the gate does not see the path, and $RELEASE is
+    # exactly what the line spells out; the gate does not see the path, and $BUCKET is
     # not known until the shell expands it
-    assert verdict.approved_changes == {("terraform", "apply")}
-    assert verdict.infra_change == "terraform apply; kubectl delete; helm uninstall"
+    assert verdict.approved_changes == {("aws", "ec2", "terminate-instances", "--instance-ids",
+                                         "i-1")}
+    assert verdict.infra_change == "aws ec2 terminate-instances; kubectl delete; aws s3 rb"
+
+
+def test_a_change_the_gate_asks_for_with_its_plan_is_left_to_the_gate(cwd: Path) -> None:
+    """terraform / tofu / terragrunt, pulumi, kubectl / oc / helm have handlers that ask at
+    the gate (with the plan, the preview, the target): one question, that one. Never
+    pre-approved by the line, so Always allow and bypass cannot skip it."""
+    for mode, remembered in (("bypass", {}), ("default", {"bash": True})):
+        verdict = decide(cwd, "bash", mode, remembered=remembered, **PLAN_BOUND[1])
+        assert verdict.decision is R and verdict.approved_changes == frozenset()
+    mixed = decide(cwd, "bash", "bypass",
+                   command="terraform apply && /usr/local/bin/terraform destroy && helm "
+                           "uninstall web && aws s3 rb s3://b")
+    assert mixed.decision is A
+    assert mixed.infra_change == "terraform destroy; aws s3 rb", \
+        "a CLI run by its path is asked for on the line (no gate sees it)"
+    assert mixed.approved_changes == {("aws", "s3", "rb", "s3://b")}
+    # A CLI that may start after the call ended (the gate would find it gone and refuse
+    # unseen): the line asks as well, and pre-approves nothing for the gate.
+    for line in ("setsid terraform apply", "terraform destroy &", "nohup tofu apply",
+                 "flock -c 'terraform destroy' /tmp/lock", "terraform apply & sleep 1"):
+        verdict = decide(cwd, "bash", "bypass", command=line)
+        assert verdict.decision is A, line
+        assert verdict.approved_changes == frozenset(), line
+    assert decide(cwd, "bash", "bypass", command="terraform apply -no-color 2>&1 && echo done"
+                  ).decision is R
+    # A replay plays bash back: no gate stands, so the line asks for all of it.
+    replayed = decide(cwd, "bash", "bypass", gates=None, **PLAN_BOUND[1])
+    assert replayed.decision is A and replayed.infra_change == "terraform apply"
 
 
 class _Destructive(Tool):

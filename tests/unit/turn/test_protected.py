@@ -203,9 +203,9 @@ def test_a_protected_write_asks_in_every_mode(places: tuple[Path, Path, Path],
 def test_a_line_that_changes_infrastructure_and_writes_a_protected_place_says_both(
         places: tuple[Path, Path, Path]) -> None:
     verdict = decide(places, "bash", "bypass", {"bash": True},
-                     command=f"terraform apply && cat creds >> {places[0]}/.aws/credentials")
+                     command=f"aws s3 rb s3://b && cat creds >> {places[0]}/.aws/credentials")
     assert verdict.decision is Decision.ASK and verdict.remember is False
-    assert verdict.infra_change == "terraform apply"
+    assert verdict.infra_change == "aws s3 rb"
     assert verdict.protected is not None and ".aws" in verdict.protected
 
 
