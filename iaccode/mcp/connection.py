@@ -2,6 +2,11 @@
 keep the lists current when the server says they changed, hold the connection, and call tools
 on it.
 
+A server may ask the user for input while one of its tools runs (``elicitation/create``):
+the question goes to the editor as an ACP elicitation on that tool call, in the modes the
+editor advertised, and the answer goes back (:meth:`ServerConnection._on_elicitation`).
+Sampling is not offered.
+
     starting -> connected -> failed (it exited, its connection dropped)
              -> failed (could not start: the reason)
 
@@ -13,24 +18,37 @@ attempt at a later prompt (``restart``).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
+import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import trio
 
 import iaccode
 from iaccode.mcp import SDK_MODULES
 from iaccode.mcp.config import ServerSpec
+from iaccode.mcp.names import shown
 from iaccode.mcp.transport import StdioProcess, remote
+from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.tools.base import ToolFailure
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import CallToolResult, GetPromptResult, Prompt, Tool
+    from mcp.client.session import ClientRequestContext
+    from mcp_types import (
+        CallToolResult,
+        ElicitRequestParams,
+        ElicitResult,
+        ErrorData,
+        GetPromptResult,
+        Prompt,
+        Tool,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +68,32 @@ MAX_DEFINITION_BYTES = 256 * 1024
 server; a tool that does not fit is left out, the ones after it may still fit."""
 
 Status = Literal["starting", "connected", "failed"]
+ElicitAction = Literal["accept", "decline", "cancel"]
+
+
+class Asker(Protocol):
+    """Who puts a server's questions to the user: the session's editor
+    (``iaccode.session.editor.Editor``)."""
+
+    @property
+    def elicitation_modes(self) -> frozenset[str]: ...
+
+    async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer | None: ...
+
+
+class _Call:
+    """A tool call in flight on this server: the ACP tool call a question of the server's
+    belongs to, and the questions open for it (closed when the call ends)."""
+
+    def __init__(self, tool_call_id: str | None) -> None:
+        self.tool_call_id = tool_call_id
+        self.questions: set[trio.CancelScope] = set()
+
+
+_current_call: contextvars.ContextVar[_Call | None] = contextvars.ContextVar(
+    "mcp_current_call", default=None)
+"""The call whose task is running: a server's question asked inside the call's own request
+(protocol 2026-07-28's input-required rounds) finds its call here."""
 
 
 def load_sdk() -> None:
@@ -65,11 +109,17 @@ class ServerGone(Exception):
 
 class ServerConnection:
     def __init__(self, spec: ServerSpec, cwd: Path,
-                 on_change: Callable[[], None] = lambda: None) -> None:
+                 on_change: Callable[[], None] = lambda: None,
+                 asker: Asker | None = None) -> None:
         self.spec = spec
         self._cwd = cwd
         self._on_change = on_change
         """Called when the server's tools or prompts were listed again after it said so."""
+        self._asker = asker if asker is not None and asker.elicitation_modes else None
+        """Where the server's questions go; None: the server is told we cannot ask (an editor
+        without elicitation), so it never sends one."""
+        self._calls: dict[int, _Call] = {}
+        self._call_numbers = itertools.count()
         self.status: Status = "starting"
         self.reason = ""
         """Why it failed (for the user): "/usr/bin/x: not found", "exited with status 1"."""
@@ -125,7 +175,9 @@ class ServerConnection:
                         transport = remote(self.spec, stack)
                     client = Client(transport, client_info=Implementation(
                         name="iaccode", version=iaccode.__version__),
-                        message_handler=self._on_message)
+                        message_handler=self._on_message,
+                        elicitation_callback=(self._on_elicitation
+                                              if self._asker is not None else None))
                     await stack.enter_async_context(client)
                     await self._list(client)
                     connecting.deadline = math.inf
@@ -271,11 +323,72 @@ class ServerConnection:
             with trio.move_on_after(timeout):
                 await self.ended.wait()
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any],
+                        tool_call_id: str | None = None) -> CallToolResult:
         """Call a tool. Raises ToolFailure when the server is not connected, answers an error
         or goes away meanwhile (then it is marked failed). Cancellation: the SDK tells the
-        server (``notifications/cancelled``) and we do not wait for it."""
-        return await self._ask(lambda client: client.call_tool(tool, arguments))
+        server (``notifications/cancelled``) and we do not wait for it. The server's questions
+        meanwhile go to the user on ``tool_call_id``; when the call ends, the ones still open
+        are cancelled."""
+        number = next(self._call_numbers)
+        call = self._calls[number] = _Call(tool_call_id)
+        token = _current_call.set(call)
+        try:
+            return await self._ask(lambda client: client.call_tool(tool, arguments))
+        finally:
+            _current_call.reset(token)
+            del self._calls[number]
+            for question in call.questions:
+                question.cancel()
+
+    async def _on_elicitation(self, context: ClientRequestContext, params: ElicitRequestParams
+                              ) -> ElicitResult | ErrorData:
+        """The server asks the user for input (the SDK's ``elicitation_callback``): asked in
+        the editor on the tool call it came during, naming the server. Declined when no tool
+        of the server is running (nobody is watching a turn) or the editor cannot show the
+        mode; cancelled when the editor gives no answer or the call ends first."""
+        from mcp_types import ElicitRequestURLParams, ElicitResult
+        from pydantic import ValidationError
+
+        call = _current_call.get()
+        if call is None and len(self._calls) == 1:  # asked on the server's own request
+            call = next(iter(self._calls.values()))
+        url = isinstance(params, ElicitRequestURLParams)
+        mode = "url" if url else "form"
+        asker = self._asker
+        if asker is None or mode not in asker.elicitation_modes or not self._calls:
+            log.info("MCP server %s asked the user for input (%s mode) %s: declined",
+                     self.name, mode, "outside a tool call" if not self._calls
+                     else "in a mode the editor cannot show")
+            return ElicitResult(action="decline")
+        message = f"The {shown(self.name)} MCP server asks: {params.message}"
+        elicitation = (Elicitation(message, "url", url=params.url,
+                                   elicitation_id=params.elicitation_id,
+                                   tool_call_id=call.tool_call_id if call else None)
+                       if isinstance(params, ElicitRequestURLParams)
+                       else Elicitation(message, "form",
+                                        requested_schema=params.requested_schema,
+                                        tool_call_id=call.tool_call_id if call else None))
+        answer: ElicitationAnswer | None = None
+        with trio.CancelScope() as question:
+            questions = [c.questions for c in ([call] if call else self._calls.values())]
+            for open_questions in questions:
+                open_questions.add(question)
+            try:
+                answer = await asker.elicit(elicitation)
+            finally:
+                for open_questions in questions:
+                    open_questions.discard(question)
+        if answer is None or answer.action not in ("accept", "decline", "cancel"):
+            return ElicitResult(action="cancel")
+        try:
+            return ElicitResult(action=cast(ElicitAction, answer.action),
+                                content=answer.content if answer.accepted and not url
+                                else None)
+        except ValidationError as exc:  # the editor's form values are not MCP's primitives
+            log.warning("MCP server %s: the editor's answer cannot be passed on (%s): "
+                        "cancelled", self.name, exc.errors()[0]["msg"])
+            return ElicitResult(action="cancel")
 
     async def get_prompt(self, prompt: str, arguments: dict[str, str]) -> GetPromptResult:
         """A prompt's messages; raises ToolFailure as ``call_tool`` does."""

@@ -28,7 +28,7 @@ from iaccode.tools.base import Tool, ToolFailure
 if TYPE_CHECKING:
     from mcp_types import Prompt
 
-    from iaccode.mcp.connection import ServerConnection
+    from iaccode.mcp.connection import Asker, ServerConnection
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +60,15 @@ class PromptCommand:
 
 class McpServers:
     def __init__(self, specs: list[ServerSpec], cwd: Path,
-                 on_change: Callable[[], None] = lambda: None) -> None:
+                 on_change: Callable[[], None] = lambda: None,
+                 asker: Asker | None = None) -> None:
+        """``asker``: where the servers' questions to the user go (the session's editor)."""
         self.connections: list[ServerConnection] = []
         if specs:  # the connection (and with it the transports) only when there are servers
             from iaccode.mcp.connection import ServerConnection
 
-            self.connections = [ServerConnection(spec, cwd, on_change) for spec in specs]
+            self.connections = [ServerConnection(spec, cwd, on_change, asker)
+                                for spec in specs]
         self._on_change = on_change
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
         self._told: dict[str, str] = {}

@@ -57,7 +57,7 @@ class McpTool(Tool):
             ctx.limits.output_chars)))]
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        result = await self._connection.call_tool(self.tool, args)
+        result = await self._connection.call_tool(self.tool, args, ctx.tool_call_id)
         return tool_result(result, ctx.limits.output_chars)
 
 

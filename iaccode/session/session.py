@@ -102,8 +102,6 @@ class Session:
         self.cwd = Path(os.path.realpath(meta.cwd))
         self.additional_dirs = _real_paths(meta.additional_directories)
         """The client's extra project folders (``additionalDirectories``), as real paths."""
-        self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed)
-        """The session's MCP servers (the editor's and config.toml's), started in ``serve``."""
         self._mcp_tools_shown: Collection[str] = frozenset()
         """The MCP tools the system prompt names (it is rebuilt when they change)."""
         self._commands_sent: list[AvailableCommand] | None = None
@@ -128,6 +126,10 @@ class Session:
                              LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
                              queue_update, root=self.cwd)
         """Every call to the editor for this session's turns."""
+        self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed,
+                              asker=self.editor)
+        """The session's MCP servers (the editor's and config.toml's), started in ``serve``;
+        their questions to the user go to the editor."""
         self._tool_table = tool_table or ToolTable()
         self._turn: trio.CancelScope | None = None
         self._running: Turn | None = None

@@ -16,6 +16,12 @@ Its tools:
 - ``crash``: read-only; the server exits (status 3) before it answers;
 - ``echo_header``: read-only, answers the request's ``X-Test`` header (HTTP and SSE);
 - ``env_value {name}``: read-only, answers ``<name>=<its value in the server's environment>``;
+- ``ask_user {question}``: read-only; asks the user through the client (``elicitation/create``,
+  at 2026-07-28 as an input-required round): a form with one text field ``answer``; answers
+  ``user said <answer>``, ``user declined`` or ``user cancelled``;
+- ``open_page {message, url}``: read-only; a URL-mode elicitation (needs ``--legacy``: a
+  server-initiated request); answers ``user accepted`` / ``declined`` / ``cancelled``, or
+  ``no answer: <why>``;
 - ``add_tool {name}``: read-only; adds the read-only tool ``<name>`` (it answers
   ``<name> ran``) and the prompt ``<name>_prompt``, and says both lists changed, as the
   protocol version of the connection wants it (a ``subscriptions/listen`` event at 2026-07-28,
@@ -55,15 +61,18 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, RequestParams, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
 
 ROOT = Path(__file__).resolve().parents[2]
 """Where ``acp_conformance`` is imported from (on the PYTHONPATH of the servers it starts)."""
@@ -118,6 +127,20 @@ def _hostile(server: MCPServer, mode: str, record: Callable[[str, dict[str, Any]
 
     server._lowlevel_server.add_request_handler("tools/list", PaginatedRequestParams,
                                                 list_tools)
+
+
+class Answer(BaseModel):
+    """The form ``ask_user`` shows."""
+
+    answer: str = Field(description="Your answer")
+
+
+def the_question(question: str) -> Elicit[Answer]:
+    """``ask_user``'s form (resolved before the tool runs: at 2026-07-28 an input round)."""
+    return Elicit(question, Answer)
+
+
+DONE = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 
 
 def build(log: Path | None, legacy: bool = False, listen: bool = True,
@@ -204,6 +227,24 @@ def build(log: Path | None, legacy: bool = False, listen: bool = True,
     def env_value(name: str) -> str:
         record("env_value", {"name": name})
         return f"{name}={os.environ.get(name, '(unset)')}"
+
+    @server.tool(description="Ask the user a question.", annotations=READ_ONLY)
+    def ask_user(question: str,
+                 answer: Annotated[ElicitationResult[Answer], Resolve(the_question)]) -> str:
+        record("ask_user", {"question": question})
+        if isinstance(answer, AcceptedElicitation):
+            return f"user said {answer.data.answer}"
+        return f"user {DONE[answer.action]}"
+
+    @server.tool(description="Send the user to a page (protocol 2025-11-25 and before).",
+                 annotations=READ_ONLY)
+    async def open_page(message: str, url: str, ctx: Context) -> str:
+        record("open_page", {"message": message, "url": url})
+        try:
+            opened = await ctx.elicit_url(message, url, elicitation_id="page-1")
+        except MCPError as exc:
+            return f"no answer: {exc.error.message}"
+        return f"user {DONE[opened.action]}"
 
     @server.tool(description="Add a tool and a prompt to this server.", annotations=READ_ONLY)
     async def add_tool(name: str, ctx: Context) -> str:
