@@ -66,9 +66,9 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Image, MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, RequestParams, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
