@@ -64,6 +64,8 @@ class ClientServices:
     def __init__(self) -> None:
         self.capabilities: dict[str, Any] = {}
         self.permission: Callable[[dict[str, Any]], Any] = choose("allow_once")
+        self.elicitation: Callable[[dict[str, Any]], Any] = lambda _: {"action": "decline"}
+        """The answer to an ``elicitation/create`` (in a mode the client advertised)."""
         self.violations: list[str] = []
         self._terminals: dict[str, dict[str, Any]] = {}
 
@@ -78,6 +80,14 @@ class ClientServices:
             return RpcError(-32601, f"client does not support {method}")
         if method == "session/request_permission":
             return self.permission(request)
+        if method == "elicitation/create":
+            mode = params.get("mode")
+            if not isinstance((self.capabilities.get("elicitation") or {}).get(mode), dict):
+                self.violations.append(f"agent asked for input in {mode!r} mode, which the "
+                                       "client did not advertise (clientCapabilities."
+                                       "elicitation)")
+                return RpcError(-32601, f"client does not support {mode} elicitation")
+            return self.elicitation(request)
         handler = _HANDLERS.get(method)
         if handler is None:
             return RpcError(-32601, f"Method not found: {method}")

@@ -26,6 +26,7 @@ from attrs import evolve
 import iaccode
 from iaccode.mcp import SDK_MODULES
 from iaccode.mcp.config import ServerSpec
+from iaccode.mcp.names import shown
 from iaccode.mcp.transport import StdioProcess, remote
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.tools.base import ToolContext, ToolFailure
@@ -305,7 +306,7 @@ class ServerConnection:
             log.info("MCP server %s elicits outside a tool call: declined", self.name)
             return ElicitResult(action="decline")
         asking = self._asking[-1]  # the SDK does not say which call asks: the latest
-        answer = await asking.ask(_elicitation(params))
+        answer = await asking.ask(_elicitation(params, self.name))
         if answer is None:
             return ElicitResult(action="cancel" if asking.closed else "decline")
         if answer.action == "accept":
@@ -458,11 +459,12 @@ class _Asking:
             scope.cancel()
 
 
-def _elicitation(params: Any) -> Elicitation:
-    """An MCP ``elicitation/create``'s params as ours: its schema passes as it came."""
+def _elicitation(params: Any, server: str) -> Elicitation:
+    """An MCP ``elicitation/create``'s params as ours: its schema passes as it came; the
+    message names the server (the user sees who asks: a server could pose as the agent)."""
     wire = params.model_dump(by_alias=True, exclude_none=True, mode="json")
+    message = f"The {shown(server)} MCP server asks: {wire.get('message', '')}"
     if wire.get("mode") == "url":
-        return Elicitation(str(wire.get("message", "")), "url", url=wire.get("url"),
+        return Elicitation(message, "url", url=wire.get("url"),
                            elicitation_id=wire.get("elicitationId"))
-    return Elicitation(str(wire.get("message", "")), "form",
-                       requested_schema=wire.get("requestedSchema"))
+    return Elicitation(message, "form", requested_schema=wire.get("requestedSchema"))

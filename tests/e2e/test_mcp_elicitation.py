@@ -45,7 +45,8 @@ async def test_the_servers_form_reaches_the_editor_and_its_answer_the_server(
 
     _, updates, _ = await agent.run_prompt(session, "ask", user, timeout=SLACK)
     (form,) = forms
-    assert form["mode"] == "form" and form["message"] == "Which name for the table?"
+    assert form["mode"] == "form"
+    assert form["message"] == "The db MCP server asks: Which name for the table?"
     assert form["toolCallId"] == "toolu_1", "shown beside the MCP tool call"
     assert form["requestedSchema"]["properties"]["name"]["type"] == "string"
     assert result_for(model_server, 1)["content"] == "the user said orders"

@@ -62,17 +62,18 @@ async def open_with(agent: AgentConnection, workspace: Path, capability: str | N
     return str(created["sessionId"])
 
 
-async def offered_tool(agent: AgentConnection, model: Model, session: str) -> str:
-    """The name the agent offers the model for the server's ``lookup`` tool."""
+async def offered_tool(agent: AgentConnection, model: Model, session: str,
+                       tool: str = "lookup") -> str:
+    """The name the agent offers the model for the server's ``tool``."""
     for _ in range(PROMPTS_TO_CONNECT):
         await agent.prompt(session, "Which tools do you have?")
         names = model.offered_tool_names()
-        found = [n for n in names if n.endswith("lookup") and n != "lookup"] or [
-            n for n in names if n == "lookup"]
+        found = [n for n in names if n.endswith(tool) and n != tool] or [
+            n for n in names if n == tool]
         if found:
             return found[0]
     raise AssertionError(f"after {PROMPTS_TO_CONNECT} prompts the model was not offered the "
-                         f"MCP server's tool 'lookup' (tools offered: {names})")
+                         f"MCP server's tool {tool!r} (tools offered: {names})")
 
 
 async def tool_runs_on_the_server(agent: AgentConnection, model: Model, session: str,
@@ -135,3 +136,34 @@ async def test_stdio_server_ends_with_the_agent(agent: AgentConnection, model: M
     check.should("MCP-STDIO-EXIT-TREE", "a process the stdio server started in a session of "
                  "its own (a daemon) is gone too", not pid_alive(child_pid),
                  f"pid {child_pid} is still running")
+
+
+@requirement("MCP-ELICITATION", "SHOULD",
+             "with clientCapabilities.elicitation.form: a form an MCP server asks for during "
+             "its tool call reaches the client as elicitation/create on that session (mode "
+             "form, the server's schema), and the client's answer reaches the server")
+async def test_an_mcp_servers_form_reaches_the_client(agent: AgentConnection, model: Model,
+                                                      workspace: Path, calls_log: Path) -> None:
+    assert agent.services is not None
+    agent.services.elicitation = lambda _: {"action": "accept",
+                                            "content": {"name": "conformance"}}
+    await agent.initialize(elicitation={"form": {}})
+    if agent.capability("mcpCapabilities") is None:
+        not_applicable("agent does not advertise mcpCapabilities")
+    created = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": [
+        acp_stdio_server(SERVER, calls_log)]})
+    session = str(created["sessionId"])
+    tool = await offered_tool(agent, model, session, "ask_user")
+    start = model.request_count()
+    model.plan(reply(tool_uses=[ToolUse("toolu_conformance_ask", tool,
+                                        {"question": "Which region?"})]), reply("Noted."))
+    answer, _ = await agent.prompt(session, "Ask me")
+    assert "result" in answer, f"the prompt answered {answer}"
+    asked = [r for r in agent.agent_requests if r["method"] == "elicitation/create"]
+    assert asked, "no elicitation/create reached the client"
+    params = asked[0]["params"]
+    assert params.get("sessionId") == session and params.get("mode") == "form", params
+    assert "name" in (params.get("requestedSchema") or {}).get("properties", {}), params
+    assert "Which region?" in params.get("message", ""), params
+    assert "said conformance" in model.asked_text(start), (
+        "the client's answer did not reach the MCP server (or its result the model)")
