@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "anthropic")
+"""Libraries whose chatter (the HTTP client logs every request at INFO) stays out of the way:
+WARNING at least."""
 
 
 class _LogFile(logging.FileHandler):
@@ -50,6 +53,5 @@ def setup_logging(level: str, log_file: Path) -> None:
         return
     to_file.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(to_file)
-    # Library chatter (the HTTP client logs every request at INFO) stays out of the way.
-    for noisy in ("httpx", "httpx2", "httpcore", "anthropic"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

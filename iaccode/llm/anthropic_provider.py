@@ -178,6 +178,13 @@ class AnthropicProvider:
                 "starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted model offline)."
             )
 
+    async def aclose(self) -> None:
+        """Close the HTTP client and its pooled connections (for a process that goes on
+        without this provider: ``iaccode acp`` just exits)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def _get_client(self) -> anthropic.AsyncAnthropic:
         if self._client is None:
             # In a thread: if the preload is still importing, we wait without blocking the loop.

@@ -66,6 +66,13 @@ class OpenAIProvider:
         if problem is not None:
             raise MissingCredentials(problem)
 
+    async def aclose(self) -> None:
+        """Close the HTTP client and its pooled connections (for a process that goes on
+        without this provider: ``iaccode acp`` just exits)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def _get_client(self) -> openai.AsyncOpenAI:
         if self._client is None:
             openai = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)

@@ -452,6 +452,12 @@ class Session:
             self.transcript.flush()
             self._file.close()
 
+    def release(self) -> None:
+        """Close the history file (and so its lock) once the session's tasks have ended: what
+        a process's exit does, for a server that goes on (``serve_agent``)."""
+        if self._file is not None:
+            self._file.close()
+
 
 def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
     """The prompt as the model gets it; a bad image is the request's error (-32602), found

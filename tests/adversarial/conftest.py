@@ -45,6 +45,13 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every agent here is a real ``iaccode acp`` process (kill -9, faults, load)."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.process)
+
+
 def soak(config: pytest.Config) -> bool:
     return bool(config.getoption("--soak", default=False))
 

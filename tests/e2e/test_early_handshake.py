@@ -20,6 +20,8 @@ from acp_conformance.schema import WireChecker
 
 from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentConnection, spawn_agent
 
+pytestmark = pytest.mark.process  # the early handshake is the start of a process
+
 EARLY = "initialize was answered before start-up"
 DIFFERS = "differs from the server's"
 PROBE = b'{"jsonrpc":"2.0","method":"_iaccode/probe"}\n'
