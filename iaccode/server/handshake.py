@@ -300,8 +300,9 @@ def _loads(line: bytes) -> Any:
     except StopIteration:
         raise ValueError("no JSON value") from None
     except SystemError:
-        # What the scanner raises for bad JSON while json.decoder (where its JSONDecodeError
-        # lives) is not imported; the full server's json.loads says what is wrong.
+        # What 3.11's scanner raises for bad JSON while json.decoder (where its JSONDecodeError
+        # lives) is not imported; 3.12 and later import it and raise JSONDecodeError, a
+        # ValueError as well. Either way the full server's json.loads says what is wrong.
         raise ValueError("not JSON") from None
     if text[end:].strip(_WHITESPACE):
         raise ValueError("extra data")
