@@ -1,25 +1,88 @@
-"""Daily commands: `nox` runs what CI runs (tests, conformance on both model APIs, lint,
-typecheck, adversarial); `nox -s bench` for the benchmarks (not run by default);
-`nox -s adversarial -- --soak` for the long adversarial run."""
+"""Daily commands: ``nox`` runs the default sessions, what every change must pass; CI
+(``.ci/run``) runs those, then the slow ones by name.
+
+Default (``nox``):
+
+- ``tests-3.11``: every test in ``tests/``, two at a time: unit, end-to-end with the agent in
+  the test's process, and the end-to-end tests marked ``process`` on a spawned ``iaccode acp``
+  (signals, exit statuses, the early handshake, kill -9; ``tests/README.md``).
+- ``tests-3.12``, ``tests-3.13``: the same without the ``process`` tests. What another Python
+  can change (the language, the standard library, the C JSON scanner the early handshake reads
+  with: ``tests/unit/test_handshake.py``) the unit and in-process tiers exercise; the process
+  tier starts the same code another way, and costs as much as the rest together.
+- ``conformance`` (the ACP conformance suite on ``iaccode acp``), ``lint``, ``typecheck``.
+
+Named (``nox -s NAME``): ``conformance_openai`` and ``conformance_remote`` (the suite on the
+OpenAI-compatible provider, and on ``iaccode serve``) and ``adversarial`` (``-- --soak`` for
+the long run), which ``nox -s slow`` runs and CI runs after the default; ``fuzz`` (Hypothesis
+with new random examples: the other sessions are derandomised); ``bench`` (the benchmarks).
+
+Python 3.11, 3.12 and 3.13 (``pyproject.toml``: ``>=3.11``): nox finds each on PATH or as
+pyenv's selected version; one pyenv has installed but not selected is put on PATH here.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "conformance", "conformance_openai", "conformance_remote",
-                        "lint", "typecheck", "adversarial"]
+nox.options.sessions = ["tests", "conformance", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
-PYTHON = ["3.11"]
+PYTHON = "3.11"
+"""The Python of the sessions that run once: the oldest one supported."""
+PYTHONS = ["3.11", "3.12", "3.13"]
+SLOW_SESSIONS = ["conformance_openai", "conformance_remote", "adversarial"]
+"""What CI runs after the default sessions (``nox -s slow``)."""
+
+
+def _release(path: Path) -> tuple[int, ...]:
+    """(3, 12, 1) for ``.../versions/3.12.1/bin/python3.12``; () for a name that is not one."""
+    name = path.parent.parent.name
+    return tuple(int(part) for part in name.split(".")) if name.replace(".", "").isdigit() else ()
+
+
+def _put_pyenv_pythons_on_path(versions: list[str]) -> None:
+    """For each version with no working ``pythonX.Y`` on PATH (a pyenv shim of a version not
+    selected fails), the newest pyenv build of it goes first on PATH."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    for version in versions:
+        found = shutil.which(f"python{version}")
+        if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+            continue
+        builds = sorted((p for p in root.glob(f"{version}.*/bin/python{version}")
+                         if _release(p)), key=_release)
+        if builds:
+            os.environ["PATH"] = f"{builds[-1].parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+_put_pyenv_pythons_on_path(PYTHONS)
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """Unit and end-to-end tests (the real server against fake model APIs), two at a time;
+    the ``process`` tier on 3.11 only (the module docstring says why)."""
+    session.install("-e", ".[test]", "-e", "./conformance")
+    tier = [] if session.python == PYTHON else ["-m", "not process"]
+    session.run("pytest", "-n", "2", *tier, "tests", *session.posargs)
 
 
 @nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """Unit and end-to-end tests (a real `iaccode acp` against a fake Messages API)."""
+def fuzz(session: nox.Session) -> None:
+    """Hypothesis with new random examples each run (the ``fuzz`` profile of
+    ``tests/conftest.py``; every other session is derandomised): the property tests of
+    ``tests/`` and the adversarial protocol fuzzing. ``-- --hypothesis-seed=N`` replays a run;
+    a case it finds belongs in its test as an ``@example``."""
     session.install("-e", ".[test]", "-e", "./conformance")
-    session.run("pytest", "tests", *session.posargs)
+    session.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
+                *session.posargs)
+    session.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
+                *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -54,11 +117,9 @@ def conformance_remote(session: nox.Session) -> None:
     client's flow control (httpx/httpcore) while the event stream shares the connection; the
     e2e tests cover HTTP/2, with a 20 MiB prompt.)"""
     session.install("-e", ".", "-e", "./conformance")
-    import os
     import re
     import secrets
     import socket
-    import subprocess
     import tempfile
     import time
 
@@ -125,3 +186,11 @@ def adversarial(session: nox.Session) -> None:
     Reliability)."""
     session.install("-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "tests/adversarial", *session.posargs)
+
+
+@nox.session(python=False)
+def slow(session: nox.Session) -> None:
+    """The slow sessions CI runs after the default ones: the conformance suite on the
+    OpenAI-compatible provider and on ``iaccode serve``, and the adversarial suite."""
+    for name in SLOW_SESSIONS:
+        session.notify(name)
