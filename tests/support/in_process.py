@@ -61,9 +61,11 @@ class InProcessAgent:
         self.returncode: int | None = None
         self._ended = trio.Event()
         self._scope = trio.CancelScope()
-        self.pid = os.getpid()
-        """The test's own process: a test that signals or watches the agent's pid needs a
-        process of its own (``@pytest.mark.process``)."""
+
+    @property
+    def pid(self) -> int:
+        raise AssertionError("the pid of an agent in the test's process (it would be the "
+                             "test's own): mark the test @pytest.mark.process")
 
     def poll(self) -> int | None:
         return self.returncode
