@@ -126,7 +126,7 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
     except ConfigError as exc:
         _write_stderr(f"iaccode: {exc}\n")
         return 2
-    with _log_level(config.log_level), _log_file(config.log_file, config.log_level):
+    with _log_level(config.log_level), _log_file(config.log_file):
         log.info("iaccode serving ACP in the test's process (%s, model %s)", config.provider,
                  config.model)
         try:
@@ -264,7 +264,7 @@ def _log_level(level: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _log_file(path: Path, level: str) -> Iterator[None]:
+def _log_file(path: Path) -> Iterator[None]:
     """The agent's records in its log file too (``<home>/logs/iaccode.log``)."""
     agent = _AGENT.get()
     assert agent is not None
