@@ -23,6 +23,7 @@ pyenv's selected version; one pyenv has installed but not selected is put on PAT
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -36,6 +37,12 @@ nox.options.reuse_existing_virtualenvs = True
 PYTHON = "3.11"
 """The Python of the sessions that run once: the oldest one supported."""
 PYTHONS = ["3.11", "3.12", "3.13"]
+TIERS = {
+    "3.11": ["tests"],
+    "3.12": ["-m", "not process", "tests/unit"],
+    "3.13": ["-m", "not process", "tests"],
+}
+"""What ``tests-X.Y`` runs (the module docstring says why)."""
 SLOW_SESSIONS = ["conformance_openai", "conformance_remote", "adversarial"]
 """What CI runs after the default sessions (``nox -s slow``)."""
 
@@ -62,14 +69,34 @@ def _put_pyenv_pythons_on_path(versions: list[str]) -> None:
 
 _put_pyenv_pythons_on_path(PYTHONS)
 
+DECLARED = ("pyproject.toml", "conformance/pyproject.toml")
+"""What the installs depend on (the project and the harness are installed editable)."""
+
+
+def _install(session: nox.Session, *args: str) -> None:
+    """``session.install(*args)``, skipped when the session's environment was made with the
+    same arguments and the same ``pyproject.toml`` files (editable installs: a code change
+    needs none). Re-installing costs about 13 s of CPU a session. Python may write bytecode
+    in the session (this machine sets PYTHONDONTWRITEBYTECODE): else every spawned agent and
+    every pytest worker compiles the project and rewrites the tests' asserts again."""
+    session.env["PYTHONDONTWRITEBYTECODE"] = None
+    digest = hashlib.sha256("\0".join(args).encode())
+    for name in DECLARED:
+        digest.update(Path(name).read_bytes())
+    stamp = Path(session.virtualenv.location) / ".installed"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        session.log("installed already: %s", " ".join(args))
+        return
+    session.install(*args)
+    stamp.write_text(digest.hexdigest())
+
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Unit and end-to-end tests (the real server against fake model APIs), two at a time;
-    the ``process`` tier on 3.11 only (the module docstring says why)."""
-    session.install("-e", ".[test]", "-e", "./conformance")
-    tier = [] if session.python == PYTHON else ["-m", "not process"]
-    session.run("pytest", "-n", "2", *tier, "tests", *session.posargs)
+    which tiers on which Python: :data:`TIERS`."""
+    _install(session, "-e", ".[test]", "-e", "./conformance")
+    session.run("pytest", "-n", "2", *TIERS[str(session.python)], *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -78,7 +105,7 @@ def fuzz(session: nox.Session) -> None:
     ``tests/conftest.py``; every other session is derandomised): the property tests of
     ``tests/`` and the adversarial protocol fuzzing. ``-- --hypothesis-seed=N`` replays a run;
     a case it finds belongs in its test as an ``@example``."""
-    session.install("-e", ".[test]", "-e", "./conformance")
+    _install(session, "-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
                 *session.posargs)
     session.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
@@ -93,7 +120,7 @@ def conformance(session: nox.Session) -> None:
     Two agents run at a time (pytest-xdist); `-- -n 0` runs them one by one. The results table
     is printed at the end; `.conformance/report.json` has the failures' wire transcripts.
     """
-    session.install("-e", ".", "-e", "./conformance")
+    _install(session, "-e", ".", "-e", "./conformance")
     session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
                 *session.posargs)
 
@@ -102,7 +129,7 @@ def conformance(session: nox.Session) -> None:
 def conformance_openai(session: nox.Session) -> None:
     """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
     a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK."""
-    session.install("-e", ".", "-e", "./conformance")
+    _install(session, "-e", ".", "-e", "./conformance")
     session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
                 "--model-api", "chat", "--report", ".conformance/report-openai.json",
                 *session.posargs)
@@ -116,7 +143,7 @@ def conformance_remote(session: nox.Session) -> None:
     (WebSocket, not HTTP/2, in CI: over h2c the 10 MiB prompt's upload sometimes stalls in the
     client's flow control (httpx/httpcore) while the event stream shares the connection; the
     e2e tests cover HTTP/2, with a 20 MiB prompt.)"""
-    session.install("-e", ".", "-e", "./conformance")
+    _install(session, "-e", ".", "-e", "./conformance")
     import re
     import secrets
     import socket
@@ -156,14 +183,15 @@ def conformance_remote(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    session.install("ruff>=0.6")
+    _install(session, "ruff>=0.6")
     session.run("ruff", "check", "iaccode", "tests", "conformance", "noxfile.py")
 
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy>=1.11", "types-PyYAML")
-    session.run("mypy", "iaccode")
+    _install(session, "-e", ".", "mypy>=1.11", "types-PyYAML")
+    # A cache of its own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
+    session.run("mypy", "--cache-dir", f"{session.virtualenv.location}/mypy-cache", "iaccode")
 
 
 @nox.session(python=PYTHON)
@@ -184,7 +212,7 @@ def adversarial(session: nox.Session) -> None:
     (tests/adversarial; about 5 minutes). `-- --soak` runs longer (about 18): 10x the examples,
     1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
     Reliability)."""
-    session.install("-e", ".[test]", "-e", "./conformance")
+    _install(session, "-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "tests/adversarial", *session.posargs)
 
 

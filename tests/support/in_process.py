@@ -287,6 +287,7 @@ async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any
     more arguments for :class:`AgentConnection` (``timeout``, ``services``, ...)."""
     agent = InProcessAgent(env, stderr_path)
     await trio.Path(stderr_path).write_bytes(b"")  # as a spawned agent's stderr starts
+    await trio.to_thread.run_sync(_import_model_sdks)
     with PROCESS.entered(env), _log_to(stderr_path, agent):
         try:
             async with trio.open_nursery() as nursery:
@@ -301,6 +302,15 @@ async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
+
+
+def _import_model_sdks() -> None:
+    """Import the model SDKs before the first agent of a test process starts (a second or
+    two of CPU, more on a loaded machine). A spawned agent imports its own after
+    ``initialize``, in every test; here the first test would pay for all the later ones, within
+    its 15 s for an answer."""
+    import anthropic  # noqa: F401
+    import openai  # noqa: F401
 
 
 async def _shut_down(agent: InProcessAgent) -> None:
