@@ -450,7 +450,7 @@ class Session:
         self._serve_scope.cancel()
         if self._file is not None:
             self.transcript.flush()
-            self._file.close()
+        self.release()
 
     def release(self) -> None:
         """Close the history file (and so its lock) once the session's tasks have ended: what
