@@ -190,6 +190,19 @@ def conformance_remote(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def remote_clients(session: nox.Session) -> None:
+    """`iaccode serve` driven by the official ACP SDKs' remote clients: the TypeScript SDK's
+    (`@agentclientprotocol/sdk` 2.4.0 from npm, on node) and the Python SDK's, over HTTP and
+    WebSocket (tests/e2e/test_remote_sdks.py; also part of `tests`)."""
+    import shutil
+
+    _install(session, "-e", ".[test]", "-e", "./conformance")
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        session.log("skipped: no node (the TypeScript SDK's clients; the Python SDK's run)")
+    session.run("pytest", "tests/e2e/test_remote_sdks.py", "-ra", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     _install(session, "ruff>=0.6")
     session.run("ruff", "check", "iaccode", "tests", "conformance", "noxfile.py")
@@ -197,7 +210,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    _install(session, "-e", ".", "mypy>=1.11", "types-PyYAML")
+    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here.
+    _install(session, "-e", ".", "mypy>=1.11", "types-PyYAML", "keyring>=25")
     # A cache of its own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
     session.run("mypy", "--cache-dir", f"{session.virtualenv.location}/mypy-cache", "iaccode")
 
@@ -219,8 +233,8 @@ def adversarial(session: nox.Session) -> None:
     """A hostile client, a hostile model, faults, kill -9 and load against a real `iaccode acp`
     (tests/adversarial; about 5 minutes). `-- --soak` runs longer (about 18): 10x the examples,
     1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
-    Reliability)."""
-    _install(session, "-e", ".[test]", "-e", "./conformance")
+    Reliability). cfn-lint is installed too: the suite checks it loads no repository rules."""
+    _install(session, "-e", ".[test,cfn]", "-e", "./conformance")
     session.run("pytest", "tests/adversarial", *session.posargs)
 
 

@@ -1,11 +1,13 @@
 """Command line: ``iaccode acp`` serves ACP on stdio; ``iaccode serve`` over HTTP and WebSocket
-(``iaccode/remote/``); ``iaccode replay`` checks a recorded
+(``iaccode/remote/``); ``iaccode login`` / ``logout`` save or forget an API key
+(``iaccode/login.py``; ``iaccode acp login`` too, as terminal auth runs it); ``iaccode replay``
+checks a recorded
 transcript against the current build; ``iaccode demo`` shows a recorded task; ``--version``.
 
-``iaccode acp`` answers ``initialize`` before anything else is imported
-(``iaccode/server/handshake.py``): keep this module's own imports to the standard library's
-lightest (not even pathlib or typing, which cost milliseconds), and import the rest inside
-the functions that need it.
+What the editor waits for is its first session, so ``iaccode acp`` loads only what opening one
+needs (``run_acp``) and imports the rest in the background (``iaccode/preload.py``): keep this
+module's own imports to the standard library's lightest, and import the rest inside the
+functions that need it.
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ TYPE_CHECKING = False  # not typing's, for the same reason: type checkers know t
 if TYPE_CHECKING:
     import argparse
 
-    from iaccode.server.handshake import Early
+    from iaccode.config import Config
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # Here, as pathlib: ``iaccode acp`` answers initialize before it parses its options.
     import argparse
     from pathlib import Path
 
@@ -38,6 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "openrouter, ollama or openai_compatible (same as IAC_CODE_PROVIDER)")
     acp.add_argument("--record", type=Path, metavar="PATH",
                      help="write a transcript of the whole session to PATH (docs/transcripts.md)")
+    acp.add_argument("account", nargs="?", choices=["login", "logout"],
+                     help="run `iaccode login` / `logout` instead of serving (editors with "
+                          "terminal auth append `login` to the agent's arguments)")
+    for name, verb in (("login", "save an API key for the agent (the OS keyring, or "
+                                 "credentials.toml in IAC_CODE_HOME)"),
+                       ("logout", "forget the API key `iaccode login` saved")):
+        account = commands.add_parser(name, help=verb)
+        account.add_argument("--provider", help="the provider whose key it is (default: ask "
+                             "for login, the configured one for logout)")
     serve = commands.add_parser(
         "serve", help="serve ACP over Streamable HTTP and WebSocket on /acp (remote editors)")
     serve.add_argument("--host", default="127.0.0.1",
@@ -64,16 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    early = None
-    if argv[:1] == ["acp"]:
-        from iaccode.server.handshake import answer_early
-
-        early = answer_early(argv[1:])
-        if early is not None and early.stopped:
-            return 0  # SIGTERM or SIGINT before the editor said anything
     args = build_parser().parse_args(argv)
+    if args.command in ("login", "logout") or getattr(args, "account", None):
+        return run_account(args)
     if args.command == "acp":
-        return run_acp(args, early)
+        return run_acp(args)
     if args.command == "serve":
         return run_serve(args)
     if args.command == "replay":
@@ -87,31 +92,44 @@ def main(argv: list[str] | None = None) -> int:
     return 2  # argparse enforces a command; kept for type checkers
 
 
-def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
+def run_account(args: argparse.Namespace) -> int:
+    """``iaccode login`` / ``logout``, or ``iaccode acp [options] login`` (terminal auth)."""
+    from iaccode.login import run_login, run_logout
+
+    if args.command == "acp":  # the agent's own options: its provider is the default
+        return (run_login(None, configured=args.provider) if args.account == "login"
+                else run_logout(args.provider))
+    return run_login(args.provider) if args.command == "login" else run_logout(args.provider)
+
+
+def run_acp(args: argparse.Namespace) -> int:
+    """Serve ACP on stdio: claim stdio, read the configuration, take the secrets out of the
+    process environment, start the preload, then load what a first session needs and serve."""
+    protocol_in, protocol_out = claim_stdio()  # first: nothing but protocol may reach stdout
     import logging
 
     from iaccode.config import Config, ConfigError
 
-    if early is None:
-        # First thing: nothing but protocol may reach stdout.
-        from iaccode.server.handshake import claim_stdio
-
-        protocol_in, protocol_out = claim_stdio()
-    else:
-        protocol_in, protocol_out = early.protocol_in, early.protocol_out
     try:
         config = Config.from_env(model_script=args.model_script, model=args.model,
                                  provider=args.provider, record_path=args.record)
     except ConfigError as exc:
         print(f"iaccode: {exc}", file=sys.stderr)
         return 2
+    from iaccode.logs import setup_logging
+
+    setup_logging(config.log_level, config.log_file)
+    # What changes the process or its environment goes here: after the config (the secret
+    # names are in it), before any thread starts (the preload's, trio's workers).
+    seal_secrets(config)
+    from iaccode.preload import Preload, modules_for
+
+    preload = Preload(modules_for(config)).start()  # while the rest loads and the editor talks
 
     import trio
 
-    from iaccode.logs import setup_logging
     from iaccode.server.stdio import serve_stdio
 
-    setup_logging(config.log_level, config.log_file)
     log = logging.getLogger("iaccode")
     log.info("iaccode %s serving ACP on stdio (%s, model %s%s)", iaccode.__version__,
              config.provider, config.model,
@@ -119,7 +137,8 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
     from iaccode.llm.script import ScriptError
 
     try:
-        trio.run(serve_stdio, config, protocol_in, protocol_out, early)
+        trio.run(serve_stdio, config, protocol_in, protocol_out,
+                 instruments=[preload.instrument()])
     except ScriptError as exc:  # the user's file: say what is wrong with it, not where we were
         log.error("the model script cannot be played: %s", exc)
         return 1
@@ -127,6 +146,37 @@ def run_acp(args: argparse.Namespace, early: Early | None = None) -> int:
         log.exception("the server failed")
         return 1
     return 0
+
+
+def seal_secrets(config: Config) -> None:
+    """The one place a server takes the secrets out of its own process environment
+    (``iaccode/process_secrets.py``), once the config (and its secret names) is read and
+    before any thread starts (``iaccode/preload.py``'s, trio's workers): the C environment is
+    changed while nothing else can read it. The data dir becomes private (0700) here too."""
+    import logging
+
+    from iaccode.private_files import private_home
+    from iaccode.process_secrets import seal
+
+    seal([*config.secret_names, config.api_key_env or ""])
+    try:
+        private_home(config.home)  # 0700: the sessions, the log, the saved output are in it
+    except OSError as exc:  # a read-only home: the store says what it cannot do
+        logging.getLogger("iaccode").warning("cannot make %s private: %s", config.home, exc)
+
+
+def claim_stdio() -> tuple[int, int]:
+    """Take stdin/stdout for the protocol and point fd 1 at stderr.
+
+    After this, a stray ``print`` (ours or a library's, even from C) lands on stderr instead of
+    corrupting the protocol stream.
+    """
+    import os
+
+    protocol_in = os.dup(0)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    return protocol_in, protocol_out
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -143,6 +193,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from iaccode.remote import serve
 
     setup_logging(config.log_level, config.log_file)
+    seal_secrets(config)
     logging.getLogger("iaccode").info(
         "iaccode %s serving ACP over HTTP (model %s%s)", iaccode.__version__, config.model,
         f", script {config.model_script}" if config.model_script else "")

@@ -25,16 +25,22 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
+| `[secrets] extra`         |                                 | `[]`      | more secret names (3) |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
 | `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
 | `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
 | `[serve] send_timeout`    |                                 | 30        | seconds, > 0          |
 | `[serve] allowed_origins` |                                 | `[]`      | browser origins       |
+| `[serve] allowed_hosts`   |                                 | `[]`      | host names (4)        |
+| `[serve] body_timeout`    |                                 | 60        | seconds, > 0          |
 
 (1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
 openrouter, ollama, openai_compatible.
 (2) ``iaccode.choices``: the modes default, accept_edits, plan, bypass; the thinking levels
 off, low, medium, high.
+(3) environment variables that are secrets besides those :mod:`iaccode.secret_env` knows:
+names, or ``PREFIX_*`` patterns.
+(4) the names ``iaccode serve`` answers to besides IP addresses and ``localhost``.
 
 ``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
 loopback, private or link-local addresses: an intranet documentation server, say.
@@ -94,6 +100,8 @@ class ServeSettings:
     token: str | None = field(default=None, repr=False)
     """The bearer token clients must send (IAC_CODE_SERVE_TOKEN, or ``token_file``); None:
     the server makes one and prints it once."""
+    token_path: Path | None = None
+    """The ``token_file`` the token was read from (a write to it asks in every mode)."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Largest POST body or WebSocket message accepted (413 / close 1009 past it)."""
     idle_timeout: float = 300.0
@@ -104,6 +112,11 @@ class ServeSettings:
     before the connection is closed (nothing is dropped from a live stream)."""
     allowed_origins: frozenset[str] = field(factory=frozenset)
     """Browser origins allowed besides the server's own address (``scheme://host[:port]``)."""
+    allowed_hosts: frozenset[str] = field(factory=frozenset)
+    """Host names (the ``Host`` header) the server answers to besides IP addresses and
+    ``localhost``: the name a proxy in front of it passes on (DNS rebinding otherwise)."""
+    body_timeout: float = 60.0
+    """Seconds a request that passed the token check has to send its whole body (408 past)."""
 
 
 @frozen
@@ -167,6 +180,9 @@ class Config:
     ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
     serve: ServeSettings = field(factory=ServeSettings)
     """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
+    secret_names: tuple[str, ...] = ()
+    """More environment variables that are secrets (config.toml ``[secrets] extra``: names or
+    ``PREFIX_*`` patterns), kept from commands and replaced in output like the built-in ones."""
     log_level: str = field(default="INFO", converter=_upper)
     """Level of the log on stderr and in home/logs/iaccode.log (``log_level``,
     IAC_CODE_LOG_LEVEL); always upper case."""
@@ -289,11 +305,31 @@ IAC_SETTINGS: dict[str, _Setting] = {
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
 
+def _secret_patterns(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if not name.removesuffix("*").replace("_", "a").isalnum() or "*" in name[:-1]:
+            return f"must hold variable names or \"PREFIX_*\" patterns; {name!r} is not"
+    return None
+
+
+SECRET_SETTINGS: dict[str, _Setting] = {
+    "extra": _Setting("extra", None, tuple, _secret_patterns),
+}
+"""Config attribute (``extra``: ``secret_names``) -> its key in config.toml's ``[secrets]``."""
+
+
 def _origins(origins: frozenset[str]) -> str | None:
     for origin in sorted(origins):
         scheme, sep, rest = origin.rstrip("/").partition("://")
         if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
             return f"must hold origins like \"https://acp.example.com\"; {origin!r} is not"
+    return None
+
+
+def _host_names(hosts: frozenset[str]) -> str | None:
+    for host in sorted(hosts):
+        if not host or any(c in host for c in "/:[]@ ") or not host.isprintable():
+            return f"must hold host names like \"acp.example.com\"; {host!r} is not"
     return None
 
 
@@ -303,6 +339,8 @@ SERVE_SETTINGS: dict[str, _Setting] = {
     "idle_timeout": _Setting("idle_timeout", None, float, _positive),
     "send_timeout": _Setting("send_timeout", None, float, _positive),
     "allowed_origins": _Setting("allowed_origins", None, frozenset, _origins),
+    "allowed_hosts": _Setting("allowed_hosts", None, frozenset, _host_names),
+    "body_timeout": _Setting("body_timeout", None, float, _positive),
 }
 """ServeSettings attribute (``token_file``: read into ``token``) -> its key in ``[serve]``."""
 
@@ -315,9 +353,8 @@ def _checked_token(label: str, token: str) -> str:
     return token
 
 
-def _read_token_file(path: Path, raw: str, home: Path) -> str:
-    """The token in the file ``raw`` names; a ConfigError (naming config.toml) otherwise."""
-    file = home / Path(raw).expanduser()
+def _read_token_file(path: Path, file: Path) -> str:
+    """The token in ``file``; a ConfigError (naming config.toml) otherwise."""
     label = f"{path}: serve.token_file {str(file)!r} "
     try:
         if file.stat().st_mode & 0o077:
@@ -351,7 +388,10 @@ def _serve_settings(path: Path, table: object) -> ServeSettings:
     if "allowed_origins" in values:  # _from_value lower-cases them; origins are too
         values["allowed_origins"] = frozenset(o.rstrip("/") for o in values["allowed_origins"])
     if "token_file" in values:
-        values["token"] = _read_token_file(path, values.pop("token_file"), path.parent)
+        # ~ expanded, relative to the home dir
+        token_path = path.parent / Path(values.pop("token_file")).expanduser()
+        values["token"] = _read_token_file(path, token_path)
+        values["token_path"] = token_path
     return ServeSettings(**values)
 
 
@@ -408,6 +448,7 @@ def read_config_file(path: Path) -> dict[str, object]:
     tools = data.pop("tools", {})
     iac = data.pop("iac", {})
     serve = data.pop("serve", None)
+    secrets = data.pop("secrets", {})
     values: dict[str, object] = {}
     if "mcp_servers" in data:
         try:
@@ -417,10 +458,12 @@ def read_config_file(path: Path) -> dict[str, object]:
     for key, value in data.items():
         if key not in attrs:
             raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac] and "
-                              "[serve] tables")
+                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac], "
+                              "[secrets] and [serve] tables")
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
     values.update(_read_table(path, "iac", iac, IAC_SETTINGS))
+    if extra := _read_table(path, "secrets", secrets, SECRET_SETTINGS).get("extra"):
+        values["secret_names"] = extra
     limits = _read_table(path, "tools", tools, TOOL_SETTINGS)
     if serve is not None:
         values["serve"] = _serve_settings(path, serve)

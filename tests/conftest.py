@@ -36,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "process: the test's agents are spawned processes "
-                            "(signals, exit codes, stdio, process trees, the early handshake)")
+                            "(signals, exit codes, stdio, process trees, start-up)")
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,10 @@
 """What a test can see of other processes: alive or not, their group, their parent, from
-``/proc/<pid>/stat`` (read in one place, :func:`stat_fields`). Zombies count as dead: init may
-reap orphans lazily."""
+``/proc/<pid>/stat`` (read in one place, :func:`stat_fields`); the TCP connections they hold
+(:func:`tcp_peer_ports`). Zombies count as dead: init may reap orphans lazily."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -73,3 +74,26 @@ def pid_files_written(folder: Path, *names: str) -> bool:
     """Each of the files holds a pid (a command wrote ``echo $! > NAME``)."""
     return all((folder / name).exists() and (folder / name).read_text().strip()
                for name in names)
+
+
+def tcp_peer_ports(pid: int) -> set[int]:
+    """The remote ports of the TCP connections ``pid`` holds open (listening sockets left
+    out), from ``/proc/<pid>/fd`` and ``/proc/net/tcp``/``tcp6``."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[len("socket:["):-1])
+    except OSError:
+        return set()
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                # local, remote ("hexaddr:hexport"), state ("0A" = listening), ..., inode
+                if fields[9] in inodes and fields[3] != "0A":
+                    ports.add(int(fields[2].rsplit(":", 1)[1], 16))
+    return ports

@@ -6,9 +6,16 @@ over HTTP and WebSocket. Per transport:
 
 - ``http1`` / ``http2`` (httpx; HTTP/2 with prior knowledge over ``http://``): each line is one
   POST (with ``Acp-Connection-Id``, and ``Acp-Session-Id`` when the message names a session);
-  the answer to ``initialize`` comes in its POST's response, after which the connection's SSE
-  stream (httpx-sse) is read; a JSON-RPC error body of a refused POST is read as a message too.
-  Closing stdin sends DELETE; stdout ends when the stream closes.
+  the answer to ``initialize`` comes in its POST's response, after which the connection-scoped
+  SSE stream (httpx-sse) is read; a JSON-RPC error body of a refused POST is read as a message
+  too. As the RFD of 2026-05-04 has it, each session then gets a session-scoped stream
+  (``Acp-Connection-Id`` + ``Acp-Session-Id``), opened when the answer that gives the session
+  to this connection arrives (session/new, fork, load, resume) and before that answer is
+  passed on, so what the session sends after it comes on its own stream. (Opened after
+  load's answer, not before: the replay then comes on the connection's stream, ahead of the
+  answer, in one order; the RFD puts no order between two streams.) Every message read is
+  kept in ``arrivals`` with the stream it came on. Closing stdin sends DELETE; stdout ends
+  when the connection's stream closes.
 - ``websocket`` (trio-websocket): each line is one text frame, each frame one line. Closing stdin
   closes the socket.
 
@@ -22,6 +29,7 @@ import contextlib
 import json
 import math
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -34,6 +42,40 @@ CONNECTION_HEADER = "Acp-Connection-Id"
 SESSION_HEADER = "Acp-Session-Id"
 MAX_MESSAGE = 256 * 1024 * 1024
 """Largest message the client accepts (the server enforces its own limit)."""
+
+
+ATTACHING = frozenset({"session/load", "session/resume"})
+"""Requests whose answer gives the connection the session their params name."""
+
+
+def _session_of(message: Any) -> str | None:
+    params = message.get("params") if isinstance(message, dict) else None
+    session = params.get("sessionId") if isinstance(params, dict) else None
+    return session if isinstance(session, str) else None
+
+
+def _key(request_id: Any) -> tuple[str, Any]:
+    return (type(request_id).__name__, request_id)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One message as read from a stream (what tests of the streams check, no more)."""
+
+    stream: str | None
+    """The session of the session-scoped stream it came on; None: the connection's."""
+    method: str | None
+    id: Any
+    session: str | None
+    """The session its params name."""
+
+    @classmethod
+    def of(cls, stream: str | None, message: Any) -> Arrival:
+        if not isinstance(message, dict):
+            return cls(stream, None, None, None)
+        method = message.get("method")
+        return cls(stream, method if isinstance(method, str) else None, message.get("id"),
+                   _session_of(message))
 
 
 class _Stdin:
@@ -74,7 +116,7 @@ class RemoteAgent:
     pid = None
 
     def __init__(self, url: str, token: str | None, transport: str, nursery: trio.Nursery,
-                 client: httpx.AsyncClient | None) -> None:
+                 client: httpx.AsyncClient | None, session_streams: bool = True) -> None:
         assert transport in TRANSPORTS, transport
         self.url = url
         self.token = token
@@ -82,6 +124,15 @@ class RemoteAgent:
         self.connection_id: str | None = None
         self.posts: list[tuple[Any, int]] = []
         """(the message, or None when not JSON; the HTTP status) of every POST."""
+        self.session_streams = session_streams and transport != "websocket"
+        """Open a session-scoped stream for each session (the RFD's HTTP clients do)."""
+        self.streams: dict[str, int] = {}
+        """Session id -> the status its session-scoped stream's GET was answered with."""
+        self.arrivals: list[Arrival] = []
+        """What came on which stream, message by message (HTTP only)."""
+        self._open_streams: set[str] = set()
+        self._attaching: dict[Any, str] = {}
+        """The id of a session/load or session/resume sent -> its session."""
         self.returncode: int | None = None
         self._nursery = nursery
         self._client = client
@@ -92,13 +143,13 @@ class RemoteAgent:
         self._ended = trio.Event()
         self._clean_end = False
 
-    def headers(self, message: Any = None) -> dict[str, str]:
+    def headers(self, message: Any = None, session: str | None = None) -> dict[str, str]:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         if self.connection_id is not None:
             headers[CONNECTION_HEADER] = self.connection_id
-        params = message.get("params") if isinstance(message, dict) else None
-        if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-            headers[SESSION_HEADER] = params["sessionId"]
+        session = session or _session_of(message)
+        if session is not None:
+            headers[SESSION_HEADER] = session
         return headers
 
     async def send_message(self, line: bytes) -> None:
@@ -112,6 +163,9 @@ class RemoteAgent:
         except ValueError:
             message = None
         headers = {"Content-Type": "application/json", **self.headers(message)}
+        session = _session_of(message)
+        if session is not None and message.get("method") in ATTACHING:
+            self._attaching[_key(message.get("id"))] = session
         response = await self._client.post(self.url, content=line, headers=headers)
         self.posts.append((message, response.status_code))
         if response.headers.get("content-type", "").startswith("application/json"):
@@ -121,23 +175,70 @@ class RemoteAgent:
         connection_id = response.headers.get(CONNECTION_HEADER)
         if response.status_code == 200 and connection_id and self.connection_id is None:
             self.connection_id = connection_id
-            await self._nursery.start(self._read_sse)
+            await self._nursery.start(self._read_sse, None)
 
-    async def _read_sse(self, task_status: trio.TaskStatus[None]) -> None:
+    async def _read_sse(self, session: str | None,
+                        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read one stream (the connection's, or ``session``'s) into stdout; started once its
+        GET is answered. The end of the connection's stream ends stdout; a session's stream
+        may end alone."""
         assert self._client is not None
-        headers = {"Accept": "text/event-stream", **self.headers()}
+        headers = {"Accept": "text/event-stream", **self.headers(session=session)}
+        started = False
         try:
             async with aconnect_sse(self._client, "GET", self.url, headers=headers,
                                     timeout=httpx.Timeout(30, read=None)) as source:
-                source.response.raise_for_status()
+                status = source.response.status_code
+                if session is not None:
+                    self.streams[session] = status
+                    if status == 200:
+                        self._open_streams.add(session)
                 task_status.started()
+                started = True
+                if status != 200:
+                    return
                 async for event in source.aiter_sse():
-                    self._to_stdout.send_nowait(event.data.encode() + b"\n")
+                    await self._arrived(session, event.data.encode())
         except (httpx.HTTPError, trio.BrokenResourceError):
             pass
         finally:
-            self._to_stdout.close()
-            self._ended.set()
+            if not started:
+                task_status.started()
+            if session is None:
+                self._to_stdout.close()
+                self._ended.set()
+            else:
+                self._open_streams.discard(session)
+
+    async def _arrived(self, stream: str | None, data: bytes) -> None:
+        try:
+            message: Any = json.loads(data)
+        except ValueError:
+            message = None
+        self.arrivals.append(Arrival.of(stream, message))
+        opened = self._session_given(message)
+        if opened is not None and opened not in self._open_streams and self.session_streams:
+            await self.open_session_stream(opened)
+        self._to_stdout.send_nowait(data + b"\n")
+
+    def _session_given(self, message: Any) -> str | None:
+        """The session an answer gives this connection (new, fork: its result; load,
+        resume: the one they named), else None."""
+        if not isinstance(message, dict) or "method" in message:
+            return None
+        attached = self._attaching.pop(_key(message.get("id")), None)
+        result = message.get("result")
+        if not isinstance(result, dict):
+            return None  # an error: nothing given
+        if isinstance(result.get("sessionId"), str):
+            return str(result["sessionId"])
+        return attached
+
+    async def open_session_stream(self, session: str) -> int:
+        """Open ``session``'s session-scoped stream (read into stdout like the connection's);
+        the status the server answered its GET with."""
+        await self._nursery.start(self._read_sse, session)
+        return self.streams.get(session, 0)
 
     async def _read_websocket(self) -> None:
         assert self._socket is not None
@@ -197,16 +298,17 @@ def http_client(transport: str) -> httpx.AsyncClient:
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, token: str | None, transport: str = "http2"
-                  ) -> AsyncIterator[RemoteAgent]:
+async def connect(url: str, token: str | None, transport: str = "http2",
+                  session_streams: bool = True) -> AsyncIterator[RemoteAgent]:
     """A remote connection (opened lazily over HTTP, by ``initialize``; at once over WebSocket);
-    ended and cleaned up on exit."""
+    ended and cleaned up on exit. ``session_streams=False``: a client of before the RFD's
+    revision of 2026-05-04, which reads everything on the connection's stream."""
     async with contextlib.AsyncExitStack() as stack:
         nursery = await stack.enter_async_context(trio.open_nursery())
         client = None
         if transport != "websocket":
             client = await stack.enter_async_context(http_client(transport))
-        remote = RemoteAgent(url, token, transport, nursery, client)
+        remote = RemoteAgent(url, token, transport, nursery, client, session_streams)
         if transport == "websocket":
             await remote._open_websocket()
         try:

@@ -57,9 +57,14 @@ def environment(facts: SessionFacts) -> str:
     env = facts.environment
     git = env.git
     where = f"{git.status} (repository root: {git.root})" if git.root is not None else git.status
+    more = ([f"- Also part of the project (the editor added them; reads there need no "
+             f"permission, relative paths still start at the working directory): "
+             f"{', '.join(str(folder) for folder in env.additional)}"]
+            if env.additional else [])
     return "\n".join([
         "# Environment",
         f"- Working directory: {env.cwd}",
+        *more,
         f"- Platform: {env.platform}",
         f"- Shell: {env.shell}",
         f"- Today's date: {env.today}",

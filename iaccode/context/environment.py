@@ -1,8 +1,9 @@
 """Facts about where the session runs: cwd, platform, shell, date, git.
 
 Gathered once per build of the system prompt (see :mod:`iaccode.context.live`), in a worker
-thread: one ``git status --porcelain=v1 -b`` bounded by ``GIT_TIMEOUT``. The git root is found
-by looking for ``.git`` upwards, without a second git call.
+thread: one ``git status --porcelain=v1 -b`` bounded by ``GIT_TIMEOUT``, run so that nothing
+the repository configures starts (:mod:`iaccode.context.git`). The git root is found by looking
+for ``.git`` upwards, without git (one that belongs to another user does not count).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import platform
 from pathlib import Path
 
 from attrs import frozen
+
+from iaccode.context.git import repository_root, run_git
 
 GIT_TIMEOUT = 2.0
 """Seconds the one git call may take; a slower repository is reported as unknown."""
@@ -36,9 +39,11 @@ class Environment:
     today: str
     """YYYY-MM-DD, local time, as of the build."""
     git: GitState
+    additional: tuple[Path, ...] = ()
+    """The client's extra project folders (``additionalDirectories``), as real paths."""
 
 
-def gather(cwd: Path) -> Environment:
+def gather(cwd: Path, additional: tuple[Path, ...] = ()) -> Environment:
     """Blocking (run it in a thread)."""
     shell = os.environ.get("SHELL") or "/bin/sh"
     return Environment(
@@ -47,28 +52,19 @@ def gather(cwd: Path) -> Environment:
         shell=Path(shell).name,
         today=datetime.date.today().isoformat(),
         git=git_state(cwd),
+        additional=additional,
     )
-
-
-def git_root(cwd: Path) -> Path | None:
-    """The nearest folder at or above ``cwd`` holding ``.git`` (a folder, or a worktree's file)."""
-    for folder in (cwd, *cwd.parents):
-        if os.path.lexists(folder / ".git"):
-            return folder
-    return None
 
 
 def git_state(cwd: Path) -> GitState:
     import subprocess  # here, not at start-up: the editor waits for initialize
 
-    root = git_root(cwd)
+    root = repository_root(cwd)
     if root is None:
         return GitState(None, "not a git repository")
-    try:
-        done = subprocess.run(
-            ["git", "status", "--porcelain=v1", "-b"], cwd=cwd, capture_output=True,
-            timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})  # a status must not take git's lock
+    try:  # no optional locks (git_env): a status must not take git's lock
+        done = run_git(["status", "--porcelain=v1", "-b", "--ignore-submodules=all"], cwd,
+                       GIT_TIMEOUT)
     except FileNotFoundError:
         return GitState(root, "a git repository (git is not installed, so no branch or status)")
     except subprocess.TimeoutExpired:

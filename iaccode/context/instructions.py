@@ -5,6 +5,11 @@ For each folder from the git root (or the cwd, outside a repository) down to the
 Last comes ``$IAC_CODE_HOME/AGENTS.md``, the user's own rules. The whole is capped at
 ``CAP_CHARS``; what does not fit is cut with a marker naming the files.
 
+Only the project's own files count: the walk stops at the project's root (a ``.git`` owned by
+another user is no root: :func:`iaccode.context.git.repository_root`), a file owned by anyone
+but us or the session folder's owner is skipped (planted in a shared folder), and so is one
+whose real path is outside the project (a symlink to ``~/.ssh/id_rsa`` is not an instruction).
+
 :func:`signature` (the mtime of every candidate, missing ones included) says whether a
 rebuild is due; it is cheap enough to check before every prompt.
 """
@@ -12,9 +17,12 @@ rebuild is due; it is cheap enough to check before every prompt.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from attrs import frozen
+
+from iaccode.context.git import trusted_owners
 
 CAP_CHARS = 32 * 1024
 """Instruction text the system prompt holds in all (about 32 KiB)."""
@@ -69,14 +77,28 @@ def signature(paths: list[Path]) -> tuple[int | None, ...]:
     return tuple(out)
 
 
+def _projects_own(path: Path, top: Path, owners: frozenset[int]) -> bool:
+    """A regular file of a trusted owner whose real path is in the project (``top`` down)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    real = Path(os.path.realpath(path))
+    return (stat.S_ISREG(info.st_mode) and info.st_uid in owners
+            and (real == top or top in real.parents))
+
+
 def chosen(cwd: Path, root: Path | None, home: Path) -> list[Path]:
     """The files to read, in order (see the module docstring)."""
     files: list[Path] = []
-    for folder in folders(cwd, root):
-        main = next((folder / name for name in MAIN_NAMES if (folder / name).is_file()), None)
+    chain = folders(cwd, root)
+    top, owners = Path(os.path.realpath(chain[0])), trusted_owners(cwd)
+    for folder in chain:
+        main = next((folder / name for name in MAIN_NAMES
+                     if _projects_own(folder / name, top, owners)), None)
         if main is not None:
             files.append(main)
-        if (folder / EXTRA_NAME).is_file():
+        if _projects_own(folder / EXTRA_NAME, top, owners):
             files.append(folder / EXTRA_NAME)
     user = home / "AGENTS.md"
     if user.is_file() and user not in files:

@@ -22,8 +22,9 @@ from iaccode.iac.inventory import inventory_version
 log = logging.getLogger(__name__)
 
 
-def _build(cwd: Path, home: Path, session: Any) -> tuple[SystemPrompt, list[Path], tuple[Any, ...]]:
-    env = environment.gather(cwd)
+def _build(cwd: Path, home: Path, session: Any, additional: tuple[Path, ...] = ()
+           ) -> tuple[SystemPrompt, list[Path], tuple[Any, ...]]:
+    env = environment.gather(cwd, additional)
     paths = instructions.candidates(cwd, env.git.root, home)
     stamp = _signature(cwd, paths)
     found = instructions.read(cwd, env.git.root, home)
@@ -39,8 +40,11 @@ def _signature(cwd: Path, paths: list[Path]) -> tuple[Any, ...]:
 
 
 class SessionContext:
-    def __init__(self, cwd: Path, home: Path, session: Any = None) -> None:
+    def __init__(self, cwd: Path, home: Path, session: Any = None,
+                 additional: tuple[Path, ...] = ()) -> None:
         self._cwd = cwd
+        self._additional = additional
+        """The client's extra project folders (the environment section names them)."""
         self._home = home
         self._session = session
         self._lock = trio.Lock()
@@ -55,6 +59,11 @@ class SessionContext:
     def current(self) -> SystemPrompt:
         """The prompt as last built (empty before the first build)."""
         return self._prompt or SystemPrompt("", "", {})
+
+    def set_additional(self, additional: tuple[Path, ...]) -> None:
+        """The client's extra project folders changed: build again at the next ``refresh``."""
+        self._additional = additional
+        self.invalidate()
 
     def invalidate(self) -> None:
         """Build again at the next ``refresh``: a fact a section reads changed (the session's
@@ -75,7 +84,8 @@ class SessionContext:
                     return self._prompt
                 log.info("instruction or IaC files changed: rebuilding the system prompt")
             prompt, self._paths, self._stamp = await trio.to_thread.run_sync(
-                _build, self._cwd, self._home, self._session, abandon_on_cancel=True)
+                _build, self._cwd, self._home, self._session, self._additional,
+                abandon_on_cancel=True)
             self._prompt = prompt
             self._stale = False
             self.builds += 1

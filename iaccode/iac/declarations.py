@@ -13,7 +13,7 @@ from typing import Any
 from attrs import define, frozen
 
 from iaccode.iac.hcl import is_terraform_file, parse_terraform, unquote
-from iaccode.iac.parse_error import ParseError
+from iaccode.iac.parse_error import ParseError, TooDeep
 from iaccode.iac.templates import kube_objects, load_documents, section, template_family
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -55,7 +55,7 @@ class Reading:
 
 def read_file(root: Path, rel: str) -> Reading | None:
     """What the file ``rel`` (below ``root``) holds; None when it is too big or unreadable.
-    Blocking."""
+    Blocking. Raises TooDeep for a file nested too deep to parse."""
     path = root / rel
     try:
         info = path.stat()
@@ -71,6 +71,8 @@ def read_file(root: Path, rel: str) -> Reading | None:
     if is_terraform_file(name):
         try:
             return Reading(stamp, "terraform", parse_terraform(text, name))
+        except TooDeep:
+            raise
         except ParseError as exc:
             return Reading(stamp, "terraform", {}, f"{name}: {exc}")
     if parent.name == "templates" and _is_chart(root / str(parent.parent)):
@@ -78,6 +80,8 @@ def read_file(root: Path, rel: str) -> Reading | None:
     if name in ("Chart.yaml", "Pulumi.yaml", "Pulumi.yml") or any(m in raw for m in _MARKERS):
         try:
             documents = load_documents(text, name)
+        except TooDeep:
+            raise
         except ParseError:
             return Reading(stamp, "none")
         if name == "Chart.yaml":

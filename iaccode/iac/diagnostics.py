@@ -8,12 +8,14 @@ IaC adds nothing.
 
 - Terraform / OpenTofu (``*.tf``, ``*.tofu``, ``*.tf.json``): the syntax (python-hcl2's error
   with line and column); then, when ``terraform`` or ``tofu`` is on PATH, ``fmt -check -diff``
-  of the file and, when the module is initialised (``.terraform/`` beside it), ``validate
-  -json``, each bounded by a timeout.
+  of the file and ``validate -json`` when that starts only what the user installed (a module
+  that needs no provider, or one whose providers come from the user's plugin cache:
+  :mod:`.plugins`; else a one-line note says it was skipped), each bounded by a timeout.
 - ROS / CloudFormation templates (YAML or JSON): the syntax with the line; the format version;
   each resource's type is of the template's family; every ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``
   variable and ``DependsOn`` names a parameter, a resource or a pseudo-parameter. For
-  CloudFormation, ``cfn-lint`` adds its findings when it is installed.
+  CloudFormation, ``cfn-lint`` adds its findings when it is installed (run outside the
+  project, so a ``.cfnlintrc`` there cannot load rules: Python modules).
 
 The external programs run with the environment bash commands get (no secrets). They depend on
 the machine, so a replay (``external=False``) leaves them out.
@@ -26,14 +28,16 @@ import json
 import logging
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import trio
-from attrs import evolve, frozen
+from attrs import Factory, evolve, frozen
 
 from iaccode.iac.hcl import is_terraform_file, parse_terraform
 from iaccode.iac.parse_error import ParseError
+from iaccode.iac.plugins import validate_verdict
 from iaccode.iac.templates import (
     AWS_VERSIONS,
     ROS_VERSIONS,
@@ -85,14 +89,18 @@ class Report:
     what: str
     """What the file was checked as: "Terraform", "ROS template", ..."""
     problems: list[str]
+    notes: list[str] = Factory(list)
+    """What was not checked, and why (one line each)."""
 
     def text(self, shown: str) -> str:
-        if not self.problems:
-            return f"IaC check of {shown} ({self.what}): no problems."
         count = len(self.problems)
-        lines = [f"IaC check of {shown} ({self.what}) found {count} "
-                 f"problem{'s' if count != 1 else ''}:"]
+        if not count:
+            lines = [f"IaC check of {shown} ({self.what}): no problems."]
+        else:
+            lines = [f"IaC check of {shown} ({self.what}) found {count} "
+                     f"problem{'s' if count != 1 else ''}:"]
         lines.extend(f"- {problem}" for problem in self.problems)
+        lines.extend(self.notes)
         return "\n".join(lines)
 
 
@@ -103,7 +111,7 @@ async def annotate(result: ToolResult, cwd: Path, *, external: bool = True) -> T
     if diff is None:
         return result
     path = Path(diff.path)
-    report = await check_file(path, diff.new_text, external=external)
+    report = await check_file(path, diff.new_text, external=external, project=cwd)
     if report is None:
         return result
     text = report.text(display_path(path, cwd))
@@ -111,10 +119,12 @@ async def annotate(result: ToolResult, cwd: Path, *, external: bool = True) -> T
     return evolve(result, text=f"{result.text}\n\n{text}", content=content)
 
 
-async def check_file(path: Path, text: str, *, external: bool = True) -> Report | None:
-    """The check of ``text``, just written to ``path``; None when it is not an IaC file."""
+async def check_file(path: Path, text: str, *, external: bool = True,
+                     project: Path | None = None) -> Report | None:
+    """The check of ``text``, just written to ``path`` (in the session's folder ``project``);
+    None when it is not an IaC file."""
     if is_terraform_file(path.name):
-        return await _check_terraform(path, text, external)
+        return await _check_terraform(path, text, external, project or path.parent)
     if path.name.endswith(TEMPLATE_SUFFIXES):
         return await _check_template(path, text, external)
     return None
@@ -123,7 +133,7 @@ async def check_file(path: Path, text: str, *, external: bool = True) -> Report 
 # --- Terraform / OpenTofu ------------------------------------------------------------------------
 
 
-async def _check_terraform(path: Path, text: str, external: bool) -> Report:
+async def _check_terraform(path: Path, text: str, external: bool, project: Path) -> Report:
     what = "OpenTofu" if ".tofu" in path.name else "Terraform"
     try:
         await trio.to_thread.run_sync(parse_terraform, text, path.name, abandon_on_cancel=True)
@@ -131,13 +141,18 @@ async def _check_terraform(path: Path, text: str, external: bool) -> Report:
         return Report(what, [f"line {error.line}, column {error.column}: syntax error: "
                              f"{error.message}"])
     problems: list[str] = []
+    notes: list[str] = []
     program = _terraform_program(path) if external else None
     if program is not None:
         if not path.name.endswith(".json"):
             problems.extend(await _fmt(program, path))
-        if (path.parent / ".terraform").is_dir():
+        verdict = await trio.to_thread.run_sync(validate_verdict, path.parent, _check_env(),
+                                                program, project, abandon_on_cancel=True)
+        if verdict.run:
             problems.extend(await _validate(program, path))
-    return Report(what, problems)
+        elif verdict.note:
+            notes.append(verdict.note)
+    return Report(what, problems, notes)
 
 
 def _terraform_program(path: Path) -> str | None:
@@ -146,10 +161,14 @@ def _terraform_program(path: Path) -> str | None:
     return next((found for name in names if (found := shutil.which(name))), None)
 
 
+def _check_env() -> dict[str, str]:
+    """The environment the checks' programs run in: a bash command's (no secrets)."""
+    return {**command_env(), "TF_IN_AUTOMATION": "1"}
+
+
 async def _run(argv: list[str], cwd: Path, seconds: float) -> tuple[int, str, str] | str:
     """(exit code, stdout, stderr), or why the program could not give them."""
-    env = command_env()
-    env["TF_IN_AUTOMATION"] = "1"
+    env = _check_env()
     name = Path(argv[0]).name
     with trio.move_on_after(seconds):
         try:
@@ -313,15 +332,19 @@ async def _cfn_lint(path: Path) -> list[str]:
     program = shutil.which("cfn-lint")
     if program is None:
         return []
-    ran = await _run([program, "--format", "parseable", "--", path.name], path.parent,
-                     CFN_LINT_TIMEOUT)
+    # In an empty folder of its own: cfn-lint reads the .cfnlintrc of the folder it runs in,
+    # and its append_rules are Python modules it imports (the repository's code). The user's
+    # own ~/.cfnlintrc still counts.
+    with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as outside:
+        ran = await _run([program, "--format", "parseable", "--", str(path)], Path(outside),
+                         CFN_LINT_TIMEOUT)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
     problems = []
     for line in out.splitlines():
         # FILE:LINE:COLUMN:END_LINE:END_COLUMN:RULE:MESSAGE
-        parts = line.split(":", 6)
+        parts = [str(path), *line.removeprefix(f"{path}:").split(":", 5)]
         if len(parts) == 7 and parts[1].isdigit():
             problems.append(f"line {parts[1]}: {parts[6].strip()} (cfn-lint {parts[5]})")
     if not problems and code % 2:  # 2, 4, 8 are its findings; an odd code, its own failure

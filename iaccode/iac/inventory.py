@@ -13,9 +13,11 @@ file declares is read by :mod:`.declarations`):
   make), Pulumi projects (``Pulumi.yaml``).
 
 The walk respects ``.gitignore`` (the walker list_files, glob and grep share), skips
-``.terraform/`` and ``node_modules/``, and is bounded in time; files are parsed in a worker
-thread and kept by (mtime, size), so a refresh re-reads only what changed. The text is at most
-``MAX_CHARS``, biggest folders first. Each project's inventory is built once (in a thread of
+``.terraform/`` and ``node_modules/``, and is bounded in time; files are parsed in a child
+process, each bounded in size, depth and time (:mod:`.reader`: a file it cannot read is left
+out, and the section says so), and kept by (mtime, size), so a refresh re-reads only what
+changed. Nothing here can fail a prompt: a build that fails keeps the last text. The text is
+at most ``MAX_CHARS``, biggest folders first. Each project's inventory is built once (in a thread of
 its own, started by the first call) and rebuilt in the background when its IaC files change.
 """
 
@@ -30,7 +32,8 @@ from typing import Any
 
 import trio
 
-from iaccode.iac.declarations import Entry, Reading, entries, is_candidate, read_file
+from iaccode.iac.declarations import Entry, Reading, entries, is_candidate
+from iaccode.iac.reader import FileReader, Skipped
 from iaccode.tools.search.ignore import GitIgnores, walk_files
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,8 @@ PARSE_SECONDS = 10.0
 FIRST_BUILD_WAIT = 5.0
 """How long the first call waits for the first build (later calls never wait)."""
 SKIPPED_DIRS = frozenset({".terraform", ".terragrunt-cache", "node_modules", ".git"})
+NOTE_CHARS = 600
+"""Room for the note naming the files that could not be read."""
 
 
 class _Ignores(GitIgnores):
@@ -68,10 +73,14 @@ def find_files(root: Path, seconds: float = WALK_SECONDS) -> tuple[list[str], bo
     return found, True
 
 
-def render(found: list[Entry], complete: bool = True, limit: int = MAX_CHARS) -> str | None:
-    """The section text, biggest entries first, at most ``limit`` characters; None if empty."""
-    if not found:
+def render(found: list[Entry], complete: bool = True, limit: int = MAX_CHARS,
+           skipped: dict[str, str] | None = None) -> str | None:
+    """The section text, biggest entries first, at most ``limit`` characters (and a note
+    naming the files ``skipped``: path -> why); None if empty."""
+    note = _skipped_note(skipped or {})
+    if not found and not note:
         return None
+    limit -= len(note)
     head = ("# Infrastructure as code in this project\n"
             "What its files declare (read with real parsers; biggest folders first"
             + ("" if complete else "; the project is too big to read whole, this is part of it")
@@ -94,7 +103,22 @@ def render(found: list[Entry], complete: bool = True, limit: int = MAX_CHARS) ->
             break
         parts.append(block)
         size += len(block)
-    return "\n".join(parts)
+    return "\n".join(parts) + note
+
+
+def _skipped_note(skipped: dict[str, str]) -> str:
+    """"Not read: a.json (nested over 256 levels deep), ..." within NOTE_CHARS; "" for none."""
+    if not skipped:
+        return ""
+    note = "\n\nNot read (left out of this inventory): "
+    shown: list[str] = []
+    for rel, why in sorted(skipped.items()):
+        item = f"{rel} ({why})"
+        if len(note) + sum(len(s) + 2 for s in shown) + len(item) > NOTE_CHARS - 20:
+            shown.append(f"{len(skipped) - len(shown)} more")
+            break
+        shown.append(item)
+    return note + ", ".join(shown) + "."
 
 
 # --- building and keeping it current -----------------------------------------------------------
@@ -109,6 +133,9 @@ class ProjectInventory:
         self._build_lock = threading.Lock()
         """One build at a time (the background one, or a caller's)."""
         self._parsed: dict[str, Reading] = {}
+        self._skipped: dict[str, tuple[tuple[int, int], str]] = {}
+        """Files that could not be read -> (their stamp then, why): not tried again until
+        they change."""
         self._text: str | None = None
         self._stamps: dict[str, tuple[int, int]] | None = None
         self._complete = True
@@ -141,10 +168,15 @@ class ProjectInventory:
                 self._building = False
             self.ready.set()
 
-    def build(self) -> str | None:
-        """Walk, read what changed, render. Blocking: run it in a worker thread."""
-        with self._build_lock:
+    def build(self, wait: float | None = None) -> str | None:
+        """Walk, read what changed, render. Blocking: run it in a worker thread. With ``wait``,
+        a build already running gets that many seconds before the last text is returned."""
+        if not self._build_lock.acquire(timeout=-1 if wait is None else wait):
+            return self._text
+        try:
             return self._build()
+        finally:
+            self._build_lock.release()
 
     def _build(self) -> str | None:
         if self._stamps is not None and not self._complete:
@@ -153,21 +185,36 @@ class ProjectInventory:
         else:
             files, complete = find_files(self.root)
         stamps = {rel: stamp for rel in files if (stamp := _stamp(self.root / rel))}
-        if stamps == self._stamps:
+        unread = any(rel not in self._parsed and rel not in self._skipped for rel in stamps)
+        if stamps == self._stamps and not unread:  # (a build cut short left files unread)
             return self._text
         deadline = time.monotonic() + PARSE_SECONDS
         parsed: dict[str, Reading] = {}
-        for rel, stamp in stamps.items():
-            known = self._parsed.get(rel)
-            if known is not None and known.stamp == stamp:
-                parsed[rel] = known
-            elif time.monotonic() < deadline:
-                if (reading := read_file(self.root, rel)) is not None:
-                    parsed[rel] = reading
-            else:
-                complete = False
+        skipped: dict[str, tuple[tuple[int, int], str]] = {}
+        reader = FileReader(self.root)
+        try:
+            for rel, stamp in stamps.items():
+                known = self._parsed.get(rel)
+                failed = self._skipped.get(rel)
+                if known is not None and known.stamp == stamp:
+                    parsed[rel] = known
+                elif failed is not None and failed[0] == stamp:
+                    skipped[rel] = failed
+                elif time.monotonic() < deadline:
+                    reading = reader.read(rel)
+                    if isinstance(reading, Skipped):
+                        log.info("IaC inventory: %s left out: %s", rel, reading.why)
+                        skipped[rel] = (stamp, reading.why)
+                    elif reading is not None:
+                        parsed[rel] = reading
+                else:
+                    complete = False
+        finally:
+            reader.close()
         self._parsed, self._stamps, self._complete = parsed, stamps, complete
-        text = render(entries(parsed), complete)
+        self._skipped = skipped
+        text = render(entries(parsed), complete,
+                      skipped={rel: why for rel, (_, why) in skipped.items()})
         if text != self._text:
             self._text = text
             self.version += 1
@@ -218,7 +265,10 @@ def inventory_version(cwd: Path) -> int:
     inventory = project_inventory(cwd)
     inventory.start()
     inventory.ready.wait(FIRST_BUILD_WAIT)
-    inventory.build()
+    try:
+        inventory.build(wait=FIRST_BUILD_WAIT)  # a slow build must not hold the prompt up
+    except Exception:  # a bug must not fail the prompt: the last text stays (the log says why)
+        log.exception("rebuilding the IaC inventory of %s failed", cwd)
     return inventory.version
 
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from iaccode.iac.parse_error import ParseError
+from iaccode.iac.parse_error import ParseError, TooDeep, check_depth
 
 ROS_VERSIONS = frozenset({"2015-09-01"})
 AWS_VERSIONS = frozenset({"2010-09-09"})
@@ -79,9 +79,12 @@ def _loader() -> Any:
 
 
 def load_documents(text: str, name: str) -> list[Any]:
-    """Every document in the file (one for JSON). Raises ParseError with the line."""
+    """Every document in the file (one for JSON). Raises ParseError with the line (also for
+    a file nested too deep to parse: flow brackets are counted first, and the block style's
+    ``- - - x`` ends in a RecursionError here, not in the caller)."""
     import yaml
 
+    check_depth(text)
     if name.endswith(".json"):
         try:
             json.loads(text)
@@ -100,6 +103,8 @@ def load_documents(text: str, name: str) -> list[Any]:
         raise ParseError(line, column, f"not valid YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise ParseError(0, 0, f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise TooDeep(0, 0, "nested too deep to read") from None
 
 
 def template_family(document: Any) -> str | None:

@@ -1,8 +1,8 @@
 """The Anthropic provider, on the official SDK (``AsyncAnthropic``, which runs under trio).
 
-``anthropic`` is imported lazily: it costs about two seconds, and editors wait for
-``initialize``. :meth:`AnthropicProvider.preload` imports it in a worker thread once the
-handshake is done.
+``anthropic`` is imported lazily: it costs about two seconds, and editors wait for their first
+session. ``iaccode acp`` imports it in the background (``iaccode/preload.py``);
+:meth:`AnthropicProvider.preload` does it in a worker thread (``iaccode serve``).
 
 Retries: the SDK retries 408/409/429/5xx/529 before the stream starts, honouring
 ``retry-after`` and backing off with jitter otherwise; its waits are trio sleeps, so
@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -157,25 +157,35 @@ def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
 
 class AnthropicProvider:
     def __init__(self, *, max_retries: int, timeout: float, base_url: str | None = None,
-                 key_variable: str | None = None) -> None:
+                 key_variable: str | None = None,
+                 stored_key: Callable[[], str | None] = lambda: None) -> None:
         """``base_url`` and ``key_variable`` (IAC_CODE_BASE_URL, IAC_CODE_API_KEY or config's
-        ``api_key_env``) replace ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY when given."""
+        ``api_key_env``) replace ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY when given;
+        ``stored_key`` gives the key ``iaccode login`` saved, used while the variables are
+        unset (read at each request: a login or logout meanwhile counts)."""
         self._max_retries = max_retries
         self._timeout = timeout
         self._base_url = base_url
         self._key_variable = key_variable
+        self._stored_key = stored_key
         self._client: anthropic.AsyncAnthropic | None = None
+        self._client_key: str | None = None
+        """The stored key the client was built with (None: the environment's)."""
 
     async def preload(self) -> None:
         """Import the SDK in a worker thread so the first prompt does not pay for it."""
         await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
 
+    def _variables(self) -> tuple[str, ...]:
+        return (self._key_variable,) if self._key_variable else CREDENTIAL_VARIABLES
+
     def check_credentials(self) -> None:
-        variables = (self._key_variable,) if self._key_variable else CREDENTIAL_VARIABLES
-        if not any(os.environ.get(name) for name in variables):
+        variables = self._variables()
+        if not any(os.environ.get(name) for name in variables) and not self._stored_key():
             raise MissingCredentials(
                 f"No Anthropic credentials: set {variables[0]} in the environment the editor "
-                "starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted model offline)."
+                "starts iaccode with, or run `iaccode login` (or set IAC_CODE_MODEL_SCRIPT to "
+                "play a scripted model offline)."
             )
 
     async def aclose(self) -> None:
@@ -186,12 +196,17 @@ class AnthropicProvider:
             await client.close()
 
     async def _get_client(self) -> anthropic.AsyncAnthropic:
-        if self._client is None:
+        # The environment wins; without it, the stored key (a new client when it changed).
+        stored = None if any(os.environ.get(name) for name in self._variables()) else (
+            self._stored_key())
+        if self._client is None or stored != self._client_key:
             # In a thread: if the preload is still importing, we wait without blocking the loop.
             anthropic = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
             # The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
+            self._client_key = stored
             self._client = anthropic.AsyncAnthropic(
-                api_key=os.environ.get(self._key_variable) if self._key_variable else None,
+                api_key=stored or (os.environ.get(self._key_variable)
+                                   if self._key_variable else None),
                 base_url=self._base_url,
                 max_retries=self._max_retries,
                 timeout=anthropic.Timeout(self._timeout, connect=10.0),

@@ -6,8 +6,8 @@ supports trio, and its retry waits are ``anyio.sleep``, so ``session/cancel`` in
 (tests/e2e/test_openai_provider.py drives it through a real ``iaccode acp``).
 
 ``openai`` is imported lazily, like ``anthropic``: it costs about a second, and editors wait for
-``initialize``. :meth:`OpenAIProvider.preload` imports it in a worker thread after the
-handshake.
+their first session. ``iaccode acp`` imports it in the background (``iaccode/preload.py``);
+:meth:`OpenAIProvider.preload` does it in a worker thread (``iaccode serve``).
 
 Requests are Chat Completions with ``stream: true`` and ``stream_options.include_usage``
 (``openai_request.py``); the chunks are translated into Anthropic events and assembled by the
@@ -56,6 +56,8 @@ class OpenAIProvider:
         self._max_retries = max_retries
         self._timeout = timeout
         self._client: openai.AsyncOpenAI | None = None
+        self._client_key: str | None = None
+        """The key the client was built with: a login or logout meanwhile makes a new one."""
 
     async def preload(self) -> None:
         """Import the SDK in a worker thread so the first prompt does not pay for it."""
@@ -74,10 +76,12 @@ class OpenAIProvider:
             await client.close()
 
     async def _get_client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
+        key = self._endpoint.api_key()  # the environment's, else the stored one: read each time
+        if self._client is None or key != self._client_key:
             openai = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+            self._client_key = key
             self._client = openai.AsyncOpenAI(
-                api_key=self._endpoint.api_key(),
+                api_key=key,
                 base_url=self._endpoint.base_url,
                 max_retries=self._max_retries,
                 timeout=openai.Timeout(self._timeout, connect=10.0),

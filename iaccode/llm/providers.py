@@ -12,17 +12,14 @@ their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_UR
 replaces the preset's model list; the first one is the default model.
 
 Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
-module it needs, and the SDK is imported later, lazily, by the provider itself. Nor does it
-import anything outside the standard library: the early handshake
-(``iaccode/server/handshake.py``) reads the auth methods from here before the rest loads.
+module it needs, and the SDK is imported later, lazily, by the provider itself (or ahead of it
+by ``iaccode/preload.py``, which asks :func:`sdk_module`).
 """
 
 from __future__ import annotations
 
 import os
 
-# Not typing's: the early handshake imports this module, and typing (with re and enum) would
-# cost it milliseconds. Type checkers know the name.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,8 +31,7 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
     class ProviderSettings(Protocol):
-        """The settings that choose and reach a provider: a ``Config``, or the early handshake's
-        reading of them (``iaccode.server.handshake.Settings``)."""
+        """The settings that choose and reach a provider (a ``Config``)."""
 
         @property
         def provider(self) -> str: ...
@@ -49,11 +45,12 @@ if TYPE_CHECKING:
         def model(self) -> str: ...
         @property
         def model_script(self) -> PathLike[str] | str | None: ...
+        @property
+        def home(self) -> PathLike[str] | str:
+            """``$IAC_CODE_HOME``, where ``iaccode login`` keeps keys (``stored_keys``)."""
 
 
 class Preset:
-    # Plain classes, not attrs or NamedTuples: the early handshake imports this module before
-    # anything else, and those cost milliseconds there.
     __slots__ = ("title", "base_url", "key_variable", "models", "api", "thinking",
                  "max_tokens_field", "reasoning_back")
 
@@ -130,19 +127,42 @@ NO_KEY = "no-key"
 class Endpoint:
     """Where and how one provider is reached, with the configuration applied."""
 
-    __slots__ = ("provider", "preset", "base_url", "key_variable", "models")
+    __slots__ = ("provider", "preset", "base_url", "key_variable", "models", "home")
 
     def __init__(self, provider: str, preset: Preset, base_url: str | None,
-                 key_variable: str | None, models: dict[str, str]) -> None:
+                 key_variable: str | None, models: dict[str, str],
+                 home: PathLike[str] | str | None = None) -> None:
         self.provider = provider
         self.preset = preset
         self.base_url = base_url
         self.key_variable = key_variable
         """The variable the key is read from (None: no key needed)."""
         self.models = models
+        self.home = home
+        """Where ``iaccode login`` keeps keys (None: no stored keys are used)."""
 
     def api_key(self, env: Mapping[str, str] = os.environ) -> str | None:
-        return env.get(self.key_variable) if self.key_variable else NO_KEY
+        """The key: its variable's value, else the one ``iaccode login`` stored (the
+        environment wins)."""
+        if not self.key_variable:
+            return NO_KEY
+        return env.get(self.key_variable) or self.stored_key()
+
+    def stored_key(self) -> str | None:
+        """The key ``iaccode login`` stored for this provider, if any."""
+        if self.home is None:
+            return None
+        from iaccode.llm import stored_keys  # only once a key is looked for, not at start-up
+
+        return stored_keys.stored_key(self.home, self.provider)
+
+    def key_stored(self) -> bool:
+        """Whether ``iaccode login`` stored a key for this provider (the keyring not asked)."""
+        if self.home is None:
+            return False
+        from iaccode.llm import stored_keys
+
+        return stored_keys.is_stored(self.home, self.provider)
 
     def missing(self, model: str, env: Mapping[str, str] = os.environ) -> str | None:
         """What must still be set before a request can be made (None: nothing)."""
@@ -150,10 +170,10 @@ class Endpoint:
         if self.base_url is None and self.preset.api != "messages":
             return (f"No base URL for {setting}: set IAC_CODE_BASE_URL (or base_url in "
                     f"config.toml) to the API's address, like http://localhost:8000/v1.")
-        if self.key_variable and not env.get(self.key_variable):
+        if self.key_variable and not env.get(self.key_variable) and not self.key_stored():
             return (f"No API key for {setting}: set {self.key_variable} in the environment the "
-                    f"editor starts iaccode with (or IAC_CODE_MODEL_SCRIPT to play a scripted "
-                    f"model offline).")
+                    f"editor starts iaccode with, or run `iaccode login` (or set "
+                    f"IAC_CODE_MODEL_SCRIPT to play a scripted model offline).")
         if not model:
             return (f"No model for {setting}: set IAC_CODE_MODEL (or models = [...] in "
                     f"config.toml) to the model id the API serves.")
@@ -172,7 +192,7 @@ def endpoint(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> E
     models = ({model: preset.models.get(model, model) for model in config.models}
               if config.models is not None else dict(preset.models))
     return Endpoint(config.provider, preset, config.base_url or preset.base_url, key_variable,
-                    models)
+                    models, config.home)
 
 
 def default_model(provider: str, models: tuple[str, ...] | None) -> str:
@@ -220,33 +240,70 @@ def _base_provider(config: Config) -> Provider:
         overridden = where.key_variable != where.preset.key_variable
         return AnthropicProvider(max_retries=config.max_retries, timeout=config.request_timeout,
                                  base_url=config.base_url,
-                                 key_variable=where.key_variable if overridden else None)
+                                 key_variable=where.key_variable if overridden else None,
+                                 stored_key=where.stored_key)
     from iaccode.llm.openai_provider import OpenAIProvider
 
     return OpenAIProvider(where, default_model=config.model, max_retries=config.max_retries,
                           timeout=config.request_timeout)
 
 
-def has_credentials(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> bool:
-    """Whether the provider ``config`` asks for can authenticate: what its
-    ``check_credentials`` says, known without building (or importing) it."""
+def sdk_module(config: ProviderSettings) -> str | None:
+    """The SDK package the configured provider imports on its first request (None: a model
+    script needs none): what ``iaccode/preload.py`` imports ahead of it."""
     if config.model_script is not None:
-        return True  # a script needs no key
-    where = endpoint(config, env)
-    if where.preset.api == "messages":
-        overridden = where.key_variable != where.preset.key_variable
-        variables = (where.key_variable,) if overridden and where.key_variable else (
-            CREDENTIAL_VARIABLES)
-        return any(env.get(name) for name in variables)
-    return where.missing(config.model, env) is None
+        return None
+    return "anthropic" if endpoint(config).preset.api == "messages" else "openai"
 
 
-def auth_method_text(config: ProviderSettings) -> tuple[str, str, str]:
-    """(id, name, description) of the ACP auth method: where the key goes (or, for an API
-    that needs none, what else is missing)."""
+LOGIN_METHOD_ID = "iaccode-login"
+"""The ``terminal`` auth method: the client runs ``iaccode ... login`` in a terminal."""
+LOGIN_ARGS = ["login"]
+"""What a client appends to the agent's command line for terminal auth (the auth-methods RFD:
+appended to the configured arguments, so ``iaccode acp login`` must log in too)."""
+
+
+def env_method_id(config: ProviderSettings) -> str:
+    """The id of the auth method that names the provider's key variable."""
+    return f"{config.provider}-api-key".replace("_", "-")
+
+
+def auth_methods(config: ProviderSettings, *, terminal: bool = False) -> list[dict[str, object]]:
+    """The ``authMethods`` of the initialize answer, in wire form.
+
+    A provider that takes a key offers two, whether the key is there yet or not (after an ACP
+    ``logout`` the client needs them): where the key goes in the environment (``agent``: the
+    editor sets it and calls ``authenticate``), and, to a client that runs terminal auth,
+    ``iaccode login`` (``terminal``: choose the provider, paste the key). An API that needs no
+    key offers only what else is missing (a base URL, a model). A model script (which needs no
+    key) changes nothing here, so a recorded session and its replay answer alike."""
     where = endpoint(config)
-    what = (f"Set {where.key_variable} in the environment the editor starts `iaccode acp` with."
-            if where.key_variable else where.missing(config.model)
-            or "This API needs no key.")
-    return (f"{config.provider}-api-key".replace("_", "-"), f"{where.preset.title} API key", what)
+    if not where.key_variable:
+        problem = where.missing(config.model)
+        return [] if problem is None else [
+            {"id": env_method_id(config), "name": f"{where.preset.title} settings",
+             "description": problem}]
+    methods: list[dict[str, object]] = [{
+        "id": env_method_id(config), "name": f"{where.preset.title} API key",
+        "description": (f"Set {where.key_variable} in the environment the editor starts "
+                        "`iaccode acp` with (it wins over a key saved by `iaccode login`).")}]
+    if terminal:
+        methods.append({  # in the order of protocol.messages.AuthMethod's fields
+            "id": LOGIN_METHOD_ID, "name": "Log in with an API key",
+            "description": (f"Runs `iaccode login`: choose the provider ({where.preset.title} "
+                            "now), paste its key; it is saved in the OS keyring or in "
+                            "credentials.toml under IAC_CODE_HOME (mode 0600)."),
+            "type": "terminal", "args": list(LOGIN_ARGS)})
+    return methods
+
+
+def terminal_auth(capabilities: Mapping[str, object] | None) -> bool:
+    """Whether the client's ``clientCapabilities`` (wire form) take ``terminal`` auth methods:
+    ``auth.terminal: true``, or the ``_meta["terminal-auth"]: true`` hint of the registry's
+    validator and older clients."""
+    if not capabilities:
+        return False
+    auth, meta = capabilities.get("auth"), capabilities.get("_meta")
+    return ((isinstance(auth, dict) and auth.get("terminal") is True)
+            or (isinstance(meta, dict) and meta.get("terminal-auth") is True))
 

@@ -13,6 +13,7 @@ attempt at a later prompt (``restart``).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import trio
 
 import iaccode
+from iaccode.mcp import SDK_MODULES
 from iaccode.mcp.config import ServerSpec
 from iaccode.mcp.transport import StdioProcess, remote
 from iaccode.tools.base import ToolFailure
@@ -36,8 +38,25 @@ T = TypeVar("T")
 
 CONNECT_TIMEOUT = 60.0
 """Seconds a server may take to answer the handshake and its tool and prompt lists."""
+LIST_TIMEOUT = 20.0
+"""Seconds one listing (all its pages) may take, at the start and after a change alike."""
+MAX_PAGES = 20
+"""Pages of one list read at most: a server that pages on forever is cut off there."""
+MAX_ITEMS = 200
+"""Tools (and prompts) taken from one server: every tool's definition goes with every model
+request, and more than this many would crowd the context (3,000 made each request 6.8 MiB)."""
+MAX_DEFINITION_BYTES = 256 * 1024
+"""Bytes of tool definitions (name, title, description, input schema as JSON) taken from one
+server; a tool that does not fit is left out, the ones after it may still fit."""
 
 Status = Literal["starting", "connected", "failed"]
+
+
+def load_sdk() -> None:
+    """Import the SDK (``SDK_MODULES``); in a worker thread: it takes seconds when the machine
+    is busy, and the loop must go on answering meanwhile (``session/new``, a cancel)."""
+    for name in SDK_MODULES:
+        importlib.import_module(name)
 
 
 class ServerGone(Exception):
@@ -58,6 +77,8 @@ class ServerConnection:
         """Whether the failed attempt had connected (it stopped, rather than not starting)."""
         self.tools: list[Tool] = []
         self.prompts: list[Prompt] = []
+        self.dropped = ""
+        """What the last listing left out and why (for the user, once); "" when nothing."""
         self.settled = trio.Event()
         """Set when this attempt is connected or failed."""
         self.ended = trio.Event()
@@ -85,14 +106,16 @@ class ServerConnection:
         Returns with ``status`` "failed" (never raises, but Cancelled); a stdio server is
         ended with its tree before this returns, cancelled or not.
         """
-        from mcp import Client
-        from mcp_types import Implementation
-
         process: StdioProcess | None = None
         # One scope around the whole connection (a deadline only until it is up): the
         # client's task groups live inside it, so no narrower scope may close before them.
         connecting = trio.CancelScope(deadline=trio.current_time() + CONNECT_TIMEOUT)
         try:
+            # Abandoned on cancel: the thread finishes the import, and nothing waits for it.
+            await trio.to_thread.run_sync(load_sdk, abandon_on_cancel=True)
+            from mcp import Client
+            from mcp_types import Implementation
+
             with connecting:
                 async with contextlib.AsyncExitStack() as stack:
                     if self.spec.transport == "stdio":
@@ -104,9 +127,7 @@ class ServerConnection:
                         name="iaccode", version=iaccode.__version__),
                         message_handler=self._on_message)
                     await stack.enter_async_context(client)
-                    self.tools = await _all_tools(client)
-                    self.prompts = (await _all_prompts(client)
-                                    if client.server_capabilities.prompts else [])
+                    await self._list(client)
                     connecting.deadline = math.inf
                     self._client = client
                     self.status, self.was_connected = "connected", True
@@ -181,20 +202,34 @@ class ServerConnection:
             self._lists_changed = trio.Event()
             await self._list_again(client)
 
+    async def _list(self, client: Client) -> None:
+        """Take the server's tools and prompts, as much of them as the bounds allow
+        (``dropped`` says what was left out), each list within LIST_TIMEOUT (TimeoutError past
+        it: the lists stay as they were)."""
+        tools, cut = await _listing(client.list_tools, "tools")
+        tools, too_big = _fitting(tools)
+        prompts: list[Prompt] = []
+        prompts_cut = ""
+        if client.server_capabilities.prompts:
+            prompts, prompts_cut = await _listing(client.list_prompts, "prompts")
+        problems = [why for why in (cut, too_big, prompts_cut) if why]
+        self.tools, self.prompts = tools, prompts
+        self.dropped = "; ".join(problems)
+        if problems:
+            log.warning("MCP server %s: %s", self.name, self.dropped)
+
     async def _list_again(self, client: Client) -> None:
         from mcp.shared.exceptions import MCPError
         from pydantic import ValidationError
 
         try:
-            tools = await _all_tools(client)
-            prompts = await _all_prompts(client) if client.server_capabilities.prompts else []
-        except (MCPError, ValidationError) as exc:  # it answered, not a list: keep the old one
+            await self._list(client)
+        except (MCPError, ValidationError, TimeoutError) as exc:  # keep the old lists
             log.warning("MCP server %s said its lists changed, then could not list them: %s",
                         self.name, _reason(exc))
             return
-        self.tools, self.prompts = tools, prompts
-        log.info("MCP server %s changed: %d tools, %d prompts", self.name, len(tools),
-                 len(prompts))
+        log.info("MCP server %s changed: %d tools, %d prompts", self.name, len(self.tools),
+                 len(self.prompts))
         self._on_change()
 
     def _lost(self, reason: str) -> None:
@@ -273,24 +308,50 @@ class ServerConnection:
                               f"{_reason(exc)}") from exc
 
 
-async def _all_tools(client: Client) -> list[Tool]:
-    return await _all_pages(client.list_tools, "tools")
-
-
-async def _all_prompts(client: Client) -> list[Prompt]:
-    return await _all_pages(client.list_prompts, "prompts")
-
-
-async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
-    """Every item of a paginated list (``tools/list``, ``prompts/list``)."""
+async def _listing(list_page: Callable[..., Awaitable[Any]], field: str
+                   ) -> tuple[list[Any], str]:
+    """The items of a paginated list (``tools/list``, ``prompts/list``), at most MAX_ITEMS from
+    at most MAX_PAGES pages, and what was left out ("" when nothing). TimeoutError when the
+    pages take longer than LIST_TIMEOUT in all."""
     items: list[Any] = []
     cursor = None
-    while True:
-        page = await list_page(cursor=cursor)
-        items += getattr(page, field)
-        cursor = page.next_cursor
-        if not cursor:
-            return items
+    seen: set[str] = set()
+    repeated = False
+    with trio.move_on_after(LIST_TIMEOUT) as waited:
+        for _ in range(MAX_PAGES):
+            page = await list_page(cursor=cursor)
+            items += getattr(page, field)[:MAX_ITEMS + 1 - len(items)]
+            cursor = page.next_cursor
+            repeated = cursor in seen
+            if not cursor or repeated or len(items) > MAX_ITEMS:
+                break
+            seen.add(cursor)
+    if waited.cancelled_caught:
+        raise TimeoutError(f"its {field} list took longer than {LIST_TIMEOUT:g} s")
+    if len(items) > MAX_ITEMS:
+        return items[:MAX_ITEMS], f"only its first {MAX_ITEMS} {field} were taken"
+    if repeated:
+        return items, f"its {field} list came back to a page it had sent ({len(items)} taken)"
+    if cursor:
+        return items, (f"its {field} list still went on after {MAX_PAGES} pages "
+                       f"({len(items)} taken)")
+    return items, ""
+
+
+def _fitting(tools: list[Tool]) -> tuple[list[Tool], str]:
+    """The tools whose definitions fit in MAX_DEFINITION_BYTES, in order; what was left."""
+    kept: list[Tool] = []
+    size = left = 0
+    for tool in tools:
+        definition = tool.model_dump_json(include={"name", "title", "description",
+                                                   "input_schema"})
+        if size + len(definition) > MAX_DEFINITION_BYTES:
+            left += 1
+            continue
+        size += len(definition)
+        kept.append(tool)
+    return kept, (f"{left} tool(s) left out: their definitions went past "
+                  f"{MAX_DEFINITION_BYTES // 1024} KiB" if left else "")
 
 
 def _reason(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ import trio
 from attrs import frozen
 
 from iaccode.mcp.config import ServerSpec
-from iaccode.mcp.names import shortened, tool_name
+from iaccode.mcp.names import shortened, shown, tool_name
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
 from iaccode.tools.base import Tool, ToolFailure
 
@@ -48,8 +48,14 @@ class PromptCommand:
 
     @property
     def hint(self) -> str:
-        return " ".join(f"<{a.name}>" if a.required else f"[{a.name}]"
+        return " ".join(f"<{shown(a.name, 40)}>" if a.required else f"[{shown(a.name, 40)}]"
                         for a in self.prompt.arguments or [])
+
+    @property
+    def description(self) -> str:
+        """What the editor's command menu says of it (one line, printable)."""
+        return shown(self.prompt.description or "", 200) or (
+            f"Prompt {shown(self.prompt.name)} of MCP server {shown(self.connection.name)}")
 
 
 class McpServers:
@@ -64,6 +70,8 @@ class McpServers:
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""
         self._told: dict[str, str] = {}
         """Server name -> the failure the user was told of (not told twice running)."""
+        self._told_dropped: dict[str, str] = {}
+        """Server name -> what its listing left out, as the user was told (told once)."""
         self.offered: dict[str, Tool] = {}
         """The connected servers' tools as of the last ``prepare`` (replaced, never changed:
         the system prompt's section reads it from a worker thread)."""
@@ -111,10 +119,17 @@ class McpServers:
 
     async def prepare(self, timeout: float) -> list[str]:  # noqa: ASYNC109 - a setting
         """Before a prompt's first model request: ping the remote servers (one that is gone
-        counts as failed), start again the servers that failed, wait up to ``timeout`` for
-        those starting, take the connected ones' tools (``offered``), and return the failures
-        to tell the user (a failure is told once, however often the retry fails the same
-        way)."""
+        counts as failed), start again the servers that failed, wait until the SDK is loaded
+        and then up to ``timeout`` for those starting, take the connected ones' tools
+        (``offered``), and return the failures to tell the user (a failure is told once,
+        however often the retry fails the same way)."""
+        if self.connections:  # the SDK first: local work, which ``timeout`` is not about
+            from iaccode.mcp.connection import load_sdk
+
+            try:
+                await trio.to_thread.run_sync(load_sdk, abandon_on_cancel=True)
+            except Exception as exc:  # each connection fails with it and the user is told
+                log.debug("the MCP SDK did not load: %r", exc)
         async with trio.open_nursery() as nursery:  # is each remote one still there?
             for connection in self.connections:
                 if connection.status == "connected":
@@ -139,11 +154,17 @@ class McpServers:
         for connection in self.connections:
             if connection.status == "connected":
                 self._told.pop(connection.name, None)
+                if connection.dropped and self._told_dropped.get(connection.name) != (
+                        connection.dropped):
+                    self._told_dropped[connection.name] = connection.dropped
+                    messages.append(f"MCP server {shown(connection.name)} listed more than the "
+                                    f"agent takes: {connection.dropped}; the rest are left out.")
             elif connection.status == "failed" and self._told.get(connection.name) != (
                     told := f"{connection.was_connected}:{connection.reason}"):
                 self._told[connection.name] = told
                 what = "stopped" if connection.was_connected else "could not start"
-                messages.append(f"MCP server {connection.name} {what}: {connection.reason}")
+                messages.append(f"MCP server {shown(connection.name)} {what}: "
+                                f"{shown(connection.reason, 300)}")
         return messages
 
     def tools(self) -> dict[str, Tool]:
@@ -171,8 +192,7 @@ class McpServers:
         for connection in self.connections:
             if connection.status == "connected":
                 for prompt in connection.prompts:
-                    name = "".join("-" if c.isspace() else c
-                                   for c in f"{connection.name}:{prompt.name}")
+                    name = shown(f"{connection.name}:{prompt.name}").replace(" ", "-")
                     commands[name] = PromptCommand(name, connection, prompt)
         return commands
 
@@ -187,15 +207,19 @@ class McpServers:
             where = spec.command if spec.transport == "stdio" else spec.url
             status: str = connection.status
             if status == "failed":
-                status = f"failed: {connection.reason}"
+                status = f"failed: {shown(connection.reason, 300)}"
             elif status == "connected":
-                count = len(connection.tools)
-                status = f"connected, {count} tool{'s' if count != 1 else ''}"
+                status = f"connected, {_count(len(connection.tools), 'tool')}"
                 if connection.prompts:
-                    status += f", {len(connection.prompts)} prompts"
-            lines.append(f"- {connection.name} ({spec.transport}, {where}, from the "
-                         f"{'editor' if spec.origin == 'editor' else 'config.toml'}): {status}")
+                    status += f", {_count(len(connection.prompts), 'prompt')}"
+            origin = "editor" if spec.origin == "editor" else "config.toml"
+            lines.append(f"- {shown(connection.name)} ({spec.transport}, {shown(where or '')}, "
+                         f"from the {origin}): {status}")
         return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 async def expand_prompt(command: PromptCommand, rest: str) -> list[ContentBlock] | str:

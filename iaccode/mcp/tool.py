@@ -15,9 +15,10 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
-from iaccode.mcp.names import tool_name
+from iaccode.mcp.names import shown, tool_name
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
+from iaccode.redaction import redact
 from iaccode.tools.base import Tool, ToolContext, ToolResult, truncate
 from iaccode.turn.permissions import mcp_read_only
 
@@ -43,11 +44,46 @@ class McpTool(Tool):
         self._connection = connection
 
     def title(self, args: Any) -> str:
-        return f"{self.tool} ({self.server} MCP server)"
+        return f"{shown(self.tool)} ({shown(self.server)} MCP server)"
+
+    def shown_paths(self, args: Any) -> list[str]:
+        return path_arguments(args)
+
+    async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
+        """The arguments, for the question (a client may not show ``rawInput``)."""
+        text = json.dumps(args, indent=2, ensure_ascii=False)
+        return [ContentToolCallContent(TextContent(truncate(
+            f"{shown(self.tool)} on the {shown(self.server)} MCP server, with:\n\n{text}",
+            ctx.limits.output_chars)))]
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         result = await self._connection.call_tool(self.tool, args)
         return tool_result(result, ctx.limits.output_chars)
+
+
+PATH_WORDS = ("path", "file", "dir", "folder")
+"""An argument whose name has one of these (``path``, ``repo_path``, ``files``,
+``directory``) names paths; so do ``source``, ``destination``, ``root`` and ``cwd``."""
+PATH_NAMES = frozenset({"source", "destination", "root", "cwd"})
+
+
+def path_arguments(args: Any) -> list[str]:
+    """The paths among an MCP call's arguments (top-level strings, or lists of them, under a
+    path-like name; ``file://`` URIs as their path), to show as the call's locations."""
+    if not isinstance(args, dict):
+        return []
+    found: list[str] = []
+    for key, value in args.items():
+        lowered = str(key).lower()
+        if lowered not in PATH_NAMES and not any(word in lowered for word in PATH_WORDS):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item.startswith("file://"):
+                item = item[len("file://"):]
+            if (isinstance(item, str) and item and "\n" not in item and len(item) < 4096
+                    and "://" not in item):
+                found.append(item)
+    return found
 
 
 def mcp_tool(connection: ServerConnection, spec: McpToolSpec, name: str | None = None) -> Tool:
@@ -80,6 +116,7 @@ def tool_result(result: CallToolResult, limit: int) -> ToolResult:
     shown: list[ToolCallContent] = []
 
     def add(text: str) -> None:
+        text = redact(text)  # before the cut below: no piece of a secret at it
         texts.append(text)
         shown.append(ContentToolCallContent(TextContent(truncate(text, limit))))
 

@@ -22,10 +22,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import trio
 
 from iaccode.mcp.config import ServerSpec
+from iaccode.secret_env import without_secrets
 from iaccode.tools import process_tree
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class StdioProcess:
             proc = await process_tree.open_shell(
                 [spec.command, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env=get_default_environment() | dict(spec.env))
+                env=without_secrets(get_default_environment()) | dict(spec.env))
         except FileNotFoundError:
             raise OSError(f"{spec.command}: not found") from None
         except PermissionError:
@@ -118,6 +118,7 @@ class StdioProcess:
     @contextlib.asynccontextmanager
     async def _talk(self, proc: trio.Process) -> AsyncIterator[Any]:
         """JSON-RPC lines in and out, as the SDK's ``stdio_client`` reads and writes them."""
+        import anyio  # loaded with the SDK, in a worker thread (``connection.load_sdk``)
         from mcp.shared.message import SessionMessage
 
         assert proc.stdin is not None and proc.stdout is not None

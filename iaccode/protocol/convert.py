@@ -196,7 +196,7 @@ def to_wire(obj: Any) -> Any:
         content = obj.content
         if (type(content) is TextContent and obj.meta is None and content.annotations is None
                 and content.meta is None):
-            return _text_chunk(kind, content.text)
+            return _text_chunk(kind, content.text, getattr(obj, "message_id", None))
     return converter.unstructure(obj)
 
 
@@ -207,8 +207,11 @@ None; filled as classes are met."""
 _CHUNK_CLASSES = ("AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk")
 
 
-def _text_chunk(kind: str, text: str) -> dict[str, Any]:
-    return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind}
+def _text_chunk(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
+    if message_id is None:
+        return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind}
+    return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind,
+            "messageId": message_id}
 
 
 def _text_chunk_kind(cls: type) -> str | None:
@@ -218,7 +221,11 @@ def _text_chunk_kind(cls: type) -> str | None:
     if cls.__module__ == "iaccode.protocol.messages" and cls.__name__ in _CHUNK_CLASSES:
         sample = cls(TextContent("sample"))
         shape = _text_chunk(sample.session_update, "sample")
-        if list(converter.unstructure(sample).items()) == list(shape.items()):
+        with_id = attrs.evolve(sample, message_id="m") if hasattr(sample, "message_id") else sample
+        id_shape = _text_chunk(sample.session_update, "sample", getattr(with_id, "message_id",
+                                                                         None))
+        if (list(converter.unstructure(sample).items()) == list(shape.items())
+                and list(converter.unstructure(with_id).items()) == list(id_shape.items())):
             kind = sample.session_update
     _TEXT_CHUNKS[cls] = kind
     return kind

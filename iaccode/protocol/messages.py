@@ -37,9 +37,29 @@ class FileSystemCapabilities:
 
 
 @frozen
+class ClientAuthCapabilities:
+    terminal: bool = False
+    """The client runs ``terminal`` auth methods (so we may offer ``iaccode login``)."""
+    meta: Meta = None
+
+
+@frozen
+class ClientSessionCapabilities:
+    """Each present capability is ``{}``; absent or null means unsupported."""
+
+    compaction: dict[str, Any] | None = None
+    """``compaction_update`` is shown (unstable schema)."""
+    notices: dict[str, Any] | None = None
+    """``notice`` updates are shown (unstable schema)."""
+    meta: Meta = None
+
+
+@frozen
 class ClientCapabilities:
     fs: FileSystemCapabilities = field(factory=FileSystemCapabilities)
     terminal: bool = False
+    auth: ClientAuthCapabilities = field(factory=ClientAuthCapabilities)
+    session: ClientSessionCapabilities | None = None
     meta: Meta = None
 
 
@@ -69,6 +89,7 @@ class SessionCapabilities:
     resume: dict[str, Any] | None = None
     fork: dict[str, Any] | None = None
     delete: dict[str, Any] | None = None
+    additional_directories: dict[str, Any] | None = None
 
 
 @frozen
@@ -78,18 +99,29 @@ class McpCapabilities:
 
 
 @frozen
+class AgentAuthCapabilities:
+    logout: dict[str, Any] | None = None
+
+
+@frozen
 class AgentCapabilities:
     load_session: bool
     prompt_capabilities: PromptCapabilities
     session_capabilities: SessionCapabilities
     mcp_capabilities: McpCapabilities = field(factory=McpCapabilities)
+    auth: AgentAuthCapabilities | None = None
 
 
 @frozen
 class AuthMethod:
+    """An ``agent`` method (no ``type``: the client calls ``authenticate``) or a ``terminal``
+    one (the client runs the agent with ``args`` appended)."""
+
     id: str
     name: str
     description: str | None = None
+    type: Literal["terminal"] | None = None
+    args: list[str] | None = None
 
 
 @frozen
@@ -114,6 +146,8 @@ class AuthenticateRequest:
 class NewSessionRequest:
     cwd: str
     mcp_servers: list[dict[str, Any]] = field(factory=list)
+    additional_directories: list[str] | None = None
+    """More folders that count as the project (absolute); None or [] for none."""
     meta: Meta = None
 
 
@@ -181,6 +215,9 @@ class LoadSessionRequest:
     session_id: str
     cwd: str
     mcp_servers: list[dict[str, Any]] = field(factory=list)
+    additional_directories: list[str] | None = None
+    """The session's complete list of extra project folders from now on (the RFD: omitted is
+    none, never the stored ones)."""
     meta: Meta = None
 
 
@@ -208,6 +245,8 @@ class SessionInfo:
     cwd: str
     title: str | None = None
     updated_at: str | None = None
+    additional_directories: list[str] = field(factory=list)
+    """Always sent, ``[]`` for none (the additional-directories RFD)."""
 
 
 @frozen
@@ -279,6 +318,9 @@ class PromptResponse:
 class AgentMessageChunk:
     content: ContentBlock
     session_update: Literal["agent_message_chunk"] = "agent_message_chunk"
+    message_id: str | None = None
+    """The model message the chunk belongs to (its thinking shares it); kept in the history,
+    so ``session/load`` shows the same id. None for our own notices."""
     meta: Meta = None
 
 
@@ -286,6 +328,8 @@ class AgentMessageChunk:
 class AgentThoughtChunk:
     content: ContentBlock
     session_update: Literal["agent_thought_chunk"] = "agent_thought_chunk"
+    message_id: str | None = None
+    """As ``AgentMessageChunk.message_id``."""
     meta: Meta = None
 
 
@@ -378,10 +422,44 @@ class PlanUpdate:
     meta: Meta = None
 
 
+NoticeSeverity = Literal["info", "warning", "error"]
+
+
+@frozen
+class NoticeUpdate:
+    """An advisory shown outside the chat (unstable ``notice``; only to clients with
+    ``session.notices``, the others get the same text as an ``agent_message_chunk``)."""
+
+    severity: NoticeSeverity
+    title: str
+    description: str | None = None
+    session_update: Literal["notice"] = "notice"
+    meta: Meta = None
+
+
+CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+@frozen
+class CompactionUpdate:
+    """A context compaction's progress (unstable ``compaction_update``; only to clients with
+    ``session.compaction``, the others get a text message when it is done)."""
+
+    compaction_id: str
+    status: CompactionStatus
+    summary: list[ContentBlock] | None = None
+    """With ``completed``: what the model is left with, for the user to read."""
+    error: str | None = None
+    """With ``failed``: why."""
+    session_update: Literal["compaction_update"] = "compaction_update"
+    meta: Meta = None
+
+
 SessionUpdate = (
     AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
     | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
-    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate
+    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate | NoticeUpdate
+    | CompactionUpdate
 )
 
 

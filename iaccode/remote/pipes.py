@@ -2,15 +2,16 @@
 
 ``Inbound`` is what the client sent: each message (a POST body or a WebSocket text frame)
 becomes one line. ``Outbound`` takes the lines the connection writes and routes each: the
-answer to an ``initialize`` POST goes back in that POST's response; everything else waits in a
-bounded queue for the client's stream (SSE or WebSocket). When the queue is full the
-connection's writer waits, and so, once its own outbox is full, do the agent's sends; if the
-client does not make room within ``send_timeout``, the connection is closed (``on_stall``),
-never a message silently dropped.
+answer to an ``initialize`` POST goes back in that POST's response; everything else waits in
+the connection's outbox (``outbox.py``) for the client's streams, on the one ``routing.py``
+picks. When the outbox is full the connection's writer waits, and so, once its own queue is
+full, do the agent's sends; if the client does not make room within ``send_timeout``, the
+connection is closed (``on_stall``), never a message silently dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -18,13 +19,17 @@ from typing import Any
 
 import trio
 
+from iaccode.remote.outbox import Outbox, StreamStalled
+from iaccode.remote.routing import CONNECTION, Router
+
 log = logging.getLogger(__name__)
 
 INBOUND_BUFFER = 16
 """Client messages queued for the connection's reader before a POST (or frame) waits."""
 
 STREAM_BUFFER = 1024
-"""Agent messages queued for the client's stream before the agent's writer waits."""
+"""Agent messages queued for the client's streams (all together) before the agent's writer
+waits."""
 
 
 def as_line(body: bytes) -> bytes:
@@ -63,20 +68,16 @@ class Inbound(trio.abc.ReceiveStream):
         self._receive.close()
 
 
-def _key(request_id: Any) -> tuple[str, Any]:
-    return (type(request_id).__name__, request_id)  # 1, True and "1" are different ids
-
-
 class Outbound(trio.abc.SendStream):
-    """Lines the connection writes, routed to a waiting POST or queued for the stream."""
+    """Lines the connection writes: the answer to an ``initialize`` POST goes back in that
+    POST's response; every other message goes to the outbox, on the stream ``router`` picks
+    (without one, a WebSocket's: everything on its one stream)."""
 
-    def __init__(self, send_timeout: float, on_stall: Callable[[str], None]) -> None:
-        self._send_timeout = send_timeout
-        self._on_stall = on_stall
-        self._queue, self.stream = trio.open_memory_channel[bytes](STREAM_BUFFER)
-        """``stream`` yields each message (a line without its newline) for the client."""
+    def __init__(self, send_timeout: float, on_stall: Callable[[str], None],
+                 router: Router | None = None) -> None:
+        self.outbox = Outbox(STREAM_BUFFER, send_timeout, on_stall)
+        self.router = router
         self._replies: dict[Any, tuple[trio.Event, list[bytes]]] = {}
-        self._broken = False
 
     def expect_reply(self, request_id: Any) -> None:
         """Route the answer to ``request_id`` to ``wait_reply`` instead of the stream."""
@@ -92,17 +93,22 @@ class Outbound(trio.abc.SendStream):
         return box[0] if box else None
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        if self._broken:
-            raise trio.BrokenResourceError("the client's stream was closed")
         for line in bytes(data).split(b"\n"):
-            if line and not (self._replies and self._is_reply(line)):
-                await self._queue_line(line)
+            if not line:
+                continue
+            message = None
+            if self.router is not None or self._replies:
+                with contextlib.suppress(ValueError):  # not JSON: the connection's stream
+                    message = json.loads(line)
+            if self._replies and self._is_reply(line, message):
+                continue
+            destination = CONNECTION if self.router is None else self.router.destination(message)
+            try:
+                await self.outbox.put(line, destination)
+            except StreamStalled:
+                raise trio.BrokenResourceError("the client stopped reading its stream") from None
 
-    def _is_reply(self, line: bytes) -> bool:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return False
+    def _is_reply(self, line: bytes, message: Any) -> bool:
         if not isinstance(message, dict) or "method" in message:
             return False
         waiting = self._replies.get(_key(message.get("id")))
@@ -113,29 +119,11 @@ class Outbound(trio.abc.SendStream):
         event.set()
         return True
 
-    async def _queue_line(self, line: bytes) -> None:
-        try:
-            try:
-                self._queue.send_nowait(line)
-                return
-            except trio.WouldBlock:
-                pass
-            with trio.move_on_after(self._send_timeout):
-                await self._queue.send(line)
-                return
-        except trio.ClosedResourceError:  # the WebSocket went away, or the connection ended
-            self._broken = True
-            raise trio.BrokenResourceError("the client's stream was closed") from None
-        self._broken = True
-        self._on_stall(f"the client read none of its stream for {self._send_timeout:g} s "
-                       f"with {STREAM_BUFFER} messages waiting")
-        raise trio.BrokenResourceError("the client stopped reading its stream")
-
     def close(self) -> None:
-        """No more messages: the stream ends once the client has read what is queued."""
+        """No more messages: the streams end once the client has read what is queued."""
         for event, _ in self._replies.values():
             event.set()
-        self._queue.close()
+        self.outbox.close()
 
     async def wait_send_all_might_not_block(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -143,3 +131,7 @@ class Outbound(trio.abc.SendStream):
     async def aclose(self) -> None:
         self.close()
         await trio.lowlevel.checkpoint()
+
+
+def _key(request_id: Any) -> tuple[str, Any]:
+    return (type(request_id).__name__, request_id)  # 1, True and "1" are different ids

@@ -17,14 +17,17 @@ import secrets
 import signal
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 import trio
 
 from iaccode.config import Config
 from iaccode.llm.providers import make_provider
-from iaccode.remote.app import ENDPOINT, AcpApp
+from iaccode.remote.access import ENDPOINT
+from iaccode.remote.app import AcpApp
 from iaccode.remote.connections import ConnectionRegistry
+from iaccode.remote.listener import Doorman, bind_sockets, serve_guarded
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +71,10 @@ def _bind(host: str, port: int) -> str:
 
 async def serve_remote(config: Config, host: str, port: int, token: str,
                        announce_token: bool) -> None:
-    """Serve until a signal; the URL (and a generated token) go to stderr once listening."""
+    """Serve until a signal; the URL (and a generated token) go to stderr once listening.
+    OSError before anything else when the address cannot be bound."""
     from hypercorn.config import Config as HypercornConfig
-    from hypercorn.trio import serve as hypercorn_serve
 
-    provider = make_provider(config)
     settings = HypercornConfig()
     settings.bind = [_bind(host, port)]
     settings.accesslog = None
@@ -80,10 +82,12 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
     settings.websocket_max_message_size = config.serve.max_body_bytes
     settings.include_server_header = False
     settings.graceful_timeout = 1.0
+    sockets = bind_sockets(settings)
+    provider = make_provider(config)
     stop = trio.Event()
 
     async with trio.open_nursery() as nursery:
-        registry = ConnectionRegistry(config, provider, nursery)
+        registry = ConnectionRegistry(config, provider, nursery, Doorman())
         app = AcpApp(registry, config.serve, token)
 
         async def shutdown_trigger() -> None:
@@ -93,17 +97,17 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
                 await registry.wait_all_closed()
 
         async def serve_http(task_status: trio.TaskStatus[list[str]]) -> None:
-            await hypercorn_serve(app, settings,  # type: ignore[arg-type]
-                                  shutdown_trigger=shutdown_trigger, task_status=task_status)
+            await serve_guarded(app, settings, sockets, registry.doorman, shutdown_trigger,
+                                task_status=task_status)
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(_stop_on_signal, stop)
         binds = await nursery.start(serve_http)
-        app.allow_own_origins(binds)
+        app.access.allow_own_origins(binds)
         nursery.start_soon(registry.reap_idle)
         preload = getattr(provider, "preload", None)
         if preload is not None:
-            nursery.start_soon(preload)
+            nursery.start_soon(_preload, preload)
         for url in binds:
             log.info("serving ACP on %s%s", url, ENDPOINT)
             print(f"iaccode: serving ACP on {url}{ENDPOINT}", file=sys.stderr, flush=True)
@@ -111,6 +115,15 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
             print(f"iaccode: bearer token (shown once; set IAC_CODE_SERVE_TOKEN to choose "
                   f"one): {token}", file=sys.stderr, flush=True)
     log.info("server stopped")
+
+
+async def _preload(preload: Callable[[], Awaitable[None]]) -> None:
+    """Load the model SDK ahead of the first prompt; a failure (out of file descriptors under
+    a flood of connections, say) leaves that to the first prompt, not the server ended."""
+    try:
+        await preload()
+    except (OSError, ImportError) as exc:
+        log.warning("the model SDK could not be loaded ahead of the first prompt: %s", exc)
 
 
 async def _stop_on_signal(stop: trio.Event) -> None:

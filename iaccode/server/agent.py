@@ -17,7 +17,7 @@ import trio
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
-from iaccode.llm.providers import offered_models
+from iaccode.llm.providers import offered_models, terminal_auth
 from iaccode.protocol import messages as m
 from iaccode.protocol.convert import converter, to_wire
 from iaccode.server.credentials import Credentials
@@ -38,12 +38,9 @@ log = logging.getLogger(__name__)
 
 class Agent:
     def __init__(self, *, config: Config, provider: Provider, connection: Connection,
-                 session_nursery: trio.Nursery,
-                 on_initialized: Callable[[], None] = lambda: None,
-                 recorder: Recorder | None = None) -> None:
+                 session_nursery: trio.Nursery, recorder: Recorder | None = None) -> None:
         self.connection = connection
         self.initialized = False
-        self._on_initialized = on_initialized
         self.credentials = Credentials(config, provider)
         offered = offered_models(config)  # no network: the preset's list or config's
         self.options = SessionOptions(offered, self._send_update)
@@ -61,29 +58,32 @@ class Agent:
 
     async def initialize(self, params: m.InitializeRequest) -> m.InitializeResponse:
         self.lifecycle.client_capabilities = params.client_capabilities
-        first = not self.initialized
         self.initialized = True
-        if first:
-            self._on_initialized()
         asked = params.protocol_version
         if type(asked) is not int or asked != PROTOCOL_VERSION:
             # The spec's rule: a version we do not support, or cannot read, is answered with
             # our latest; the client decides whether it can go on.
             log.warning("the client asked for protocol version %s; we speak %d and answer "
                         "that", json.dumps(asked), PROTOCOL_VERSION)
-        # The early handshake (``handshake.py``) answers most initializes with the same result.
-        method = self.credentials.method
-        result = initialize_result(None if self.credentials.present() else (
-            method.id, method.name, method.description))
+        terminal = terminal_auth(to_wire(params.client_capabilities))
+        result = initialize_result(self.credentials.methods(terminal=terminal))
         answer: m.InitializeResponse = converter.structure(result, m.InitializeResponse)
         return answer
 
     async def authenticate(self, params: m.AuthenticateRequest) -> m.Empty:
-        method = self.credentials.method
-        if params.method_id != method.id:
+        """Check the key again (the environment's, or the one ``iaccode login`` saved since):
+        -32000 saying what to do while there is none."""
+        if not self.credentials.known(params.method_id):
+            ours = [str(method["id"]) for method in self.credentials.methods(terminal=True)]
             raise errors.invalid_params({"params.methodId": (
-                f"unknown auth method {params.method_id!r}; ours is {method.id!r}")})
+                f"unknown auth method {params.method_id!r}; ours are {', '.join(ours)}")})
         self.credentials.require()
+        return m.Empty()
+
+    async def logout(self, params: m.Empty) -> m.Empty:
+        """Forget the key ``iaccode login`` saved; sessions then need a key again (one in the
+        environment still counts)."""
+        await self.credentials.forget()
         return m.Empty()
 
     # -- sessions ---------------------------------------------------------------------------

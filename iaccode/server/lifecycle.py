@@ -77,13 +77,14 @@ class SessionLifecycle:
     # -- opening ----------------------------------------------------------------------------
 
     async def new(self, params: m.NewSessionRequest) -> Session:
-        cwd, servers = await self._admit(params.cwd, params.mcp_servers)
+        cwd, servers, more = await self._admit(params)
         self._snapshot(cwd)
         stamp = utc_now()
         meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
                            updated_at=stamp, model=self.config.model,
                            mode=self.config.default_mode,
-                           thought_level=self.config.thought_level)
+                           thought_level=self.config.thought_level,
+                           additional_directories=more)
         file = await store_call(self.store.create, meta)
         session = self._open_session(meta, file, [], servers)
         await self._start(session)
@@ -93,11 +94,12 @@ class SessionLifecycle:
     async def restore(self, params: m.LoadSessionRequest, *, reattach: bool) -> Session:
         """A stored session, live again; with ``reattach`` a session already live here is
         simply returned, else it is released first (refused while a prompt runs)."""
-        cwd, servers = await self._admit(params.cwd, params.mcp_servers)
+        cwd, servers, more = await self._admit(params)
         self._snapshot(cwd)
         live = self.live.get(params.session_id)
         if live is not None:
             if reattach:
+                live.set_additional_directories(more)
                 return live
             if live.busy:
                 raise errors.invalid_params({"params.sessionId": (
@@ -105,10 +107,13 @@ class SessionLifecycle:
             del self.live[live.id]
             await live.close()
         file, meta, records, unsaved = await store_call(self._open_stored, params.session_id)
-        if str(cwd) != meta.cwd:
-            meta = evolve(meta, cwd=str(cwd))
+        stored = meta
+        # The request's folders, never the stored ones (the RFD: the client resends them).
+        meta = evolve(meta, cwd=str(cwd), additional_directories=more)
         meta = self._served(meta)
         session = self._open_session(meta, file, records, servers, unsaved)
+        if meta.additional_directories != stored.additional_directories:
+            session.update_meta()  # session/list reports what is active
         await self._start(session)
         log.info("session %s restored (%d records)", session.id, len(records))
         return session
@@ -116,10 +121,11 @@ class SessionLifecycle:
     async def fork(self, params: m.LoadSessionRequest) -> Session:
         """A new session with a copy of the history as it stands after the last finished
         message; a turn running in the source goes on undisturbed."""
-        cwd, servers = await self._admit(params.cwd, params.mcp_servers)
+        cwd, servers, more = await self._admit(params)
         source, _ = await store_call(self.store.read, params.session_id)
         stamp = utc_now()
         meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
+                      additional_directories=more,  # the request's, never the source's
                       updated_at=stamp, cost_usd=0.0,  # its own spending; the context is the same
                       title=f"{source.title} (fork)" if source.title else None)
         meta = self._served(meta)
@@ -129,13 +135,14 @@ class SessionLifecycle:
         await self._start(session)
         return session
 
-    async def _admit(self, raw_cwd: str, raw_servers: list[Any]
-                     ) -> tuple[Path, list[ServerSpec]]:
-        """What every opening checks first, in this order: the directory, the key, the MCP
+    async def _admit(self, params: m.NewSessionRequest | m.LoadSessionRequest
+                     ) -> tuple[Path, list[ServerSpec], tuple[str, ...]]:
+        """What every opening checks first, in this order: the directories, the key, the MCP
         servers."""
-        cwd = await _checked_cwd(raw_cwd)
+        cwd = await _checked_cwd(params.cwd)
+        more = await _checked_directories(params.additional_directories or [], cwd)
         self._credentials.require()
-        return cwd, self._mcp_servers(raw_servers)
+        return cwd, self._mcp_servers(params.mcp_servers), more
 
     def _mcp_servers(self, raw: list[Any]) -> list[ServerSpec]:
         """The editor's ``mcpServers`` over config.toml's; a bad one is -32602 naming it."""
@@ -220,6 +227,21 @@ class SessionLifecycle:
             await live.close()
         await store_call(self.store.delete, session_id)
         await trio.to_thread.run_sync(tool_output.remove, self.config.home, session_id)
+
+
+async def _checked_directories(raw: list[str], cwd: Path) -> tuple[str, ...]:
+    """``additionalDirectories``: each an absolute path to an existing directory (-32602
+    naming the entry otherwise: the RFD forbids dropping one silently). Exact repeats, and the
+    cwd itself, are left out (the RFD allows it; the first occurrence keeps its place)."""
+    kept: list[str] = []
+    for index, entry in enumerate(raw):
+        where = f"params.additionalDirectories[{index}]"
+        if not Path(entry).is_absolute() or not await trio.Path(entry).is_dir():
+            raise errors.invalid_params({where: (
+                f"must be an absolute path to an existing directory: {entry!r}")})
+        if entry != str(cwd) and entry not in kept:
+            kept.append(entry)
+    return tuple(kept)
 
 
 async def _checked_cwd(raw: str) -> Path:

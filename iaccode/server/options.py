@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 
+from iaccode import choices
 from iaccode.choices import THOUGHT_LEVELS
 from iaccode.protocol import messages as m
 from iaccode.session.session import Session
-from iaccode.turn.permissions import MODES
 from iaccode.wire import errors
 
 SendUpdate = Callable[[str, m.SessionUpdate], Awaitable[None]]
@@ -19,6 +19,12 @@ SendUpdate = Callable[[str, m.SessionUpdate], Awaitable[None]]
 QueueUpdate = Callable[[str, m.SessionUpdate], bool]
 """The same if that needs no wait: False (nothing sent) when the caller should await the
 ``SendUpdate`` instead (``Connection.notify_nowait``)."""
+
+MODES: dict[str, m.SessionMode] = {
+    mode.id: m.SessionMode(mode.id, mode.name, mode.description)
+    for mode in choices.MODES.values()
+}
+"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 
 class SessionOptions:

@@ -38,6 +38,7 @@ class Route:
 REQUESTS: dict[str, Route] = {
     "initialize": Route(m.InitializeRequest, Agent.initialize),
     "authenticate": Route(m.AuthenticateRequest, Agent.authenticate),
+    "logout": Route(m.Empty, Agent.logout),
     "session/new": Route(m.NewSessionRequest, Agent.new_session),
     "session/prompt": Route(m.PromptRequest, Agent.prompt, ordered=True),
     "session/close": Route(m.SessionRequest, Agent.close_session),

@@ -1,6 +1,7 @@
 """The editor as one session reaches it: every call the agent makes to the client, typed.
 
     Editor.send_update          session/update (a notification); queue_update without waiting
+    Editor.advise               a ``notice``, or for clients without them a ``⚠`` chat message
     Editor.request_permission   session/request_permission -> the option kind chosen
     Editor.files                fs/read_text_file, fs/write_text_file (FileAccess)
     Editor.terminal             terminal/create, output, wait_for_exit, kill, release
@@ -21,8 +22,11 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import trio
+
+from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.editor_calls import (
     CreateTerminalRequest,
@@ -30,7 +34,13 @@ from iaccode.protocol.editor_calls import (
     TerminalRequest,
     WriteTextFileRequest,
 )
-from iaccode.protocol.messages import ClientCapabilities, SessionUpdate
+from iaccode.protocol.messages import (
+    AgentMessageChunk,
+    ClientCapabilities,
+    NoticeSeverity,
+    NoticeUpdate,
+    SessionUpdate,
+)
 from iaccode.protocol.tool_calls import (
     PermissionOption,
     RequestPermissionRequest,
@@ -43,8 +53,12 @@ from iaccode.tools.base import (
     FileAccess,
     TerminalOutput,
     ToolFailure,
+    is_inside,
 )
-from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
+from iaccode.tools.local_files import make_parents
+
+if TYPE_CHECKING:
+    from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +72,27 @@ class Editor:
 
     def __init__(self, request: EditorRequest, send_update: SendUpdate, session_id: str,
                  client: ClientCapabilities, local: FileAccess,
-                 queue_update: QueueUpdate = lambda update: False) -> None:
+                 queue_update: QueueUpdate = lambda update: False,
+                 root: Path | None = None) -> None:
+        """``root``: the project, where the folders of a file the editor writes are made
+        first when missing (Toad, for one, does not make them)."""
         self._request = request
         self._send_update = send_update
         self._queue_update = queue_update
         self.session_id = session_id
         fs = client.fs
         self.files: FileAccess = (
-            _EditorFiles(self, local, read=fs.read_text_file, write=fs.write_text_file)
+            _EditorFiles(self, local, read=fs.read_text_file, write=fs.write_text_file,
+                         root=root)
             if fs.read_text_file or fs.write_text_file else local)
         """Where tools read and write text files."""
         self.terminal: ClientTerminal | None = _EditorTerminal(self) if client.terminal else None
         """The editor's terminals, when it has them (else commands run here)."""
+        session = client.session
+        self.shows_notices = session is not None and session.notices is not None
+        """The client shows ``notice`` updates (``session.notices``)."""
+        self.shows_compaction = session is not None and session.compaction is not None
+        """The client shows ``compaction_update`` (``session.compaction``)."""
 
     async def send_update(self, update: SessionUpdate) -> None:
         """A ``session/update`` for this session."""
@@ -78,6 +101,13 @@ class Editor:
     def queue_update(self, update: SessionUpdate) -> bool:
         """A ``session/update`` sent only if that needs no wait; False: await send_update."""
         return self._queue_update(update)
+
+    async def advise(self, message: str, *, title: str,
+                     severity: NoticeSeverity = "warning") -> None:
+        """A ``notice`` (``title``, ``message`` as its description) where the client shows
+        them, else ``message`` in the chat as before."""
+        await self.send_update(advisory(message, title=title, severity=severity,
+                                        as_notice=self.shows_notices))
 
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:
@@ -163,11 +193,13 @@ class Editor:
 class _EditorFiles:
     """FileAccess through the editor for the directions it advertised, locally otherwise."""
 
-    def __init__(self, editor: Editor, local: FileAccess, *, read: bool, write: bool) -> None:
+    def __init__(self, editor: Editor, local: FileAccess, *, read: bool, write: bool,
+                 root: Path | None = None) -> None:
         self._editor = editor
         self._local = local
         self._read = read
         self._write = write
+        self._root = root
 
     async def read_text(self, path: Path) -> str:
         if not self._read:
@@ -178,6 +210,8 @@ class _EditorFiles:
     async def write_text(self, path: Path, text: str) -> None:
         if not self._write:
             return await self._local.write_text(path, text)
+        if self._root is not None and is_inside(path.parent, self._root):
+            await trio.to_thread.run_sync(make_parents, path)
         await self._editor.write_text_file(path, text)
 
 
@@ -202,6 +236,16 @@ class _EditorTerminal:
 
     async def release(self, terminal_id: str) -> None:
         await self._editor.release_terminal(terminal_id)
+
+
+def advisory(message: str, *, title: str, severity: NoticeSeverity,
+             as_notice: bool) -> SessionUpdate:
+    """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (with
+    ``_meta.iaccode.error``) that clients without notices have always had."""
+    if as_notice:
+        return NoticeUpdate(severity, title, message)
+    return AgentMessageChunk(TextContent(f"\n\n⚠ {message}\n"),
+                             meta={"iaccode": {"error": message}})
 
 
 def _refuse_special(path: Path) -> None:

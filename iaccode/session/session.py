@@ -10,10 +10,15 @@ file, each settings change (model, mode, thinking, permission memory, title) to 
 When that fails (disk full, a read-only data dir) the session goes on and the user is told,
 once per run of failures, in an ``agent_message_chunk`` (with ``_meta.iaccode.error``) that is
 sent before the prompt answers.
+
+Opening a session needs none of the turn's machinery: ``iaccode.turn`` (with the tools and the
+IaC checks) and ``iaccode.context`` are imported with the first prompt, or before it by the
+preload (``iaccode/preload.py``), never on ``session/new``'s path.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Callable, Collection
@@ -23,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from attrs import evolve
 
+from iaccode import choices
 from iaccode.config import Config
 from iaccode.llm.base import Provider, TokenUsage
 from iaccode.llm.prices import CostMeter
@@ -53,20 +59,23 @@ from iaccode.tools.base import Tool
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.tool_output import output_dir
 from iaccode.transcript.tools import ToolTable
-from iaccode.turn.env import ModelSide, QueueUpdate, SendUpdate, SessionState, ToolEnv, TurnEnv
-from iaccode.turn.permissions import MODES
-from iaccode.turn.prompt_input import PromptInputError, to_model_content
-from iaccode.turn.subagent import SubAgent
 from iaccode.turn.transcript import Transcript
-from iaccode.turn.turn import Turn, usage_update
 
 if TYPE_CHECKING:
     from iaccode.context import SessionContext
+    from iaccode.turn.env import QueueUpdate, SendUpdate, TurnEnv
+    from iaccode.turn.exposure import Exposure
+    from iaccode.turn.turn import Turn
 
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT = 2.0
 """How long ``close`` waits for a cancelled turn to finish answering."""
+
+CONTEXT_DELAY = 0.2
+"""Seconds after the session opens before its system prompt is built in the background: the
+requests an editor sends right after ``session/new`` (another session, its settings) are not
+slowed by the build; a prompt that comes sooner builds it itself."""
 
 TITLE_LENGTH = 80
 
@@ -91,6 +100,8 @@ class Session:
         self.meta = meta
         self.id = meta.session_id
         self.cwd = Path(os.path.realpath(meta.cwd))
+        self.additional_dirs = _real_paths(meta.additional_directories)
+        """The client's extra project folders (``additionalDirectories``), as real paths."""
         self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed)
         """The session's MCP servers (the editor's and config.toml's), started in ``serve``."""
         self._mcp_tools_shown: Collection[str] = frozenset()
@@ -101,6 +112,7 @@ class Session:
         """Permission answers that hold for the session: tool name -> allow (True) / reject."""
         self.records = records
         """The stored records this session was opened with (for replay)."""
+        self._exposure: Exposure | None = None
         self._file = file
         self._warnings: list[str] = []
         """Store failures the user has not been told of yet."""
@@ -114,7 +126,7 @@ class Session:
         self._provider = provider
         self.editor = Editor(request, send_update, self.id, client,
                              LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
-                             queue_update)
+                             queue_update, root=self.cwd)
         """Every call to the editor for this session's turns."""
         self._tool_table = tool_table or ToolTable()
         self._turn: trio.CancelScope | None = None
@@ -135,10 +147,28 @@ class Session:
         self._saved_output = Path(os.path.realpath(output_dir(config.home, self.id)))
         self.cost = CostMeter(meta.cost_usd, meta.context_tokens)
         """What the session's requests cost (known models only), saved in its meta."""
-        from iaccode.context import SessionContext  # with the first session, not at start-up
+        self._context: SessionContext | None = None
 
-        self.context: SessionContext = SessionContext(self.cwd, config.home, self)
-        """The system prompt, built from sections (``iaccode.context``)."""
+    @property
+    def context(self) -> SessionContext:
+        """The system prompt, built from sections (``iaccode.context``): made when first
+        needed (the session's background build, or its first prompt), not in ``session/new``."""
+        if self._context is None:
+            from iaccode.context import SessionContext
+
+            self._context = SessionContext(self.cwd, self._config.home, self,
+                                           additional=self.additional_dirs)
+        return self._context
+
+    @property
+    def exposure(self) -> Exposure:
+        """Whether it read a secrets file (web_fetch then asks per host; ``turn/exposure.py``),
+        from its stored calls: read with the first prompt, not in ``session/new``."""
+        if self._exposure is None:
+            from iaccode.turn.exposure import Exposure
+
+            self._exposure = Exposure.from_records(self.records)
+        return self._exposure
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -171,12 +201,22 @@ class Session:
             else:
                 self._meta_failing = False
 
+    def set_additional_directories(self, directories: tuple[str, ...]) -> None:
+        """A client reattaching (``session/resume`` of a live session) gives the complete list
+        of extra project folders from now on; the next prompt's system prompt names them."""
+        if directories == self.meta.additional_directories:
+            return
+        self.update_meta(additional_directories=directories)
+        self.additional_dirs = _real_paths(directories)
+        if self._context is not None:  # else it is made with them
+            self._context.set_additional(self.additional_dirs)
+
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
         for the running turn's next tool call too."""
-        if mode_id not in MODES:
+        if mode_id not in choices.MODES:
             raise InvalidParams({"params.modeId": (
-                f"unknown mode {mode_id!r}; the modes are {', '.join(MODES)}")})
+                f"unknown mode {mode_id!r}; the modes are {', '.join(choices.MODES)}")})
         self.update_meta(mode=mode_id)
         await self.editor.send_update(CurrentModeUpdate(mode_id))
 
@@ -185,6 +225,8 @@ class Session:
         one with a history, how full its context is and what it cost so far."""
         await self._send_commands()
         if self.cost.context_tokens:
+            from iaccode.turn.turn import usage_update
+
             await self.editor.send_update(usage_update(self.cost, self._config.context_window))
 
     async def _send_commands(self) -> None:
@@ -193,9 +235,7 @@ class Session:
 
     def _commands(self) -> list[AvailableCommand]:
         return COMMANDS + [
-            AvailableCommand(command.name, command.prompt.description
-                             or f"Prompt {command.prompt.name} of MCP server "
-                                f"{command.connection.name}",
+            AvailableCommand(command.name, command.description,
                              AvailableCommandInput(command.hint) if command.hint else None)
             for command in self.mcp.prompt_commands().values()]
 
@@ -215,8 +255,7 @@ class Session:
     async def _tell_warnings(self) -> None:
         while self._warnings:
             message = self._warnings.pop(0)
-            await self.editor.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {message}\n"), meta={"iaccode": {"error": message}}))
+            await self.editor.advise(message, title="The session is not being saved")
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -240,9 +279,12 @@ class Session:
         await self.editor.send_update(update)
 
     async def _build_context(self) -> None:
-        """The system prompt, built as the session opens (off the request path). A failure
-        is logged and the first prompt tries again; the session itself goes on."""
+        """The system prompt, built as the session opens (off the request path: its modules
+        are imported in a worker thread). A failure is logged and the first prompt tries again;
+        the session itself goes on."""
         try:
+            await trio.sleep(CONTEXT_DELAY)
+            await trio.to_thread.run_sync(importlib.import_module, "iaccode.context")
             await self.context.refresh()
         except Exception:  # a bug in building the prompt must not end the session
             log.exception("session %s: building the system prompt failed", self.id)
@@ -252,7 +294,10 @@ class Session:
         return self._turn is not None or self._queued > 0
 
     def _turn_env(self, tools: dict[str, Tool]) -> TurnEnv:
-        sub_agent = SubAgent(tools)
+        from iaccode.turn.env import ModelSide, SessionState, ToolEnv, TurnEnv
+        from iaccode.turn.subagent import SubAgent
+
+        sub_agent = SubAgent(tools, self.transcript)
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
             model=ModelSide(
@@ -265,7 +310,8 @@ class Session:
                 session=SessionState(
                     cwd=self.cwd, mode=lambda: self.mode, remembered=self.remembered,
                     cancel_turn=self._cancel_running, saved_output=self._saved_output,
-                    show_plan=self._show_plan)))
+                    show_plan=self._show_plan, exposure=self.exposure,
+                    additional_dirs=self.additional_dirs)))
         sub_agent.bind(env)
         return env
 
@@ -300,6 +346,8 @@ class Session:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
+        from iaccode.turn.turn import Turn
+
         tools = self._tool_table.builtin()  # the MCP servers' join once they are ready (_run)
         turn = self._running = Turn(self._turn_env(tools), self.transcript)
         stop_reason: list[StopReason] = []
@@ -367,8 +415,12 @@ class Session:
         command = _command(blocks, self.mcp.prompt_commands())
         if command is not None and not command.startswith("/"):
             self._running = None  # no model turn to steer: steering starts one after this
+        if command in ("mcp", "compact", "clear"):  # answered here: the model never sees it
+            self.transcript.prompt([to_wire(b) for b in blocks])
         if command == "mcp":
-            await self.editor.send_update(AgentMessageChunk(TextContent(self.mcp.listing())))
+            listing = self.mcp.listing()
+            self.transcript.notice(listing)
+            await self.editor.send_update(AgentMessageChunk(TextContent(listing)))
             return "end_turn"
         if command is not None and command.startswith("/"):  # an MCP prompt: a model turn
             expanded = await self._expand_prompt(command[1:], blocks)
@@ -397,8 +449,7 @@ class Session:
         """Wait (bounded) for the MCP servers still starting, tell the user of failures, and
         give the turn their tools; the system prompt is rebuilt when the tools changed."""
         for failure in await self.mcp.prepare(self._config.mcp_startup_timeout):
-            await self.editor.send_update(AgentMessageChunk(
-                TextContent(f"\n\n⚠ {failure}\n"), meta={"iaccode": {"error": failure}}))
+            await self.editor.advise(failure, title="An MCP server is not available")
         mcp_tools = self._tool_table.external(self.mcp.tools())
         tools.update(mcp_tools)
         if mcp_tools.keys() != self._mcp_tools_shown:
@@ -459,9 +510,15 @@ class Session:
             self._file.close()
 
 
+def _real_paths(directories: tuple[str, ...]) -> tuple[Path, ...]:
+    return tuple(Path(os.path.realpath(directory)) for directory in directories)
+
+
 def _model_content(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
     """The prompt as the model gets it; a bad image is the request's error (-32602), found
     before any model request, so nothing is lost."""
+    from iaccode.turn.prompt_input import PromptInputError, to_model_content
+
     try:
         return to_model_content(blocks)
     except PromptInputError as exc:

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,10 @@ def os_error_text(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def _paths(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 def _check_session_id(_: object, __: object, value: Any) -> None:
     if not is_valid_session_id(value):
         raise ValueError(f"not a session id: {value!r}")
@@ -124,6 +128,8 @@ class SessionMeta:
     known price (``iaccode.llm.prices``)."""
     context_tokens: int = 0
     """The context window's use at the last request (0: no request yet)."""
+    additional_directories: tuple[str, ...] = field(default=(), converter=_paths)
+    """More folders that count as the project (absolute, as the client gave them), in order."""
     format: int = FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -141,6 +147,7 @@ class SessionMeta:
             "message_count": self.message_count,
             "cost_usd": self.cost_usd,
             "context_tokens": self.context_tokens,
+            "additional_directories": list(self.additional_directories),
         }
 
     @classmethod
@@ -178,10 +185,17 @@ class SessionMeta:
                           else checks.number(cost, "cost_usd", minimum=0)),
                 context_tokens=checks.integer(data.get("context_tokens", 0), "context_tokens",
                                               minimum=0),
+                additional_directories=_directories(data.get("additional_directories", [])),
                 format=version,
             )
         except ValueError as exc:  # checks.Invalid, or a bad id or timestamp
             raise StoreError(f"{what}: invalid meta.json: {exc}") from None
+
+
+def _directories(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise checks.Invalid(f"additional_directories: expected a list of paths, got {value!r}")
+    return tuple(value)
 
 
 def parse_meta(raw: bytes, expected_id: str) -> SessionMeta:

@@ -60,9 +60,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from iaccode.store.listing import SessionListing
 from iaccode.store.meta import (
     FORMAT_VERSION,
     SESSION_ID_PATTERN,
@@ -81,6 +80,9 @@ from iaccode.store.meta import (
     write_json_atomic,
     write_meta_file,
 )
+
+if TYPE_CHECKING:
+    from iaccode.store.listing import SessionListing
 
 __all__ = [  # the whole API, also importable from here
     "FORMAT_VERSION",
@@ -125,7 +127,8 @@ class SessionStore:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._listing = SessionListing(self.root)
+        self._listing: SessionListing | None = None
+        """Made by the first ``list`` (sqlite3 is not imported to open a session)."""
         self._swept = False
 
     # -- opening -------------------------------------------------------------------------------
@@ -199,6 +202,10 @@ class SessionStore:
         """Sessions, most recently updated first, only those whose ``cwd`` equals ``cwd`` when
         given. Returns a page of at most ``limit`` and the cursor of the next page (None after
         the last). StoreError for a cursor we did not make. Unreadable sessions are skipped."""
+        if self._listing is None:
+            from iaccode.store.listing import SessionListing
+
+            self._listing = SessionListing(self.root)
         return self._listing.list_page(cwd=cwd, cursor=cursor, limit=limit)
 
     def delete(self, session_id: str) -> bool:
@@ -245,8 +252,10 @@ class SessionStore:
     def _create(self, meta: SessionMeta, history: bytes) -> SessionFile:
         session_id = meta.session_id
         folder = self._folder(session_id)
+        from iaccode.private_files import private_dir  # with the first session made, off the loop
+
         try:
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(self.root)  # the home too, when it is missing: 0700 both
         except OSError as exc:
             raise StoreError(
                 f"cannot create the session folder {self.root}: {os_error_text(exc)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -139,6 +139,8 @@ class ToolContext:
     the check cannot send it somewhere that was not checked (or shown to the user)."""
     show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
     """Show the model's plan to the user and keep it with the session (None: no plan here)."""
+    additional_dirs: tuple[Path, ...] = ()
+    """The client's extra project folders (real paths): inside the project too (in_project)."""
 
     def path(self, raw: str) -> Path:
         """The real path for ``raw``: the one the permission check judged, else resolved now."""
@@ -169,6 +171,11 @@ class Tool(ABC):
 
     def paths(self, args: Any) -> list[str]:
         """The paths the call touches, as the model wrote them (for the policy, locations)."""
+        return []
+
+    def shown_paths(self, args: Any) -> list[str]:
+        """Paths the call names that are shown as its locations but not judged (an MCP
+        tool's path-like arguments: its server, not the policy, decides what they reach)."""
         return []
 
     @abstractmethod
@@ -207,6 +214,13 @@ def resolve_path(cwd: Path, raw: str) -> Path:
 def is_inside(path: Path, root: Path) -> bool:
     """Whether ``path`` is ``root`` or below it; both real paths, compared by components."""
     return path == root or root in path.parents
+
+
+def in_project(path: Path, cwd: Path, additional: Sequence[Path] = ()) -> bool:
+    """Whether ``path`` counts as the project: below the session's cwd or one of the folders
+    the client added (``additionalDirectories``). All real paths. The one definition of
+    "inside the project" the permission checks use."""
+    return is_inside(path, cwd) or any(is_inside(path, root) for root in additional)
 
 
 def truncate(text: str, limit: int) -> str:

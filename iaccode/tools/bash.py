@@ -39,6 +39,7 @@ from typing import Any
 import trio
 from attrs import frozen
 
+from iaccode import redaction
 from iaccode.iac.plan_summary import PlanReader, runs_plan
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
@@ -216,16 +217,20 @@ class _HeadTail:
             self.dropped += excess
 
     def text(self) -> str:
+        """What was kept, with the secrets we hold replaced: a secret cut in two by the
+        dropped middle loses both pieces."""
+        redact = redaction.current()
         if not self.dropped:
-            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
+            return redact(bytes(self.head + self.tail).decode("utf-8", errors="replace"))
         # Decode each side on its own, without the characters the cut split in two.
         head = codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(self.head))
         tail = bytes(self.tail)
         skip = 0
         while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:  # continuation bytes
             skip += 1
-        return (f"{head}\n[... {self.dropped} bytes of output dropped from the middle ...]\n"
-                f"{tail[skip:].decode('utf-8', errors='replace')}")
+        return (f"{redact.ends(head, end=True)}\n[... {self.dropped} bytes of output dropped "
+                f"from the middle ...]\n"
+                f"{redact.ends(tail[skip:].decode('utf-8', errors='replace'), start=True)}")
 
 
 async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
@@ -391,6 +396,8 @@ def _terminal_result(terminal_id: str, answer: TerminalOutput | None,
     if text is None:
         text = "(the terminal's output could not be read)"
     truncated = answer.truncated
+    # Redacted here too (the runner does it again): the terminal's cut may leave a secret's end.
+    text = redaction.current().ends(text, start=truncated)
     if truncated:
         text = "[... the start of the output was cut by the terminal's limit ...]\n" + text
     status = answer.exit_status or exit_status or ExitStatus()

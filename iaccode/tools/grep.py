@@ -19,6 +19,7 @@ from typing import Literal
 import trio
 from attrs import frozen
 
+from iaccode import redaction
 from iaccode.tools.base import (
     Tool,
     ToolContext,
@@ -131,8 +132,8 @@ def _search_file(regex: re.Pattern[str], path: Path, rel: str, mode: OutputMode,
                 if mode == "files_with_matches" or (binary and mode == "content"):
                     return [(rel, _BINARY if mode == "content" else "")]
                 if mode == "content":
-                    if len(text) > MAX_COLUMNS:
-                        text = text[:MAX_COLUMNS] + _LONG_LINE
+                    if len(text) > MAX_COLUMNS:  # no start of a secret left at the cut
+                        text = redaction.current().ends(text[:MAX_COLUMNS], end=True) + _LONG_LINE
                     found.append((rel, f"{number}:{text}"))
                     if len(found) >= room:
                         break

@@ -234,18 +234,29 @@ class LocalFiles:
             os.close(folder)
 
 
-def _open_temp(path: Path) -> tuple[int, int, str]:
-    """The descriptor of the real path's folder (made if missing), and a new empty temporary
-    file in it (descriptor and name)."""
-    if not path.name:
-        raise ToolFailure(f"Cannot write {path}: it {_kind_refusal(stat.S_IFDIR)}.")
+def make_parents(path: Path) -> None:
+    """Make the missing folders of the real path ``path``, as a write here would, following no
+    symbolic link on the way (for a write the editor does: it may not make them). Blocking."""
+    os.close(_open_folder(path))
+
+
+def _open_folder(path: Path) -> int:
+    """The descriptor of the real path's folder, made if missing; ToolFailure if it cannot."""
     try:
-        folder = open_parent(path, "write", create=True)
+        return open_parent(path, "write", create=True)
     except (FileExistsError, NotADirectoryError) as exc:
         raise ToolFailure(f"Cannot write {path}: a parent of it is a file, not a "
                           "directory.") from exc
     except OSError as exc:
         raise _os_failure(exc, path, "write") from exc
+
+
+def _open_temp(path: Path) -> tuple[int, int, str]:
+    """The descriptor of the real path's folder (made if missing), and a new empty temporary
+    file in it (descriptor and name)."""
+    if not path.name:
+        raise ToolFailure(f"Cannot write {path}: it {_kind_refusal(stat.S_IFDIR)}.")
+    folder = _open_folder(path)
     try:
         try:
             existing: os.stat_result | None = os.stat(path.name, dir_fd=folder,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from attrs import frozen
 
+from iaccode import redaction
 from iaccode.llm.images import EXTENSIONS, MEDIA_TYPES, ImageError, image_block
 from iaccode.tools.base import (
     Tool,
@@ -22,7 +23,7 @@ from iaccode.tools.base import (
     ToolFailure,
     ToolLimits,
     ToolResult,
-    is_inside,
+    in_project,
 )
 from iaccode.tools.local_files import LocalFiles, display_path
 
@@ -52,9 +53,9 @@ def number_lines(lines: list[str], first: int) -> str:
     """``cat -n`` style: the line number right-aligned in six columns, a tab, the line."""
     out = []
     for number, line in enumerate(lines, start=first):
-        if len(line) > MAX_LINE_CHARS:
-            line = (f"{line[:MAX_LINE_CHARS]} [... line cut: {len(line) - MAX_LINE_CHARS} more "
-                    "characters]")
+        if len(line) > MAX_LINE_CHARS:  # a secret across the cut must not leave its start
+            kept = redaction.current().ends(line[:MAX_LINE_CHARS], end=True)
+            line = f"{kept} [... line cut: {len(line) - MAX_LINE_CHARS} more characters]"
         out.append(f"{number:>6}\t{line}")
     return "\n".join(out)
 
@@ -106,7 +107,7 @@ class ReadFile(Tool):
         if args.limit is not None and args.limit < 1:
             raise ToolFailure(f"limit must be at least 1, not {args.limit}.")
         path = ctx.path(args.path)
-        if path.suffix.lower() in EXTENSIONS and is_inside(path, ctx.cwd):
+        if path.suffix.lower() in EXTENSIONS and in_project(path, ctx.cwd, ctx.additional_dirs):
             return await _read_image(path, ctx)
         lines = split_lines(await ctx.files.read_text(path))
         shown_path = display_path(path, ctx.cwd)

@@ -39,8 +39,9 @@ def _file_name(call_id: str) -> str:
 
 def save(folder: Path, call_id: str, text: str) -> Path:
     """Write the whole output (blocking; OSError if it cannot)."""
-    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # tool output is private,
-    folder.mkdir(mode=0o700, exist_ok=True)  # like the histories
+    from iaccode.private_files import private_dir  # a session opens without it
+
+    private_dir(folder)  # tool output is private, like the histories
     path = folder / _file_name(call_id)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:

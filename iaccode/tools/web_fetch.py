@@ -1,5 +1,9 @@
 """web_fetch: fetch one http(s) URL and give the model its readable text, marked as untrusted.
 
+A URL that carries a secret value the agent holds (:mod:`iaccode.redaction`: as it is or
+encoded) is refused before anything is sent, at every hop. After the session read a secrets file
+a fetch from a new host asks first (``iaccode/turn/exposure.py``).
+
 Every hop, the first request and each redirect, is vetted before any connection
 (:mod:`iaccode.tools.web.addresses`: public internet addresses only, unless
 ``web_allowed_hosts`` names the host and port), then fetched with one GET to the vetted address
@@ -16,11 +20,12 @@ import functools
 import html
 import re
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import unquote_plus, urljoin
 
 import trio
 from attrs import frozen
 
+from iaccode import redaction
 from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, ToolResult
 from iaccode.tools.web.addresses import vet
 from iaccode.tools.web.client import REDIRECTS, Response, Target, exchange, parse_url
@@ -62,11 +67,23 @@ class _Fetched:
     redirects: list[dict[str, Any]]
 
 
+def _carries_secret(url: str) -> None:
+    """Refuse a URL that holds a secret value we hold, as it is or encoded (percent-encoded in
+    part too): sending it would hand the secret to whoever serves the address."""
+    redactor = redaction.current()
+    name = redactor.find(url) or redactor.find(unquote_plus(url))
+    if name is not None:
+        raise ToolFailure(f"refused: the URL carries the value of {name}, a secret this agent "
+                          "holds; nothing was sent")
+
+
 async def _fetch(url: str, limits: ToolLimits) -> _Fetched:
+    _carries_secret(url)
     target = parse_url(url)
     redirects: list[dict[str, Any]] = []
     while True:
         try:
+            _carries_secret(target.url)
             addresses = await vet(target, limits)
         except ToolFailure as exc:
             if redirects:
@@ -149,6 +166,7 @@ class WebFetch(Tool):
             return self._error_result(target.url, response, content_type, raw_output)
         text = await trio.to_thread.run_sync(
             to_text, response.body, content_type, target.url, abandon_on_cancel=True)
+        text = redaction.current()(text)  # before it is cut: no piece of a secret at the cut
         via = f", after {len(fetched.redirects)} redirect(s)" if fetched.redirects else ""
         cut = (f", cut at the {limits.web_max_bytes}-byte download limit" if response.cut
                else "")
@@ -172,6 +190,7 @@ class WebFetch(Tool):
             snippet = to_text(response.body, content_type, url)
         except ToolFailure:
             snippet = "(binary body not shown)"
+        snippet = redaction.current()(snippet)
         if len(snippet) > _ERROR_SNIPPET_CHARS:
             snippet = snippet[:_ERROR_SNIPPET_CHARS] + " [...]"
         header = (f"HTTP {response.status} {response.reason} from {url}. The start of the "

@@ -16,11 +16,15 @@ minor version of their major and refuse a newer major with a clear message.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
+
+from iaccode.private_files import open_private, private_dir
+from iaccode.redaction import Redactor, current
 
 FORMAT = "1.0"
 MAJOR = 1
@@ -84,21 +88,22 @@ def check_version(header: dict[str, Any], path: Path) -> None:
 
 
 class TranscriptWriter:
-    """Appends records as JSON lines, flushed as written, with secrets replaced."""
+    """Appends records as JSON lines, flushed as written, with every secret value we hold
+    replaced by ``[secret NAME]`` (:mod:`iaccode.redaction`; ``redactor``: another set, or
+    none). The file is readable by its owner only (0600), its new folders 0700."""
 
-    def __init__(self, path: Path, secrets: list[str]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("w", encoding="utf-8")
-        self._secrets = secrets
+    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
+        private_dir(path.parent)
+        fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
+        self._file = os.fdopen(fd, "w", encoding="utf-8")
+        self._redact = redactor if redactor is not None else current()
 
     def write(self, record: dict[str, Any]) -> None:
         self.write_raw(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
 
     def write_raw(self, line: str) -> None:
         """One record already encoded as a JSON object on one line."""
-        for secret in self._secrets:
-            if secret in line:
-                line = line.replace(secret, "<secret>")
+        line = self._redact(line)
         self._file.write(line + "\n")
         self._file.flush()
 

@@ -1,7 +1,8 @@
 """What may legitimately differ between a recording and its replay, made equal.
 
-Session ids (by order of appearance), timestamps, the working directory and data dir of the
-machine, and the agent's version string are replaced by placeholders before comparing.
+Session ids and message ids (by order of appearance), timestamps, the working directory and
+data dir of the machine, and the agent's version string are replaced by placeholders before
+comparing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import re
 from typing import Any
 
 SESSION_ID = re.compile(r"sess_[0-9a-f]{32}")
+MESSAGE_ID = re.compile(r"msg_[0-9a-f]{32}")
+"""A model message's ``messageId`` (``turn.transcript.new_message_id``): new in every run."""
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 
 
@@ -22,12 +25,14 @@ class Normalizer:
         self._paths = sorted(((p, name) for p, name in paths.items() if p), reverse=True,
                              key=lambda item: len(item[0]))
         self._sessions: dict[str, str] = {}
+        self._messages: dict[str, str] = {}
 
     def __call__(self, message: Any) -> Any:
         text = json.dumps(message, ensure_ascii=False, sort_keys=True)
         for path, name in self._paths:
             text = text.replace(path, name)
         text = SESSION_ID.sub(self._session, text)
+        text = MESSAGE_ID.sub(self._message, text)
         text = TIMESTAMP.sub("<time>", text)
         normal = json.loads(text)
         if isinstance(normal, dict):
@@ -41,6 +46,9 @@ class Normalizer:
         theirs = {placeholder: real for real, placeholder in other._sessions.items()}
         return {mine: theirs[placeholder] for mine, placeholder in self._sessions.items()
                 if placeholder in theirs}
+
+    def _message(self, match: re.Match[str]) -> str:
+        return self._messages.setdefault(match.group(0), f"<message-{len(self._messages) + 1}>")
 
     def _session(self, match: re.Match[str]) -> str:
         return self._sessions.setdefault(match.group(0), f"<session-{len(self._sessions) + 1}>")

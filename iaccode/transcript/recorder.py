@@ -20,7 +20,6 @@ import trio
 import iaccode
 from iaccode.llm.base import ModelError, ModelEvent, ModelRequest, Provider, RawTap
 from iaccode.protocol.convert import to_wire
-from iaccode.secret_env import secret_values
 from iaccode.tools.base import ToolResult
 from iaccode.transcript.format import FORMAT, TranscriptWriter
 
@@ -35,7 +34,7 @@ SNAPSHOT_SKIP = {".git", "node_modules", ".venv", "__pycache__", ".terraform"}
 class Recorder:
     def __init__(self, path: Path, *, model: str, home: Path,
                  provider: str = "anthropic") -> None:
-        self._writer = TranscriptWriter(path, secret_values())
+        self._writer = TranscriptWriter(path)
         self._start = time.monotonic()
         self._home = home
         self._snapshotted = False

@@ -25,6 +25,7 @@ import trio
 from attrs import define, field
 
 from iaccode.llm.script import dump_script
+from iaccode.redaction import Redactor
 from iaccode.tools.base import MACHINE_DEPENDENT
 from iaccode.transcript.format import Transcript, TranscriptWriter, read_transcript
 from iaccode.transcript.normalize import Normalizer, first_difference
@@ -135,7 +136,7 @@ class _Workspace:
         """The recorded results of machine-dependent tools, mapped, as a transcript file of
         their own (what ``IAC_CODE_RECORDED_TOOLS`` reads)."""
         path = self.root / "tools.jsonl"
-        writer = TranscriptWriter(path, [])
+        writer = TranscriptWriter(path, Redactor(()))
         writer.write(transcript.header)
         for record in transcript.of_type("tool"):
             writer.write(self.paths(record))
@@ -292,10 +293,8 @@ class _Lines:
 
 def write_updated(path: Path, records: list[dict[str, Any]]) -> None:
     """``--update``: the transcript as the current build behaves (secrets still scrubbed)."""
-    from iaccode.secret_env import secret_values
-
     temporary = path.with_suffix(path.suffix + ".tmp")
-    writer = TranscriptWriter(temporary, secret_values())
+    writer = TranscriptWriter(temporary)
     for record in records:
         writer.write(record)
     writer.close()

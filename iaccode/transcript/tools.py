@@ -41,6 +41,9 @@ class _Wrapper(Tool):
     def paths(self, args: Any) -> list[str]:
         return self.inner.paths(args)
 
+    def shown_paths(self, args: Any) -> list[str]:
+        return self.inner.shown_paths(args)
+
     async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
         return await self.inner.preview(args, ctx)
 

@@ -8,9 +8,20 @@ tool_use and its tool_result always stay together.
 from __future__ import annotations
 
 import json
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import trio
 
 from iaccode.llm.base import Finished, ModelRequest, Provider, TextDelta
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.messages import AgentMessageChunk, CompactionStatus, CompactionUpdate
+
+if TYPE_CHECKING:
+    from iaccode.turn.env import EditorAccess
+
+SHOW_TIMEOUT = 2.0
+"""How long the last update of a cancelled compaction may wait for the editor."""
 
 KEEP_SHARE = 0.25
 """Share of the context window the recent turns may keep, whole, after a compaction."""
@@ -103,6 +114,41 @@ def _tokens(count: int) -> str:
         return str(count)
     thousands = count / 1000
     return f"{thousands:.1f}k".replace(".0k", "k") if thousands < 10 else f"{thousands:.0f}k"
+
+
+class Shown:
+    """How one compaction reaches the user: ``compaction_update``s under one id for a client
+    with ``session.compaction`` (unstable schema), else a text message at its end (a failure's
+    as a ``⚠`` line, a success's as ``[Context compacted: ...]``) and nothing before."""
+
+    def __init__(self, editor: EditorAccess) -> None:
+        self._editor = editor
+        self._id = f"compaction_{uuid.uuid4().hex}" if editor.shows_compaction else None
+
+    async def started(self) -> None:
+        await self._update("in_progress")
+
+    async def completed(self, text: str, summary: str) -> None:
+        if self._id is None:
+            await self._editor.send_update(AgentMessageChunk(TextContent(text)))
+        else:  # the user can read what the model is left with
+            await self._update("completed", summary=[TextContent(
+                f"{text.strip()}\n\n{summary}".strip())])
+
+    async def failed(self, text: str, error: str) -> None:
+        if self._id is None:
+            await self._editor.send_update(AgentMessageChunk(TextContent(text)))
+        else:
+            await self._update("failed", error=f"Could not compact the conversation: {error}")
+
+    async def cancelled(self) -> None:
+        """The turn was cancelled mid-summary (shielded, bounded: the turn is ending)."""
+        with trio.CancelScope(shield=True), trio.move_on_after(SHOW_TIMEOUT):
+            await self._update("cancelled")
+
+    async def _update(self, status: CompactionStatus, **fields: Any) -> None:
+        if self._id is not None:
+            await self._editor.send_update(CompactionUpdate(self._id, status, **fields))
 
 
 def compacted(summary: str, recent: list[dict[str, Any]]) -> list[dict[str, Any]]:

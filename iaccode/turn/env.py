@@ -18,9 +18,10 @@ from attrs import evolve, field, frozen
 from iaccode.config import Config
 from iaccode.llm.base import Provider
 from iaccode.llm.prices import CostMeter
-from iaccode.protocol.messages import PlanEntry, SessionUpdate
+from iaccode.protocol.messages import NoticeSeverity, PlanEntry, SessionUpdate
 from iaccode.protocol.tool_calls import PermissionOption, PermissionOptionKind, ToolCallFields
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
+from iaccode.turn.exposure import Exposure
 
 SendUpdate = Callable[[SessionUpdate], Awaitable[None]]
 """Send a ``session/update``, waiting while the editor reads slowly: always a checkpoint."""
@@ -62,6 +63,18 @@ class EditorAccess(Protocol):
         """Ask the user; never raises for the editor's failures (they are None)."""
         ...
 
+    @property
+    def shows_compaction(self) -> bool:
+        """The client shows ``compaction_update`` (``session.compaction``)."""
+        ...
+
+    async def advise(self, message: str, *, title: str,
+                     severity: NoticeSeverity = "warning") -> None:
+        """Tell the user something outside the conversation (a server that stopped, a model
+        that gave up): a ``notice`` where the client shows them, else ``message`` as today's
+        ``⚠`` text in the chat."""
+        ...
+
 
 @frozen
 class ModelSide:
@@ -95,6 +108,11 @@ class SessionState:
     """Where over-long tool output is kept whole (a real path; read_file may read it freely)."""
     show_plan: Callable[[list[PlanEntry]], Awaitable[None]] | None = None
     """Show the plan (todo_write) and keep it with the session; None in a sub-agent."""
+    additional_dirs: tuple[Path, ...] = ()
+    """The client's extra project folders (``additionalDirectories``), as real paths."""
+    exposure: Exposure = field(factory=Exposure)
+    """Whether the session read a secrets file, and the hosts web_fetch may reach since;
+    shared with the session."""
 
 
 @frozen

@@ -3,9 +3,17 @@
     decide(...)  -> RUN | ASK | REFUSE (with the reason the model is told)
     ask(...)     -> the user's answer to ``session/request_permission``
 
-Read-only tools run without asking inside the session's cwd; outside it (an absolute path,
+Read-only tools run without asking inside the project (the session's cwd and the folders the
+client added, ``in_project``); outside it (an absolute path,
 ``..``, a symlink that resolves outside: checked on the real path) they ask. Writes, commands
 and sub-agents ask, unless the mode says otherwise or the user answered ``*_always`` before.
+An *Always allow* covers the project's files only (``tools.base.in_project``): outside them a call
+with paths asks again, and its question offers no *Always allow*.
+
+A write to a protected path (the agent's own files, other programs' configuration and
+credentials: :mod:`iaccode.turn.protected`), or a bash line that names one, asks in every mode,
+bypass included, whatever was allowed before; the question says why and offers no *Always
+allow*.
 
 A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`) is the exception
 to the remembered answers and the modes: it asks every time, in bypass too, with a question
@@ -21,33 +29,27 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import evolve, frozen
 
-from iaccode import choices
 from iaccode.iac.guard import infra_change
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.messages import SessionMode
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
     PermissionOption,
     ToolCallContent,
     ToolCallFields,
 )
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, is_inside, resolve_path
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, in_project, is_inside, resolve_path
 from iaccode.turn.env import EditorAccess
+from iaccode.turn.protected import Protected
 
 log = logging.getLogger(__name__)
 
 DENIED = "Permission denied."
-
-MODES: dict[str, SessionMode] = {
-    mode.id: SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
-}
-"""The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
 OPTIONS = [
     PermissionOption("allow_once", "Allow once", "allow_once"),
@@ -76,15 +78,21 @@ class Verdict:
     """For REFUSE: what the model is told."""
     infra_change: str | None = None
     """For ASK: what in the command changes real infrastructure ("terraform apply")."""
+    protected: str | None = None
+    """For ASK: why the call asks in every mode (it writes a protected path)."""
+    remember: bool = True
+    """For ASK: whether *Always allow* is offered (it would not hold outside the project)."""
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True) -> Verdict:
+           confirm_infra_changes: bool = True, protected: Protected | None = None,
+           additional: Sequence[Path] = ()) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
-    without asking."""
+    without asking. ``protected``: the places a write reaches only after a question.
+    ``additional``: the client's extra project folders (real paths)."""
     if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
                                                                 remembered=remembered)):
         return infra
@@ -93,18 +101,34 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
                        "Describe the change instead, or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    if mode == "bypass" or remembered.get(tool.name) is True:
-        return Verdict(Decision.RUN)
     resolved = resolved or {}
-    inside = all(is_inside(resolved.get(raw) or resolve_path(cwd, raw), cwd)
-                 for raw in tool.paths(args))
+    paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
+    inside = all(in_project(path, cwd, additional) for path in paths)
+    if protected is not None and (why := _protected_reason(tool, args, paths, cwd, protected)):
+        return Verdict(Decision.ASK, protected=why, remember=False)
+    if mode == "bypass" or (remembered.get(tool.name) is True and inside):
+        return Verdict(Decision.RUN)
     if tool.read_only and inside:
         return Verdict(Decision.RUN)
     if tool.read_only and _only_ours(tool, args, resolved, cwd, ours):
         return Verdict(Decision.RUN)
     if mode == "accept_edits" and tool.kind == "edit" and inside:
         return Verdict(Decision.RUN)
-    return Verdict(Decision.ASK)
+    return Verdict(Decision.ASK, remember=inside)
+
+
+def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
+                      protected: Protected) -> str | None:
+    """Why the call writes a protected place: a path of a tool that writes, or a path a bash
+    line names (see :mod:`iaccode.turn.protected` for what that catches)."""
+    if not tool.read_only:
+        for path in paths:
+            if why := protected.reason(path):
+                return why
+    command = getattr(args, "command", None)
+    if tool.name == "bash" and isinstance(command, str):
+        return protected.command_reason(command, cwd)
+    return None
 
 
 def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
@@ -134,6 +158,9 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
 
 INFRA_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
 """What the question for an infrastructure change offers: never *Always allow*."""
+ONCE_OPTIONS = INFRA_OPTIONS
+"""What a question offers when *Always allow* would not hold (outside the project, a
+protected path)."""
 
 
 def infra_question(tool_call: ToolCallFields, change: str, command: str) -> ToolCallFields:
@@ -142,6 +169,25 @@ def infra_question(tool_call: ToolCallFields, change: str, command: str) -> Tool
     text = (f"This command changes real infrastructure ({change}):\n\n{command}\n\n"
             "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
     return evolve(tool_call, title=f"Changes real infrastructure: {command}",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
+    """The permission question's tool call for a write to a protected place: it says why."""
+    text = (f"Protected: {why}.\n\nThis runs only if you allow it now, in every mode: "
+            "\"Always allow\" and bypass mode do not cover it.")
+    return evolve(tool_call, title=f"Protected: {tool_call.title}",
+                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
+                     ) -> ToolCallFields:
+    """The permission question's tool call for a call that reaches outside the project: the
+    title and the content say so, with the real paths."""
+    paths = ", ".join(str(path) for path in outside)
+    verb = "is" if len(outside) == 1 else "are"
+    text = f"{paths} {verb} outside the project ({cwd})."
+    return evolve(tool_call, title=f"{tool_call.title} (outside the project)",
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 
@@ -177,7 +223,8 @@ async def question_content(tool: Tool, args: Any, context: ToolContext
 
     Only for paths inside the project: working out a diff reads the file, and a file outside
     it is read only once the user allowed the call (the question itself shows the path)."""
-    if not all(is_inside(path, context.cwd) for path in context.resolved.values()):
+    if not all(in_project(path, context.cwd, context.additional_dirs)
+               for path in context.resolved.values()):
         return None
     try:
         return await tool.preview(args, context)

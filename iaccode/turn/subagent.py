@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 
 from attrs import frozen
 
-from iaccode.protocol.tool_calls import ToolKind
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
+from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, truncate
 from iaccode.turn.env import TurnEnv
-from iaccode.turn.transcript import Transcript
+from iaccode.turn.transcript import SubAgentTranscript, Transcript
 
 
 @frozen
@@ -47,10 +48,13 @@ class SubAgent(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, parent_tools: dict[str, Tool]) -> None:
+    def __init__(self, parent_tools: dict[str, Tool],
+                 parent_transcript: Transcript | None = None) -> None:
         """``parent_tools``: the parent turn's table, read when a sub-agent starts (the MCP
-        servers' tools join it once they are ready, after the turn was built)."""
+        servers' tools join it once they are ready, after the turn was built);
+        ``parent_transcript``: where its tool calls are saved (for a replay)."""
         self._parent_tools = parent_tools
+        self._parent_transcript = parent_transcript
         self._parent: TurnEnv | None = None
 
     def tools(self) -> dict[str, Tool]:
@@ -66,13 +70,20 @@ class SubAgent(Tool):
     def title(self, args: AgentInput) -> str:
         return f"Sub-agent: {args.description or args.prompt[:60]}"
 
+    async def preview(self, args: AgentInput, ctx: ToolContext) -> list[ToolCallContent]:
+        """Its task, for the question (the title has the first words only)."""
+        return [ContentToolCallContent(TextContent(truncate(
+            f"The sub-agent's task:\n\n{args.prompt}", ctx.limits.output_chars)))]
+
     async def run(self, args: AgentInput, ctx: ToolContext) -> ToolResult:
         from iaccode.turn.turn import Turn  # the loop runs tools, tools run the loop
 
         if self._parent is None:
             raise ToolFailure("The sub-agent is not attached to a turn.")
         env = self._parent.nested(tools=self.tools(), parent_tool_call_id=ctx.tool_call_id)
-        turn = Turn(env, Transcript(), stream_text=False)  # its own context, kept in memory
+        transcript = (SubAgentTranscript(self._parent_transcript)
+                      if self._parent_transcript is not None else Transcript())
+        turn = Turn(env, transcript, stream_text=False)  # its own context, kept in memory
         stop_reason = await turn.run([{"type": "text", "text": args.prompt}])
         usage = {"input_tokens": turn.usage.input_tokens,
                  "output_tokens": turn.usage.output_tokens}

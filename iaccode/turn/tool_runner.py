@@ -38,10 +38,21 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.tools import tool_output
-from iaccode.tools.base import Tool, ToolContext, ToolResult, resolve_path, run_tool, truncate
+from iaccode.tools.base import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    in_project,
+    resolve_path,
+    run_tool,
+    truncate,
+)
+from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
+from iaccode.turn.exposure import NOT_READING, secret_file_in
 from iaccode.turn.permissions import Answer, Decision
+from iaccode.turn.protected import Protected
 from iaccode.turn.transcript import Transcript
 
 log = logging.getLogger(__name__)
@@ -78,9 +89,15 @@ class ToolRunner:
         """Each call's ``tool_call`` update, kept for the record written when it ends."""
         self._names: dict[str, str | None] = {}
         """Each announced call's tool name (``name`` on every update of the call)."""
+        self._reads_secrets = False
+        """A call of the answer being run names a secrets file (``turn/exposure.py``)."""
+        self._titles: dict[str, str] = {}
+        """The title a call's permission question gave it ("Changes real infrastructure:
+        ..."), which the client shows from then on: its final update says it too."""
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
+        self._protected = Protected.of(env.config)
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``.
@@ -107,6 +124,9 @@ class ToolRunner:
 
     async def _run_calls(self, calls: list[_Call],
                          results: dict[str, dict[str, Any]]) -> None:
+        # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
+        self._reads_secrets = any(secret_file_in(call.raw_input) for call in calls
+                                  if call.tool.name not in NOT_READING)
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
         while index < len(calls):
@@ -125,12 +145,14 @@ class ToolRunner:
 
     def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
-        if not call.tool.read_only:
-            return False
         session = self._session
+        if not call.tool.read_only or (call.tool.name == "web_fetch" and self._reads_secrets) or (
+                session.exposure.host_to_ask(call.tool.name, call.args, session.mode())):
+            return False
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
-                                     resolved=call.resolved, ours=session.saved_output)
+                                     resolved=call.resolved, ours=session.saved_output,
+                                     protected=self._protected, additional=session.additional_dirs)
         return verdict.decision is Decision.RUN
 
     async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
@@ -187,9 +209,12 @@ class ToolRunner:
                                       f"Invalid input for {name}: {problems}. Not run.")
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
-        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] or None
-        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations, resolved)
-        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", locations,
+        locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] + [
+            ToolCallLocation(str(resolve_path(self._session.cwd, raw)))
+            for raw in tool.shown_paths(args)]
+        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None,
+                     resolved)
+        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", call.locations,
                                         raw_input=raw_input, meta=env.tool_call_meta,
                                         name=tool.name))
         return call
@@ -199,18 +224,27 @@ class ToolRunner:
         verdict = permissions.decide(tool, call.args, mode=session.mode(), cwd=session.cwd,
                                      remembered=session.remembered, resolved=call.resolved,
                                      ours=session.saved_output,
-                                     confirm_infra_changes=env.config.confirm_infra_changes)
+                                     confirm_infra_changes=env.config.confirm_infra_changes,
+                                     protected=self._protected, additional=session.additional_dirs)
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
-            content = await permissions.question_content(
-                tool, call.args, self._context(tool, call_id, call.resolved))
+            content = redacted_content(await permissions.question_content(
+                tool, call.args, self._context(tool, call_id, call.resolved)))
             fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
                                     call.raw_input, content, name=tool.name)
-            options = permissions.OPTIONS
+            outside = [path for path in call.resolved.values()
+                       if not in_project(path, session.cwd, session.additional_dirs)]
+            if outside:
+                fields = permissions.outside_question(fields, outside, session.cwd)
+            options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
+            if verdict.protected is not None:
+                fields = permissions.protected_question(fields, verdict.protected)
             if verdict.infra_change is not None:
                 fields = permissions.infra_question(fields, verdict.infra_change,
                                                     call.args.command)
                 options = permissions.INFRA_OPTIONS
+            if fields.title is not None and fields.title != call.title:  # shown from now on
+                self._titles[call_id] = fields.title
             answer = await permissions.ask(self._editor, fields, tool.name,
                                            session.remembered, options)
             if answer is Answer.CANCELLED:
@@ -221,12 +255,35 @@ class ToolRunner:
                 return await self._finish(call_id, ToolResult(permissions.DENIED, is_error=True))
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
+        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode()):
+            refused = await self._ask_for_host(call, host)
+            if refused is not None:
+                return refused
+        session.exposure.note(tool.name, call.raw_input)
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
         return await self._finish(call_id,
                                   await self._execute(tool, call.args, call_id, call.resolved))
+
+    async def _ask_for_host(self, call: _Call, host: str) -> ToolResult | None:
+        """After a secrets file was read: may this web_fetch reach ``host``? None: yes (and
+        the host is allowed from now on); else the call's final result."""
+        exposure = self._session.exposure
+        self._unfinished[call.call_id] = "the turn ended while the user was asked for permission"
+        fields, options = exposure.question(ToolCallFields(
+            call.call_id, call.title, call.tool.kind, "pending", call.locations, call.raw_input,
+            name=call.tool.name), host)
+        kind = await self._editor.request_permission(fields, options)
+        if kind == "cancelled":
+            await self._finish(call.call_id, ToolResult("Cancelled by the user.", is_error=True))
+            self._session.cancel_turn()
+            await trio.lowlevel.checkpoint()  # raises Cancelled: the turn ends here
+        if kind in ("allow_always", "allow_once"):
+            exposure.hosts.add(host)
+            return None
+        return await self._finish(call.call_id, ToolResult(permissions.DENIED, is_error=True))
 
     async def _fail_unfinished(self) -> None:
         """The run ended early: a final ``failed`` update (and record) for every announced
@@ -244,7 +301,7 @@ class ToolRunner:
         return ToolContext(cwd=session.cwd, limits=self._env.config.tool_limits,
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
-                           show_plan=session.show_plan)
+                           show_plan=session.show_plan, additional_dirs=session.additional_dirs)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path]) -> ToolResult:
@@ -254,7 +311,8 @@ class ToolRunner:
             # machine's programs (terraform, cfn-lint) out.
             result = await diagnostics.annotate(
                 result, self._session.cwd, external=self._env.config.recorded_tools is None)
-        return result
+        # The one way out of a tool: no secret value we hold goes further, whoever printed it.
+        return redacted_result(result)
 
     async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
                       message: str) -> ToolResult:
@@ -278,6 +336,7 @@ class ToolRunner:
             raw_output=result.raw_output if result.raw_output is not None else {"output": shown},
             meta=self._env.tool_call_meta,
             name=self._names.get(call_id),
+            title=self._titles.get(call_id),
         )
         self._transcript.tool_call(self._starts.get(call_id, {}), to_wire(end))
         self._unfinished.pop(call_id, None)

@@ -2,11 +2,16 @@
 
 Records (one JSON object per line in the session's history file, see docs/session-store.md):
 
-    {"type": "message", "message": {role, content}, "prompt": [ACP blocks]?}
-        a finished message; a user prompt keeps the ACP blocks the user sent, for replay
+    {"type": "message", "message": {role, content}, "prompt": [ACP blocks]?,
+     "message_id": "msg_..."?}
+        a finished message; a user prompt keeps the ACP blocks the user sent, for replay; a
+        model message keeps the ``messageId`` its chunks carried (a load shows the same)
     {"type": "tool_call", "start": {...tool_call...}, "end": {...tool_call_update...}}
         how a finished tool call looked in the editor, for replay
-    {"type": "notice", "text": "..."}      something we told the user (an error, a compaction)
+    {"type": "prompt", "prompt": [ACP blocks]}
+        a prompt the model did not see (``/compact``, ``/clear``, ``/mcp``), for replay
+    {"type": "notice", "text": "..."}      something we told the user (an error, a compaction,
+        the ``/mcp`` listing)
     {"type": "plan", "entries": [...]}     the plan todo_write showed (ACP plan entries); a
         load shows the last one again
     {"type": "compaction", "messages": [...], "notice": "..."?}
@@ -25,6 +30,7 @@ is a record written while an earlier one is missing (a ``tool_result`` saved wit
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +58,15 @@ class Transcript:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def append(self, message: dict[str, Any], prompt: list[Any] | None = None) -> None:
+    def append(self, message: dict[str, Any], prompt: list[Any] | None = None, *,
+               message_id: str | None = None) -> None:
         self.messages.append(message)
         self.message_count += 1
         record: dict[str, Any] = {"type": "message", "message": message}
         if prompt is not None:
             record["prompt"] = prompt
+        if message_id is not None:
+            record["message_id"] = message_id
         self._write(record)
 
     def tool_call(self, start: dict[str, Any], end: dict[str, Any]) -> None:
@@ -66,6 +75,11 @@ class Transcript:
     def plan(self, entries: list[dict[str, Any]]) -> None:
         """The model's plan (``todo_write``), as the ACP plan entries shown."""
         self._write({"type": "plan", "entries": entries})
+
+    def prompt(self, blocks: list[Any]) -> None:
+        """A prompt the model does not see (a command we answered ourselves), kept so that a
+        replay shows it where the user typed it."""
+        self._write({"type": "prompt", "prompt": blocks})
 
     def notice(self, text: str) -> None:
         self._write({"type": "notice", "text": text})
@@ -149,6 +163,23 @@ class Transcript:
             elif kind == "compaction" and isinstance(record.get("messages"), list):
                 transcript.messages = list(record["messages"])
         return transcript
+
+
+class SubAgentTranscript(Transcript):
+    """A sub-agent's conversation: in memory (its own context, never saved), but its tool
+    calls are saved in the parent's history, so a load shows them under the parent call."""
+
+    def __init__(self, parent: Transcript) -> None:
+        super().__init__()
+        self._parent = parent
+
+    def tool_call(self, start: dict[str, Any], end: dict[str, Any]) -> None:
+        self._parent.tool_call(start, end)
+
+
+def new_message_id() -> str:
+    """A model message's ``messageId``: unique in the session (and beyond)."""
+    return "msg_" + uuid.uuid4().hex
 
 
 def unanswered_tool_uses(messages: list[dict[str, Any]]) -> list[str]:

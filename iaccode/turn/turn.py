@@ -35,7 +35,7 @@ from iaccode.protocol.messages import (
 from iaccode.turn import compaction
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.tool_runner import ToolRunner
-from iaccode.turn.transcript import Transcript, api_messages
+from iaccode.turn.transcript import Transcript, api_messages, new_message_id
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,12 @@ class Turn:
     async def compact(self) -> bool:
         """Summarise the older turns into one message; True if the history was compacted.
 
+        A client with ``session.compaction`` sees it as ``compaction_update``s (in progress,
+        then completed with the summary, failed or cancelled); the others get a text message
+        when it is done, as before.
+
         Errors: a failed summary request leaves the history as it was and tells the user.
+        Cancellation: propagates, the history as it was (the client hears ``cancelled``).
         """
         model = self._model
         parts = compaction.split(self._transcript.messages,
@@ -134,23 +139,26 @@ class Turn:
         if parts is None:
             return False
         older, recent = parts
+        shown = compaction.Shown(self._editor)
+        await shown.started()
         try:
             summary, finished = await compaction.summarise(model.provider, model.model, older,
                                                            api_messages)
         except ModelError as exc:
-            await self._notify(f"\n\n⚠ Could not compact the conversation: {exc}\n")
+            text = f"\n\n⚠ Could not compact the conversation: {exc}\n"
+            self._transcript.notice(text)
+            await shown.failed(text, str(exc))
             return False
+        except BaseException:
+            await shown.cancelled()
+            raise
         self.usage = self.usage + finished.usage
         model.cost.add(model.model, finished.usage, in_context=False)
         text = f"\n\n[Context compacted: {compaction.describe(older, recent, finished)}]\n"
         # The notice is kept in the compaction record: a replay shows it where it happened.
         self._transcript.replace(compaction.compacted(summary, recent), notice=text)
-        await self._editor.send_update(AgentMessageChunk(TextContent(text)))
+        await shown.completed(text, summary)
         return True
-
-    async def _notify(self, text: str) -> None:
-        self._transcript.notice(text)
-        await self._editor.send_update(AgentMessageChunk(TextContent(text)))
 
     async def _model_request(self) -> Finished | None:
         """Stream one answer into the history; None when the model failed (already told)."""
@@ -165,6 +173,7 @@ class Turn:
         )
         partial: list[str] = []
         finished: Finished | None = None
+        message_id = new_message_id()  # the text and the thinking of this one answer
         try:
             async with model.provider.stream(request) as events:
                 async for event in events:
@@ -173,30 +182,32 @@ class Turn:
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
                         if self._stream_text:
-                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text))
+                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text),
+                                                                     message_id=message_id)
                             if not editor.queue_update(chunk):
                                 await editor.send_update(chunk)
                     elif isinstance(event, ThinkingDelta):
                         if self._stream_text:
-                            chunk = AgentThoughtChunk(TextContent(event.text))
+                            chunk = AgentThoughtChunk(TextContent(event.text),
+                                                      message_id=message_id)
                             if not editor.queue_update(chunk):
                                 await editor.send_update(chunk)
                     else:
                         finished = event
         except ModelError as exc:
             log.warning("model request failed: %s", exc)
-            text = f"\n\n⚠ {exc}\n"
-            self._transcript.notice(text)
-            await editor.send_update(AgentMessageChunk(
-                TextContent(text), meta={"iaccode": {"error": str(exc)}}))
+            self._transcript.notice(f"\n\n⚠ {exc}\n")
+            await editor.advise(str(exc), title="The model request failed", severity="error")
             return None
         finally:
             if finished is None and partial:
                 self._transcript.append(
-                    {"role": "assistant", "content": [{"type": "text", "text": "".join(partial)}]})
+                    {"role": "assistant", "content": [{"type": "text", "text": "".join(partial)}]},
+                    message_id=message_id)
         assert finished is not None  # a provider ends its stream with Finished or raises
         if finished.content:
-            self._transcript.append({"role": "assistant", "content": finished.content})
+            self._transcript.append({"role": "assistant", "content": finished.content},
+                                    message_id=message_id)
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
         # A sub-agent (no streamed text) has a context of its own, not the session's.

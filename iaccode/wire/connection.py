@@ -44,6 +44,8 @@ FLUSH_TIMEOUT = 1.0
 """How long queued output may take to reach a peer that stopped reading, at shutdown."""
 
 CANCEL_REQUEST = "$/cancel_request"
+CANCELLED_KEPT = 1024
+"""How many of the requests we cancelled are remembered, for their late answers."""
 
 
 class Handler(Protocol):
@@ -108,6 +110,9 @@ class Connection:
         """Sees every line: ("in" | "out", the line without its newline, whether it is JSON)."""
         self._stray_kinds: set[tuple[Any, ...]] = set()
         """The kinds of responses to unknown ids logged already (each is logged once)."""
+        self._gave_up: dict[RequestId, None] = {}
+        """Our requests we told the peer we cancelled (``$/cancel_request``), oldest first: a
+        late answer to one is expected (debug log), not a stray (at most CANCELLED_KEPT)."""
 
     # -- outgoing ---------------------------------------------------------------------------
 
@@ -186,6 +191,9 @@ class Connection:
         return pending.result
 
     def _tell_peer_cancelled(self, request_id: RequestId) -> None:
+        self._gave_up[request_id] = None
+        if len(self._gave_up) > CANCELLED_KEPT:
+            del self._gave_up[next(iter(self._gave_up))]
         line = self._encode({"jsonrpc": "2.0", "method": CANCEL_REQUEST,
                        "params": {"requestId": request_id}})
         try:
@@ -333,6 +341,10 @@ class Connection:
     def _response(self, message: dict[str, Any]) -> None:
         message_id = message.get("id")
         pending = self._pending.get(message_id) if _is_request_id(message_id) else None
+        if pending is None and _is_request_id(message_id) and message_id in self._gave_up:
+            del self._gave_up[message_id]
+            log.debug("dropping the late answer to request %r, which we cancelled", message_id)
+            return
         if pending is None or pending.done.is_set():
             self._stray_response(message_id, message)
             return

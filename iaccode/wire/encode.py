@@ -1,9 +1,7 @@
 """How every JSON-RPC message is written: compact JSON, UTF-8, one line.
 
-The early handshake (``iaccode/server/handshake.py``) writes its answer with it before the rest
-of the agent is imported, byte for byte as ``Connection`` would; so it builds json's C encoder
-from ``_json`` itself: importing the json package would import ``re`` and ``enum`` (milliseconds
-there). The json package is imported only where the C accelerator is missing.
+It builds json's C encoder from ``_json`` itself (the json package is imported only where the C
+accelerator is missing).
 """
 
 from __future__ import annotations

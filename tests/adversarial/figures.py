@@ -41,6 +41,27 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("redirects_into_internal_refused", "{} redirects inside refused"),
         ("capped_fetches", "{} drips, stalls and floods cut off"),
         ("address_disguises_checked", "{} IPv6 disguises checked")]),
+    ("repository_code", "hostile repository: code it names, files that break parsers", [
+        ("git_programs_planted", "{} git programs planted, none run"),
+        ("provider_plugins_shipped", "{} shipped provider not started"),
+        ("lint_rule_files_planted", "{} cfn-lint rule configs, none loaded"),
+        ("deep_files", "{} files 100,000 deep"),
+        ("planted_instruction_files", "{} planted instruction files kept out"),
+        ("slow_file_prompt_seconds", "first prompt {} s beside a 1 MiB module")]),
+    ("protected_writes", "hostile model: protected places", [
+        ("protected_calls_in_bypass", "{} protected writes in bypass, all asked"),
+        ("after_always_allow", "{} after Always allow, all asked")]),
+    ("secrets", "hostile model: secrets", [
+        ("secret_names_kept_from_commands", "{} secret names kept from commands"),
+        ("printers_redacted", "{} printers of a held value, all redacted"),
+        ("parent_environ_secrets_hidden", "{} secrets gone from the agent's environ"),
+        ("secret_urls_refused", "{} secret-carrying URLs refused"),
+        ("exfiltration_questions", "{} fetches after a secrets file checked")]),
+    ("mcp_servers", "MCP servers that do not play fair", [
+        ("endless_tools_kept", "endless paging: {} tools kept"),
+        ("many_tools_kept", "3,000 tools: {} kept"),
+        ("hung_listings_given_up", "{} hung re-listing given up"),
+        ("hostile_names_shown", "{} hostile names shown printable")]),
     ("malformed_tool_calls", "hostile model: malformed tool calls", [
         ("cases", "{} kinds, none executed")]),
     ("model_faults", "model faults", [
@@ -60,6 +81,13 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("sessions", "{} sessions at once"), ("prompts", "{:,} prompts"),
         ("updates", "{:,} updates"), ("model_requests", "{:,} model requests"),
         ("prompts_per_second", "{} prompts/s"), ("rss_growth_kib", "RSS +{:,} KiB")]),
+    ("remote_server", "iaccode serve before the token", [
+        ("connection_failures_survived", "{} connection failures survived"),
+        ("refused_from_the_headers", "{} refused from the headers"),
+        ("dripping_bodies_cut_off", "{} dripping bodies cut off"),
+        ("connections_without_the_token", "{:,} connections without the token"),
+        ("most_held_without_the_token", "at most {} held"),
+        ("stalled_readers_closed", "{} stalled readers' sockets closed")]),
     ("regressions", "regression tests (one per bug found)", [("cases", "{} cases")]),
 ]
 

@@ -355,20 +355,6 @@ async def test_no_secret_reaches_a_command(tmp_path: Path, workspace: Path,
     del updates
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known limitation: a command runs as the same user, so it can read the agent's own "
-    "environment from /proc/$PPID/environ (only bash's asking first protects it)"))
-async def test_limitation_parent_environ_is_readable(tmp_path: Path, workspace: Path,
-                                                     model_server: FakeModelServer) -> None:
-    command = "tr '\\0' '\\n' < /proc/$PPID/environ"
-    model_server.enqueue(uses(("toolu_penv", "bash", {"command": command})), reply("ok"))
-    async with http_agent(tmp_path, model_server.base_url, extra=SECRETS) as agent:
-        session = await start(agent, workspace)
-        await agent.run_prompt(session, "env", allow)
-    output = request_tool_results(model_server.requests[1].body)["toolu_penv"]["content"]
-    assert SECRETS["ANTHROPIC_API_KEY"] not in output
-
-
 async def test_cancel_during_a_permission_question(tmp_path: Path, workspace: Path,
                                                    model_server: FakeModelServer,
                                                    figures: Figures) -> None:

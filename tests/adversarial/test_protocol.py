@@ -180,7 +180,8 @@ META: Spec = {("_meta",): (OBJ, False, True)}
 SESSION_ONLY: Spec = {("sessionId",): (STR, True, False), **META}
 LOAD: Spec = {("sessionId",): (STR, True, False), ("cwd",): (STR, True, False),
               ("mcpServers",): (ARR, False, False), ("mcpServers", 0): (OBJ, False, False),
-              **META}
+              ("additionalDirectories",): (ARR, False, True),
+              ("additionalDirectories", 0): (STR, False, False), **META}
 
 
 def templates(session: str, victim: Callable[[], str], cwd: str
@@ -189,7 +190,7 @@ def templates(session: str, victim: Callable[[], str], cwd: str
     go to a fresh session: only a first prompt sets the title."""
     flip = itertools.cycle([True, False])
     load = lambda: {"sessionId": session, "cwd": cwd,  # noqa: E731
-                    "mcpServers": [{"name": "m", "command": "x"}]}
+                    "mcpServers": [{"name": "m", "command": "x"}], "additionalDirectories": [cwd]}
     config = lambda: {"sessionId": session, "configId": "mode", "value": "default"}  # noqa: E731
     config_spec: Spec = {("sessionId",): (STR, True, False), ("configId",): (STR, True, False),
                          ("value",): (STR, True, False), **META}
@@ -213,8 +214,11 @@ def templates(session: str, victim: Callable[[], str], cwd: str
             ("clientInfo", "title"): (STR, False, True), **META}),
         "authenticate": (lambda: {"methodId": "anthropic-api-key"},
                          {("methodId",): (STR, True, False), **META}),
-        "session/new": (lambda: {"cwd": cwd, "mcpServers": []}, {
-            ("cwd",): (STR, True, False), ("mcpServers",): (ARR, False, False), **META}),
+        "logout": (lambda: {}, {**META}),
+        "session/new": (lambda: {"cwd": cwd, "mcpServers": [], "additionalDirectories": [cwd]}, {
+            ("cwd",): (STR, True, False), ("mcpServers",): (ARR, False, False),
+            ("additionalDirectories",): (ARR, False, True),
+            ("additionalDirectories", 0): (STR, False, False), **META}),
         "session/prompt": (lambda: {"sessionId": victim() if next(flip) else session, "prompt": [
             {"type": "text", "text": "hi", "annotations": {"priority": 1}}]}, {
             ("sessionId",): (STR, True, False), ("prompt",): (ARR, True, False),

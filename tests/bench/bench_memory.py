@@ -86,7 +86,8 @@ def idle(root: Path) -> list[Row]:
         rss = _settled_rss(agent.pid)
     with spawn_agent(root / "home-sdk", ANTHROPIC_API_KEY="bench-no-network") as agent:
         agent.initialize()
-        # The SDK import (preload) runs in a thread after initialize; wait until RSS settles.
+        # The SDK is imported in the background once the loop is quiet (iaccode/preload.py):
+        # wait until RSS settles.
         sdk_rss, previous = rss_bytes(agent.pid), 0
         deadline = time.perf_counter() + 20
         while abs(sdk_rss - previous) > 256 * KIB and time.perf_counter() < deadline:

@@ -91,8 +91,8 @@ def _load_once(home: Path, cwd: Path, session_id: str) -> tuple[float, int]:
 
     with spawn_agent(home, "--model-script", str(home / "empty.json")) as agent:
         agent.initialize()
-        # initialize is answered before the rest of the server has loaded (the early
-        # handshake); the cold start rows time that wait, this one the load itself.
+        # A round trip after initialize: the cold start rows time the start, this one the
+        # load itself.
         agent.response(agent.send_request("_bench/ready", {}))
         began = time.perf_counter()
         response = agent.response(agent.send_request("session/load", {
@@ -185,8 +185,8 @@ def listing(root: Path, quick: bool) -> list[Row]:
     times: list[float] = []
     with spawn_agent(home, "--model-script", str(home / "empty.json")) as agent:
         agent.initialize()
-        # initialize is answered before the rest of the server has loaded (the early
-        # handshake); the cold start rows time that wait, this one the load itself.
+        # A round trip after initialize: the cold start rows time the start, this one the
+        # load itself.
         agent.response(agent.send_request("_bench/ready", {}))
         began = time.perf_counter()
         first = agent.call("session/list", {})

@@ -1,17 +1,20 @@
 """Cold start and the ``session/new`` round trip, against our floors and the peers.
 
-- spawn -> ``initialize`` answered, against ``python -c "import trio"`` that echoes one line
-  (the same client sends the same line right after the spawn and waits for a line back), and
-  against the fastest installed peer (``peers.py``: codex-acp, claude-agent-acp) answering the
-  same ``initialize``; also the interpreter alone echoing the line (``python``, ``python -S``,
-  ``python -I``), which is what the early handshake (``iaccode/server/handshake.py``) cannot
-  go below; runs alternate, medians over the repeats;
-- ``session/new`` round trip in a running agent (the median of many; the first one after
-  ``initialize`` is shown apart), against the round trip of a bare Python echo process;
+- the headline: spawn -> the first ``session/new`` answered (``initialize``, its answer, then
+  ``session/new`` and its answer: what an editor waits for before it shows a session), and
+  spawn -> ``initialize`` answered, both against ``python -c "import trio"`` echoing one line
+  (the same client sends the same ``initialize`` right after the spawn and waits for a line
+  back); runs alternate, medians over the repeats; in the same runs the second ``session/new``
+  right after the first (the agent still loading in the background meanwhile);
+- spawn -> ``initialize`` against the fastest installed peer (``peers.py``: codex-acp,
+  claude-agent-acp) answering the same ``initialize``, and the interpreter alone echoing the
+  line (``python``, ``python -S``, ``python -I``);
+- ``session/new`` round trip in a running agent (the median of many), against the round trip
+  of a bare Python echo process;
 - the same round trip in the fastest peer that can open a session offline (codex-acp, after
   ``authenticate`` with a placeholder key);
 - the first ``session/new`` after ``initialize`` with the Anthropic provider, whose SDK import
-  (``preload``) runs in a worker thread just then (informational).
+  (``iaccode/preload.py``) runs in the background from the process start (informational).
 
     python -m tests.bench.bench_startup [--quick]
 """
@@ -60,27 +63,65 @@ def _spawn_to_first_line(argv: list[str], env: dict[str, str], stderr: Path,
         client.close()
 
 
+def _spawn_to_sessions(argv: list[str], env: dict[str, str], stderr: Path, project: Path
+                       ) -> tuple[float, float, float]:
+    """Spawn -> initialize answered, spawn -> the first session/new answered, and the second
+    session/new's round trip right after it (seconds)."""
+    began = time.perf_counter()
+    client = Client(argv, env, stderr=stderr)
+    try:
+        client.send_raw(INIT)
+        client.line(30)
+        initialized = time.perf_counter()
+        client.new_session(project)
+        first = time.perf_counter()
+        client.new_session(project)
+        second = time.perf_counter()
+        return initialized - began, first - began, second - first
+    finally:
+        client.close()
+
+
 def cold_start(repeats: int) -> list[Row]:
     found = peers.installed()
     with scratch("startup") as root:
         env = agent_env(root / "home", IAC_CODE_MODEL_SCRIPT=str(_empty_script(root)))
         (root / "home").mkdir()
-        runs: dict[str, list[float]] = {"agent": [], "floor": []}
+        project = root / "project"
+        project.mkdir()
+        runs: dict[str, list[float]] = {"agent": [], "floor": [], "first session": [],
+                                        "second session": []}
         commands: dict[str, tuple[list[str], dict[str, str], bool]] = {
-            "agent": (agent_command(), env, False), "floor": (FLOOR, env, False),
+            "floor": (FLOOR, env, False),
             **{name: (argv, env, False) for name, argv in INTERPRETER.items()},
             **{peer.label: (peer.argv, peer.environment(root / peer.name), True)
                for peer in found}}
         for index in range(repeats + 1):
+            # The first round warms the page cache (and each peer's home): not counted.
+            times = _spawn_to_sessions(agent_command(), env, root / "spawn.err", project)
+            if index:
+                for name, took in zip(("agent", "first session", "second session"), times,
+                                      strict=True):
+                    runs[name].append(took)
             for name, (argv, run_env, kill) in commands.items():
                 took = _spawn_to_first_line(argv, run_env, root / "spawn.err", kill)
-                if index:  # the first round warms the page cache (and each peer's home)
+                if index:
                     runs.setdefault(name, []).append(took)
     medians = {name: ms(median(times)) for name, times in runs.items()}
-    value, base = medians["agent"], medians["floor"]
+    value, base, first = medians["agent"], medians["floor"], medians["first session"]
     extra = {f"{name}_ms": [ms(x) for x in times] for name, times in runs.items()}
-    rows = [Row("cold start", "spawn → initialize answered", value, "ms", base,
-                "python -c 'import trio'", "≤ 1.3× floor", value <= 1.3 * base, extra=extra)]
+    rows = [
+        Row("cold start", "spawn → first session/new answered", first, "ms", base,
+            "python -c 'import trio'", "≤ 1.3× floor", first <= 1.3 * base,
+            note=f"initialize, then session/new, each answered; n={len(runs['agent'])}, "
+                 "interleaved with the floor", extra=extra),
+        Row("cold start", "spawn → initialize answered", value, "ms", base,
+            "python -c 'import trio'", "≤ 1.3× floor", value <= 1.3 * base),
+        Row("cold start", "second session/new, right after the first (median)",
+            medians["second session"], "ms", None, "", "< 8 ms",
+            medians["second session"] < 8.0,
+            note="the agent may still be loading in the background meanwhile"),
+    ]
     interpreter = ", ".join(f"{name} {medians[name]:.1f} ms" for name in INTERPRETER)
     if found:
         best = min(found, key=lambda peer: medians[peer.label])
@@ -92,7 +133,7 @@ def cold_start(repeats: int) -> list[Row]:
                              f"{interpreter}"))
     rows.append(Row("cold start", "the interpreter alone: spawn → one line echoed",
                     medians["python"], "ms", medians["python -S"], "python -S", "", None,
-                    note=f"what the early handshake cannot go below: {interpreter}"))
+                    note=interpreter))
     return rows
 
 
@@ -128,7 +169,7 @@ def session_new(repeats: int) -> list[Row]:
         peer_times = {peer.label: _peer_session_new(peer, root, project, repeats // 5)
                       for peer in peers.installed() if peer.auth_method is not None}
 
-        # The Anthropic provider: its SDK is imported in a worker thread right after initialize.
+        # The Anthropic provider: its SDK is imported by the preload, once the loop is quiet.
         firsts: list[float] = []
         for index in range(3):
             home = root / f"home-anthropic-{index}"
@@ -155,7 +196,8 @@ def session_new(repeats: int) -> list[Row]:
     return rows + [
         Row("cold start", "first session/new, Anthropic provider (SDK preloading)",
             ms(median(firsts)), "ms", ms(base), "bare echo round trip", "", None,
-            note="informational: the SDK import runs in a thread right after initialize",
+            note="informational: the SDK is imported in the background once the loop is quiet "
+                 "(iaccode/preload.py)",
             extra={"runs_ms": [ms(x) for x in firsts]}),
     ]
 

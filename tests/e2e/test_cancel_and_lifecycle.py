@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 from acp_conformance.fakes.messages import FakeModelServer
-from acp_conformance.script import error_status, hang, reply
+from acp_conformance.script import ToolUse, error_status, hang, reply
 
 from tests.support.agent_process import AgentConnection
 
@@ -170,3 +170,28 @@ async def test_idle_agent_exits_at_end_of_input(agent: AgentConnection) -> None:
     await agent.close_stdin()
     assert await agent.read_until_eof(timeout=2) == []
     assert await agent.wait_exit(timeout=2) == 0
+
+
+async def test_a_late_answer_to_a_question_the_cancel_withdrew_is_no_warning(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    """Cancelling a turn that asks withdraws the question (``$/cancel_request``); an editor
+    that answers it anyway is expected to, so the log says so at debug level only."""
+    model_server.enqueue(reply(tool_uses=[ToolUse("toolu_1", "write_file",
+                                                  {"path": "a.tf", "content": "x"})]))
+    await agent.initialize()
+    session = await agent.new_session(workspace)
+    prompt = await start_prompt(agent, session)
+    question = await agent.receive()
+    while question.get("method") != "session/request_permission":
+        question = await agent.receive()
+    await agent.notify("session/cancel", {"sessionId": session})
+    withdrawn = await agent.receive()
+    while withdrawn.get("method") != "$/cancel_request":
+        withdrawn = await agent.receive()
+    assert withdrawn["params"] == {"requestId": question["id"]}
+    answer, _ = await agent.response(prompt)
+    assert answer["result"]["stopReason"] == "cancelled"
+    await agent.reply(question["id"], {"outcome": {"outcome": "selected",
+                                                   "optionId": "allow_once"}})
+    await assert_no_more_updates(agent, session)  # a round trip: the answer was read
+    assert "WARNING" not in agent.stderr, agent.stderr_tail()

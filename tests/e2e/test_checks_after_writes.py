@@ -59,3 +59,21 @@ async def test_a_diagnostic_is_seen_and_fixed(agent: AgentConnection, model_serv
     assert fixed.endswith("\n\nIaC check of main.tf (Terraform): no problems.")
     # One fmt: for the fixed file; the broken one did not parse, so fmt was not asked.
     assert (tmp_path / "bin" / "calls.log").read_text() == "fmt -check -diff -no-color main.tf\n"
+
+
+async def test_an_unclosed_block_is_shown_where_it_opens(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    """The editor's diagnostic names the line of the block that lacks its "}", not the end of
+    the file (where python-hcl2 finds out)."""
+    unclosed = ('variable "region" {\n  default = "us-east-1"\n}\n\n'
+                'resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n  tags = {\n'
+                '    Env = "prod"\n  }\n\noutput "bucket" {\n  value = "acme-logs"\n}\n')
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_write", "write_file",
+                                 {"path": "main.tf", "content": unclosed})]),
+        reply("Written."))
+    session = await start(agent, workspace)
+    _, updates, _ = await agent.run_prompt(session, "add the bucket", choose("allow_once"))
+    shown = tool_updates(updates, "toolu_write")[-1]["content"][1]["content"]["text"]
+    assert shown.splitlines()[1].startswith(
+        '- line 5, column 33: syntax error: unexpected end of file at line 14; expected "}"'), shown

@@ -238,7 +238,7 @@ async def test_remote_servers_http_and_sse(
     assert result_for(model_server, 1)["content"] == "value of bug-1"
     assert result_for(model_server, 2, "toolu_2")["content"] == "sent"  # the editor's header
     _, updates, _ = await agent.run_prompt(session, "/mcp")
-    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 10 tools" \
+    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 12 tools" \
         in messages_text(updates)
     remote_server.close()  # it goes away between prompts: the next one finds out and says so
     model_server.enqueue(reply("on without it"))
@@ -277,7 +277,7 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     listing = messages_text(updates)
     assert ("broken-db (stdio, /nonexistent/db-mcp, from the editor): failed: "
             "/nonexistent/db-mcp: not found") in listing
-    assert "db (stdio" in listing and "connected, 10 tools" in listing
+    assert "db (stdio" in listing and "connected, 12 tools, 1 prompt\n" in listing + "\n"
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
     assert "MCP server noisy (stdio) failed: exited with status 4" in agent.stderr
     assert "boom-db-error" in agent.stderr  # its stderr's tail, in the log

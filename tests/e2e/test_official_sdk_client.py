@@ -150,3 +150,35 @@ def test_permission_answered_by_the_sdk(agent_env: dict[str, str], model_server:
     assert statuses[-1] == ("completed" if written else "failed")
     tool_result = model_server.requests[1].body["messages"][-1]["content"][0]
     assert (tool_result["content"] == "Permission denied.") is not written
+
+
+def test_secrets_seen_through_the_sdk(agent_env: dict[str, str], model_server: FakeModelServer,
+                                      workspace: Path) -> None:
+    """What an editor on the official SDK gets of issue 23's secrets: a held value read from a
+    file shown as ``[secret NAME]``, and, after a secrets file was read, a fetch's question
+    (naming the file and the host, with the host-wide option) that the SDK's models accept."""
+    token = "sdk-held-token-0123456789abcdef"
+    (workspace / "notes.txt").write_text(f"deploy with {token}\n")
+    (workspace / ".env").write_text("OTHER=1\n")
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_n", "read_file", {"path": "notes.txt"}),
+                         ToolUse("toolu_e", "read_file", {"path": ".env"}),
+                         ToolUse("toolu_w", "web_fetch", {"url": "https://example.com/?d=1"})]),
+        reply("done"))
+    client = RecordingClient(choice="reject_once")
+
+    async def main() -> None:
+        async with await spawn(client, {**agent_env, "DEPLOY_TOKEN": token}) as (conn, _):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            response = await conn.prompt(session_id=session.session_id,
+                                         prompt=[acp.text_block("read and send")])
+            assert response.stop_reason == "end_turn"
+
+    run(main())
+    shown = [u for u in client.updates if isinstance(u, ToolCallProgress)
+             and u.tool_call_id == "toolu_n" and u.status == "completed"]
+    text = shown[0].content[0].content.text
+    assert token not in text and "deploy with [secret DEPLOY_TOKEN]" in text
+    assert [q.tool_call_id for q in client.questions] == ["toolu_w"]
+    assert client.questions[0].title == "Fetch from example.com after reading .env"

@@ -311,7 +311,8 @@ async def test_the_dashscope_preset(tmp_path: Path, workspace: Path,
     chat_server.enqueue(reply("你好", thinking="想一想"), reply("more"), reply("again"))
     async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
         result = await agent.initialize()
-        assert result["authMethods"] == []
+        # Offered with the key set too (after a logout the client needs it).
+        assert [method["id"] for method in result["authMethods"]] == ["dashscope-api-key"]
         new = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": []})
         assert new["models"]["currentModelId"] == "qwen3-coder-plus"
         offered = [m["modelId"] for m in new["models"]["availableModels"]]

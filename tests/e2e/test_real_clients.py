@@ -18,7 +18,7 @@ from acp_conformance.processes import pid_alive, pid_files_written, wait_until
 from acp_conformance.script import ToolUse, error_status, reply
 
 from iaccode.tools import process_tree
-from tests.e2e.test_tools import call, choose, start, tool_updates
+from tests.e2e.test_tools import call, choose, start, sub_agent_research, tool_updates
 from tests.support.agent_process import AgentConnection
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
@@ -91,10 +91,14 @@ async def test_the_permission_question_shows_the_edit_as_a_diff(
     assert (workspace / "main.tf").read_text() == 'region = "eu-west-1"\n'
 
 
+NEW_TF = "locals {\n  x = 1\n}\n"
+
+
 async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(call("write_file", path="out/new.tf", content="x = 1\n"), reply("ok"))
+    # Valid on its own (a module that needs no provider is validated when terraform is here).
+    model_server.enqueue(call("write_file", path="out/new.tf", content=NEW_TF), reply("ok"))
     session = await start(agent, workspace)
     seen: list[bool] = []
 
@@ -104,14 +108,14 @@ async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result
 
     _, updates, requests = await agent.run_prompt(session, "write", editor)
     diff = {"type": "diff", "path": str(workspace / "out" / "new.tf"), "oldText": None,
-            "newText": "x = 1\n"}
+            "newText": NEW_TF}
     assert seen == [False]  # not even the folder was made before the answer
     assert requests[0]["params"]["toolCall"]["content"] == [diff]
     final = tool_updates(updates, "toolu_write_file")[-1]["content"]
     assert final[0] == diff  # then the check of the Terraform file written (iaccode/iac)
     assert final[1:] == [{"type": "content", "content": {
         "type": "text", "text": "IaC check of out/new.tf (Terraform): no problems."}}]
-    assert (workspace / "out" / "new.tf").read_text() == "x = 1\n"
+    assert (workspace / "out" / "new.tf").read_text() == NEW_TF
 
 
 async def test_an_edit_that_cannot_apply_asks_without_a_diff_and_fails_when_run(
@@ -518,3 +522,115 @@ async def test_a_model_error_inside_a_sub_agent_still_ends_its_call(
     done = final_states(updates)["toolu_agent"]
     assert done["status"] == "failed" and done["name"] == "agent"
     assert "without an answer" in done["content"][0]["content"]["text"]
+
+
+async def test_a_write_through_the_editor_into_a_new_folder(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """An editor that serves fs/write_text_file but makes no parent folders (Toad): the agent
+    makes the missing ones inside the project, once the write is allowed, then hands the
+    write over."""
+    from acp_conformance.client import RpcError
+
+    model_server.enqueue(call("write_file", path="infra/modules/net/main.tf",
+                              content='variable "cidr" {}\n'), reply("wrote"))
+    session = await start(agent, workspace, fs={"readTextFile": True, "writeTextFile": True})
+    written: dict[str, str] = {}
+    folder_when_asked: list[bool] = []
+
+    def editor(message: dict[str, Any]) -> Any:
+        params = message["params"]
+        if message["method"] == "session/request_permission":
+            folder_when_asked.append((workspace / "infra").exists())
+            return ALLOW
+        assert message["method"] == "fs/write_text_file", message
+        target = Path(params["path"])
+        if not target.parent.is_dir():
+            return RpcError(-32603, f"No such file or directory: {target.parent}")
+        written[params["path"]] = params["content"]
+        return {}
+
+    _, updates, _ = await agent.run_prompt(session, "add the module", editor)
+    assert folder_when_asked == [False]  # nothing made before the user allowed it
+    target = workspace / "infra" / "modules" / "net" / "main.tf"
+    assert written == {str(target): 'variable "cidr" {}\n'}
+    assert target.parent.is_dir() and not target.exists()  # the editor owns the file
+    assert tool_updates(updates, "toolu_write_file")[-1]["status"] == "completed"
+
+
+def _shown(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The messages a client would show, in order: (kind, text), chunks of one kind joined."""
+    shown: list[tuple[str, str]] = []
+    for message in updates:
+        update = message["params"]["update"]
+        kind = update["sessionUpdate"]
+        if kind in ("user_message_chunk", "agent_message_chunk"):
+            text = update["content"].get("text", "")
+            if shown and shown[-1][0] == kind:
+                shown[-1] = (kind, shown[-1][1] + text)
+            else:
+                shown.append((kind, text))
+        elif kind.startswith("tool_call"):
+            shown.append((kind, update["toolCallId"]))
+    return shown
+
+
+async def test_commands_replay_as_they_were_lived(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """/compact, /clear and /mcp come back after a load as the user's messages, each followed
+    by its own answer (not glued onto the agent's message before)."""
+    model_server.enqueue(reply("Hi there."))
+    session = await start(agent, workspace)
+    live: list[tuple[str, str]] = []
+    for text in ("hello", "/compact", "/clear", "/mcp"):
+        _, updates, _ = await agent.run_prompt(session, text)
+        live += [("user_message_chunk", text)] + _shown(
+            [u for u in updates if u.get("method") == "session/update"])
+    replayed = _shown(await load(agent, session, workspace))
+    assert [kind for kind, _ in replayed] == ["user_message_chunk", "agent_message_chunk"] * 4
+    assert replayed == [(kind, text.strip()) if kind == "user_message_chunk" else (kind, text)
+                        for kind, text in live]
+    assert replayed[7][1].startswith("No MCP servers.")
+
+
+async def test_a_sub_agents_calls_are_shown_after_a_load(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    sub_agent_research(model_server, workspace)
+    session = await start(agent, workspace)
+    _, updates, _ = await agent.run_prompt(session, "research", choose("allow_once"))
+    live = [(kind, call_id) for kind, call_id in _shown(updates) if kind.startswith("tool_call")]
+    assert ("tool_call", "toolu_child") in live
+    replayed = await load(agent, session, workspace)
+    order = [(kind, call_id) for kind, call_id in _shown(replayed) if kind.startswith("tool_call")]
+    # The parent's start, the child's start and end, the parent's end: as the user saw them.
+    assert order == [("tool_call", "toolu_agent"), ("tool_call", "toolu_child"),
+                     ("tool_call_update", "toolu_child"), ("tool_call_update", "toolu_agent")]
+    child = tool_updates(replayed, "toolu_child")
+    assert all(u["_meta"]["iaccode"]["parentToolCallId"] == "toolu_agent" for u in child)
+    assert child[-1]["status"] == "completed" and child[0]["title"] == tool_updates(
+        updates, "toolu_child")[0]["title"]
+
+
+async def test_an_infrastructure_calls_title_is_the_same_after_a_load(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    command = "terraform apply -auto-approve"
+    model_server.enqueue(call("bash", command=command), reply("Not applied."))
+    session = await start(agent, workspace)
+    questions: list[dict[str, Any]] = []
+
+    def editor(message: dict[str, Any]) -> dict[str, Any]:
+        questions.append(message)
+        return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+
+    _, updates, _ = await agent.run_prompt(session, "apply", editor)
+
+    def last_title(shown: list[dict[str, Any]]) -> str:
+        return [u["title"] for u in shown if u.get("title")][-1]
+
+    live = last_title([*tool_updates(updates, "toolu_bash"), questions[0]["params"]["toolCall"]])
+    assert live == f"Changes real infrastructure: {command}"
+    assert last_title(tool_updates(updates, "toolu_bash")) == live  # its last update says so
+    assert last_title(tool_updates(await load(agent, session, workspace), "toolu_bash")) == live

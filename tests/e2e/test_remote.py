@@ -334,8 +334,8 @@ async def test_a_reader_that_stops_is_closed_with_a_reason(server: ServerProcess
             closing = await server.wait_log(
                 r"connection (\S+) \(http, [^)]*\) closing: the client read none of its "
                 r"stream for 3 s", timeout=60)
-            assert closing.group(1) == connection
-            await server.wait_log(rf"connection {connection} closed", timeout=30)
+            assert connection.startswith(closing.group(1))  # the log shows a prefix
+            await server.wait_log(rf"connection {closing.group(1)} closed", timeout=30)
             assert (await post(http, server.url, new, **conn)).status_code == 404
             # Other connections are fine.
             async with client(server, "http2") as agent:
@@ -344,11 +344,11 @@ async def test_a_reader_that_stops_is_closed_with_a_reason(server: ServerProcess
                 response, updates = await agent.prompt(other, "hello?")
                 assert response["result"]["stopReason"] == "end_turn"
                 assert text_of(updates, other) == "still here"
-            # The server still stops on SIGTERM, with that client connected and not reading.
+            # The server still stops on SIGTERM, with that client connected and not reading
+            # (its socket was closed with the connection: nothing is left waiting for it).
             server.process.send_signal(signal.SIGTERM)
             with trio.fail_after(30):
                 assert await server.process.wait() == 0
-            assert "a client is not reading what it was sent; exiting without it" in server.stderr
 
 
 # -- vanishing clients, isolation -----------------------------------------------------------

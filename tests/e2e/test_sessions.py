@@ -62,7 +62,7 @@ async def test_prompt_exit_list_load_resume(agent_env: dict[str, str],
         caps = init["agentCapabilities"]
         assert caps["loadSession"] is True
         assert caps["sessionCapabilities"] == {"list": {}, "close": {}, "resume": {}, "fork": {},
-                                               "delete": {}}
+                                               "delete": {}, "additionalDirectories": {}}
         session = await agent.new_session(workspace)
         response, updates, _ = await agent.run_prompt(session, "What does   main.tf declare?")
         assert response["result"]["stopReason"] == "end_turn"

@@ -368,15 +368,20 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
     assert not (workspace / "new.tf").exists()
 
 
-async def test_sub_agent_runs_read_only_tools_as_children(
-    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
-) -> None:
+def sub_agent_research(model_server: FakeModelServer, workspace: Path) -> None:
+    """A model that runs a sub-agent (``toolu_agent``), which greps (``toolu_child``)."""
     (workspace / "vars.tf").write_text('variable "env" {}\n')
     model_server.enqueue(
         call("agent", prompt="Which variables are declared?", description="find variables"),
         reply(tool_uses=[ToolUse("toolu_child", "grep", {"pattern": "variable"})]),
         reply("One variable: env."),
         reply("The sub-agent found one variable."))
+
+
+async def test_sub_agent_runs_read_only_tools_as_children(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    sub_agent_research(model_server, workspace)
     session = await start(agent, workspace)
     response, updates, asked = await agent.run_prompt(session, "research",
                                                       choose("allow_once"))

@@ -161,9 +161,13 @@ async def test_handshake_advertises_what_we_implement(agent: AgentConnection) ->
         "image": True, "audio": False, "embeddedContext": True}
     assert result["agentCapabilities"]["loadSession"] is True
     assert result["agentCapabilities"]["sessionCapabilities"] == {
-        "list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {}}
+        "list": {}, "close": {}, "resume": {}, "fork": {}, "delete": {},
+        "additionalDirectories": {}}
+    assert result["agentCapabilities"]["auth"] == {"logout": {}}
     assert result["agentInfo"]["name"] == "iaccode"
-    assert result["authMethods"] == []  # the key is in the environment
+    # With the key in the environment too: where it goes (the client sets it, or reads this
+    # after a logout). No terminal method: this client did not say it runs terminal auth.
+    assert [method["id"] for method in result["authMethods"]] == ["anthropic-api-key"]
 
 
 async def test_a_64_mib_line_is_read(agent: AgentConnection) -> None:

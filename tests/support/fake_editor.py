@@ -16,13 +16,14 @@ import trio
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
-from iaccode.protocol.messages import SessionUpdate
+from iaccode.protocol.messages import NoticeSeverity, SessionUpdate
 from iaccode.protocol.tool_calls import (
     PermissionOption,
     ToolCallFields,
     ToolCallProgress,
     ToolCallStart,
 )
+from iaccode.session.editor import advisory
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
 from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
@@ -41,6 +42,8 @@ class FakeEditor:
         """Set when the first question arrives."""
         self.files: FileAccess = LocalFiles(max_bytes=10 * 1024 * 1024)
         self.terminal: ClientTerminal | None = None
+        self.shows_notices = False
+        self.shows_compaction = False
 
     async def send_update(self, update: SessionUpdate) -> None:
         await trio.lowlevel.checkpoint()  # a real one writes to the connection
@@ -48,6 +51,11 @@ class FakeEditor:
 
     def queue_update(self, update: SessionUpdate) -> bool:
         return False  # as a full output would: the turn awaits send_update
+
+    async def advise(self, message: str, *, title: str,
+                     severity: NoticeSeverity = "warning") -> None:
+        await self.send_update(advisory(message, title=title, severity=severity,
+                                        as_notice=self.shows_notices))
 
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:

@@ -3,11 +3,14 @@
 ``async with run_in_process(env, stderr_path, checker) as agent`` gives the same
 :class:`~acp_conformance.driver.AgentConnection` as a spawned ``iaccode acp``
 (:func:`tests.support.agent_process.spawn_agent` chooses), so a test's body does not change.
-What runs is what ``iaccode acp`` runs after its start-up (``server/stdio.py``): the config from
-``env`` (``Config.from_env``), ``make_provider``, a ``Connection`` and ``serve_agent``, with
-the provider's preload after ``initialize``. Not here, because only a process has them: the
-early handshake (``server/handshake.py``), file descriptors, signals, exit statuses as the
-kernel reports them, the process group; tests of those are marked ``process``.
+What runs is what ``iaccode acp`` runs after its start-up (``cli.run_acp``,
+``server/stdio.py``): the config from ``env`` (``Config.from_env``), the user's secret names
+declared, ``make_provider``, a ``Connection`` and ``serve_agent``, the preload's modules
+imported before. Not here, because only a process has them: stdio claimed, the secrets taken
+out of the C environment and ``/proc/<pid>/environ`` and the process made non-dumpable
+(``cli.seal_secrets``: it would change the test process), file descriptors, signals, exit
+statuses as the kernel reports them, the process group; tests of those are marked
+``process``.
 
 Three things a process gives for free are put back:
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -98,9 +102,16 @@ class InProcessAgent:
             if self.returncode is None:
                 self.returncode = KILLED
             with trio.CancelScope(shield=True):
-                for stream in (self._output, self._input):
-                    await stream.aclose()
+                await self._output.aclose()
             self._ended.set()
+            # What the editor still writes is taken, as a process that is exiting would (the
+            # pipe breaks only once it is gone): a test writes initialize to an agent that
+            # stops at start-up, which takes a process a second and this task no time.
+            try:
+                await _drain(self._input)
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._input.aclose()
 
 
 def _pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
@@ -114,6 +125,7 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
                  send: trio.abc.SendStream) -> int:
     """``cli.run_acp`` and ``stdio.serve_stdio`` on two streams, without a recorder (``--record``
     is an option: a process's)."""
+    from iaccode import secret_env
     from iaccode.config import Config, ConfigError
     from iaccode.llm.providers import make_provider
     from iaccode.llm.script import ScriptError
@@ -126,28 +138,22 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
     except ConfigError as exc:
         _write_stderr(f"iaccode: {exc}\n")
         return 2
+    # What cli.seal_secrets does for a process, without taking the secrets out of the test's
+    # environment: the user's secret names count as secrets (undone by _forget_caches).
+    secret_env.declare([*config.secret_names, config.api_key_env or ""])
     with _log_level(config.log_level), _log_file(config.log_file):
         log.info("iaccode serving ACP in the test's process (%s, model %s)", config.provider,
                  config.model)
         try:
             provider = make_provider(config)
             connection = Connection(receive, send, max_line_bytes=config.max_line_bytes)
-            async with trio.open_nursery() as background:
-
-                def on_initialized() -> None:
-                    preload = getattr(provider, "preload", None)
-                    if preload is not None:
-                        background.start_soon(preload)
-
-                try:
-                    await serve_agent(config, provider, connection,
-                                      on_initialized=on_initialized)
-                finally:
-                    background.cancel_scope.cancel()
-                    aclose = getattr(provider, "aclose", None)
-                    if aclose is not None:
-                        with trio.CancelScope(shield=True):
-                            await aclose()
+            try:
+                await serve_agent(config, provider, connection)
+            finally:
+                aclose = getattr(provider, "aclose", None)
+                if aclose is not None:
+                    with trio.CancelScope(shield=True):
+                        await aclose()
         except ScriptError as exc:
             log.error("the model script cannot be played: %s", exc)
             return 1
@@ -203,13 +209,20 @@ def _replace(target: Any, values: Mapping[str, str]) -> None:
 
 def _forget_caches() -> None:
     """The server's process-wide state that a restarted agent must not find: the IaC
-    inventories of the projects (one per folder). The rest is derived from constants (the
-    ``functools.cache`` functions) or ends with the call that made it (the bash tool's
-    shells)."""
+    inventories of the projects (one per folder), the secret names declared and the keys held
+    (``secret_env``), the stored keys read (``llm/stored_keys.py``). The rest is derived from
+    constants or values (the ``functools.cache`` functions, the redactors) or ends with the
+    call that made it (the bash tool's shells)."""
+    from iaccode import secret_env
     from iaccode.iac import inventory
+    from iaccode.llm import stored_keys
 
     with inventory._PROJECTS_LOCK:
         inventory._PROJECTS.clear()
+    secret_env._declared = ()
+    secret_env._held.clear()
+    stored_keys._cache.clear()
+    stored_keys._from_keyring.clear()
 
 
 PROCESS = _ProcessState()
@@ -287,7 +300,7 @@ async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any
     more arguments for :class:`AgentConnection` (``timeout``, ``services``, ...)."""
     agent = InProcessAgent(env, stderr_path)
     await trio.Path(stderr_path).write_bytes(b"")  # as a spawned agent's stderr starts
-    await trio.to_thread.run_sync(_import_model_sdks)
+    await trio.to_thread.run_sync(_preload, env)
     with PROCESS.entered(env), _log_to(stderr_path, agent):
         try:
             async with trio.open_nursery() as nursery:
@@ -304,13 +317,21 @@ async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any
             raise
 
 
-def _import_model_sdks() -> None:
-    """Import the model SDKs before the first agent of a test process starts (a second or
-    two of CPU, more on a loaded machine). A spawned agent imports its own after
-    ``initialize``, in every test; here the first test would pay for all the later ones, within
-    its 15 s for an answer."""
-    import anthropic  # noqa: F401
-    import openai  # noqa: F401
+def _preload(env: Mapping[str, str]) -> None:
+    """Import what ``iaccode/preload.py`` would for this configuration (the model SDK, the turn's
+    modules, the MCP client), before the agent starts: a process imports them in a thread of
+    its own while it answers; here the first test would pay for all the later ones, within its
+    15 s for an answer. (Not ``Preload`` itself: it changes the switch interval and freezes
+    the garbage collector, which are the test process's.)"""
+    from iaccode.config import Config, ConfigError
+    from iaccode.preload import modules_for
+
+    try:
+        config = Config.from_env(env)
+    except ConfigError:  # the agent says so in its own time
+        return
+    for name in modules_for(config):
+        importlib.import_module(name)
 
 
 async def _shut_down(agent: InProcessAgent) -> None:

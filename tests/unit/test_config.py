@@ -108,6 +108,17 @@ def test_bad_web_allowed_hosts_are_named(tmp_path: Path, value: str, expected: s
     assert expected in message
 
 
+def test_secret_names_from_the_file(tmp_path: Path) -> None:
+    config = Config.from_env(home_with(tmp_path, '[secrets]\nextra = ["VAULTISH", "ACME_*"]\n'))
+    assert config.secret_names == ("VAULTISH", "ACME_*")
+
+
+@pytest.mark.parametrize("value", ['"ACME_*"', '["A*B"]', '["with space"]', '["*"]'])
+def test_bad_secret_names_are_named(tmp_path: Path, value: str) -> None:
+    message = config_error(home_with(tmp_path, f"[secrets]\nextra = {value}\n"))
+    assert "secrets.extra" in message
+
+
 def test_integer_threshold_is_a_float(tmp_path: Path) -> None:
     config = Config.from_env(home_with(tmp_path, "compaction_threshold = 1\n"))
     assert config.compaction_threshold == 1.0
@@ -364,10 +375,12 @@ def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) ->
 
 def test_serve_table_is_read(tmp_path: Path) -> None:
     env = home_with(tmp_path, "[serve]\nmax_body_bytes = 1024\nidle_timeout = 5\n"
-                    "send_timeout = 2.5\nallowed_origins = [\"https://ACP.example.com/\"]\n")
+                    "send_timeout = 2.5\nallowed_origins = [\"https://ACP.example.com/\"]\n"
+                    "allowed_hosts = [\"ACP.example.com\"]\nbody_timeout = 7\n")
     serve = Config.from_env(env).serve
     assert (serve.max_body_bytes, serve.idle_timeout, serve.send_timeout) == (1024, 5.0, 2.5)
     assert serve.allowed_origins == frozenset({"https://acp.example.com"})
+    assert (serve.allowed_hosts, serve.body_timeout) == (frozenset({"acp.example.com"}), 7.0)
     assert serve.token is None
 
 
@@ -402,6 +415,9 @@ def test_a_weak_token_is_refused(tmp_path: Path, token: str) -> None:
     ("max_body_bytes = 0", "serve.max_body_bytes must be at least 1"),
     ("idle_timeout = -1", "serve.idle_timeout must be more than 0"),
     ('allowed_origins = ["evil"]', "serve.allowed_origins must hold origins"),
+    ('allowed_hosts = ["https://acp.example.com"]', "serve.allowed_hosts must hold host names"),
+    ('allowed_hosts = ["acp.example.com:8765"]', "serve.allowed_hosts must hold host names"),
+    ("body_timeout = 0", "serve.body_timeout must be more than 0"),
     ("tokenfile = 'x'", "unknown key 'serve.tokenfile'"),
 ])
 def test_bad_serve_settings_are_named(tmp_path: Path, line: str, expected: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 from acp_conformance.schema import schema_defs, validate_def
 
 from iaccode.config import Config
+from iaccode.llm.providers import auth_methods
 from iaccode.protocol import messages as m
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
@@ -27,7 +28,8 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.server.credentials import auth_method
-from iaccode.turn.permissions import MODES, OPTIONS
+from iaccode.server.options import MODES
+from iaccode.turn.permissions import OPTIONS
 from iaccode.wire import errors
 
 MODEL_STATE = m.SessionModelState("claude-sonnet-5-5", [m.ModelInfo("claude-sonnet-5-5", "S")])
@@ -44,6 +46,17 @@ RESULTS: list[tuple[str, Any]] = [
             session_capabilities=m.SessionCapabilities(close={})),
         agent_info=m.Implementation("iaccode", "0.1.0", title="iac-code"),
         auth_methods=[auth_method(Config(home=Path('.')))])),
+    ("InitializeResponse", m.InitializeResponse(  # what iac-code says to a client today
+        protocol_version=1,
+        agent_capabilities=m.AgentCapabilities(
+            load_session=True,
+            prompt_capabilities=m.PromptCapabilities(embedded_context=True),
+            session_capabilities=m.SessionCapabilities(additional_directories={}),
+            auth=m.AgentAuthCapabilities(logout={})),
+        agent_info=m.Implementation("iaccode", "0.1.0", title="iac-code"),
+        auth_methods=[m.AuthMethod(**method) for method in  # type: ignore[arg-type]
+                      auth_methods(Config(home=Path(".")), terminal=True)])),
+    ("LogoutResponse", m.Empty()),
     ("AuthenticateResponse", m.Empty()),
     ("NewSessionResponse", m.NewSessionResponse(
         "sess_1", m.SessionModeState("default", list(MODES.values())), MODEL_STATE,
@@ -58,7 +71,8 @@ RESULTS: list[tuple[str, Any]] = [
         "sess_2", m.SessionModeState("default", list(MODES.values())), MODEL_STATE,
         [MODEL_OPTION])),
     ("ListSessionsResponse", m.ListSessionsResponse(
-        [m.SessionInfo("sess_1", "/p", "Title", "2026-11-29T22:00:00.000000Z"),
+        [m.SessionInfo("sess_1", "/p", "Title", "2026-11-29T22:00:00.000000Z",
+                       ["/shared", "/docs"]),
          m.SessionInfo("sess_2", "/p")], "cursor-2")),
     ("ListSessionsResponse", m.ListSessionsResponse([])),
     ("DeleteSessionResponse", m.Empty()),
@@ -72,6 +86,14 @@ UPDATES: list[m.SessionUpdate] = [
     m.AgentMessageChunk(TextContent("hi")),
     m.AgentMessageChunk(TextContent("⚠ error"), meta={"iaccode": {"error": "boom"}}),
     m.AgentThoughtChunk(TextContent("hmm")),
+    m.AgentMessageChunk(TextContent("hi"), message_id="msg_1"),
+    m.AgentThoughtChunk(TextContent("hmm"), message_id="msg_1"),
+    m.NoticeUpdate("error", "The model request failed", "overloaded after 4 retries"),
+    m.NoticeUpdate("warning", "An MCP server is not available"),
+    m.CompactionUpdate("compaction_1", "in_progress"),
+    m.CompactionUpdate("compaction_1", "completed", summary=[TextContent("Summarised.")]),
+    m.CompactionUpdate("compaction_1", "failed", error="overloaded"),
+    m.CompactionUpdate("compaction_1", "cancelled"),
     m.UserMessageChunk(TextContent("question")),
     m.UsageUpdate(used=1234, size=200_000),
     m.CurrentModeUpdate("plan"),

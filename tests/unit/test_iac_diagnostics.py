@@ -116,8 +116,12 @@ async def test_clean_terraform_adds_one_short_line(tmp_path: Path) -> None:
     ('resource "aws_s3_bucket" "logs" {\n  bucket = \n}\n',
      "line 2, column 12: syntax error: unexpected end of line; expected a value or expression"),
     ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n',
-     "line 3, column 1: syntax error: unexpected end of file; expected \"}\" (a block is not "
-     "closed: a \"}\" is missing)"),
+     "line 1, column 33: syntax error: unexpected end of file at line 3; expected \"}\" (the "
+     "block that opens here is not closed: a \"}\" is missing)"),
+    # The block that lacks its "}" is the first; the second closes, so the scan names the first.
+    ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n  tags = { a = "}" }\n\n'
+     'resource "aws_s3_bucket" "data" {\n  bucket = "acme-data" # {\n}\n',
+     "line 1, column 33: syntax error: unexpected end of file at line 8; expected \"}\""),
     ('variable "x" {\n  type = string\n  default = ["a", "b"\n}\n',
      "line 4, column 1: syntax error: unexpected '}'"),
 ])
@@ -301,7 +305,7 @@ async def test_annotate_appends_to_the_result_and_its_content(tmp_path: Path) ->
     result = await annotate(ToolResult("Created main.tf (1 line, 19 bytes).", content=[diff]),
                             tmp_path)
     assert result.text.startswith("Created main.tf (1 line, 19 bytes).\n\nIaC check of main.tf "
-                                  "(Terraform) found 1 problem:\n- line 2, column 1: syntax")
+                                  "(Terraform) found 1 problem:\n- line 1, column 18: syntax")
     assert result.content is not None and result.content[0] == diff
     assert isinstance(result.content[1], ContentToolCallContent)
     assert isinstance(result.content[1].content, TextContent)

@@ -191,3 +191,19 @@ async def test_servers_connect_list_tools_prompts_and_end(tmp_path: Path) -> Non
 
     assert not pid_alive(server_pid) and not pid_alive(child_pid)
     assert mcp_section(McpServers([], tmp_path)) is None
+
+
+@pytest.mark.parametrize(("tools", "prompts", "status"), [
+    (1, 1, "connected, 1 tool, 1 prompt"),
+    (2, 3, "connected, 2 tools, 3 prompts"),
+    (0, 0, "connected, 0 tools"),
+])
+def test_the_listing_counts_in_good_english(tmp_path: Path, tools: int, prompts: int,
+                                            status: str) -> None:
+    servers = McpServers([ServerSpec("db", "stdio", command="db-server")], tmp_path)
+    connection = servers.connections[0]
+    connection.status = "connected"
+    connection.tools = [mcp_types.Tool(name=f"t{i}", input_schema={}) for i in range(tools)]
+    connection.prompts = [mcp_types.Prompt(name=f"p{i}") for i in range(prompts)]
+    assert servers.listing().splitlines()[1] == (
+        f"- db (stdio, db-server, from the editor): {status}")

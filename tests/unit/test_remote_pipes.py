@@ -31,7 +31,8 @@ async def test_outbound_routes_the_awaited_answer_and_queues_the_rest_in_order()
                             b'{"jsonrpc":"2.0","method":"b"}\n')
     assert json.loads(await outbound.wait_reply(1) or b"") == {
         "jsonrpc": "2.0", "id": 1, "result": {"ok": True}}
-    queued = [json.loads(outbound.stream.receive_nowait()) for _ in range(3)]
+    lane = outbound.outbox.attach(None)
+    queued = [json.loads(item.line) for item in await outbound.outbox.take(lane, 10)]
     assert [m.get("method", m.get("id")) for m in queued] == ["a", "1", "b"]  # "1" is not 1
 
 
@@ -39,11 +40,14 @@ async def test_a_full_stream_waits_then_closes_with_a_reason(
         autojump_clock: trio.testing.MockClock) -> None:
     reasons: list[str] = []
     outbound = Outbound(5, reasons.append)
+    lane = outbound.outbox.attach(None)
     await outbound.send_all(b"m\n" * STREAM_BUFFER)  # fills the queue without waiting
     async with trio.open_nursery() as nursery:
         async def read_one_later() -> None:
             await trio.sleep(4)
-            assert await outbound.stream.receive() == b"m"
+            items = await outbound.outbox.take(lane, 1)
+            assert [item.line for item in items] == [b"m"]
+            outbound.outbox.written(items)
         nursery.start_soon(read_one_later)
         await outbound.send_all(b"late\n")  # waits 4 s for room: nothing lost
     assert reasons == []
@@ -54,5 +58,6 @@ async def test_a_full_stream_waits_then_closes_with_a_reason(
     assert reasons and "read none of its stream for 5 s" in reasons[0]
     with pytest.raises(trio.BrokenResourceError):
         await outbound.send_all(b"after\n")
-    received = [outbound.stream.receive_nowait() for _ in range(STREAM_BUFFER)]
-    assert received[-1] == b"late"  # everything queued before the close is still there
+    received = await outbound.outbox.take(lane, 2 * STREAM_BUFFER)
+    assert len(received) == STREAM_BUFFER
+    assert received[-1].line == b"late"  # everything queued before the close is still there

@@ -10,9 +10,11 @@ from iaccode.tools.command_env import command_env
 
 SECRETS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_AUTH_HEADER", "GITHUB_TOKEN",
            "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_SECRET", "SLACK_WEBHOOK_SECRET_URL",
-           "lower_case_token", "anthropic_auth_header", "IAC_CODE_SERVE_TOKEN"]
+           "lower_case_token", "anthropic_auth_header", "IAC_CODE_SERVE_TOKEN", "PGPASSWORD",
+           "MYSQL_PWD", "GITHUB_PAT", "ci_deploy_pat", "TF_TOKEN_app_terraform_io",
+           "GOOGLE_CREDENTIALS", "MYSQL_ROOT_PASSWD", "NPM_CONFIG__AUTH"]
 PLAIN = ["HOME", "PATH", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "KEYBOARD", "TOKENIZER_PATH",
-         "TF_LOG"]
+         "TF_LOG", "PWD", "OLDPWD", "TOKENIZERS_PARALLELISM", "PATH_INFO", "TF_VAR_region"]
 
 
 @pytest.mark.parametrize("name", SECRETS)
@@ -43,3 +45,33 @@ def test_commands_and_transcripts_follow_the_same_rule(monkeypatch: pytest.Monke
 def test_short_values_are_not_scrubbed_and_longer_ones_go_first() -> None:
     env = {"A_TOKEN": "short", "B_KEY": "a-long-key", "C_KEY": "a-long-key-with-more"}
     assert secret_values(env) == ["a-long-key-with-more", "a-long-key"]
+
+
+def test_a_url_with_a_password_is_a_secret_and_its_password_is_scrubbed_too() -> None:
+    env = {"DATABASE_URL": "postgres://app:s3cret-pw@db:5432/app", "REDIS_URL": "redis://:r3dis-pw-1@c/0",
+           "SITE_URL": "https://user@example.com/", "DOCS": "see http://a:b@ and more",
+           "HTTPS_PROXY": "http://me:proxy-pass-9@proxy:3128"}
+    assert without_secrets(env) == {"SITE_URL": env["SITE_URL"], "DOCS": env["DOCS"],
+                                    "HTTPS_PROXY": env["HTTPS_PROXY"]}  # commands need it
+    scrubbed = secret_values(env)
+    assert {"s3cret-pw", "r3dis-pw-1", "proxy-pass-9", env["DATABASE_URL"]} <= set(scrubbed)
+    assert env["HTTPS_PROXY"] not in scrubbed and env["SITE_URL"] not in scrubbed
+
+
+def test_declared_names_and_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    import iaccode.secret_env as secret_env
+
+    monkeypatch.setattr(secret_env, "_declared", ())
+    assert not is_secret("ACME_ONE") and not is_secret("CORP_LLM")
+    secret_env.declare(["acme_*", "CORP_LLM", ""])
+    assert is_secret("ACME_ONE") and is_secret("acme_two") and is_secret("CORP_LLM")
+    assert not is_secret("ACMEX") and not is_secret("CORP_LLM_URL")
+
+
+def test_a_held_secret_is_scrubbed_like_a_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import iaccode.secret_env as secret_env
+
+    monkeypatch.setattr(secret_env, "_held", {})
+    secret_env.hold("stored key", "stored-key-from-a-file")
+    assert ("stored key", "stored-key-from-a-file") in secret_env.secret_items()
+    assert "stored-key-from-a-file" not in secret_values({})  # an explicit env: only its own

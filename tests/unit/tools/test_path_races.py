@@ -130,7 +130,7 @@ def runner(cwd: Path, mode: str, answers: list[str],
     tools: dict[str, Tool] = {t.name: t for t in (ReadFile(), WriteFile(), EditFile(),
                                                     ListFiles())}
     editor = Editor(request, send_update, "s", ClientCapabilities(), LocalFiles(10_000))
-    env = ToolEnv(config=Config(home=cwd), tools=tools, editor=editor,
+    env = ToolEnv(config=Config(home=cwd.parent / "agent-home"), tools=tools, editor=editor,
                   session=SessionState(cwd=cwd, mode=lambda: mode, remembered={},
                                        cancel_turn=lambda: None))
     return ToolRunner(env, {}, Transcript()), asked

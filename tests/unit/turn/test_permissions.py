@@ -121,3 +121,26 @@ async def test_ask_turns_the_choice_into_an_answer(
     assert memory == remembered
     [(asked, options)] = editor.questions
     assert asked == FIELDS and options == permissions.OPTIONS
+
+
+def test_added_folders_count_as_the_project_by_their_real_paths(cwd: Path,
+                                                                tmp_path: Path) -> None:
+    added, outside = tmp_path / "added", tmp_path / "outside"
+    added.mkdir()
+    outside.mkdir()
+    (added / "out").symlink_to(outside)
+    tool = TOOLS["read_file"]
+
+    def verdict(path: Path, *folders: Path) -> Decision:
+        return permissions.decide(tool, tool_input({"path": str(path)}, tool.input_type),
+                                  mode="default", cwd=cwd, remembered={},
+                                  additional=folders).decision
+
+    assert verdict(added / "a.tf") is A
+    assert verdict(added / "a.tf", added) is R
+    assert verdict(added / "out" / "a.tf", added) is A  # a link out of it is outside
+    assert verdict(tmp_path / "added-not" / "a.tf", added) is A  # a prefix is not a folder
+    edit = TOOLS["write_file"]
+    args = tool_input({"path": str(added / "a.tf"), "content": ""}, edit.input_type)
+    assert permissions.decide(edit, args, mode="accept_edits", cwd=cwd, remembered={},
+                              additional=(added,)).decision is R

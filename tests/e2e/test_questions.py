@@ -1,0 +1,79 @@
+"""What a permission question gives the user to judge, as an editor shows it: Toad shows the
+title, the content and the locations, never ``rawInput``. An MCP tool's question carries its
+arguments as text and its path-like arguments as locations; a sub-agent's carries its task; a
+path outside the project says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from acp_conformance.fakes.mcp_server import acp_stdio_server
+from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.script import ToolUse, reply
+
+from tests.support.agent_process import AgentConnection
+
+
+def call(tool: str, **args: Any) -> dict[str, Any]:
+    return reply(tool_uses=[ToolUse("toolu_1", tool, args)])
+
+
+def reject(message: dict[str, Any]) -> dict[str, Any]:
+    assert message["method"] == "session/request_permission"
+    return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+
+
+def texts(question: dict[str, Any]) -> str:
+    return "\n".join(item["content"]["text"] for item in question["params"]["toolCall"]
+                     .get("content") or [] if item["type"] == "content")
+
+
+async def ask(agent: AgentConnection, workspace: Path, servers: list[dict[str, Any]]
+              ) -> dict[str, Any]:
+    """The one question the prompt asks (rejected)."""
+    await agent.initialize()
+    result = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": servers})
+    response, _, asked = await agent.run_prompt(result["sessionId"], "go", reject)
+    assert response["result"]["stopReason"] == "end_turn"
+    assert len(asked) == 1, asked
+    return asked[0]
+
+
+async def test_an_mcp_tool_question_shows_its_arguments_and_paths(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
+        tmp_path: Path) -> None:
+    model_server.enqueue(call("mcp__db__write_note", path="infra/notes.md", text="rotate keys"),
+                         reply("Not written."))
+    question = await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
+    tool_call = question["params"]["toolCall"]
+    assert tool_call["title"] == "write_note (db MCP server)"
+    shown = texts(question)
+    assert "write_note on the db MCP server" in shown
+    assert '"path": "infra/notes.md"' in shown and '"text": "rotate keys"' in shown
+    assert tool_call["locations"] == [{"path": str(workspace / "infra" / "notes.md")}]
+
+
+async def test_a_sub_agent_question_shows_its_task(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    task = ("Read every module under modules/ and list the variables that have no "
+            "description, with the file and line of each.")
+    model_server.enqueue(call("agent", prompt=task, description="undocumented variables"),
+                         reply("Not run."))
+    question = await ask(agent, workspace, [])
+    assert question["params"]["toolCall"]["title"] == "Sub-agent: undocumented variables"
+    assert task in texts(question)
+
+
+async def test_a_read_outside_the_project_says_so(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
+        tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "hostname"
+    outside.parent.mkdir()
+    outside.write_text("box\n")
+    model_server.enqueue(call("read_file", path=str(outside)), reply("Not read."))
+    question = await ask(agent, workspace, [])
+    tool_call = question["params"]["toolCall"]
+    assert "outside the project" in tool_call["title"], tool_call["title"]
+    assert str(outside) in tool_call["title"]
+    assert f"{outside} is outside the project ({workspace})" in texts(question)

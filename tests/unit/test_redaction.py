@@ -1,0 +1,116 @@
+"""Secret values replaced by ``[secret NAME]`` (iaccode/redaction.py), the files that count as
+secrets files (iaccode/turn/exposure.py), and server names made printable (mcp/names.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import textwrap
+from urllib.parse import quote
+
+import pytest
+
+from iaccode.mcp.names import shown
+from iaccode.redaction import Redactor
+from iaccode.turn.exposure import Exposure, is_secret_file, secret_file_in
+
+TOKEN = "dpl-8f3K+q/Zx9Lm2Wv7Tr4Ys1Nb6Qe0Ha"
+REDACT = Redactor([("DEPLOY_TOKEN", TOKEN), ("SHORTER", "abcdefgh")])
+
+
+@pytest.mark.parametrize("text", [
+    f"token={TOKEN}!",
+    f"t={quote(TOKEN, safe='')}",
+    json.dumps({"t": TOKEN}),
+    TOKEN.encode().hex(),
+    TOKEN.encode().hex().upper(),
+    base64.b64encode(TOKEN.encode()).decode(),
+    base64.b64encode(b"x" + TOKEN.encode() + b"y").decode(),
+    base64.b64encode(b"xy" + TOKEN.encode()).decode(),
+    base64.urlsafe_b64encode(b"xy" + TOKEN.encode()).decode(),
+    "\n".join(textwrap.wrap(base64.b64encode(TOKEN.encode() * 3).decode(), 20)),
+    "\n".join(textwrap.wrap(TOKEN.encode().hex(), 30)),
+])
+def test_every_form_of_a_value_is_replaced(text: str) -> None:
+    redacted = REDACT(text)
+    assert "[secret DEPLOY_TOKEN]" in redacted
+    assert REDACT.find(text) == "DEPLOY_TOKEN"
+    assert TOKEN[4:14] not in redacted and TOKEN.encode().hex()[:16] not in redacted.lower()
+
+
+def test_nothing_to_replace_leaves_the_text_as_it_is() -> None:
+    text = "plain output\n" * 1000
+    assert REDACT(text) is text
+    assert REDACT.find(text) is None
+    assert not Redactor([]) and Redactor([])("x") == "x"
+
+
+def test_a_value_inside_another_is_replaced_whole() -> None:
+    redact = Redactor([("LONG", "abcdefgh-and-more"), ("SHORT", "abcdefgh")])
+    assert redact("x abcdefgh-and-more y abcdefgh") == "x [secret LONG] y [secret SHORT]"
+
+
+def test_the_piece_of_a_value_left_at_a_cut_goes_too() -> None:
+    head = "output ... " + TOKEN[:12]
+    tail = TOKEN[9:] + " more"
+    assert REDACT.ends(head, end=True) == "output ... [secret DEPLOY_TOKEN]"
+    assert REDACT.ends(tail, start=True) == "[secret DEPLOY_TOKEN] more"
+    assert REDACT.ends(head) == head  # not cut there: a prefix alone is no secret
+    assert REDACT.ends("ends with dpl-8", end=True) == "ends with dpl-8"  # too short to tell
+
+
+def test_structured_output_is_redacted_in_its_strings() -> None:
+    data = {"output": f"k={TOKEN}", "list": [TOKEN, 3, None], "n": 1}
+    assert REDACT.value(data) == {"output": "k=[secret DEPLOY_TOKEN]",
+                                  "list": ["[secret DEPLOY_TOKEN]", 3, None], "n": 1}
+
+
+@pytest.mark.parametrize("name", [".env", ".env.production", ".envrc", "prod.tfvars",
+                                  "x.auto.tfvars.json", "terraform.tfstate",
+                                  "terraform.tfstate.backup", "id_rsa", "server.pem", "tls.key",
+                                  "credentials", "gcp-credentials.json", ".netrc", ".pgpass",
+                                  "/home/u/.aws/credentials", "deploy/.ENV"])
+def test_secrets_files(name: str) -> None:
+    assert is_secret_file(name)
+
+
+@pytest.mark.parametrize("name", ["main.tf", "variables.tf", "README.md", "id_rsa.pub",
+                                  "environment.py", "keys.md", ".envoy.yaml"])
+def test_not_secrets_files(name: str) -> None:
+    assert not is_secret_file(name)
+
+
+def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
+    assert secret_file_in({"command": "source .envrc && echo $DB"}) == ".envrc"
+    assert secret_file_in({"command": "cat 'env/prod.tfvars'|head"}) == "env/prod.tfvars"
+    assert secret_file_in({"path": "modules/../.env"}) == "modules/../.env"
+    assert secret_file_in({"command": "terraform plan"}) is None
+    exposure = Exposure.from_records([
+        {"type": "tool_call", "start": {"name": "web_fetch", "rawInput": {"url": "x/.env"}}},
+        {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "a.tfvars"}}},
+    ])
+    assert exposure.secret_file == "a.tfvars"  # a fetch of a URL ending in .env reads none
+
+
+def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
+    class Args:
+        url = "https://Example.com:8443/x?d=1"
+
+    exposure = Exposure()
+    assert exposure.host_to_ask("web_fetch", Args(), "default") is None
+    exposure.note("bash", {"command": "cat .env"})
+    assert exposure.host_to_ask("web_fetch", Args(), "default") == "example.com"
+    assert exposure.host_to_ask("web_fetch", Args(), "bypass") is None
+    exposure.hosts.add("example.com")
+    assert exposure.host_to_ask("web_fetch", Args(), "plan") is None
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("evil\n\x1b[31mtool\u202eexe.txt\u200b", "evil toolexe.txt"),
+    ("a\r\nb\tc", "a b c"),
+    ("title\x1b]0;pwned\x07 here", "title here"),
+    ("\u2066isolate\u2069 \u200fmark", "isolate mark"),
+    ("x" * 500, "x" * 119 + "…"),
+])
+def test_shown_names_are_one_printable_line(raw: str, expected: str) -> None:
+    assert shown(raw) == expected
