@@ -39,7 +39,8 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "conformance", "conformance_openai", "conformance_remote",
+                        "adversarial", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHON = "3.11"
@@ -51,8 +52,6 @@ TIERS = {
     "3.13": ["-m", "not process", "tests"],
 }
 """What ``tests-X.Y`` runs (the module docstring says why)."""
-SLOW_SESSIONS = ["conformance", "conformance_openai", "conformance_remote", "adversarial"]
-"""What CI runs after the default sessions (``nox -s slow``)."""
 
 
 def _release(path: Path) -> tuple[int, ...]:
@@ -236,11 +235,3 @@ def adversarial(session: nox.Session) -> None:
     Reliability). cfn-lint is installed too: the suite checks it loads no repository rules."""
     _install(session, "-e", ".[test,cfn]", "-e", "./conformance")
     session.run("pytest", "tests/adversarial", *session.posargs)
-
-
-@nox.session(python=False)
-def slow(session: nox.Session) -> None:
-    """The slow sessions CI runs after the default ones: the conformance suite on both model
-    APIs and on ``iaccode serve``, and the adversarial suite."""
-    for name in SLOW_SESSIONS:
-        session.notify(name)
