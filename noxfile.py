@@ -103,7 +103,10 @@ def tests(session: nox.Session) -> None:
     """Unit and end-to-end tests (the real server against fake model APIs), two at a time;
     which tiers on which Python: :data:`TIERS`."""
     _install(session, "-e", ".[test]", "-e", "./conformance")
-    session.run("pytest", "-n", "2", *TIERS[str(session.python)], *session.posargs)
+    # worksteal: a worker that runs out takes queued tests from the other (the process tier,
+    # put first by tests/conftest.py, holds the long ones).
+    session.run("pytest", "-n", "2", "--dist", "worksteal", *TIERS[str(session.python)],
+                *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -39,6 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
                             "(signals, exit codes, stdio, process trees, start-up)")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The process tier first (stable: the order within each tier stays): its tests are the
+    long ones (up to a minute each), so two workers (``-n 2``) start them early and end on the
+    short in-process ones instead of one worker finishing a long test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("process") is None)
+
+
 @pytest.fixture(autouse=True)
 def _agent_kind(request: pytest.FixtureRequest) -> Iterator[None]:
     """Whether ``spawn_agent`` (and the ``agent`` fixture) spawn a process in this test."""
