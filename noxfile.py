@@ -237,4 +237,6 @@ def adversarial(session: nox.Session) -> None:
     1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
     Reliability). cfn-lint is installed too: the suite checks it loads no repository rules."""
     _install(session, "-e", ".[test,cfn]", "-e", "./conformance")
-    session.run("pytest", "tests/adversarial", *session.posargs)
+    # Two workers, each module on one (--dist loadfile: a module's agents and figures stay
+    # together; tests/adversarial/conftest.py gathers the figures).
+    session.run("pytest", "-n", "2", "--dist", "loadfile", "tests/adversarial", *session.posargs)

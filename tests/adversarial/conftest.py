@@ -166,7 +166,22 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _FIGURES.outcomes[category][outcome] += 1
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """Under xdist (``nox -s adversarial`` runs two workers, a module on one worker), each
+    worker's figures reach the run here, where the file is written."""
+    for category, values in json.loads(node.workeroutput.get(_WORKER_FIGURES, "{}")).items():
+        _FIGURES.data[category].update(values)
+
+
+_WORKER_FIGURES = "adversarial_figures"
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its counts go to the controller
+        workeroutput[_WORKER_FIGURES] = json.dumps(_FIGURES.data)
+        return
     if not _FIGURES.outcomes:
         return
     try:
