@@ -113,13 +113,17 @@ def tests(session: nox.Session) -> None:
 def fuzz(session: nox.Session) -> None:
     """Hypothesis with new random examples each run (the ``fuzz`` profile of
     ``tests/conftest.py``; every other session is derandomised): the property tests of
-    ``tests/`` and the adversarial protocol fuzzing. ``-- --hypothesis-seed=N`` replays a run;
+    ``tests/``, the adversarial protocol fuzzing and the command reader's tests (5000 examples
+    each). ``-- --hypothesis-seed=N`` replays a run;
     a case it finds belongs in its test as an ``@example``."""
     _install(session, "-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
                 *session.posargs)
     session.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
                 *session.posargs)
+    # The command reader's tests name their profiles (tests/unit/iac/conftest.py).
+    session.run("pytest", "tests/unit/iac", "-p", "no:cacheprovider", *session.posargs,
+                env={"IAC_HYPOTHESIS": "reader-fuzz"})
 
 
 @nox.session(python=PYTHON)
@@ -222,7 +226,7 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks, each figure against a baseline measured in the same run: prints the table
     and writes .bench/results.json (about 5 minutes). `-- --quick` for a smoke run,
-    `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing`,
+    `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing,gate`,
     `-- --readme` to put the table in README.md. See tests/bench/."""
     # A regular install, as users get from pip: an editable one adds its import hook to every
     # Python start in the venv (tens of milliseconds of cold start on a busy machine).

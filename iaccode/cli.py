@@ -152,17 +152,32 @@ def seal_secrets(config: Config) -> None:
     """The one place a server takes the secrets out of its own process environment
     (``iaccode/process_secrets.py``), once the config (and its secret names) is read and
     before any thread starts (``iaccode/preload.py``'s, trio's workers): the C environment is
-    changed while nothing else can read it. The data dir becomes private (0700) here too."""
+    changed while nothing else can read it. The data dir becomes private (0700) here too. The
+    cloud credentials the gates hold back (``iaccode/iac/credentials.py``) are secrets too:
+    they leave the process environment, and their values are replaced in output, also when a
+    gate handed them to a real CLI."""
     import logging
 
     from iaccode.private_files import private_home
     from iaccode.process_secrets import seal
 
-    seal([*config.secret_names, config.api_key_env or ""])
+    seal(secret_names(config))
     try:
         private_home(config.home)  # 0700: the sessions, the log, the saved output are in it
     except OSError as exc:  # a read-only home: the store says what it cannot do
         logging.getLogger("iaccode").warning("cannot make %s private: %s", config.home, exc)
+
+
+def secret_names(config: Config) -> list[str]:
+    """The names :func:`seal_secrets` adds to the secret rule: config.toml's ``[secrets]``, the
+    provider's ``api_key_env``, the cloud credentials the gates hold back. (An agent in a
+    test's process declares the same names, without the seal: ``tests/support/in_process.py``.)
+    """
+    import os
+
+    from iaccode.iac.credentials import held
+
+    return [*config.secret_names, config.api_key_env or "", *held(os.environ)]
 
 
 def claim_stdio() -> tuple[int, int]:

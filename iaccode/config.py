@@ -25,6 +25,7 @@ Each setting is, from lowest to highest precedence: the built-in default, the us
 | `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
 | `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
 | `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
+| `[iac] hold_credentials`  |                                 | true      | cloud keys held back  |
 | `[secrets] extra`         |                                 | `[]`      | more secret names (3) |
 | `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
 | `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
@@ -46,7 +47,9 @@ names, or ``PREFIX_*`` patterns.
 loopback, private or link-local addresses: an intranet documentation server, say.
 ``confirm_infra_changes = false`` lets bash commands that change real infrastructure
 (``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
-bash permissions instead of always asking.
+bash permissions instead of always asking. ``hold_credentials = false`` leaves the cloud
+credentials (:mod:`iaccode.iac.credentials`) in every command's environment instead of only in
+the real CLIs the gates run.
 
 The ``[serve]`` table is for ``iaccode serve`` (``iaccode/remote/``). Its bearer token is
 ``IAC_CODE_SERVE_TOKEN`` or else the contents of ``token_file`` (``~`` expanded, relative to the
@@ -178,6 +181,9 @@ class Config:
     confirm_infra_changes: bool = True
     """Bash commands that change real infrastructure always ask, in every mode (config.toml
     ``[iac] confirm_infra_changes``); False: they are ordinary commands."""
+    hold_credentials: bool = True
+    """Cloud credentials are kept out of every command's environment and given back by a gate
+    to the real CLI it runs (config.toml ``[iac] hold_credentials``)."""
     serve: ServeSettings = field(factory=ServeSettings)
     """``iaccode serve`` settings: config.toml's ``[serve]`` table, IAC_CODE_SERVE_TOKEN."""
     secret_names: tuple[str, ...] = ()
@@ -302,6 +308,7 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 
 IAC_SETTINGS: dict[str, _Setting] = {
     "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
+    "hold_credentials": _Setting("hold_credentials", None, bool, lambda v: None),
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
 

@@ -14,6 +14,12 @@ split into pieces far apart, rot13, encrypted). What stands in the way of such a
 permission question, and the agent's environment no longer holding the value
 (:mod:`iaccode.process_secrets`).
 
+A URL is held to more (:meth:`Redactor.find_spread`, for web_fetch): there a value may also
+come in base32, and spread out by the separators a URL has (``/`` between path segments, ``.``
+between DNS labels, ``&`` and ``=`` between parameters), in any case; so the URL and each form
+are compared as their letters and digits alone, lower case. Only values of
+``SPREAD_MIN_CHARS`` or more are looked for so: a shorter one would turn up in innocent URLs.
+
 Output is redacted whole, once the tool is done with it, so a secret a command writes in pieces
 (``printf sk-; printf ant-...``) is whole again by then. Where output was cut before that (the
 head and tail of a long command output, the start the editor's terminal dropped), the piece of
@@ -37,6 +43,16 @@ _BREAK = "(?:\r?\n)?"
 """What may stand between two characters of a form: a line break."""
 
 
+SPREAD_MIN_CHARS = 16
+"""Letters and digits a form must have to be looked for spread over a URL."""
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def _squashed(text: str) -> str:
+    """``text`` as its letters and digits alone, lower case (a URL's separators gone)."""
+    return _NOT_ALNUM.sub("", text.lower())
+
+
 def marker(name: str) -> str:
     return f"[secret {name}]"
 
@@ -50,6 +66,17 @@ def _base64_cores(value: bytes) -> list[str]:
         encoded = base64.b64encode(b"\0" * pad + value).decode()
         first = -(-pad * 8 // 6)  # the first character wholly inside value's bits
         last = (pad + len(value)) * 8 // 6  # one past the last such character
+        cores.append(encoded[first:last])
+    return cores
+
+
+def _base32_cores(value: bytes) -> list[str]:
+    """As :func:`_base64_cores`, for base32 (five alignments in a group of five bytes)."""
+    cores = []
+    for pad in range(5):
+        encoded = base64.b32encode(b"\0" * pad + value).decode()
+        first = -(-pad * 8 // 5)
+        last = (pad + len(value)) * 8 // 5
         cores.append(encoded[first:last])
     return cores
 
@@ -72,12 +99,17 @@ class Redactor:
         self._probes: list[tuple[str, str]] = []
         """(a piece of a form, the form): a form can be in a text only if one of its pieces
         is (three pieces: whichever two places a form is broken at, one piece stays whole)."""
+        self._spread: dict[str, str] = {}
+        """Each form and base32 core, squashed (:func:`_squashed`) -> the name it stands for."""
         for name, value in items:
             for form in forms(value):
                 if self._names.setdefault(form, name) != name:
                     continue
                 third = max(len(form) // 3, 1)
                 self._probes += [(form[i:i + third], form) for i in (0, third, len(form) - third)]
+            for form in [*forms(value), *_base32_cores(value.encode("utf-8"))]:
+                if len(squashed := _squashed(form)) >= SPREAD_MIN_CHARS:
+                    self._spread.setdefault(squashed, name)
 
     def __bool__(self) -> bool:
         return bool(self._names)
@@ -102,12 +134,22 @@ class Redactor:
         match = pattern.search(text) if pattern is not None else None
         return self._names[re.sub("[\r\n]", "", match.group())] if match else None
 
+    def find_spread(self, url: str) -> str | None:
+        """The name of the first secret ``url`` carries, as :meth:`find` sees it or spread
+        over it (see the module docstring: base32 too, any case, separators between)."""
+        if (found := self.find(url)) is not None:
+            return found
+        squashed = _squashed(url)
+        return next((name for form, name in self._spread.items() if form in squashed), None)
+
     def value(self, data: Any) -> Any:
-        """``data`` (JSON-like: dicts, lists, strings) with its strings redacted."""
+        """``data`` (JSON-like: dicts, lists, strings) with its strings redacted, the keys of
+        its dicts too (a server's structured content may hold a secret as a key)."""
         if isinstance(data, str):
             return self(data)
         if isinstance(data, dict):
-            return {key: self.value(item) for key, item in data.items()}
+            return {self(key) if isinstance(key, str) else key: self.value(item)
+                    for key, item in data.items()}
         if isinstance(data, list | tuple):
             return [self.value(item) for item in data]
         return data

@@ -14,7 +14,8 @@ A variable is a secret when its name, in any case,
 - starts with ``ANTHROPIC_AUTH`` (the Anthropic SDK's auth settings) or ``TF_TOKEN_``
   (Terraform's per-host API tokens, ``TF_TOKEN_app_terraform_io``);
 - is one the user named: config.toml's ``[secrets] extra = ["NAME", "PREFIX_*"]`` and the
-  provider's ``api_key_env`` (:func:`declare`, at start-up);
+  provider's ``api_key_env``, or a cloud credential the gates hold back
+  (``iaccode/iac/credentials.py``: ``AWS_ACCESS_KEY_ID`` ...) (:func:`declare`, at start-up);
 
 or when its value is a URL with a password (``DATABASE_URL=postgres://app:pw@db/app``). The proxy
 variables (``https_proxy`` ...) are the exception to that last part: commands need them to reach
@@ -47,13 +48,15 @@ _declared: tuple[str, ...] = ()
 
 
 _held: dict[str, str] = {}
-"""Secrets the agent holds outside the environment (a stored key), by the name they go by."""
+"""Secrets the agent holds outside its environment (a stored key, what an MCP server is given):
+value -> the name it goes by (two values may share a name: two servers' ``GITHUB_TOKEN``)."""
 
 
 def hold(name: str, value: str) -> None:
-    """A secret the agent holds that is no environment variable (a key read from a file):
-    its value is replaced in output like the variables' (:func:`secret_items`)."""
-    _held[name] = value
+    """A secret the agent holds that is no variable of its own (a key read from a file, an MCP
+    server's token): its value is replaced in output like the variables' (:func:`secret_items`).
+    The first name a value was held under stays its name."""
+    _held.setdefault(value, name)
 
 
 def declare(names: Iterable[str]) -> None:
@@ -98,7 +101,7 @@ def secret_items(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     items: dict[str, str] = {}
     if env is None:
         env = os.environ
-        items = {value: name for name, value in sorted(_held.items())
+        items = {value: name for value, name in sorted(_held.items())
                  if len(value) >= MIN_SCRUBBED_CHARS}
     for name, value in sorted(env.items()):
         found = [value] if is_secret(name, value) else []

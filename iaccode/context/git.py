@@ -11,7 +11,9 @@ session in a hostile checkout must start none of them, so every git call here:
 - overrides those settings at the command level (``GIT_CONFIG_COUNT``, above every file and
   every include), each filter, diff and merge driver that any configuration defines emptied
   (their names come first from ``git config``, which starts nothing);
-- never looks into submodules (each has a configuration of its own).
+- never looks into submodules (each has a configuration of its own);
+- is the user's git: found on PATH outside the session's folder and its repository
+  (:mod:`iaccode.installed`), never a ``git`` the repository ships.
 
 :func:`repository_root` finds the repository without git: the nearest ``.git`` at or above the
 folder, unless it belongs to someone else (a ``.git`` planted in a shared parent folder such as
@@ -26,6 +28,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from iaccode.installed import outside, which
 
 if TYPE_CHECKING:
     import subprocess
@@ -73,13 +77,16 @@ def repository_root(cwd: Path) -> Path | None:
     return None
 
 
-def git_env() -> dict[str, str]:
-    """The clean environment git calls get (without the overriding settings)."""
+def git_env(avoid: Sequence[Path] = ()) -> dict[str, str]:
+    """The clean environment git calls get (without the overriding settings); its PATH
+    without the folders in ``avoid`` (the project: iaccode/installed.py)."""
     env = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0",
            "GIT_PAGER": "cat", "PAGER": "cat"}
     for name in ("PATH", "HOME"):
         if name in os.environ:
             env[name] = os.environ[name]
+    if "PATH" in env:
+        env["PATH"] = outside(env["PATH"], avoid)
     return env
 
 
@@ -115,15 +122,20 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
     TimeoutExpired, OSError); ``timeout`` bounds both git calls together."""
     import subprocess  # here, not at start-up: the editor waits for initialize
 
+    root = repository_root(cwd)
+    project = [cwd, *([root] if root is not None else [])]
+    program = which("git", project)
+    if program is None:
+        raise FileNotFoundError("git is not installed (outside the project)")
     deadline = time.monotonic() + timeout
-    base = _with_settings(git_env(), NEUTRAL_SETTINGS)
+    base = _with_settings(git_env(project), NEUTRAL_SETTINGS)
     listed = subprocess.run(
-        ["git", "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
+        [program, "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
         cwd=cwd, env=base, capture_output=True, stdin=subprocess.DEVNULL, check=False,
         timeout=timeout)
     names = [n for n in listed.stdout.decode("utf-8", "replace").split("\0") if n] \
         if listed.returncode == 0 else []  # exit 1: no such key
-    env = _with_settings(git_env(), [*NEUTRAL_SETTINGS, *driver_settings(names)])
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
+    env = _with_settings(git_env(project), [*NEUTRAL_SETTINGS, *driver_settings(names)])
+    return subprocess.run([program, *args], cwd=cwd, env=env, capture_output=True,
                           stdin=subprocess.DEVNULL, check=False,
                           timeout=max(0.1, deadline - time.monotonic()))

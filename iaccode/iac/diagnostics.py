@@ -27,7 +27,6 @@ import difflib
 import json
 import logging
 import re
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from iaccode.iac.templates import (
     template_family,
     walk,
 )
+from iaccode.installed import outside, which
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent
 from iaccode.tools.base import ToolResult
@@ -126,7 +126,7 @@ async def check_file(path: Path, text: str, *, external: bool = True,
     if is_terraform_file(path.name):
         return await _check_terraform(path, text, external, project or path.parent)
     if path.name.endswith(TEMPLATE_SUFFIXES):
-        return await _check_template(path, text, external)
+        return await _check_template(path, text, external, project or path.parent)
     return None
 
 
@@ -142,33 +142,41 @@ async def _check_terraform(path: Path, text: str, external: bool, project: Path)
                              f"{error.message}"])
     problems: list[str] = []
     notes: list[str] = []
-    program = _terraform_program(path) if external else None
+    program = _terraform_program(path, project) if external else None
     if program is not None:
         if not path.name.endswith(".json"):
-            problems.extend(await _fmt(program, path))
-        verdict = await trio.to_thread.run_sync(validate_verdict, path.parent, _check_env(),
+            problems.extend(await _fmt(program, path, project))
+        verdict = await trio.to_thread.run_sync(validate_verdict, path.parent,
+                                                _check_env(project),
                                                 program, project, abandon_on_cancel=True)
         if verdict.run:
-            problems.extend(await _validate(program, path))
+            problems.extend(await _validate(program, path, project))
         elif verdict.note:
             notes.append(verdict.note)
     return Report(what, problems, notes)
 
 
-def _terraform_program(path: Path) -> str | None:
-    # terraform refuses *.tofu files; OpenTofu reads both.
+def _terraform_program(path: Path, project: Path) -> str | None:
+    # terraform refuses *.tofu files; OpenTofu reads both. The user's, never the project's.
     names = ("tofu",) if ".tofu" in path.name else ("terraform", "tofu")
-    return next((found for name in names if (found := shutil.which(name))), None)
+    return next((found for name in names if (found := which(name, [project]))), None)
 
 
-def _check_env() -> dict[str, str]:
-    """The environment the checks' programs run in: a bash command's (no secrets)."""
-    return {**command_env(), "TF_IN_AUTOMATION": "1"}
+def _check_env(project: Path) -> dict[str, str]:
+    """The environment the checks' programs run in: a bash command's (no secrets), without
+    the PATH and PYTHONPATH folders inside the project (``terraform fmt -diff`` runs
+    ``diff``; cfn-lint imports ``yaml``: the user's, never the repository's)."""
+    env = {**command_env(), "TF_IN_AUTOMATION": "1"}
+    for name in ("PATH", "PYTHONPATH"):
+        if name in env:
+            env[name] = outside(env[name], [project])
+    return env
 
 
-async def _run(argv: list[str], cwd: Path, seconds: float) -> tuple[int, str, str] | str:
+async def _run(argv: list[str], cwd: Path, seconds: float,
+               project: Path) -> tuple[int, str, str] | str:
     """(exit code, stdout, stderr), or why the program could not give them."""
-    env = _check_env()
+    env = _check_env(project)
     name = Path(argv[0]).name
     with trio.move_on_after(seconds):
         try:
@@ -188,10 +196,10 @@ def _clip(text: str) -> str:
     return "\n".join("  " + line for line in lines)
 
 
-async def _fmt(program: str, path: Path) -> list[str]:
+async def _fmt(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
     ran = await _run([program, "fmt", "-check", "-diff", "-no-color", path.name], path.parent,
-                     FMT_TIMEOUT)
+                     FMT_TIMEOUT, project)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
@@ -203,10 +211,10 @@ async def _fmt(program: str, path: Path) -> list[str]:
     return [f"`{name} fmt -check` failed (exit code {code}):\n{_clip(err or out)}"]
 
 
-async def _validate(program: str, path: Path) -> list[str]:
+async def _validate(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
     ran = await _run([program, "validate", "-json", "-no-color"], path.parent,
-                     VALIDATE_TIMEOUT)
+                     VALIDATE_TIMEOUT, project)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
@@ -230,7 +238,8 @@ async def _validate(program: str, path: Path) -> list[str]:
 # --- ROS / CloudFormation ------------------------------------------------------------------------
 
 
-async def _check_template(path: Path, text: str, external: bool) -> Report | None:
+async def _check_template(path: Path, text: str, external: bool,
+                          project: Path) -> Report | None:
     if len(text) > MAX_TEMPLATE_CHARS or not any(hint in text for hint in _TEMPLATE_HINTS):
         return None  # some other YAML or JSON file (a lock file, a workflow): not ours
     found = await trio.to_thread.run_sync(_template_report, text, path.name,
@@ -239,7 +248,7 @@ async def _check_template(path: Path, text: str, external: bool) -> Report | Non
         return None
     family, report = found
     if family == "cloudformation" and external:
-        report.problems.extend(await _cfn_lint(path))
+        report.problems.extend(await _cfn_lint(path, project))
     return report
 
 
@@ -328,16 +337,16 @@ def _reference_problems(mapping: Located, names: set[str],
     return found
 
 
-async def _cfn_lint(path: Path) -> list[str]:
-    program = shutil.which("cfn-lint")
+async def _cfn_lint(path: Path, project: Path) -> list[str]:
+    program = which("cfn-lint", [project])
     if program is None:
         return []
     # In an empty folder of its own: cfn-lint reads the .cfnlintrc of the folder it runs in,
     # and its append_rules are Python modules it imports (the repository's code). The user's
     # own ~/.cfnlintrc still counts.
-    with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as outside:
-        ran = await _run([program, "--format", "parseable", "--", str(path)], Path(outside),
-                         CFN_LINT_TIMEOUT)
+    with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as elsewhere:
+        ran = await _run([program, "--format", "parseable", "--", str(path)], Path(elsewhere),
+                         CFN_LINT_TIMEOUT, project)
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran

@@ -1,418 +1,311 @@
-"""Which bash command lines change real infrastructure (``terraform apply``, ``kubectl delete``...).
+"""The text reader: what in a bash command line changes real infrastructure, read before it runs.
 
-The command line is parsed as a shell would split it (:mod:`shlex`), not searched for words:
-lists and pipelines (``;`` ``&&`` ``||`` ``|`` ``&``), sub-shells and command substitutions
-(``( )``, ``$( )``, backquotes), ``sh -c`` / ``bash -c`` strings, and the prefixes that run
-another command (``VAR=value``, ``env``, ``sudo``, ``time``, ``xargs``, ``nohup``, ``timeout``,
-...) are looked through, so ``cd infra && sudo env TF_LOG=1 terraform apply`` is found as
-``terraform apply``. ``terraform plan``, ``kubectl get`` and other reads are not changes.
+The gates (:mod:`iaccode.gate`) see every infrastructure CLI the command runs by name, after
+every expansion, whatever started it. This reader is for the rest, and to word the question
+before the command starts:
 
-A line we cannot parse (an unclosed quote) is split on white space instead: a wrong guess
-there asks one question too many, never one too few for the words it holds.
+- a CLI named on the line with a changing verb (``cd infra && terraform apply``; the shell
+  reader :mod:`iaccode.iac.shell` looks through wrappers and nested strings, the table
+  :mod:`iaccode.iac.clis` reads the verb): asked about before the command starts, and the gate
+  then runs that change without asking again (``Finding.gate_sees``);
+- what a gate cannot see: a CLI run by its path (``/usr/local/bin/terraform apply``, a path in a
+  script or an interpreter's string), a line that changes ``PATH`` so that a CLI may be found
+  before the gate (``PATH=/usr/bin terraform``, ``env -i``, ``command -p``, ``export PATH=``),
+  a line that looks for the copies behind the gate (``type -P -a terraform``, ``which -a``,
+  ``/proc/<pid>/exe``), a program it cannot name followed by a changing verb (``./tfx apply``,
+  ``$TERRAFORM_BIN destroy``), and the same shapes in the scripts the line runs (``sh x.sh``,
+  ``./deploy.sh``, ``make``'s Makefile). Each asks, saying that it cannot tell.
 
 A program named through a variable is looked up in the environment the command gets (``$TF
-apply`` with ``TF=tofu`` is ``tofu apply``); one that is not set there, or a substitution
-(``$(which terraform) apply``), counts as a change when a word after it is one of the changing
-verbs of the tools above. A task runner's target that names a change (``make apply``, ``just
-deploy-prod``, ``task destroy``) counts too. What the guard cannot see is what a script or a
-target runs under another name: it reads the command line, as the user reading the permission
-question would.
+apply`` with ``TF=tofu`` is ``tofu apply``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "{", "}", "$", "\n"})
-_REDIRECTS = re.compile(r"^\d*(<<<|<<-?|<>|<&|>&|&>>?|>>?|<|>\|)$")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "fi", "done"})
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
-_HELP = frozenset({"-h", "-help", "--help"})
-MAX_DEPTH = 8
-"""Nested ``sh -c`` strings looked into; deeper ones count as a change (nobody writes them)."""
+from attrs import frozen
 
-# Wrappers that run the rest of their arguments as a command: options that take a value.
-_WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user",
-                       "--group", "--host", "--prompt", "--chdir", "--role", "--type"}),
-    "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
-    "time": frozenset({"-f", "--format", "-o", "--output"}),
-    "nohup": frozenset(),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "xargs": frozenset({"-I", "-n", "-P", "-L", "-d", "-s", "-a", "-E", "-e", "--max-args",
-                        "--max-procs", "--max-lines", "--delimiter", "--arg-file",
-                        "--replace", "--max-chars", "--eof"}),
-    "exec": frozenset({"-a"}),
-    "command": frozenset(),
-    "builtin": frozenset(),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "chronic": frozenset(),
-    "caffeinate": frozenset(),
-    "watch": frozenset({"-n", "--interval", "-d"}),
-}
-_POSITIONAL_FIRST = {"timeout": 1}
-"""Wrappers whose first positional argument is theirs (the duration), not the command."""
-
-_TERRAFORM_CHANGES = frozenset({"apply", "destroy", "import", "taint", "untaint",
-                                "force-unlock", "run-all"})
-_TERRAFORM_STATE_CHANGES = frozenset({"rm", "mv", "push", "replace-provider"})
-_CFN_CHANGES = frozenset({
-    "create-stack", "update-stack", "delete-stack", "deploy", "execute-change-set",
-    "create-stack-set", "update-stack-set", "delete-stack-set", "create-stack-instances",
-    "update-stack-instances", "delete-stack-instances", "rollback-stack",
-    "continue-update-rollback", "import-stacks-to-stack-set", "cancel-update-stack"})
-_ROS_VERBS = ("create", "update", "delete", "continue", "execute", "cancel", "rollback",
-              "import", "signal")
-_ROS_NOUNS = ("stack", "changeset")
-_KUBECTL_CHANGES = frozenset({
-    "apply", "create", "delete", "replace", "patch", "scale", "edit", "label", "annotate",
-    "set", "drain", "cordon", "uncordon", "taint", "autoscale", "expose", "run"})
-_KUBECTL_ROLLOUT_CHANGES = frozenset({"restart", "undo", "pause", "resume"})
-_KUBECTL_VALUE_OPTIONS = frozenset({"-n", "--namespace", "--context", "--kubeconfig",
-                                    "--cluster", "--user", "-s", "--server", "--token", "--as"})
-_HELM_CHANGES = frozenset({"install", "upgrade", "uninstall", "delete", "del", "un",
-                           "rollback"})
-_HELM_VALUE_OPTIONS = frozenset({"-n", "--namespace", "--kube-context", "--kubeconfig"})
-_PULUMI_CHANGES = frozenset({"up", "update", "destroy", "import"})
-_PULUMI_VALUE_OPTIONS = frozenset({"-s", "--stack", "-C", "--cwd"})
-_AWS_VALUE_OPTIONS = frozenset({"--region", "--profile", "--output", "--endpoint-url",
-                                "--query", "--cli-read-timeout", "--cli-connect-timeout",
-                                "--ca-bundle", "--color"})
-_ALIYUN_VALUE_OPTIONS = frozenset({"--profile", "-p", "--region", "--endpoint", "--mode"})
+from iaccode.iac.clis import GATED, classify
+from iaccode.iac.elsewhere import activated_clis, elsewhere, package_script, runner_command
+from iaccode.iac.shell import ASSIGNMENT, TOO_DEEP, Simple, shell_script, simple_commands
 
 
-_VARIABLE_VERBS = frozenset({
+@frozen
+class Finding:
+    what: str
+    """The change (``terraform apply``), or what the reader cannot tell and why."""
+    gate_sees: bool = False
+    """A gate will see this run: allowing the line lets the gate run this change unasked."""
+    cannot_tell: bool = False
+    """The reader cannot tell what runs: the question says so."""
+    argv: tuple[str, ...] | None = None
+    """For a change a gate will see: the exact argv the CLI gets, when the line spells it out
+    (no variable, substitution or glob): allowing the line lets the gate run that argv, and
+    only that, without asking again."""
+
+
+CHANGING_VERBS = frozenset({
     "apply", "destroy", "delete", "deploy", "up", "install", "upgrade", "uninstall",
-    "rollback", "import", "taint", "scale", "drain", "patch", "replace", "create-stack",
-    "update-stack", "delete-stack", "execute-change-set"})
+    "rollback", "import", "taint", "scale", "drain", "patch", "replace", "remove", "sync",
+    "refresh", "create-stack", "update-stack", "delete-stack", "execute-change-set",
+    "terminate-instances", "apply-all", "destroy-all", "run-all"})
 """The words after a program we cannot name that make its command line count as a change."""
-_TARGET_CHANGES = frozenset({"apply", "destroy", "deploy", "undeploy", "teardown", "rollback"})
-"""Task-runner targets that change infrastructure, whole or as a part (``deploy-prod``)."""
-_TASK_RUNNERS = frozenset({"make", "gmake", "just", "task", "mage"})
-_MAKE_VALUE_OPTIONS = frozenset({"-C", "-f", "--file", "--makefile", "-I", "-j", "-l", "-o",
-                                 "-W", "--directory", "--justfile", "-d", "--dir",
-                                 "--taskfile"})
+_BUILD_WRAPPERS = frozenset({"gradlew", "mvnw", "configure", "mill", "sbt", "bazel",
+                             "bazelisk", "pants", "manage.py"})
+"""Programs run by path whose verbs are a build's (``./gradlew install``), not a deploy's."""
+_UNREAD = re.compile(r"[$`*?\[{~]")
+"""A word the shell still expands: the argv the CLI gets is not this word."""
 _VARIABLE = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
-_PLACEHOLDER = re.compile("\0(\\d+)\0")
-"""Where :func:`_lift_substitutions` took a substitution out of a command line."""
+_NAMES = "|".join(re.escape(name) for name in sorted(GATED, key=len, reverse=True))
+_PATH_MENTION = re.compile(
+    rf"(?:^|(?<=[\s'\"=(:;|&`,\[{{<>]))((?:[\w.~$@{{}}+-]*/)+)({_NAMES})(?=$|[\s'\");|&`,\]}}>])")
+_LOOKUPS = re.compile(
+    r"\btype\s+(?:-\w+\s+)*-\w*[aP]|\bwhich\s+(?:-\w+\s+)*-\w*a|\bwhereis\b|\blocate\b"
+    r"|/proc/[^;&|\n]*?/(?:exe|root)\b|\bcompgen\s+-c"
+    rf"|\bfind\b[^;&|\n]*-(?:i?name|path|regex)\s+['\"]?[*./]*(?:{_NAMES})\b")
+_LOOKUP = (r"\$\(\s*(?:command\s+-[vV]|which|type\s+-[pPa]+|whence)\s+(?:-\w+\s+)*[\"']?"
+           rf"(?:(?:{_NAMES})\b|\$)")
+_TAMPERING = re.compile(
+    r"IAC_CODE_GATE|iaccode-gates|\$\{PATH[%#/:]|environ\[\s*['\"]PATH['\"]\s*\]"
+    r"|getenv\(\s*['\"]PATH|ENV\[['\"]PATH|process\.env\.PATH"
+    rf"|\b(?:rm|mv|chmod|chattr|chown|truncate|unlink|shred|ln|install|cp|tee|dd|sed\s+-i)\b"
+    rf"[^;&|\n]*{_LOOKUP}|>\s*[\"']?{_LOOKUP}|\bdirname\s+[\"']?{_LOOKUP}")
+"""A line that names the gates, or reaches for them: the gates' folder or variables, PATH
+taken apart, or a program's path looked up to delete, move or overwrite it."""
+_PATH_TEXT = re.compile(r"""(?:^|(?<=[\s;&|(`'"=]))PATH=("[^"]*"|'[^']*'|[^\s;&|'"`)]*)""")
+"""A PATH assignment anywhere in the text: in a string a script is written from, too."""
+_SCRIPT_BYTES = 256 * 1024
+"""Longest script the reader opens to look inside; longer ones are read up to here."""
+_SCRIPT_DEPTH = 2
+_MAKEFILES = {"make": ("GNUmakefile", "makefile", "Makefile"), "gmake": ("GNUmakefile",
+              "makefile", "Makefile"), "just": ("justfile", "Justfile", ".justfile"),
+              "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml")}
 
 
-def infra_change(command: str) -> str | None:
-    """What in ``command`` changes real infrastructure ("terraform apply"), or None."""
-    for words in simple_commands(command):
-        if words == [TOO_DEEP]:
-            return "a deeply nested shell command"
-        if _HELP.intersection(words[1:]):
-            continue
-        name = os.path.basename(words[0])
-        if (check := _PROGRAMS.get(name)) is not None:
-            found = check(name, words[1:])
-        elif words[0].startswith(("$", "`")):
-            found = _through_variable(words[0], words[1:])
-        else:
-            found = None
-        if found:
-            return found
-    return None
+def infra_changes(command: str, *, env: Mapping[str, str] | None = None,
+                  cwd: Path | None = None, gates: Path | None = None) -> list[Finding]:
+    """What in ``command`` changes (or may change) real infrastructure; empty: nothing.
+
+    ``env``: the environment the command gets (variables naming programs, ``HOME``); ``cwd``
+    where it runs (scripts it runs, folders a new PATH names); ``gates``: the folder of gates
+    on its PATH (a path into it is a gate, not a real CLI)."""
+    env = os.environ if env is None else env
+    reader = _Reader(env, cwd, gates)
+    reader.read(command, 0)
+    unique: dict[str, Finding] = {}
+    for finding in reader.findings:
+        unique.setdefault(finding.what, finding)
+    return list(unique.values())
 
 
-def _through_variable(program: str, args: list[str]) -> str | None:
-    """``$TF apply``: the program the environment names, else a guess from the verbs."""
-    variable = _VARIABLE.match(program)
-    value = os.environ.get(variable.group(1) or variable.group(2), "") if variable else ""
-    name = os.path.basename(value.split()[0]) if value.strip() else ""
-    if (check := _PROGRAMS.get(name)) is not None:
-        return check(name, args)
-    verbs = [word for word in _positionals(args) if word in _VARIABLE_VERBS]
-    return (f"{program} {verbs[0]} (a program named through a variable or a substitution)"
-            if verbs else None)
+def infra_change(command: str, **context: object) -> str | None:
+    """The first of :func:`infra_changes`, or None (for logs and tests)."""
+    found = infra_changes(command, **context)  # type: ignore[arg-type]
+    return found[0].what if found else None
 
 
-TOO_DEEP = "\0too deep"
-"""The one word :func:`simple_commands` yields for a command nested deeper than MAX_DEPTH."""
+class _Reader:
+    def __init__(self, env: Mapping[str, str], cwd: Path | None, gates: Path | None) -> None:
+        self.env, self.cwd, self.gates = env, cwd, gates
+        self.findings: list[Finding] = []
 
-
-def simple_commands(command: str, depth: int = 0) -> Iterator[list[str]]:
-    """Each command ``command`` runs, as words, with the wrappers (``sudo``, ``env X=1``,
-    ...) taken off and the strings of ``sh -c``, ``eval``, ``$( )`` and backquotes looked
-    into (their commands come first). Never an empty list."""
-    if depth > MAX_DEPTH:
-        yield [TOO_DEEP]
-        return
-    lifted, substitutions = _lift_substitutions(command)
-    for substitution in substitutions:  # each a command line of its own, in any quotes
-        yield from simple_commands(_inside(substitution), depth + 1)
-    for words in _split_commands(lifted):
-        # A substitution is a word again: ``$(which terraform) apply`` is one command.
-        words = [_PLACEHOLDER.sub(lambda m: substitutions[int(m.group(1))], word)
-                 for word in words]
-        words = _unwrap(words)
-        if not words:
-            continue
-        name = os.path.basename(words[0])
-        if name in _SHELLS:
-            if (script := _shell_string(words[1:])) is not None:
-                yield from simple_commands(script, depth + 1)
+    def read(self, command: str, depth: int, script: str | None = None,
+             bins_first: bool = False) -> None:
+        """Add what ``command`` changes. ``bins_first``: it runs with other program folders
+        before the gates (a package.json script)."""
+        simples = list(simple_commands(command))
+        path_change = self._path_change(simples)
+        programs: set[str] = set()
+        for simple in simples:
+            if simple.words == [TOO_DEEP]:
+                self._add(Finding("a deeply nested shell command", cannot_tell=True), script)
                 continue
-        elif name == "eval":
-            yield from simple_commands(" ".join(words[1:]), depth + 1)
-            continue
-        yield words
+            if not simple.words:
+                continue
+            programs.add(simple.words[0])
+            self._command(simple, path_change is not None or bins_first, script)
+            self._elsewhere(simple.words, script)
+            if depth < _SCRIPT_DEPTH and (inner := self._script_of(simple.words)) is not None:
+                self.read(inner[1], depth + 1, inner[0])
+            if depth < _SCRIPT_DEPTH and (
+                    found := package_script(simple.words, self.cwd)) is not None:
+                self.read(found[1], depth + 1, found[0], bins_first=True)
+        if path_change is None:  # a script the line writes, an interpreter's string
+            path_change = next((f"PATH={m.group(1)}" for m in _PATH_TEXT.finditer(command)
+                                if self._dangerous_path(m.group(1).strip("'\""))), None)
+        if path_change is not None:
+            self._add(Finding(f"{path_change} (a changed PATH: what the line runs may not pass "
+                              "the gate)", cannot_tell=True), script)
+        for mention in _PATH_MENTION.finditer(command):
+            path = mention.group(0)
+            if path not in programs and not self._is_gate_or_folder(path):
+                self._add(Finding(f"{path} (an infrastructure CLI named by its path, which "
+                                  "the gate cannot watch)", cannot_tell=True), script)
+        if (tamper := _TAMPERING.search(command)) is not None:
+            self._add(Finding(f"{tamper.group(0).strip()} (reaches for the gates in front of "
+                              "the infrastructure CLIs)", cannot_tell=True), script)
+        if (lookup := _LOOKUPS.search(command)) is not None:
+            self._add(Finding(f"{lookup.group(0).strip()} (looks for the programs behind the "
+                              "gates)", cannot_tell=True), script)
 
+    def _elsewhere(self, words: list[str], script: str | None) -> None:
+        """Runners with program folders of their own, virtualenvs, containers, other
+        machines, later."""
+        line = " ".join(words)
+        shown = line if len(line) <= 80 else line[:79] + "…"
+        if (inner := runner_command(words)) is not None:
+            self._command(Simple(inner), True, script)  # their folders come first: gate-blind
+        if (why := elsewhere(words)) is not None:
+            self._add(Finding(f"{shown} (runs {why})", cannot_tell=True), script)
 
-def _lift_substitutions(command: str) -> tuple[str, list[str]]:
-    """``command`` with each ``$( )`` (to its matching parenthesis) and backquoted span, in
-    any quotes, replaced by a placeholder, and the spans in order (unclosed: to the end)."""
-    out: list[str] = []
-    spans: list[str] = []
-    index = 0
-    while index < len(command):
-        if command.startswith("$(", index):
-            depth, end = 1, index + 2
-            while end < len(command) and depth:
-                depth += {"(": 1, ")": -1}.get(command[end], 0)
-                end += 1
-        elif command[index] == "`":
-            close = command.find("`", index + 1)
-            end = len(command) if close < 0 else close + 1
-        else:
-            out.append(command[index])
-            index += 1
-            continue
-        out.append(f"\0{len(spans)}\0")
-        spans.append(command[index:end])
-        index = end
-    return "".join(out), spans
+    def _add(self, finding: Finding, script: str | None) -> None:
+        if script is not None:  # only what a gate cannot see counts from a script
+            if finding.gate_sees:
+                return
+            finding = Finding(f"{finding.what}, in {script}", False, True)
+        self.findings.append(finding)
 
+    def _command(self, simple: Simple, path_changed: bool, script: str | None) -> None:
+        program, args = simple.words[0], simple.words[1:]
+        name = os.path.basename(program)
+        if program.startswith(("$", "`")):
+            self._through_variable(program, args, script)
+        elif "/" in program:
+            in_gates = self._is_gate_or_folder(program)
+            if name in GATED:
+                change = classify(name, args)
+                if change is not None:
+                    self._add(Finding(change.label, in_gates and not path_changed,
+                                      change.unknown), script)
+                elif not in_gates and any("$" in arg or "`" in arg for arg in args):
+                    self._add(Finding(f"{program} {' '.join(args)} (an infrastructure CLI "
+                                      "named by its path, with arguments only the shell "
+                                      "knows)", cannot_tell=True), script)
+            elif name not in _BUILD_WRAPPERS and (verb := _changing_verb(args)):
+                self._add(Finding(f"{program} {verb} (a program iac-code cannot name, with a "
+                                  "changing verb)", cannot_tell=True), script)
+        elif name in GATED:
+            change = classify(name, args)
+            if change is not None:
+                seen = not (path_changed or simple.clean_env)
+                exact = seen and not any(_UNREAD.search(word) for word in args)
+                self._add(Finding(change.label, seen, change.unknown,
+                                  (name, *args) if exact else None), script)
 
-def _inside(substitution: str) -> str:
-    """The command line of ``$(...)`` or ```...```."""
-    if substitution.startswith("$("):
-        return substitution[2:-1] if substitution.endswith(")") else substitution[2:]
-    return substitution[1:-1] if len(substitution) > 1 and substitution.endswith("`") \
-        else substitution[1:]
+    def _through_variable(self, program: str, args: list[str], script: str | None) -> None:
+        """``$TF apply``: the program the environment names, else a guess from the verbs."""
+        variable = _VARIABLE.match(program)
+        value = self.env.get(variable.group(1) or variable.group(2), "") if variable else ""
+        words = value.split()
+        if words and os.path.basename(words[0]) in GATED:
+            self._command(Simple([*words, *args]), False, script)
+        elif verb := _changing_verb(args, anywhere=True):
+            self._add(Finding(f"{program} {verb} (a program named through a variable or a "
+                              "substitution)", cannot_tell=True), script)
 
+    def _is_gate_or_folder(self, path: str) -> bool:
+        """Whether ``path`` is in the gates' folder, or is a folder (``infra/terraform``)."""
+        expanded = self._expand(path)
+        if expanded is None:
+            return False
+        if self.gates is not None and os.path.dirname(expanded) == str(self.gates):
+            return True
+        return os.path.isdir(expanded)
 
-def _split_commands(command: str) -> Iterator[list[str]]:
-    """The words of each simple command in ``command``, redirections left out."""
-    try:
-        lexer = shlex.shlex(_without_comments(command), posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = ""  # shlex would start a comment at a "#" inside a word (a#b)
-        tokens = list(lexer)
-    except ValueError:  # an unclosed quote: the words as they stand
-        tokens = re.split(r"\s+|(?=[;&|()])|(?<=[;&|()])", command)
-        tokens = [token for token in tokens if token]
-    words: list[str] = []
-    skip_target = False
-    for token in tokens:
-        if skip_target:
-            skip_target = False
-            continue
-        # shlex gives a run of operators as one token: ")&&", "((", ";;"
-        if token in _SEPARATORS or (token and not token.strip("();|&")):
-            if words:
-                yield words
-            words = []
-        elif _REDIRECTS.match(token):
-            skip_target = True
-        else:
-            words.append(token)
-    if words:
-        yield words
-
-
-def _unwrap(words: list[str]) -> list[str]:
-    """``words`` without assignments, shell keywords and the wrappers that run a command."""
-    index = 0
-    while index < len(words):
-        word = words[index]
-        name = os.path.basename(word)
-        if _ASSIGNMENT.match(word) or word in _KEYWORDS:
-            index += 1
-        elif name in _WRAPPERS:
-            index = _after_wrapper(name, words, index + 1)
-            if (name == "env" and index < len(words)
-                    and words[index - 1] in ("-S", "--split-string")):
-                words = [*words[:index], *_split(words[index]), *words[index + 1:]]
-        else:
-            break
-    return words[index:]
-
-
-def _without_comments(line: str) -> str:
-    """``line`` without its shell comments (from a ``#`` that starts a word, outside quotes,
-    to the end of that line), its new lines outside quotes as ``;`` (shlex would take them for
-    spaces) and its backslash-newline continuations joined."""
-    out: list[str] = []
-    quote: str | None = None
-    previous = " "
-    index = 0
-    while index < len(line):
-        char = line[index]
-        if char == "\\" and quote != "'" and index + 1 < len(line):
-            out.append(" " if line[index + 1] == "\n" else line[index:index + 2])
-            previous, index = "x", index + 2
-            continue
-        if quote is not None:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (previous.isspace() or previous in ";&|()"):
-            end = line.find("\n", index)
-            if end < 0:
-                break
-            index = end
-            continue
-        elif char == "\n":
-            char = ";"
-        out.append(char)
-        previous, index = char, index + 1
-    return "".join(out)
-
-
-def _split(line: str) -> list[str]:
-    try:
-        return shlex.split(line)
-    except ValueError:
-        return line.split()
-
-
-def _after_wrapper(name: str, words: list[str], index: int) -> int:
-    """Where the wrapped command starts, after ``name``'s options (and ``env``'s VAR=)."""
-    takes_value = _WRAPPERS[name]
-    positional = _POSITIONAL_FIRST.get(name, 0)
-    while index < len(words):
-        word = words[index]
-        if word == "--":
-            return index + 1 + positional
-        if word.startswith("-") and len(word) > 1:
-            if name == "env" and word in ("-S", "--split-string"):
-                return index + 1  # its argument is a command line, split by _unwrap
-            index += 2 if word in takes_value else 1
-            # "-I{}" and "-n1": the value is glued to the option
-            continue
-        if name == "env" and _ASSIGNMENT.match(word):
-            index += 1
-            continue
-        if positional:
-            positional -= 1
-            index += 1
-            continue
-        return index
-    return index
-
-
-def _shell_string(args: list[str]) -> str | None:
-    """The STRING of ``sh -c STRING`` (``-lc``, ``-ec`` too); None for ``sh script.sh``."""
-    for position, arg in enumerate(args):
-        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            return args[position + 1] if position + 1 < len(args) else None
-        if not arg.startswith("-"):
+    def _expand(self, path: str) -> str | None:
+        """``path`` as a real path (``~``, ``$HOME``, ``$PWD`` and relative ones), or None when
+        it holds a substitution or another variable."""
+        home = self.env.get("HOME", "")
+        path = path.replace("${HOME}", home).replace("$HOME", home)
+        if self.cwd is not None:
+            path = path.replace("${PWD}", str(self.cwd)).replace("$PWD", str(self.cwd))
+        if "$" in path or "`" in path:
             return None
-    return None
+        path = os.path.expanduser(path)
+        if not os.path.isabs(path):
+            if self.cwd is None:
+                return None
+            path = os.path.join(self.cwd, path)
+        return os.path.realpath(path)
 
-
-def _positionals(args: list[str], value_options: frozenset[str] = frozenset()) -> list[str]:
-    """The arguments that are not options (nor the values of ``value_options``)."""
-    found: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in value_options:
-            skip = True
-        elif not arg.startswith("-"):
-            found.append(arg)
-    return found
-
-
-def _terraform(name: str, args: list[str]) -> str | None:
-    words = _positionals(args)
-    if not words:
+    def _path_change(self, simples: list[Simple]) -> str | None:
+        """How the line changes PATH so that a CLI may be found before the gate, or None."""
+        for simple in simples:
+            if simple.clean_env:
+                return "an emptied environment or the default PATH (env -i, command -p)"
+            if clis := activated_clis(simple.words, self.cwd):
+                return (f"{' '.join(simple.words[:2])}, a virtualenv whose bin has "
+                        f"{', '.join(clis)}")
+            assignments = list(simple.assignments)
+            words = simple.words
+            if words and words[0] in ("export", "declare", "typeset", "local", "readonly"):
+                assignments += [word for word in words[1:] if ASSIGNMENT.match(word)]
+            if words[:2] == ["unset", "PATH"] or (words[:1] == ["hash"] and "-p" in words):
+                return " ".join(words)
+            for assignment in assignments:
+                name, _, value = assignment.partition("=")
+                if name == "PATH" and self._dangerous_path(value):
+                    return assignment
         return None
-    sub = words[0]
-    if name == "terragrunt" and sub == "run-all" and len(words) > 1:
-        return f"{name} run-all {words[1]}" if words[1] in _TERRAFORM_CHANGES else None
-    if sub in _TERRAFORM_CHANGES and sub != "run-all":
-        return f"{name} {sub}"
-    if sub == "state" and len(words) > 1 and words[1] in _TERRAFORM_STATE_CHANGES:
-        return f"{name} state {words[1]}"
-    if sub == "workspace" and len(words) > 1 and words[1] == "delete":
-        return f"{name} workspace delete"
-    return None
 
+    def _dangerous_path(self, value: str) -> bool:
+        """A new PATH that may find a CLI before the gate: it drops ``$PATH``, or puts first a
+        folder we cannot read (a substitution) or one that holds an infrastructure CLI."""
+        parts = value.split(":")
+        keeps = [part for part in parts if part.strip("\"'") in ("$PATH", "${PATH}")]
+        if not keeps:
+            return not (self.gates is not None and parts[:1] == [str(self.gates)])
+        for part in parts[:parts.index(keeps[0])]:
+            folder = self._expand(part.strip("\"'")) if part else None
+            if folder is None or any(os.path.exists(os.path.join(folder, name))
+                                     for name in GATED):
+                return True
+        return False
 
-def _aws(name: str, args: list[str]) -> str | None:
-    words = _positionals(args, _AWS_VALUE_OPTIONS)
-    if len(words) >= 2 and words[0] == "cloudformation" and words[1] in _CFN_CHANGES:
-        return f"aws cloudformation {words[1]}"
-    return None
-
-
-def _aliyun(name: str, args: list[str]) -> str | None:
-    words = _positionals(args, _ALIYUN_VALUE_OPTIONS)
-    if len(words) >= 2 and words[0].lower() == "ros":
-        action = words[1].replace("-", "").lower()  # CreateStack or create-stack (plugin style)
-        if action.startswith(_ROS_VERBS) and any(noun in action for noun in _ROS_NOUNS):
-            return f"aliyun ros {words[1]}"
-    return None
-
-
-def _dry_run(args: list[str]) -> bool:
-    return any(arg == "--dry-run" or (arg.startswith("--dry-run=") and arg != "--dry-run=none")
-               for arg in args)
-
-
-def _kubectl(name: str, args: list[str]) -> str | None:
-    words = _positionals(args, _KUBECTL_VALUE_OPTIONS)
-    if not words or _dry_run(args):
+    def _script_of(self, words: list[str]) -> tuple[str, str] | None:
+        """(name, text) of the script or Makefile ``words`` runs, when there is one to read."""
+        name = os.path.basename(words[0])
+        candidates: list[str] = []
+        if (script := shell_script(words)) is not None:
+            if os.path.basename(script).startswith("activate"):
+                return None  # a virtualenv: what its bin puts first is activated_clis'
+            candidates = [script]
+        elif name in _MAKEFILES:
+            folder = next((words[i + 1] for i, w in enumerate(words[:-1])
+                           if w in ("-C", "--directory", "-d", "--dir")), ".")
+            given = next((words[i + 1] for i, w in enumerate(words[:-1])
+                          if w in ("-f", "--file", "--makefile", "--justfile", "-t",
+                                   "--taskfile")), None)
+            candidates = [given] if given else [os.path.join(folder, file)
+                                                for file in _MAKEFILES[name]]
+        elif "/" in words[0]:
+            candidates = [words[0]]
+        for candidate in candidates:
+            path = self._expand(candidate)
+            if path is not None and os.path.isfile(path):
+                try:
+                    with open(path, "rb") as file:
+                        data = file.read(_SCRIPT_BYTES)
+                except OSError:
+                    continue
+                if b"\0" not in data[:4096]:  # a binary program is no script
+                    return candidate, data.decode("utf-8", "replace")
         return None
-    if words[0] in _KUBECTL_CHANGES:
-        return f"kubectl {words[0]}"
-    if words[0] == "rollout" and len(words) > 1 and words[1] in _KUBECTL_ROLLOUT_CHANGES:
-        return f"kubectl rollout {words[1]}"
+
+
+def _changing_verb(args: list[str], anywhere: bool = False) -> str | None:
+    positionals = [word for word in args if not word.startswith("-")]
+    for word in positionals if anywhere else positionals[:2]:
+        if word in CHANGING_VERBS:
+            return word
     return None
 
 
-def _helm(name: str, args: list[str]) -> str | None:
-    words = _positionals(args, _HELM_VALUE_OPTIONS)
-    if words and words[0] in _HELM_CHANGES and not _dry_run(args):
-        return f"helm {words[0]}"
-    return None
-
-
-def _pulumi(name: str, args: list[str]) -> str | None:
-    words = _positionals(args, _PULUMI_VALUE_OPTIONS)
-    if not words:
-        return None
-    if words[0] in _PULUMI_CHANGES:
-        return f"pulumi {words[0]}"
-    if words[0] == "refresh" and ("--yes" in args or "-y" in args):
-        return "pulumi refresh --yes"
-    if words[0] == "state" and len(words) > 1 and words[1] in ("delete", "unprotect", "move"):
-        return f"pulumi state {words[1]}"
-    return None
-
-
-def _task_runner(name: str, args: list[str]) -> str | None:
-    for target in _positionals(args, _MAKE_VALUE_OPTIONS):
-        if "=" not in target and _TARGET_CHANGES.intersection(re.split(r"[-_:/.]", target)):
-            return f"{name} {target} (a {name} target)"
-    return None
-
-
-_PROGRAMS = {
-    "terraform": _terraform, "tofu": _terraform, "terragrunt": _terraform,
-    "aws": _aws, "aliyun": _aliyun, "kubectl": _kubectl, "oc": _kubectl,
-    "helm": _helm, "pulumi": _pulumi,
-    **dict.fromkeys(_TASK_RUNNERS, _task_runner),
-}
+def describe(findings: list[Finding]) -> Iterator[str]:
+    """One line per finding, for the question."""
+    for finding in findings:
+        yield finding.what

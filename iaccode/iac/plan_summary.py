@@ -21,7 +21,7 @@ from typing import Any
 
 from attrs import define, field
 
-from iaccode.iac.guard import simple_commands
+from iaccode.iac.shell import simple_commands
 
 JSON_MAX_BYTES = 64 * 1024 * 1024
 """Largest ``show -json`` document kept for the summary (bigger plans get no summary)."""
@@ -59,7 +59,8 @@ _JSON_ACTIONS = {"create": "create", "update": "update", "delete": "delete",
 def runs_plan(command: str) -> bool:
     """Whether ``command`` runs ``terraform``/``tofu`` ``plan``, ``show``, ``apply`` or
     ``destroy`` (each prints a plan), however it is wrapped or chained."""
-    for words in simple_commands(command):
+    for simple in simple_commands(command):
+        words = simple.words
         if words and words[0].rsplit("/", 1)[-1] in _PROGRAMS:
             positional = [word for word in words[1:] if not word.startswith("-")]
             if positional[:1] and positional[0] in _SUBCOMMANDS:

@@ -18,6 +18,8 @@ The user's own servers live in config.toml, one table each (``env`` and ``header
     type = "http"                      # or "sse"; a table with `url` and no type is "http"
     url = "https://tracker.example/mcp"
     headers = { Authorization = "Bearer ..." }
+    trusted = true                     # its tools that may change infrastructure follow the
+                                       # modes (else they ask in every mode)
 
 An editor's server with the same name as a config.toml one wins (``merge``). Nothing here
 imports the ``mcp`` SDK: parsing happens at start-up and for every ``session/new``.
@@ -52,6 +54,9 @@ class ServerSpec:
     url: str = ""
     headers: Mapping[str, str] = field(factory=dict)
     origin: Literal["editor", "config"] = "editor"
+    trusted: bool = False
+    """``[mcp_servers.NAME] trusted = true``: its tools that may change real infrastructure
+    follow the modes like any tool (else they ask in every mode)."""
 
 
 def from_acp(servers: list[Any]) -> list[ServerSpec]:
@@ -89,12 +94,17 @@ def from_toml(table: Any, where: str = "mcp_servers") -> list[ServerSpec]:
         at = f"{where}.{name}"
         if not isinstance(raw, dict):
             raise ServerConfigError(at, "must be a table")
+        raw = dict(raw)
+        trusted = raw.pop("trusted", False)
+        if not isinstance(trusted, bool):
+            raise ServerConfigError(f"{at}.trusted", "must be a boolean")
         stdio_keys = {"command", "args", "env"}
         remote_keys = {"type", "url", "headers"}
         unknown = set(raw) - stdio_keys - remote_keys
         if unknown:
             raise ServerConfigError(f"{at}.{sorted(unknown)[0]}", "unknown key; the keys are "
-                                    "command, args, env (stdio) or type, url, headers")
+                                    "command, args, env (stdio) or type, url, headers, and "
+                                    "trusted")
         if "command" in raw:
             if set(raw) & remote_keys:
                 raise ServerConfigError(at, "has both command (stdio) and url/type/headers")
@@ -102,7 +112,7 @@ def from_toml(table: Any, where: str = "mcp_servers") -> list[ServerSpec]:
             specs.append(ServerSpec(
                 name, "stdio", command=_string(raw, "command", at),
                 args=tuple(_strings(raw.get("args", []), f"{at}.args")),
-                env=_table(env, f"{at}.env"), origin="config"))
+                env=_table(env, f"{at}.env"), origin="config", trusted=trusted))
             continue
         kind = raw.get("type", "http")
         if kind not in ("http", "sse"):
@@ -111,8 +121,45 @@ def from_toml(table: Any, where: str = "mcp_servers") -> list[ServerSpec]:
             raise ServerConfigError(at, "args and env are for stdio servers (with command)")
         specs.append(ServerSpec(name, kind, url=_url(raw, at),
                                 headers=_table(raw.get("headers", {}), f"{at}.headers"),
-                                origin="config"))
+                                origin="config", trusted=trusted))
     return specs
+
+
+SECRET_HEADERS = frozenset({"AUTHORIZATION", "PROXY_AUTHORIZATION", "COOKIE"})
+"""Headers that carry credentials whatever the rule of names says."""
+
+
+def spec_secrets(spec: ServerSpec) -> list[tuple[str, str]]:
+    """(name, value) of the secrets the agent hands ``spec``'s server: its ``env`` variables
+    that are secrets by the one rule (:func:`iaccode.secret_env.is_secret`), the values of
+    its command line's options that are (``--access-token X``, ``--api-key=X``) and the
+    password of a URL on it (``--db postgres://u:pw@db/x``), and its
+    headers that are (``X-Api-Key`` read as ``X_API_KEY``) or that always carry credentials
+    (``Authorization``, ``Cookie``), with the credential of an ``Authorization: Bearer X`` on
+    its own too. The agent holds them as its own (replaced in output, refused in URLs)."""
+    from iaccode.secret_env import is_secret, url_password  # with a server only (start-up)
+
+    found = [(name, value) for name, value in spec.env.items() if is_secret(name, value)]
+    for index, arg in enumerate(spec.args):
+        if (password := url_password(arg)) is not None:  # a database URL, as in env
+            found.append((spec.args[index - 1] if index and spec.args[index - 1].startswith(
+                "-") else "argument", password))
+        option, equals, value = arg.partition("=")
+        if not option.startswith("-"):
+            continue
+        if not equals:
+            value = spec.args[index + 1] if index + 1 < len(spec.args) else ""
+        variable = "_" + option.lstrip("-").upper().replace("-", "_")
+        if value and not value.startswith("-") and is_secret(variable):
+            found.append((option, value))
+    for name, value in spec.headers.items():
+        as_variable = name.upper().replace("-", "_")
+        if as_variable in SECRET_HEADERS or is_secret(as_variable, value):
+            found.append((name, value))
+            scheme, _, credential = value.strip().partition(" ")
+            if credential.strip() and scheme.isalpha():
+                found.append((name, credential.strip()))
+    return found
 
 
 def merge(user: Iterable[ServerSpec], editor: Iterable[ServerSpec]) -> list[ServerSpec]:

@@ -206,8 +206,9 @@ class ServerConnection:
         """Take the server's tools and prompts, as much of them as the bounds allow
         (``dropped`` says what was left out), each list within LIST_TIMEOUT (TimeoutError past
         it: the lists stay as they were)."""
-        tools, cut = await _listing(client.list_tools, "tools")
-        tools, too_big = _fitting(tools)
+        fitting = _Fitting()  # each tool judged as its page comes: a page may be 60 MiB
+        tools, cut = await _listing(client.list_tools, "tools", fitting.take)
+        too_big = fitting.dropped()
         prompts: list[Prompt] = []
         prompts_cut = ""
         if client.server_capabilities.prompts:
@@ -308,26 +309,33 @@ class ServerConnection:
                               f"{_reason(exc)}") from exc
 
 
-async def _listing(list_page: Callable[..., Awaitable[Any]], field: str
-                   ) -> tuple[list[Any], str]:
+async def _listing(list_page: Callable[..., Awaitable[Any]], field: str,
+                   take: Callable[[Any], bool] = lambda item: True) -> tuple[list[Any], str]:
     """The items of a paginated list (``tools/list``, ``prompts/list``), at most MAX_ITEMS from
-    at most MAX_PAGES pages, and what was left out ("" when nothing). TimeoutError when the
-    pages take longer than LIST_TIMEOUT in all."""
+    at most MAX_PAGES pages, each only if ``take`` takes it (as its page comes: nothing
+    left out is kept until the end), and what was left out ("" when nothing). Past
+    LIST_TIMEOUT in all, what the pages that came hold is kept (TimeoutError when none came)."""
     items: list[Any] = []
     cursor = None
     seen: set[str] = set()
     repeated = False
+    pages = 0
     with trio.move_on_after(LIST_TIMEOUT) as waited:
         for _ in range(MAX_PAGES):
             page = await list_page(cursor=cursor)
-            items += getattr(page, field)[:MAX_ITEMS + 1 - len(items)]
+            pages += 1
+            items += [item for item in getattr(page, field) if take(item)][
+                :MAX_ITEMS + 1 - len(items)]
             cursor = page.next_cursor
             repeated = cursor in seen
             if not cursor or repeated or len(items) > MAX_ITEMS:
                 break
             seen.add(cursor)
-    if waited.cancelled_caught:
+    if waited.cancelled_caught and not pages:
         raise TimeoutError(f"its {field} list took longer than {LIST_TIMEOUT:g} s")
+    if waited.cancelled_caught:
+        return items[:MAX_ITEMS], (f"its {field} list took longer than {LIST_TIMEOUT:g} s "
+                                   f"({min(len(items), MAX_ITEMS)} taken from {pages} pages)")
     if len(items) > MAX_ITEMS:
         return items[:MAX_ITEMS], f"only its first {MAX_ITEMS} {field} were taken"
     if repeated:
@@ -338,20 +346,27 @@ async def _listing(list_page: Callable[..., Awaitable[Any]], field: str
     return items, ""
 
 
-def _fitting(tools: list[Tool]) -> tuple[list[Tool], str]:
-    """The tools whose definitions fit in MAX_DEFINITION_BYTES, in order; what was left."""
-    kept: list[Tool] = []
-    size = left = 0
-    for tool in tools:
+class _Fitting:
+    """Takes tools in order while their definitions fit in MAX_DEFINITION_BYTES in all (one
+    that does not is left out; one after it may still fit)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.left = 0
+
+    def take(self, tool: Tool) -> bool:
         definition = tool.model_dump_json(include={"name", "title", "description",
                                                    "input_schema"})
-        if size + len(definition) > MAX_DEFINITION_BYTES:
-            left += 1
-            continue
-        size += len(definition)
-        kept.append(tool)
-    return kept, (f"{left} tool(s) left out: their definitions went past "
-                  f"{MAX_DEFINITION_BYTES // 1024} KiB" if left else "")
+        if self.size + len(definition) > MAX_DEFINITION_BYTES:
+            self.left += 1
+            return False
+        self.size += len(definition)
+        return True
+
+    def dropped(self) -> str:
+        """What was left out ("" when nothing)."""
+        return (f"{self.left} tool(s) left out: their definitions went past "
+                f"{MAX_DEFINITION_BYTES // 1024} KiB" if self.left else "")
 
 
 def _reason(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import trio
 from attrs import frozen
 
-from iaccode.mcp.config import ServerSpec
+from iaccode.mcp.config import ServerSpec, spec_secrets
 from iaccode.mcp.names import shortened, shown, tool_name
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
 from iaccode.tools.base import Tool, ToolFailure
@@ -64,7 +64,11 @@ class McpServers:
         self.connections: list[ServerConnection] = []
         if specs:  # the connection (and with it the transports) only when there are servers
             from iaccode.mcp.connection import ServerConnection
+            from iaccode.secret_env import hold
 
+            for spec in specs:  # what a server is given, it must not hand back
+                for name, value in spec_secrets(spec):
+                    hold(name, value)
             self.connections = [ServerConnection(spec, cwd, on_change) for spec in specs]
         self._on_change = on_change
         """Called when the servers' tools or prompts change (so the commands are re-sent)."""

@@ -1,7 +1,9 @@
 """An MCP server's tool as one of ours: ``mcp__<server>__<tool>`` for the model.
 
 Its input goes to the server as the model gave it (the server checks it against the schema it
-published). Permissions follow the tool's annotations (``permissions.mcp_read_only``); the kind
+published). Permissions follow the tool's annotations (``permissions.mcp_read_only``); a tool
+not marked read-only or non-destructive asks in every mode (``Tool.always_asks``) unless its
+server is ``trusted`` in config.toml. The kind
 shown to the editor too: ``fetch`` when it reaches the open world, ``read`` when read-only,
 else ``other``. The result becomes text for the model, with its images beside it, and content
 for the editor: text as text, images as images, embedded resources as their text,
@@ -20,7 +22,7 @@ from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
 from iaccode.redaction import redact
 from iaccode.tools.base import Tool, ToolContext, ToolResult, truncate
-from iaccode.turn.permissions import mcp_read_only
+from iaccode.turn.permissions import MCP_ALWAYS_ASKS, mcp_may_change_infrastructure, mcp_read_only
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -101,6 +103,8 @@ def mcp_tool(connection: ServerConnection, spec: McpToolSpec, name: str | None =
         "kind": kind, "input_type": dict, "input_schema": spec.input_schema or {
             "type": "object", "properties": {}},
         "read_only": read_only,
+        "always_asks": (MCP_ALWAYS_ASKS if mcp_may_change_infrastructure(annotations)
+                        and not connection.spec.trusted else None),
     })
     tool: Tool = cls(connection)
     return tool

@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from iaccode.installed import outside, which
 from iaccode.mcp.config import ServerSpec
 from iaccode.secret_env import without_secrets
 from iaccode.tools import process_tree
@@ -84,11 +85,19 @@ class StdioProcess:
         from mcp.client.stdio import get_default_environment
 
         spec = self._spec
+        # A command named bare is the user's program, never one a PATH folder inside the
+        # project holds (``bin:$PATH``: the repository's ``npx``): iaccode/installed.py.
+        program = which(spec.command, [self._cwd])
+        if program is None:
+            raise OSError(f"{spec.command}: not found (on PATH outside the project)")
+        env = without_secrets(get_default_environment())
+        if "PATH" in env:  # what it starts by name too (npx starts node)
+            env["PATH"] = outside(env["PATH"], [self._cwd])
         try:
             proc = await process_tree.open_shell(
-                [spec.command, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                [program, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env=without_secrets(get_default_environment()) | dict(spec.env))
+                env=env | dict(spec.env))
         except FileNotFoundError:
             raise OSError(f"{spec.command}: not found") from None
         except PermissionError:

@@ -28,14 +28,22 @@ class WriteTextFileRequest:
 
 
 @frozen
+class EnvVariable:
+    name: str
+    value: str
+
+
+@frozen
 class CreateTerminalRequest:
-    """``terminal/create``: start ``command`` with ``args`` in ``cwd``."""
+    """``terminal/create``: start ``command`` with ``args`` in ``cwd``, with ``env`` added to
+    the editor's environment."""
 
     session_id: str
     command: str
     args: list[str]
     cwd: str
     output_byte_limit: int
+    env: list[EnvVariable] | None = None
 
 
 @frozen

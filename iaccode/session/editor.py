@@ -30,6 +30,7 @@ from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.editor_calls import (
     CreateTerminalRequest,
+    EnvVariable,
     ReadTextFileRequest,
     TerminalRequest,
     WriteTextFileRequest,
@@ -137,10 +138,11 @@ class Editor:
                        WriteTextFileRequest(self.session_id, str(path), text), path)
 
     async def create_terminal(self, command: str, args: list[str], cwd: str,
-                              output_byte_limit: int) -> str:
+                              output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+        variables = [EnvVariable(name, value) for name, value in (env or {}).items()] or None
         try:
             result = await self._request("terminal/create", to_wire(CreateTerminalRequest(
-                self.session_id, command, args, cwd, output_byte_limit)))
+                self.session_id, command, args, cwd, output_byte_limit, variables)))
         except EditorError as exc:
             raise ToolFailure(f"The editor could not run the command: {exc.message}") from exc
         terminal_id = result.get("terminalId") if isinstance(result, dict) else None
@@ -222,8 +224,8 @@ class _EditorTerminal:
         self._editor = editor
 
     async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int) -> str:
-        return await self._editor.create_terminal(command, args, cwd, output_byte_limit)
+                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+        return await self._editor.create_terminal(command, args, cwd, output_byte_limit, env)
 
     async def output(self, terminal_id: str) -> TerminalOutput:
         return await self._editor.terminal_output(terminal_id)

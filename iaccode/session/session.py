@@ -30,6 +30,7 @@ from attrs import evolve
 
 from iaccode import choices
 from iaccode.config import Config
+from iaccode.installed import forget_imports_from
 from iaccode.llm.base import Provider, TokenUsage
 from iaccode.llm.prices import CostMeter
 from iaccode.mcp.config import ServerSpec
@@ -102,6 +103,7 @@ class Session:
         self.cwd = Path(os.path.realpath(meta.cwd))
         self.additional_dirs = _real_paths(meta.additional_directories)
         """The client's extra project folders (``additionalDirectories``), as real paths."""
+        forget_imports_from(self.cwd)  # the SDKs and parsers come later, never from here
         self.mcp = McpServers(mcp_servers, self.cwd, on_change=self._commands_changed)
         """The session's MCP servers (the editor's and config.toml's), started in ``serve``."""
         self._mcp_tools_shown: Collection[str] = frozenset()

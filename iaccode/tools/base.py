@@ -20,6 +20,7 @@ from attrs import field, frozen
 from iaccode.protocol.tool_calls import ToolCallContent, ToolCallProgress, ToolKind
 
 if TYPE_CHECKING:
+    from iaccode.gate.channel import GatePolicy
     from iaccode.protocol.messages import PlanEntry
 
 log = logging.getLogger(__name__)
@@ -113,8 +114,9 @@ class ClientTerminal(Protocol):
     Each call raises ToolFailure, saying what failed, when the editor answers with an error."""
 
     async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int) -> str:
-        """Start the command; the terminal's id."""
+                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+        """Start the command (``env`` added to the editor's environment); the terminal's
+        id."""
         ...
 
     async def output(self, terminal_id: str) -> TerminalOutput: ...
@@ -141,6 +143,8 @@ class ToolContext:
     """Show the model's plan to the user and keep it with the session (None: no plan here)."""
     additional_dirs: tuple[Path, ...] = ()
     """The client's extra project folders (real paths): inside the project too (in_project)."""
+    gate: GatePolicy | None = None
+    """What the gates of a command go by (the bash tool's; None: no gates)."""
 
     def path(self, raw: str) -> Path:
         """The real path for ``raw``: the one the permission check judged, else resolved now."""
@@ -160,6 +164,9 @@ class Tool(ABC):
     """JSON schema of the input, as the model sees it."""
     read_only: ClassVar[bool]
     """True when the tool changes nothing: runs without asking, inside the cwd."""
+    always_asks: ClassVar[str | None] = None
+    """Why the tool asks in every mode, bypass and *Always allow* included (while ``[iac]
+    confirm_infra_changes`` is on), or None (an MCP tool that may change infrastructure)."""
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description,

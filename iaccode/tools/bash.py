@@ -21,6 +21,11 @@ instead (``terminal/*``), which the editor embeds in the tool call while it runs
 runs there under our supervisor (:mod:`iaccode.tools.supervise`), which ends the whole tree
 when the terminal is killed, even when the client kills only its outer shell.
 
+Every infrastructure CLI the command runs meets its gate (:mod:`iaccode.gate`): the tool opens
+the call's channel (``ToolContext.gate``) for as long as the command runs, puts the gates first
+on its PATH and leaves the cloud credentials out of its environment (the gate gives them back to
+the real CLI). In the editor's terminal the supervisor does both there.
+
 A command that runs a Terraform / OpenTofu plan gets a summary of it before its output
 (:mod:`iaccode.iac.plan_summary`), read from all of the output as it streams, so it holds
 even when the middle of the output is dropped here or cut for the model.
@@ -29,17 +34,20 @@ even when the middle of the output is dropped here or cut for the model.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import logging
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import trio
-from attrs import frozen
+from attrs import evolve, frozen
 
 from iaccode import redaction
+from iaccode.gate import HOLD_VARIABLE
+from iaccode.gate.channel import CallChannel, GatePolicy, open_channel
 from iaccode.iac.plan_summary import PlanReader, runs_plan
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
@@ -233,14 +241,57 @@ class _HeadTail:
                 f"{redact.ends(tail[skip:].decode('utf-8', errors='replace'), start=True)}")
 
 
+@contextlib.asynccontextmanager
+async def _gated(policy: GatePolicy | None, terminal: bool = False
+                 ) -> AsyncIterator[CallChannel | None]:
+    """The call's gate channel, for as long as the command runs (None: no gates: both
+    ``[iac]`` settings are off, or a caller without a policy)."""
+    if policy is None or not (policy.confirm or policy.hold_credentials):
+        yield None
+        return
+    async with open_channel(policy, terminal=terminal) as channel:
+        yield channel
+
+
+TAMPERED = ("[iac-code: this command removed or changed the gates in front of the "
+            "infrastructure CLIs; they were put back. Do not touch them.]")
+
+
+def _noted(result: ToolResult, channel: CallChannel | None) -> ToolResult:
+    """The result, with a line saying so when the command tampered with the gates."""
+    if channel is None or not channel.tampered:
+        return result
+    raw = dict(result.raw_output) if isinstance(result.raw_output, dict) else {}
+    raw["gates_tampered"] = True
+    return evolve(result, text=f"{result.text}\n{TAMPERED}", is_error=True, raw_output=raw)
+
+
+def _holds(ctx: ToolContext) -> bool:
+    """Whether the command goes without the cloud credentials: unless the user said
+    ``[iac] hold_credentials = false``; a caller without a policy holds them too."""
+    return ctx.gate is None or ctx.gate.hold_credentials
+
+
 async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult:
-    try:
-        proc = await process_tree.open_shell(
-            [_shell(), "-c", command], cwd=ctx.cwd, env=command_env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True)
-    except OSError as exc:
-        raise ToolFailure(f"Could not start the command: {exc}") from exc
+    async with _gated(ctx.gate) as channel:
+        env = command_env(hold_credentials=_holds(ctx))
+        if channel is not None:
+            env = channel.command_env(env)
+        try:
+            proc = await process_tree.open_shell(
+                [_shell(), "-c", command], cwd=ctx.cwd, env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        except OSError as exc:
+            raise ToolFailure(f"Could not start the command: {exc}") from exc
+        if channel is not None:
+            channel.set_root(proc.pid)
+        result = await _watch_local(proc, command, limit, ctx)
+    return _noted(result, channel)
+
+
+async def _watch_local(proc: trio.Process, command: str, limit: float,
+                       ctx: ToolContext) -> ToolResult:
     tree = process_tree.Tree(proc)
     stdout = proc.stdout
     assert stdout is not None
@@ -304,11 +355,32 @@ def _signal_name(number: int) -> str:
 
 async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
                            ctx: ToolContext) -> ToolResult:
+    async with _gated(ctx.gate, terminal=True) as channel:
+        result = await _in_terminal(terminal, command, limit, ctx, channel)
+    return _noted(result, channel)
+
+
+def _terminal_env(channel: CallChannel | None, ctx: ToolContext) -> dict[str, str] | None:
+    """What ``terminal/create`` adds to the editor's environment: the channel, for our
+    supervisor to set PATH and hold the credentials back there; without the supervisor the
+    gates on PATH (the editor's credentials then stay)."""
+    if channel is None:
+        return None
+    if process_tree.supported():
+        return {**channel.env, HOLD_VARIABLE: "1" if _holds(ctx) else "0"}
+    channel.token_only()
+    return {**channel.env,
+            "PATH": channel.folder.path_for_commands(os.environ.get("PATH", os.defpath))}
+
+
+async def _in_terminal(terminal: ClientTerminal, command: str, limit: float, ctx: ToolContext,
+                       channel: CallChannel | None) -> ToolResult:
     bound = ctx.limits.kill_grace + CLIENT_SLACK
     created: list[str] = []
     exited = False
     try:
-        await _create_terminal(terminal, command, ctx, bound, created)
+        await _create_terminal(terminal, command, ctx, bound, created,
+                               _terminal_env(channel, ctx))
         if not created:
             raise ToolFailure("The editor did not create a terminal for the command in time.")
         terminal_id = created[0]
@@ -338,7 +410,8 @@ async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
 
 
 async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolContext,
-                           bound: float, created: list[str]) -> None:
+                           bound: float, created: list[str],
+                           env: dict[str, str] | None = None) -> None:
     """Create the terminal, appending its id to ``created``.
 
     Shielded, so a cancel cannot lose a terminal the editor is starting (it would run on,
@@ -360,7 +433,7 @@ async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolCont
                 program, args = _terminal_command(command, ctx.limits)
                 created.append(await terminal.create(
                     program, args, cwd=str(ctx.cwd),
-                    output_byte_limit=ctx.limits.bash_output_bytes))
+                    output_byte_limit=ctx.limits.bash_output_bytes, env=env))
             except ToolFailure as exc:  # raised outside the nursery: not in an exception group
                 failure = exc
         nursery.cancel_scope.cancel()

@@ -1,14 +1,22 @@
 """The environment our commands run in: the bash tool's, and the checks after writes
 (``terraform fmt``, ``cfn-lint``; :mod:`iaccode.iac.diagnostics`).
 
-No secrets (:mod:`iaccode.secret_env`), and nothing that waits for a person: pagers print,
-editors and git's credential prompts return at once, colours are off.
+No secrets (:mod:`iaccode.secret_env`), no cloud credentials (:mod:`iaccode.iac.credentials`:
+a gate gives them back to the real CLI it runs) unless ``[iac] hold_credentials = false`` says
+every command gets them, none of the gate's variables the agent itself may have been started
+with, and nothing that waits for a person: pagers print, editors and git's credential prompts
+return at once, colours are off.
+
+The cloud credentials are secrets too (declared at start-up, :func:`iaccode.cli.seal_secrets`),
+so their values are replaced in every tool's output whichever program printed them.
 """
 
 from __future__ import annotations
 
 import os
 
+from iaccode.gate import VARIABLES as GATE_VARIABLES
+from iaccode.iac.credentials import held, is_credential
 from iaccode.secret_env import without_secrets
 
 QUIET_ENV = {
@@ -23,8 +31,12 @@ QUIET_ENV = {
 }
 
 
-def command_env() -> dict[str, str]:
-    """Our environment without secrets, with pagers, prompts, editors and colours off."""
-    env = without_secrets(os.environ)
+def command_env(hold_credentials: bool = True) -> dict[str, str]:
+    """Our environment without secrets and cloud credentials (``hold_credentials`` False:
+    with the cloud credentials), with pagers, prompts, editors and colours off."""
+    env = {name: value for name, value in without_secrets(os.environ).items()
+           if name not in GATE_VARIABLES and not is_credential(name)}
+    if not hold_credentials:  # the user's choice: every command gets them, not just the CLIs
+        env.update(held(os.environ))
     env.update(QUIET_ENV)
     return env

@@ -109,7 +109,7 @@ class Glob(Tool):
 
         found: list[str] | None = None
         stopped = False
-        rg = find_rg()
+        rg = find_rg(ctx.cwd)
         if rg is not None:
             try:
                 flags = ["--no-config", "--files", "--hidden", *RG_IGNORE_FLAGS]

@@ -209,7 +209,7 @@ class Grep(Tool):
             search = _Search(target.parent, target.name, None)
         else:
             raise ToolFailure(f"Cannot search {args.path}: it is not a regular file.")
-        found = await _search(args, search, cap)
+        found = await _search(args, search, cap, ctx.cwd)
         prefix = display_path(search.base, ctx.cwd)
         lines = []
         for rel, rest in found[:cap]:
@@ -233,9 +233,10 @@ class Grep(Tool):
 
 
 
-async def _search(args: GrepInput, search: _Search, cap: int) -> list[tuple[str, str]]:
+async def _search(args: GrepInput, search: _Search, cap: int,
+                  project: Path) -> list[tuple[str, str]]:
     """Up to ``cap + 1`` results as (path relative to ``search.base``, what follows it)."""
-    rg = find_rg()
+    rg = find_rg(project)
     if rg is not None:
         def keep(line: str) -> bool:
             rel, _ = _split(line, args.output_mode)

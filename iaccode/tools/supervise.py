@@ -14,7 +14,12 @@ module, run by the agent's own interpreter, instead of the bare shell. It
   SIGUSR1, not TERM, and counts only when our parent really changed;
 - runs the command and exits with its status (128 + N when a signal N ended it);
 - ends the whole tree (TERM, ``--grace`` seconds, KILL) when it gets TERM, HUP or INT, when its
-  parent dies, and when the command exits (nothing outlives the call, as with a local bash).
+  parent dies, and when the command exits (nothing outlives the call, as with a local bash);
+- when the agent gave it a gate channel (``IAC_CODE_GATE_*`` in the ``env`` of
+  ``terminal/create``), says hello on it (it is the root below which the call's gates must run),
+  puts the gates first on the command's PATH and, with ``IAC_CODE_HOLD_CREDENTIALS=1``, leaves
+  the cloud credentials of the editor's environment out of the command's
+  (:mod:`iaccode.gate`).
 
 It prints nothing of its own on stdout (the terminal's output is the command's); problems go
 to stderr. Linux only: the bash tool uses it only where :func:`process_tree.supported`. A
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         process_tree.set_parent_death_signal(PARENT_DEATH)
         if os.getppid() == 1:  # the parent died before we asked to hear of it
             raise _Stop(signal.SIGHUP)
-        status = _run(command)
+        status = _run(command, _gated_env())
     except _Stop as stop:
         status = 128 + stop.signum
     for sig in (*STOP_SIGNALS, PARENT_DEATH):
@@ -99,10 +104,31 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def _run(command: list[str]) -> int:
+def _gated_env() -> dict[str, str] | None:
+    """The command's environment with the agent's gates (None: no channel, ours as it is)."""
+    from iaccode import gate
+    from iaccode.gate.shim import hello
+    from iaccode.iac.credentials import is_credential
+
+    socket_path, token = os.environ.get(gate.SOCKET_VARIABLE), os.environ.get(gate.TOKEN_VARIABLE)
+    folder = os.environ.get(gate.FOLDER_VARIABLE)
+    if not (socket_path and token and folder):
+        return None
+    problem = hello(socket_path, token)
+    if problem is not None:  # the gates will refuse: say why once
+        print(f"iaccode supervise: the agent's gate channel refused us: {problem}",
+              file=sys.stderr)
+    hold = os.environ.get(gate.HOLD_VARIABLE) == "1"
+    env = {name: value for name, value in os.environ.items()
+           if name != gate.HOLD_VARIABLE and not (hold and is_credential(name))}
+    env["PATH"] = gate.gates_first(env.get("PATH", os.defpath), folder)
+    return env
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> int:
     """Run the command; its exit status once it has exited (orphans are reaped meanwhile)."""
     try:
-        child = subprocess.Popen(command, preexec_fn=_kill_shell_with_us)
+        child = subprocess.Popen(command, preexec_fn=_kill_shell_with_us, env=env)
     except OSError as exc:
         print(f"iaccode supervise: cannot run {command[0]}: {exc}", file=sys.stderr)
         return 127

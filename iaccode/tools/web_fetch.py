@@ -20,7 +20,7 @@ import functools
 import html
 import re
 from typing import Any
-from urllib.parse import unquote_plus, urljoin
+from urllib.parse import parse_qsl, unquote_plus, urljoin, urlsplit
 
 import trio
 from attrs import frozen
@@ -69,9 +69,17 @@ class _Fetched:
 
 def _carries_secret(url: str) -> None:
     """Refuse a URL that holds a secret value we hold, as it is or encoded (percent-encoded in
-    part too): sending it would hand the secret to whoever serves the address."""
+    part too), or spread over its segments, labels and parameters (``find_spread``): sending
+    it, or looking its host up, would hand the secret to whoever serves the address or its
+    domain's names."""
     redactor = redaction.current()
-    name = redactor.find(url) or redactor.find(unquote_plus(url))
+    try:  # the query's values side by side: a value handed over in pieces, a=...&b=...
+        values = "".join(value for _, value in parse_qsl(urlsplit(url).query,
+                                                          keep_blank_values=True))
+    except ValueError:
+        values = ""
+    name = next((found for text in (url, unquote_plus(url), values)
+                 if (found := redactor.find_spread(text)) is not None), None)
     if name is not None:
         raise ToolFailure(f"refused: the URL carries the value of {name}, a secret this agent "
                           "holds; nothing was sent")

@@ -22,7 +22,8 @@ from iaccode.tools.registry import builtin_tools
 if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
-_TOOL_ATTRIBUTES = ("name", "description", "kind", "input_type", "input_schema", "read_only")
+_TOOL_ATTRIBUTES = ("name", "description", "kind", "input_type", "input_schema", "read_only",
+                    "always_asks")
 """The Tool attributes a wrapper takes from the tool it wraps (they are per class)."""
 
 

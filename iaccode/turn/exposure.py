@@ -4,14 +4,20 @@
 model sends a secret away with no question: web_fetch is read-only, so it runs freely. The
 values the agent holds itself are refused in any URL (``iaccode/tools/web_fetch.py``); a file's
 secrets are not known to us, so after a call that read one (:func:`is_secret_file`: ``.env*``,
-``*.tfvars``, ``*.tfstate``, key and credentials files) every web_fetch to a host the user has
+``*.tfvars``, ``*.tfstate``, key and credentials files, any file in ``~/.kube``, ``~/.aws``
+and the like, data files named for a secret) every web_fetch to a host the user has
 not allowed in this session asks first, saying which file was read. The answer holds for that
 host for the rest of the session; *Reject* refuses this fetch only. In ``bypass`` nothing asks
-(there a command may ``curl`` as freely).
+(there a command may ``curl`` as freely). The same for any other tool that reaches the open
+world and would run without a question (an MCP server's fetch tool, read-only and open-world
+by its annotations): the host of the first URL in its input, or the tool itself, is asked for.
 
 What counts as reading one: any tool call but web_fetch and todo_write whose input names such a
 file, as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MCP tool's
-``{"path": "prod.tfvars"}``). A session loaded again remembers it from its stored tool calls.
+``{"path": "prod.tfvars"}``); whose path leads to one (``notes.txt``, a symlink to ``.env``:
+the real paths the call was judged on); or whose output shows lines of one as grep prints them
+(``.env:1:KEY=...``, ``./.env:KEY=...``: the grep tool searching the whole project, a
+``grep -r`` the user allowed). A session loaded again remembers it from its stored tool calls.
 """
 
 from __future__ import annotations
@@ -37,18 +43,36 @@ SECRET_FILES = (
     ".terraformrc", "terraform.rc", "credentials.tfrc.json", ".vault-token",
 )
 """File names (any case) that hold secrets: matched against the last part of a path."""
+SECRET_FOLDERS = (".ssh", ".aws", ".kube", ".docker", ".aliyun", ".azure", ".oci", ".gnupg",
+                  ".password-store", ".config/gh", ".config/gcloud", ".config/hub")
+"""Folders (any case) whose files hold credentials whatever their names (``~/.kube/config``,
+``~/.aliyun/config.json``, ``~/.config/gh/hosts.yml``): matched against a path's folders."""
+SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
+"""Data files named for a secret (a Kubernetes ``db-secret.yaml``); not code (``secret.py``)."""
 
 NOT_READING = frozenset({"web_fetch", "todo_write"})
 """Tools whose input may name a secrets file without reading it."""
 
 _WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
+_GREP_LINE = re.compile(r"^(?:(?P<numbered>[^:\n]{1,1024}?):\d+(?:[:-]|$)|"
+                        r"(?P<recursive>\.{1,2}/[^:\n]{1,1024}?):)", re.MULTILINE)
+"""A line of grep's output: ``PATH:LINE:`` (``-n``, the grep tool), ``PATH:COUNT``, or
+``./PATH:`` (a recursive grep): the text after it is that file's."""
+MAX_OUTPUT_CHARS = 1_000_000
+"""Of a tool's output, the part looked at for grep's lines."""
 
 ALLOW_HOST = "allow_host"
 
 
 def is_secret_file(path: str) -> bool:
-    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-    return bool(name) and any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+    parts = path.lower().rstrip("/").split("/")
+    name = parts[-1]
+    if not name:
+        return False
+    folders = "/" + "/".join(parts[:-1]) + "/"
+    return (any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+            or SECRET_DATA.match(name) is not None
+            or any(f"/{folder}/" in folders for folder in SECRET_FOLDERS))
 
 
 def _strings(data: Any) -> Iterator[str]:
@@ -71,6 +95,21 @@ def secret_file_in(raw_input: Any) -> str | None:
     return None
 
 
+def secret_file_shown(output: str) -> str | None:
+    """The first secrets file whose lines ``output`` shows as grep prints them."""
+    for match in _GREP_LINE.finditer(output[:MAX_OUTPUT_CHARS]):
+        path = match.group("numbered") or match.group("recursive")
+        if is_secret_file(path):
+            return path
+    return None
+
+
+def secret_file_reached(raw_input: Any, paths: Iterable[str] = ()) -> str | None:
+    """The first secrets file a call reads by its input (:func:`secret_file_in`) or by the
+    real paths it was judged on (a symlink named ``notes.txt`` that leads to ``.env``)."""
+    return secret_file_in(raw_input) or next((p for p in paths if is_secret_file(p)), None)
+
+
 class Exposure:
     """What the session read that web_fetch must not carry away unasked (shared by the
     session's turns and sub-agents)."""
@@ -88,25 +127,45 @@ class Exposure:
         for record in records:
             start = record.get("start") if record.get("type") == "tool_call" else None
             if isinstance(start, dict):
-                exposure.note(str(start.get("name") or ""), start.get("rawInput"))
+                name = str(start.get("name") or "")
+                locations = start.get("locations")
+                paths = [str(place.get("path")) for place in locations
+                         if isinstance(place, dict)] if isinstance(locations, list) else []
+                exposure.note(name, start.get("rawInput"), paths)
+                end = record.get("end")
+                if isinstance(end, dict):
+                    exposure.note_output(name, "\n".join(_strings(end.get("content"))))
         return exposure
 
-    def note(self, tool_name: str, raw_input: Any) -> None:
-        """A call ran (or was allowed to): remember the secrets file it read, if any."""
+    def note(self, tool_name: str, raw_input: Any, paths: Iterable[str] = ()) -> None:
+        """A call ran (or was allowed to): remember the secrets file it read, if any (by its
+        input, or by the real ``paths`` it was judged on)."""
         if self.secret_file is None and tool_name not in NOT_READING:
-            self.secret_file = secret_file_in(raw_input)
+            self.secret_file = secret_file_reached(raw_input, paths)
 
-    def host_to_ask(self, tool_name: str, args: Any, mode: str) -> str | None:
-        """The host a web_fetch call must ask for (None: it may run as usual)."""
-        if tool_name != "web_fetch" or self.secret_file is None or mode == "bypass":
+    def note_output(self, tool_name: str, output: str) -> None:
+        """A call's output: remember the secrets file whose lines it shows, if any."""
+        if self.secret_file is None and tool_name not in NOT_READING:
+            self.secret_file = secret_file_shown(output)
+
+    def host_to_ask(self, tool_name: str, args: Any, mode: str,
+                    kind: str | None = None) -> str | None:
+        """The host a web_fetch call, or another tool of ``kind`` "fetch" (an MCP server's that
+        reaches the open world), must ask for (None: it may run as usual)."""
+        if (tool_name != "web_fetch" and kind != "fetch") or self.secret_file is None \
+                or mode == "bypass":
             return None
-        host = _host(getattr(args, "url", ""))
+        if tool_name == "web_fetch":
+            host = _host(getattr(args, "url", ""))
+        else:
+            url = next((text for text in _strings(args) if "://" in text), None)
+            host = _host(url) if url is not None else tool_name
         return None if host in self.hosts else host
 
     def question(self, fields: ToolCallFields, host: str) -> tuple[ToolCallFields,
                                                                    list[PermissionOption]]:
         """The permission question for a fetch from ``host``, and its options."""
-        text = (f"This session read {self.secret_file}, a file that holds secrets. This fetch "
+        text = (f"This session read {self.secret_file}, a file that holds secrets. This call "
                 f"sends a request to {host}, which could carry what the file said away (in "
                 "the URL). Allow it only if you trust the address.")
         options = [PermissionOption(ALLOW_HOST, f"Allow {host} for this session",

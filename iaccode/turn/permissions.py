@@ -15,10 +15,13 @@ credentials: :mod:`iaccode.turn.protected`), or a bash line that names one, asks
 bypass included, whatever was allowed before; the question says why and offers no *Always
 allow*.
 
-A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`) is the exception
-to the remembered answers and the modes: it asks every time, in bypass too, with a question
-that says so and offers no *Always allow*; plan mode refuses it (``[iac]
-confirm_infra_changes = false`` in config.toml makes it an ordinary command).
+A bash command that changes real infrastructure (:mod:`iaccode.iac.guard`, the text reader)
+is the exception to the remembered answers and the modes: it asks every time, in bypass too,
+with a question that says so and offers no *Always allow*; plan mode refuses it (``[iac]
+confirm_infra_changes = false`` in config.toml makes it an ordinary command). So does an MCP
+tool its server does not mark read-only or non-destructive (``Tool.always_asks``). A change a
+gate reports while the command runs (:mod:`iaccode.gate`) is asked about the same way, on the
+running call (:func:`gate_question`).
 
 The real paths judged here are resolved once by the tool runner, shown to the user in the
 question, and handed to the tool, which opens exactly those (see
@@ -29,13 +32,15 @@ from __future__ import annotations
 
 import enum
 import logging
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import evolve, frozen
 
-from iaccode.iac.guard import infra_change
+from iaccode.gate.channel import GateQuestion
+from iaccode.iac.guard import Finding, infra_changes
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
@@ -81,20 +86,36 @@ class Verdict:
     protected: str | None = None
     """For ASK: why the call asks in every mode (it writes a protected path)."""
     remember: bool = True
-    """For ASK: whether *Always allow* is offered (it would not hold outside the project)."""
+    """For ASK: whether *Always allow* is offered (it would not hold outside the project, nor
+    for an infrastructure change or a protected path)."""
+    findings: tuple[Finding, ...] = ()
+    """For ASK: all the text reader found; allowing the call lets the gates run the argvs it
+    spells out (``Finding.argv``) without asking again."""
+
+    @property
+    def approved_changes(self) -> frozenset[tuple[str, ...]]:
+        """The argvs the gates may run unasked once this call is allowed: the changes the line
+        spells out, exactly."""
+        return frozenset(finding.argv for finding in self.findings
+                         if finding.gate_sees and finding.argv is not None)
 
 
 def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
            resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
            confirm_infra_changes: bool = True, protected: Protected | None = None,
-           additional: Sequence[Path] = ()) -> Verdict:
+           additional: Sequence[Path] = (), gates: Path | None = None) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
     without asking. ``protected``: the places a write reaches only after a question.
-    ``additional``: the client's extra project folders (real paths)."""
-    if confirm_infra_changes and (infra := infra_change_verdict(tool, args, mode=mode,
-                                                                remembered=remembered)):
+    ``additional``: the client's extra project folders (real paths). ``gates``: the folder of
+    gates on the commands' PATH."""
+    if confirm_infra_changes and (infra := infra_change_verdict(
+            tool, args, mode=mode, remembered=remembered, cwd=cwd, gates=gates)):
+        if infra.decision is Decision.ASK and protected is not None:
+            # The question says both: a line may change infrastructure and write ~/.aws.
+            infra = evolve(infra, protected=_protected_reason(
+                tool, args, _paths(tool, args, resolved or {}, cwd), cwd, protected))
         return infra
     if mode == "plan" and not tool.read_only:
         return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
@@ -102,7 +123,7 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
     resolved = resolved or {}
-    paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
+    paths = _paths(tool, args, resolved, cwd)
     inside = all(in_project(path, cwd, additional) for path in paths)
     if protected is not None and (why := _protected_reason(tool, args, paths, cwd, protected)):
         return Verdict(Decision.ASK, protected=why, remember=False)
@@ -115,6 +136,10 @@ def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str,
     if mode == "accept_edits" and tool.kind == "edit" and inside:
         return Verdict(Decision.RUN)
     return Verdict(Decision.ASK, remember=inside)
+
+
+def _paths(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path) -> list[Path]:
+    return [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
 
 
 def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
@@ -131,6 +156,18 @@ def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
     return None
 
 
+def mcp_may_change_infrastructure(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool asks in every mode: its server marks it neither read-only
+    (``readOnlyHint: true``) nor non-destructive (``destructiveHint: false``); by MCP's
+    defaults every other tool may destroy."""
+    return not (annotations.get("readOnlyHint") is True
+                or annotations.get("destructiveHint") is False)
+
+
+MCP_ALWAYS_ASKS = ("its MCP server does not mark it read-only or non-destructive, so it may "
+                   "change real infrastructure")
+
+
 def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
     """Whether an MCP tool counts as read-only: it runs without a question (like the read
     tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
@@ -139,12 +176,25 @@ def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
     return annotations.get("readOnlyHint") is True
 
 
-def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
-                         remembered: Mapping[str, bool]) -> Verdict | None:
-    """For a bash command that changes real infrastructure: ASK whatever was allowed before
-    and in every mode (plan refuses; an *Always reject* still holds); None for anything else."""
+def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mapping[str, bool],
+                         cwd: Path | None = None, gates: Path | None = None) -> Verdict | None:
+    """For a bash command that changes real infrastructure, or a tool that always asks: ASK
+    whatever was allowed before and in every mode (plan refuses; an *Always reject* still
+    holds); None for anything else."""
     command = getattr(args, "command", None)
-    change = infra_change(command) if tool.name == "bash" and isinstance(command, str) else None
+    findings: list[Finding] = []
+    change: str | None
+    if tool.always_asks is not None:
+        change = f"{tool.title(args)}: {tool.always_asks}"
+    elif tool.name == "bash" and isinstance(command, str):
+        try:
+            findings = infra_changes(command, cwd=cwd, gates=gates)
+        except Exception:  # a bug in the reader must not let the line through unasked
+            log.exception("the command reader failed on %r", command[:200])
+            findings = [Finding("iac-code could not read this command line", cannot_tell=True)]
+        change = "; ".join(finding.what for finding in findings) if findings else None
+    else:
+        change = None
     if change is None:
         return None
     if mode == "plan":
@@ -153,22 +203,41 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str,
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    return Verdict(Decision.ASK, infra_change=change)
+    return Verdict(Decision.ASK, infra_change=change, findings=tuple(findings), remember=False)
 
 
-INFRA_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
-"""What the question for an infrastructure change offers: never *Always allow*."""
-ONCE_OPTIONS = INFRA_OPTIONS
-"""What a question offers when *Always allow* would not hold (outside the project, a
-protected path)."""
+ONCE_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
+"""What a question offers when *Always allow* would not hold (``Verdict.remember`` False: an
+infrastructure change, a gate's question, a protected path, a path outside the project)."""
 
 
-def infra_question(tool_call: ToolCallFields, change: str, command: str) -> ToolCallFields:
+ALLOW_NOW = ("It runs only if you allow it now; \"Always allow\" does not cover "
+             "such commands.")
+
+
+def infra_question(tool_call: ToolCallFields, change: str, command: str,
+                   findings: tuple[Finding, ...] = ()) -> ToolCallFields:
     """The permission question's tool call for an infrastructure change: the title and the
-    content say so and show the exact command."""
-    text = (f"This command changes real infrastructure ({change}):\n\n{command}\n\n"
-            "It runs only if you allow it now; \"Always allow\" does not cover such commands.")
-    return evolve(tool_call, title=f"Changes real infrastructure: {command}",
+    content say so and show the exact command (and what the reader cannot tell)."""
+    unsure = [finding.what for finding in findings if finding.cannot_tell]
+    sure = [finding.what for finding in findings if not finding.cannot_tell]
+    if command and findings:
+        lines = []
+        if sure:
+            lines.append(f"This command changes real infrastructure ({'; '.join(sure)}):")
+        if unsure:
+            lines.append("iac-code cannot tell what this command changes: "
+                         + "; ".join(unsure) + ("." if not sure else ""))
+        text = "\n".join(lines) + f"\n\n{command}\n\n{ALLOW_NOW}"
+        title = (f"Changes real infrastructure: {command}" if sure
+                 else f"May change real infrastructure: {command}")
+    elif command:
+        text = f"This command changes real infrastructure ({change}):\n\n{command}\n\n{ALLOW_NOW}"
+        title = f"Changes real infrastructure: {command}"
+    else:  # a tool that always asks (an MCP tool)
+        text = f"{change}.\n\nIt runs only if you allow it now; \"Always allow\" does not cover it."
+        title = f"May change real infrastructure: {tool_call.title}"
+    return evolve(tool_call, title=title,
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
 
 
@@ -178,6 +247,36 @@ def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
             "\"Always allow\" and bypass mode do not cover it.")
     return evolve(tool_call, title=f"Protected: {tool_call.title}",
                   content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+
+
+def gate_question(tool_call: ToolCallFields, question: GateQuestion,
+                  command: str) -> ToolCallFields:
+    """The question for a change a gate reports while the call's command runs: on the running
+    call, naming the change and showing the exact argv the program got."""
+    request = question.request
+    argv = shlex.join(request.argv)
+    change = request.change
+    label = change.label if change is not None else request.cli
+    if change is not None and change.unknown:
+        head = (f"`{argv}` is about to run. iac-code cannot tell whether it changes real "
+                f"infrastructure ({label} is a command it does not know), so it asks.")
+    else:
+        head = f"`{argv}` is about to run: it changes real infrastructure ({label})."
+    lines = [head, "", f"program: {request.program}", f"in: {request.cwd}"]
+    if request.started_by:
+        lines.append(f"started by: {request.started_by}")
+    lines.append(f"from the command: {command}")
+    if question.detail:
+        lines += ["", question.detail]
+    lines += ["", ALLOW_NOW]
+    return evolve(tool_call, title=f"Changes real infrastructure: {argv}", status="in_progress",
+                  content=[ContentToolCallContent(TextContent("\n".join(lines)))])
+
+
+def gate_refusal(question: GateQuestion, why: str) -> str:
+    """The line a refused gate prints for the model."""
+    return (f"iac-code: `{shlex.join(question.request.argv)}` was not run: {why}. It changes "
+            "real infrastructure; ask the user, or describe the change instead.")
 
 
 def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
@@ -194,7 +293,7 @@ def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
 def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
                ours: Path | None) -> bool:
     """Every path of the call is in our own folder (saved tool output), read-only."""
-    paths = [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
+    paths = _paths(tool, args, resolved, cwd)
     return ours is not None and bool(paths) and all(is_inside(path, ours) for path in paths)
 
 

@@ -7,6 +7,10 @@
 
 Every announced call gets its final update, however the run ends (cancel, close, a bug).
 
+A bash call runs with its gates (:mod:`iaccode.gate`): a change an infrastructure CLI would make
+while the command runs is asked about on the same call (:mod:`iaccode.turn.gate_questions`);
+one the question about the command line already allowed runs without a second question.
+
 Each call's paths are resolved to real paths once: the permission check judges them, the
 question shows them, and the tool works on them (``ToolContext.resolved``), so a symlink swapped
 in between cannot redirect a call that was judged inside the project (or approved for one path)
@@ -27,11 +31,14 @@ from typing import Any
 import trio
 from attrs import evolve, frozen
 
+from iaccode.gate.channel import GatePolicy
+from iaccode.gate.folder import gate_folder
 from iaccode.iac import diagnostics
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
+    ToolCallContent,
     ToolCallFields,
     ToolCallLocation,
     ToolCallProgress,
@@ -50,7 +57,8 @@ from iaccode.tools.base import (
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
-from iaccode.turn.exposure import NOT_READING, secret_file_in
+from iaccode.turn.exposure import NOT_READING, secret_file_reached
+from iaccode.turn.gate_questions import gate_policy
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
 from iaccode.turn.transcript import Transcript
@@ -97,7 +105,9 @@ class ToolRunner:
         self._unfinished: dict[str, str] = {}
         """Announced calls without a final update yet -> what their final update says if the
         run ends early."""
-        self._protected = Protected.of(env.config)
+        self._protected = Protected.of(env.config, project=env.session.cwd)
+        self._shown: dict[str, list[ToolCallContent]] = {}
+        """What each running call's card shows (its terminal), for after a gate's question."""
 
     async def run_all(self, tool_uses: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Run every call; return the ``tool_result`` blocks in the order of ``tool_uses``.
@@ -125,8 +135,9 @@ class ToolRunner:
     async def _run_calls(self, calls: list[_Call],
                          results: dict[str, dict[str, Any]]) -> None:
         # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
-        self._reads_secrets = any(secret_file_in(call.raw_input) for call in calls
-                                  if call.tool.name not in NOT_READING)
+        self._reads_secrets = any(
+            secret_file_reached(call.raw_input, map(str, call.resolved.values()))
+            for call in calls if call.tool.name not in NOT_READING)
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
         while index < len(calls):
@@ -146,8 +157,9 @@ class ToolRunner:
     def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
         session = self._session
-        if not call.tool.read_only or (call.tool.name == "web_fetch" and self._reads_secrets) or (
-                session.exposure.host_to_ask(call.tool.name, call.args, session.mode())):
+        if not call.tool.read_only or (call.tool.kind == "fetch" and self._reads_secrets) or (
+                session.exposure.host_to_ask(call.tool.name, call.args, session.mode(),
+                                             call.tool.kind)):
             return False
         verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
                                      cwd=session.cwd, remembered=session.remembered,
@@ -219,13 +231,23 @@ class ToolRunner:
                                         name=tool.name))
         return call
 
+    def _gates(self) -> Path | None:
+        """The folder of gates on the commands' PATH (None: no gates: both settings off)."""
+        config = self._env.config
+        if not (config.confirm_infra_changes or config.hold_credentials):
+            return None
+        return gate_folder().bin
+
     async def _call(self, call: _Call) -> ToolResult:
         env, session, tool, call_id = self._env, self._session, call.tool, call.call_id
+        gates = self._gates() if tool.name == "bash" else None
         verdict = permissions.decide(tool, call.args, mode=session.mode(), cwd=session.cwd,
                                      remembered=session.remembered, resolved=call.resolved,
                                      ours=session.saved_output,
                                      confirm_infra_changes=env.config.confirm_infra_changes,
-                                     protected=self._protected, additional=session.additional_dirs)
+                                     protected=self._protected, additional=session.additional_dirs,
+                                     gates=gates)
+        approved: frozenset[tuple[str, ...]] = frozenset()
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
             content = redacted_content(await permissions.question_content(
@@ -240,9 +262,9 @@ class ToolRunner:
             if verdict.protected is not None:
                 fields = permissions.protected_question(fields, verdict.protected)
             if verdict.infra_change is not None:
-                fields = permissions.infra_question(fields, verdict.infra_change,
-                                                    call.args.command)
-                options = permissions.INFRA_OPTIONS
+                fields = permissions.infra_question(
+                    fields, verdict.infra_change, getattr(call.args, "command", ""),
+                    verdict.findings)
             if fields.title is not None and fields.title != call.title:  # shown from now on
                 self._titles[call_id] = fields.title
             answer = await permissions.ask(self._editor, fields, tool.name,
@@ -253,19 +275,31 @@ class ToolRunner:
                 await trio.lowlevel.checkpoint()  # raises Cancelled: the turn ends here
             if answer is not Answer.ALLOW:
                 return await self._finish(call_id, ToolResult(permissions.DENIED, is_error=True))
+            approved = verdict.approved_changes
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
-        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode()):
+        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode(),
+                                                  tool.kind):
             refused = await self._ask_for_host(call, host)
             if refused is not None:
                 return refused
-        session.exposure.note(tool.name, call.raw_input)
+        session.exposure.note(tool.name, call.raw_input, map(str, call.resolved.values()))
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
-        return await self._finish(call_id,
-                                  await self._execute(tool, call.args, call_id, call.resolved))
+        policy = self._gate_policy(call, approved) if tool.name == "bash" else None
+        result = await self._execute(tool, call.args, call_id, call.resolved, policy)
+        session.exposure.note_output(tool.name, result.text)  # grep's lines of a .env
+        return await self._finish(call_id, result)
+
+    def _gate_policy(self, call: _Call, approved: frozenset[tuple[str, ...]]) -> GatePolicy:
+        # After a gate's question the card gets back the title it shows now (a question about
+        # the line may have given it one).
+        fields = ToolCallFields(call.call_id, self._titles.get(call.call_id, call.title),
+                                call.tool.kind, raw_input=call.raw_input, name=call.tool.name)
+        return gate_policy(self._env, fields, getattr(call.args, "command", ""), approved,
+                           lambda: self._shown.get(call.call_id))
 
     async def _ask_for_host(self, call: _Call, host: str) -> ToolResult | None:
         """After a secrets file was read: may this web_fetch reach ``host``? None: yes (and
@@ -292,20 +326,27 @@ class ToolRunner:
             for call_id, why in list(self._unfinished.items()):
                 await self._finish(call_id, ToolResult(f"Cancelled: {why}.", is_error=True))
 
-    def _context(self, tool: Tool, call_id: str, resolved: dict[str, Path]) -> ToolContext:
+    def _context(self, tool: Tool, call_id: str, resolved: dict[str, Path],
+                 gate: GatePolicy | None = None) -> ToolContext:
         editor, session = self._editor, self._session
 
         async def report(update: ToolCallProgress) -> None:
+            if update.content is not None:
+                self._shown[call_id] = update.content
             await editor.send_update(evolve(update, name=tool.name))
 
         return ToolContext(cwd=session.cwd, limits=self._env.config.tool_limits,
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
-                           show_plan=session.show_plan, additional_dirs=session.additional_dirs)
+                           show_plan=session.show_plan, additional_dirs=session.additional_dirs,
+                           gate=gate)
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
-                       resolved: dict[str, Path]) -> ToolResult:
-        result = await run_tool(tool, args, self._context(tool, call_id, resolved))
+                       resolved: dict[str, Path], gate: GatePolicy | None = None) -> ToolResult:
+        try:
+            result = await run_tool(tool, args, self._context(tool, call_id, resolved, gate))
+        finally:
+            self._shown.pop(call_id, None)
         if tool.name in diagnostics.CHECKED_TOOLS and not result.is_error:
             # An IaC file just written is checked, as an editor would; a replay leaves the
             # machine's programs (terraform, cfn-lint) out.

@@ -62,6 +62,11 @@ ROWS: list[tuple[str, str, list[tuple[str, str]]]] = [
         ("many_tools_kept", "3,000 tools: {} kept"),
         ("hung_listings_given_up", "{} hung re-listing given up"),
         ("hostile_names_shown", "{} hostile names shown printable")]),
+    ("infra_gate", "hostile model: infrastructure changes", [
+        ("changing_lines", "{} changing lines (bypass and after Always allow), all asked, none "
+                           "ran"), ("kinds", "{} kinds"), ("questions", "{} questions"),
+        ("terminal_lines", "{} lines through the editor's terminal"),
+        ("ordinary_lines", "{} ordinary lines run unasked")]),
     ("malformed_tool_calls", "hostile model: malformed tool calls", [
         ("cases", "{} kinds, none executed")]),
     ("model_faults", "model faults", [

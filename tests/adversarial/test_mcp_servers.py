@@ -158,3 +158,37 @@ async def test_hostile_names_and_titles_are_shown_as_printable_text(
     assert {"tool": "hostile", "arguments": {}} in calls(log)  # the tool still runs
     figures.add(CATEGORY, "hostile_names_shown", len(shown))
     figures.add(CATEGORY, "cases", 1)
+
+
+async def test_huge_tool_definitions_do_not_grow_the_agent(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """After its own tools, the server pages on with one tool a page whose description is
+    24 MiB: every page under the line limit, twenty of them. The agent kept each until the
+    listing ended (near 500 MiB of descriptions at once) before it dropped them for their size;
+    it drops each as it comes now, and the server's own tools work."""
+    log = tmp_path / "mcp.jsonl"
+    model_server.enqueue(reply("hello"),
+                         reply(tool_uses=[ToolUse("toolu_l", "mcp__big__lookup", {"key": "k"})]),
+                         reply("ok"))
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await open_with(agent, workspace, [hostile("big", log, "huge")])
+        await agent.run_prompt(session, "hello", timeout=60)  # the listing takes its time
+        await listed(log, MAX_PAGES, 180)
+        _, updates, _ = await agent.run_prompt(session, "look it up", allow, timeout=120)
+        peak = peak_rss_kib(agent.process.pid)
+    result = model_server.requests[2].body["messages"][-1]["content"][0]
+    assert result["content"] == "value of k", result
+    tools = mcp_tools(model_server.requests[1].body, "big")
+    assert tools and not any(t["name"].startswith("mcp__big__huge") for t in tools)
+    assert "listed more than the agent takes" in told(updates), told(updates)
+    assert peak < 400 * 1024, f"the agent grew to {peak // 1024} MiB"
+    figures.add(CATEGORY, "huge_definitions_dropped", len(listings(log)) - 1)
+    figures.add(CATEGORY, "cases", 1)
+
+
+def peak_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")

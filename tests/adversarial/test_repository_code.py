@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import trio
+from acp_conformance.fakes.mcp_server import acp_stdio_server
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, reply
 
@@ -411,3 +412,156 @@ def test_the_fixture_plugin_really_runs(tmp_path: Path, marks: Path) -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert ran(marks) == ["direct"], (done.stdout, done.stderr)
     assert json.loads(done.stdout)["valid"] is False
+
+
+# -- red team: programs found on PATH inside the project --------------------------------------
+
+
+def shipped(folder: Path, marks: Path, *names: str) -> None:
+    """Programs a repository ships under ``folder``: each says that it ran, then fails."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        program = folder / name
+        program.write_text(f"#!/bin/sh\n{mark(marks, folder.name + '-' + name)}\nexit 1\n")
+        program.chmod(0o755)
+
+
+async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
+        tmp_path: Path, workspace: Path, marks: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """A PATH with a relative folder (``bin:$PATH``, ``./node_modules/.bin``: resolved where a
+    program runs, the project) or one of the project's own (direnv's ``PATH_add bin``): the
+    repository's ``git``, ``terraform``, ``cfn-lint``, ``rg``, the interpreter an MCP server
+    is configured by name (``python``), what that server starts by name (``sleep``) and the
+    ``diff`` that ``terraform fmt -diff`` runs took
+    the place of the user's, at ``session/new`` and in the checks after a write, with no
+    question; so did its ``yaml.py`` with ``PYTHONPATH=src`` (the inventory's reader runs in
+    the project) or the project's own folder on it (cfn-lint). Only the folders outside the
+    project count for what the agent starts on its own; the user's programs still run."""
+    git(workspace, "init", "-q", "-b", "main")
+    programs = ("git", "terraform", "tofu", "cfn-lint", "rg", "python", "diff", "sleep")
+    shipped(workspace / "bin", marks, *programs)  # on PATH as "bin"
+    shipped(workspace / "tools", marks, *programs)  # on PATH by its absolute path
+    for folder in ("src", "lib"):  # on PYTHONPATH: "src", and lib by its absolute path
+        (workspace / folder).mkdir()
+        for module in ("yaml", "hcl2", "cfnlint"):
+            (workspace / folder / f"{module}.py").write_text(
+                f"import os\nos.system({mark(marks, folder + '-' + module)!r})\n")
+    venv_bin = Path(sys.executable).parent
+    path = os.pathsep.join(["bin", str(workspace / "tools"), str(venv_bin),
+                            os.environ["PATH"]])
+    template = ("AWSTemplateFormatVersion: '2010-09-09'\nResources:\n  Logs:\n"
+                "    Type: AWS::S3::Bucket\n")
+    (workspace / "stack.tf").write_text('resource "terraform_data" "y" {}\n')
+    model_server.enqueue(
+        uses(("toolu_tf", "write_file", {"path": "main.tf",  # not formatted: fmt -diff runs
+                                         "content": 'resource "terraform_data" "x" {\n'
+                                                    'input="a"\n}\n'}),
+             ("toolu_cfn", "write_file", {"path": "stack.yaml", "content": template}),
+             ("toolu_grep", "grep", {"pattern": "terraform_data"}),
+             ("toolu_mcp", "mcp__db__lookup", {"key": "k"})),
+        reply("done"))
+    server = acp_stdio_server("db", tmp_path / "mcp.jsonl", "--spawn-child",
+                              str(tmp_path / "child.pids"))  # it starts `sleep` by name
+    server["command"] = "python"  # as a user writes it in config.toml
+    python_path = os.pathsep.join(["src", str(workspace / "lib")])
+    async with http_agent(tmp_path, model_server.base_url,
+                          extra={"PATH": path, "PYTHONPATH": python_path}) as agent:
+        await agent.initialize()
+        session = (await agent.call("session/new", {
+            "cwd": str(workspace), "mcpServers": [server]}))["sessionId"]
+        await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
+        answer, _, _ = await agent.run_prompt(session, "write", reject, timeout=120)
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert ran(marks) == [], f"the repository's programs ran: {ran(marks)}"
+    results = request_tool_results(model_server.requests[1].body)
+    assert "main.tf" in results["toolu_grep"]["content"], results["toolu_grep"]
+    assert results["toolu_mcp"]["content"] == "value of k", results["toolu_mcp"]
+    assert "branch main" in system_text(model_server, 0)
+    assert "terraform_data.y" in system_text(model_server, 1)  # the inventory's reader works
+    assert "not formatted" in results["toolu_tf"]["content"], results["toolu_tf"]
+    figures.add(CATEGORY, "programs_on_path_planted", 2 * len(programs) + 6)
+    figures.add(CATEGORY, "cases", 1)
+
+
+# -- red team: files that expand -------------------------------------------------------------
+
+
+def laughs(width: int, depth: int, leaf: int) -> str:
+    """A CloudFormation template of a few KB whose YAML aliases expand ``width ** depth``
+    times: each level a list of ``width`` references to the level below."""
+    lines = ["AWSTemplateFormatVersion: '2010-09-09'", "Resources:",
+             "  Logs: {Type: 'AWS::S3::Bucket'}", "Metadata:", f"  l0: &l0 {'x' * leaf}"]
+    lines += [f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, depth)]
+    return "\n".join(lines) + "\n"
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+async def test_a_yaml_bomb_does_not_grow_the_agent(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """Three templates of 2.4 KB each whose aliases expand to 200 MB of text ("billion
+    laughs"): the inventory's reader parsed them in its child, then handed the whole expansion
+    to the agent (686 MB for one, and past the reader's 10 s bound: the agent read on as long
+    as the child wrote). Each is left out with a note; the agent stays small."""
+    bombs = [f"bomb{n}.yaml" for n in range(3)]
+    for name in bombs:
+        (workspace / name).write_text(laughs(10, 6, 2000))
+    (workspace / "stacks").mkdir()
+    (workspace / "stacks" / "main.tf").write_text('resource "terraform_data" "kept" {}\n')
+    model_server.enqueue(*(reply(f"ok {n}") for n in range(8)))
+    prompts = 0
+    note = ""
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await start(agent, workspace)
+        while prompts < 8 and not all(name in note for name in bombs):
+            answer, _, _ = await agent.run_prompt(session, "hi", reject, timeout=60)
+            assert answer["result"]["stopReason"] == "end_turn"
+            system = system_text(model_server, prompts)
+            note = system[system.find("Not read (left out"):] if "Not read (left" in system else ""
+            prompts += 1
+            await trio.sleep(4)  # the inventory is rebuilt in the background
+        peak = peak_rss_mib(agent.process.pid)
+    assert peak < 400, f"the agent grew to {peak:.0f} MiB"
+    assert "terraform_data.kept" in system_text(model_server, prompts - 1)
+    assert all(name in note for name in bombs), f"not named as left out: {note[:500]}"
+    figures.add(CATEGORY, "expanding_files", len(bombs))
+    figures.add(CATEGORY, "cases", 1)
+
+
+async def test_a_gitignore_that_backtracks_stalls_nothing(
+        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
+        figures: Figures) -> None:
+    """A ``.gitignore`` line of sixteen ``*a`` and a file named with sixty ``a``: the
+    pattern's regular expression backtracks for longer than anyone waits (a minute at ten
+    ``*a``, and the interpreter's lock held all along), and the inventory, grep, glob and
+    list_files all match names against it, so the whole agent stopped answering. Ignore rules
+    are matched in linear time now, to the same answers."""
+    (workspace / ".gitignore").write_text("*a" * 16 + "b\n*.log\n!keep.log\n")
+    (workspace / ("a" * 60)).write_text("x\n")
+    (workspace / ("a" * 40 + "b")).write_text("ignored\n")
+    for name in ("debug.log", "keep.log", "main.tf"):
+        (workspace / name).write_text('resource "terraform_data" "x" {}\n')
+    model_server.enqueue(
+        uses(("toolu_grep", "grep", {"pattern": "x", "output_mode": "files_with_matches"}),
+             ("toolu_glob", "glob", {"pattern": "*"}),
+             ("toolu_list", "list_files", {"path": "."})),
+        reply("done"))
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await start(agent, workspace)
+        answer, _, _ = await agent.run_prompt(session, "look around", timeout=60)
+    assert answer["result"]["stopReason"] == "end_turn"
+    results = request_tool_results(model_server.requests[1].body)
+    for call_id in ("toolu_grep", "toolu_glob", "toolu_list"):
+        content = results[call_id]["content"]
+        assert "a" * 60 in content and "keep.log" in content and "main.tf" in content, content
+        assert "debug.log" not in content and "a" * 40 + "b" not in content, content
+    assert "terraform_data.x" in system_text(model_server, 0)
+    figures.add(CATEGORY, "backtracking_ignore_rules", 1)
+    figures.add(CATEGORY, "cases", 1)

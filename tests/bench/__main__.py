@@ -24,7 +24,7 @@ from typing import Any
 from tests.bench.common import REPO, Row
 
 BENCHES = ["startup", "streaming", "cancel", "sessions", "memory", "search", "caching",
-           "store_listing"]
+           "store_listing", "gate"]
 RESULTS = REPO / ".bench" / "results.json"
 README_BEGIN = "<!-- bench-table-begin -->"
 README_END = "<!-- bench-table-end -->"

@@ -135,11 +135,14 @@ async def test_a_destructive_tool_asks_then_runs_or_not(
     assert response["result"]["stopReason"] == "end_turn"
     assert [r["method"] for r in requests] == ["session/request_permission"]
     question = requests[0]["params"]
-    assert question["toolCall"]["title"] == "drop_table (db MCP server)"
+    assert question["toolCall"]["title"] == (
+        "May change real infrastructure: drop_table (db MCP server)")
+    assert "does not mark it read-only or non-destructive" in (
+        question["toolCall"]["content"][0]["content"]["text"])
     assert question["toolCall"]["kind"] == "other"
     assert question["toolCall"]["rawInput"] == {"name": "users"}
-    assert {o["kind"] for o in question["options"]} == {
-        "allow_once", "allow_always", "reject_once", "reject_always"}
+    assert [o["kind"] for o in question["options"]] == [
+        "allow_once", "reject_once", "reject_always"], "no Always allow for a destructive tool"
     done = tool_updates(updates)[-1]
     assert done["status"] == ("completed" if runs else "failed")
     assert calls(calls_log) == ([{"tool": "drop_table", "arguments": {"name": "users"}}]
@@ -148,12 +151,12 @@ async def test_a_destructive_tool_asks_then_runs_or_not(
                                                       else "Permission denied.")
 
 
-async def test_always_allow_holds_for_that_tool_and_plan_mode_refuses_it(
+async def test_always_allow_holds_for_a_non_destructive_tool_and_plan_mode_refuses_it(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
-    model_server.enqueue(call("mcp__db__drop_table", name="a"), reply("1"),
-                         call("mcp__db__drop_table", "toolu_2", name="b"), reply("2"),
-                         call("mcp__db__drop_table", "toolu_3", name="c"),
+    model_server.enqueue(call("mcp__db__append_note", text="a"), reply("1"),
+                         call("mcp__db__append_note", "toolu_2", text="b"), reply("2"),
+                         call("mcp__db__append_note", "toolu_3", text="c"),
                          call("mcp__db__lookup", "toolu_4", key="k"), reply("3"))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
     _, _, asked = await agent.run_prompt(session, "first", choose("allow_always"))
@@ -166,19 +169,36 @@ async def test_always_allow_holds_for_that_tool_and_plan_mode_refuses_it(
     assert tool_updates(updates, "toolu_3")[-1]["status"] == "failed"
     assert "Plan mode" in result_for(model_server, 5, "toolu_3")["content"]
     assert tool_updates(updates, "toolu_4")[-1]["status"] == "completed"  # read-only runs
-    assert [c["arguments"] for c in calls(calls_log)] == [{"name": "a"}, {"name": "b"},
+    assert [c["arguments"] for c in calls(calls_log)] == [{"text": "a"}, {"text": "b"},
                                                            {"key": "k"}]
 
 
-async def test_bypass_runs_a_destructive_tool_without_asking(
+async def test_bypass_asks_for_a_destructive_tool_and_runs_a_non_destructive_one(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
 ) -> None:
-    model_server.enqueue(call("mcp__db__drop_table", name="x"), reply("ok"))
+    model_server.enqueue(call("mcp__db__drop_table", name="x"),
+                         call("mcp__db__append_note", "toolu_2", text="y"), reply("ok"))
     session = await open_session(agent, workspace, [stdio_server("db", calls_log)])
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
-    _, updates, asked = await agent.run_prompt(session, "go")
-    assert asked == []
-    assert tool_updates(updates)[-1]["status"] == "completed"
+    _, updates, asked = await agent.run_prompt(session, "go", choose("reject_once"))
+    assert [q["params"]["toolCall"]["toolCallId"] for q in asked] == ["toolu_1"]
+    assert tool_updates(updates)[-1]["status"] == "failed"
+    assert tool_updates(updates, "toolu_2")[-1]["status"] == "completed"
+    assert calls(calls_log) == [{"tool": "append_note", "arguments": {"text": "y"}}]
+
+
+async def test_a_trusted_servers_destructive_tool_follows_the_modes(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
+    calls_log: Path, tmp_path: Path,
+) -> None:
+    write_config(Path(agent_env["IAC_CODE_HOME"]),
+                 "mode = \"bypass\"\n\n" + config_table("db", calls_log) + "trusted = true\n")
+    model_server.enqueue(call("mcp__db__drop_table", name="x"), reply("ok"))
+    async with spawn_agent(agent_env, tmp_path / "agent.stderr") as agent:
+        session = await open_session(agent, workspace, [])
+        _, updates, asked = await agent.run_prompt(session, "go")
+    assert asked == [], "trusted = true: bypass runs it"
+    assert calls(calls_log) == [{"tool": "drop_table", "arguments": {"name": "x"}}]
 
 
 async def test_text_and_image_result_reach_editor_and_model(
@@ -238,7 +258,7 @@ async def test_remote_servers_http_and_sse(
     assert result_for(model_server, 1)["content"] == "value of bug-1"
     assert result_for(model_server, 2, "toolu_2")["content"] == "sent"  # the editor's header
     _, updates, _ = await agent.run_prompt(session, "/mcp")
-    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 12 tools" \
+    assert f"tracker ({transport}, {remote_server.url}, from the editor): connected, 13 tools" \
         in messages_text(updates)
     remote_server.close()  # it goes away between prompts: the next one finds out and says so
     model_server.enqueue(reply("on without it"))
@@ -277,7 +297,7 @@ async def test_a_failing_server_is_reported_once_and_the_session_goes_on(
     listing = messages_text(updates)
     assert ("broken-db (stdio, /nonexistent/db-mcp, from the editor): failed: "
             "/nonexistent/db-mcp: not found") in listing
-    assert "db (stdio" in listing and "connected, 12 tools, 1 prompt\n" in listing + "\n"
+    assert "db (stdio" in listing and "connected, 13 tools, 1 prompt\n" in listing + "\n"
     assert "MCP server broken-db (stdio) failed: /nonexistent/db-mcp: not found" in agent.stderr
     assert "MCP server noisy (stdio) failed: exited with status 4" in agent.stderr
     assert "boom-db-error" in agent.stderr  # its stderr's tail, in the log
@@ -519,6 +539,14 @@ async def test_agent_exit_leaves_no_server_process(
         assert not pid_alive(server_pid) and not pid_alive(child_pid)
 
 
+def config_table(name: str, calls_log: Path) -> str:
+    """The fake MCP server (stdio) as a config.toml ``[mcp_servers.NAME]`` table."""
+    server = stdio_server(name, calls_log)
+    return (f"[mcp_servers.{name}]\ncommand = {json.dumps(server['command'])}\n"
+            f"args = {json.dumps(server['args'])}\n"
+            f"env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\n")
+
+
 def write_config(home: Path, text: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(text)
@@ -528,13 +556,9 @@ async def test_config_toml_servers_are_merged_and_the_editors_win(
     agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
     calls_log: Path, tmp_path: Path,
 ) -> None:
-    server = stdio_server("user-db", calls_log)
     write_config(Path(agent_env["IAC_CODE_HOME"]),
-                 f"mcp_startup_timeout = 20\n\n"
-                 f"[mcp_servers.user-db]\ncommand = {json.dumps(server['command'])}\n"
-                 f"args = {json.dumps(server['args'])}\n"
-                 f"env = {{ PYTHONPATH = {json.dumps(str(ROOT))} }}\n\n"
-                 f"[mcp_servers.shared]\ncommand = \"/nonexistent/from-config\"\n")
+                 "mcp_startup_timeout = 20\n\n" + config_table("user-db", calls_log) +
+                 "\n[mcp_servers.shared]\ncommand = \"/nonexistent/from-config\"\n")
     model_server.enqueue(reply("ok"), reply("ok"))
     checker = WireChecker(aliases=SEED_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:

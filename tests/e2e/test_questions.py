@@ -47,7 +47,8 @@ async def test_an_mcp_tool_question_shows_its_arguments_and_paths(
                          reply("Not written."))
     question = await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
     tool_call = question["params"]["toolCall"]
-    assert tool_call["title"] == "write_note (db MCP server)"
+    # A tool without hints may destroy (MCP's defaults): it asks in every mode and says so.
+    assert tool_call["title"] == "May change real infrastructure: write_note (db MCP server)"
     shown = texts(question)
     assert "write_note on the db MCP server" in shown
     assert '"path": "infra/notes.md"' in shown and '"text": "rotate keys"' in shown

@@ -126,6 +126,7 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
     """``cli.run_acp`` and ``stdio.serve_stdio`` on two streams, without a recorder (``--record``
     is an option: a process's)."""
     from iaccode import secret_env
+    from iaccode.cli import secret_names
     from iaccode.config import Config, ConfigError
     from iaccode.llm.providers import make_provider
     from iaccode.llm.script import ScriptError
@@ -140,7 +141,7 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
         return 2
     # What cli.seal_secrets does for a process, without taking the secrets out of the test's
     # environment: the user's secret names count as secrets (undone by _forget_caches).
-    secret_env.declare([*config.secret_names, config.api_key_env or ""])
+    secret_env.declare(secret_names(config))
     with _log_level(config.log_level), _log_file(config.log_file):
         log.info("iaccode serving ACP in the test's process (%s, model %s)", config.provider,
                  config.model)

@@ -355,6 +355,13 @@ def test_infra_changes_are_confirmed_by_default(tmp_path: Path) -> None:
 def test_iac_table_turns_the_infra_question_off(tmp_path: Path) -> None:
     env = home_with(tmp_path, "[iac]\nconfirm_infra_changes = false\n")
     assert Config.from_env(env).confirm_infra_changes is False
+    assert Config.from_env(env).hold_credentials is True
+
+
+def test_iac_table_lets_the_credentials_through(tmp_path: Path) -> None:
+    env = home_with(tmp_path, "[iac]\nhold_credentials = false\n")
+    assert Config.from_env(env).hold_credentials is False
+    assert Config.from_env({"IAC_CODE_HOME": str(tmp_path)}).hold_credentials is True
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -363,7 +370,8 @@ def test_iac_table_turns_the_infra_question_off(tmp_path: Path) -> None:
     ("[iac]\nconfirm_infra_changes = 0\n",
      "config.toml: iac.confirm_infra_changes must be a boolean, got an integer"),
     ("[iac]\nconfirm_infra = false\n",
-     "config.toml: unknown key 'iac.confirm_infra'; the [iac] keys are confirm_infra_changes"),
+     "config.toml: unknown key 'iac.confirm_infra'; the [iac] keys are confirm_infra_changes, "
+     "hold_credentials"),
     ("iac = true\n", "config.toml: iac must be a table, got a boolean"),
 ])
 def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) -> None:

@@ -67,8 +67,10 @@ def no_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A PATH holding only a stand-in terraform and cfn-lint; returns their call log."""
-    folder = tmp_path / "bin"
+    """A PATH holding only a stand-in terraform and cfn-lint; returns their call log. The
+    folder is beside the files checked, not among them: the checks run no program from a
+    PATH folder inside the project."""
+    folder = tmp_path.with_name(f"{tmp_path.name}-bin")
     stand_in(folder, "terraform", STAND_IN_TERRAFORM)
     stand_in(folder, "cfn-lint", STAND_IN_CFN_LINT)
     monkeypatch.setenv("PATH", str(folder))

@@ -123,7 +123,19 @@ RULES = {
          "iaccode.llm.script")),
     "protocol never imports trio: ACP's messages are plain data, no I/O": Rule(
         ("iaccode/protocol",), ("trio",)),
+    "gate sits below tools and turn: it knows the iac tables and the /proc reader only": Rule(
+        ("iaccode/gate",),
+        ("iaccode.tools", "iaccode.turn", "iaccode.session", "iaccode.server", "iaccode.remote",
+         "iaccode.mcp", "iaccode.llm", "iaccode.context", "iaccode.transcript", "iaccode.wire"),
+        ("iaccode.tools.procfs",)),
 }
+
+
+def test_the_gate_program_imports_only_what_starts_fast() -> None:
+    """The gate runs before every infrastructure CLI: the interpreter's built-in modules only
+    (and subprocess for a handler's helper command, imported when one is asked for)."""
+    found = {item.module for item in imports(ROOT / "iaccode" / "gate" / "shim.py")}
+    assert found <= {"sys", "posix", "marshal", "_socket", "_json", "subprocess"}, found
 
 
 @pytest.mark.parametrize("rule", RULES.values(), ids=RULES.keys())

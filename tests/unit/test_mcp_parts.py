@@ -13,7 +13,14 @@ import trio
 from acp_conformance.fakes.mcp_server import ROOT
 
 from iaccode.config import Config, ConfigError
-from iaccode.mcp.config import ServerConfigError, ServerSpec, from_acp, from_toml, merge
+from iaccode.mcp.config import (
+    ServerConfigError,
+    ServerSpec,
+    from_acp,
+    from_toml,
+    merge,
+    spec_secrets,
+)
 from iaccode.mcp.names import MAX_LENGTH, tool_name
 from iaccode.mcp.section import mcp_section
 from iaccode.mcp.servers import McpServers, expand_prompt
@@ -67,6 +74,38 @@ def test_bad_acp_servers_name_the_field(servers: list[object], where: str) -> No
     assert caught.value.where == where
 
 
+def test_the_secrets_a_server_is_given_are_its_secret_env_and_credential_headers() -> None:
+    stdio = ServerSpec("gh", "stdio", command="gh-mcp", env={
+        "GITHUB_TOKEN": "ghp_0123456789", "GH_HOST": "github.example.com",
+        "DATABASE_URL": "postgres://u:pw-0123456789@db/x"})
+    assert spec_secrets(stdio) == [("GITHUB_TOKEN", "ghp_0123456789"),
+                                   ("DATABASE_URL", "postgres://u:pw-0123456789@db/x")]
+    args = ServerSpec("a", "stdio", command="a", args=(
+        "--access-token", "tok-in-args-0123", "--api-key=key-in-args-0123", "--port", "8080",
+        "--password", "--verbose", "--db", "postgres://u:pw-0123456789@db/x"))
+    assert spec_secrets(args) == [("--access-token", "tok-in-args-0123"),
+                                  ("--api-key", "key-in-args-0123"), ("--db", "pw-0123456789")]
+    remote = ServerSpec("t", "http", url="https://t/mcp", headers={
+        "Authorization": "Bearer tok-0123456789", "X-Api-Key": "key-0123456789",
+        "Cookie": "session=abc0123456789", "X-Tenant": "acme-corporation",
+        "Accept": "application/json"})
+    assert spec_secrets(remote) == [
+        ("Authorization", "Bearer tok-0123456789"), ("Authorization", "tok-0123456789"),
+        ("X-Api-Key", "key-0123456789"), ("Cookie", "session=abc0123456789")]
+
+
+def test_a_session_holds_what_its_servers_are_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    import iaccode.secret_env as secret_env
+    from iaccode.redaction import redact
+
+    monkeypatch.setattr(secret_env, "_held", {})
+    specs = [ServerSpec("a", "stdio", command="a", env={"GITHUB_TOKEN": "first-token-0123"}),
+             ServerSpec("b", "stdio", command="b", env={"GITHUB_TOKEN": "second-token-0123"})]
+    McpServers(specs, Path("/"))  # not started: holding them comes first
+    assert redact("first-token-0123 second-token-0123") == (
+        "[secret GITHUB_TOKEN] [secret GITHUB_TOKEN]")  # two servers, one name: both held
+
+
 def test_config_toml_servers_and_the_editors_win() -> None:
     user = from_toml({"db": {"command": "db-mcp", "args": ["stdio"], "env": {"A": "1"}},
                       "tracker": {"url": "https://t.example/mcp", "headers": {"X": "y"}},
@@ -77,6 +116,14 @@ def test_config_toml_servers_and_the_editors_win() -> None:
     merged = {s.name: s for s in merge(user, editor)}
     assert merged["db"].command == "/editor/db" and merged["db"].origin == "editor"
     assert merged.keys() == {"db", "tracker", "old"}
+
+
+def test_a_config_toml_server_may_be_trusted() -> None:
+    specs = from_toml({"tf": {"command": "tf-mcp", "trusted": True},
+                       "remote": {"url": "https://r.example/mcp", "trusted": False},
+                       "plain": {"command": "x"}})
+    assert [spec.trusted for spec in specs] == [True, False, False]
+    assert not from_acp([{"name": "e", "command": "x", "args": [], "env": []}])[0].trusted
 
 
 def home_with(tmp_path: Path, text: str) -> Path:
@@ -91,6 +138,8 @@ def home_with(tmp_path: Path, text: str) -> Path:
     ("[mcp_servers.db]\ncommand = \"x\"\nenv = { A = 1 }\n", "mcp_servers.db.env: must be"),
     ("[mcp_servers.t]\ntype = \"ws\"\nurl = \"http://x\"\n", "mcp_servers.t.type: must be"),
     ("mcp_servers = 3\n", "mcp_servers: must be a table"),
+    ("[mcp_servers.db]\ncommand = \"x\"\ntrusted = \"yes\"\n",
+     "mcp_servers.db.trusted: must be a boolean"),
     ("mcp_startup_timeout = 0\n", "mcp_startup_timeout must be more than 0"),
 ])
 def test_bad_config_toml_servers_name_the_file_and_key(tmp_path: Path, text: str,
@@ -191,6 +240,37 @@ async def test_servers_connect_list_tools_prompts_and_end(tmp_path: Path) -> Non
 
     assert not pid_alive(server_pid) and not pid_alive(child_pid)
     assert mcp_section(McpServers([], tmp_path)) is None
+
+
+async def test_a_listing_keeps_what_fits_as_it_comes_and_what_came_before_a_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from iaccode.mcp import connection
+
+    monkeypatch.setattr(connection, "LIST_TIMEOUT", 0.5)
+    taken: list[str] = []
+
+    async def pages(cursor: str | None) -> SimpleNamespace:
+        page = int(cursor or 0)
+        if page == 3:
+            await trio.sleep_forever()
+        return SimpleNamespace(tools=[f"t{page}a", f"t{page}b"], next_cursor=str(page + 1))
+
+    def take(item: str) -> bool:
+        taken.append(item)
+        return item.endswith("a")
+
+    items, why = await connection._listing(pages, "tools", take)
+    assert items == ["t0a", "t1a", "t2a"] and taken == ["t0a", "t0b", "t1a", "t1b", "t2a", "t2b"]
+    assert why == "its tools list took longer than 0.5 s (3 taken from 3 pages)"
+
+    async def hangs(cursor: str | None) -> SimpleNamespace:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    with pytest.raises(TimeoutError):  # nothing came: the old lists stay (see _list_again)
+        await connection._listing(hangs, "tools")
 
 
 @pytest.mark.parametrize(("tools", "prompts", "status"), [

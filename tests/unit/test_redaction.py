@@ -12,7 +12,13 @@ import pytest
 
 from iaccode.mcp.names import shown
 from iaccode.redaction import Redactor
-from iaccode.turn.exposure import Exposure, is_secret_file, secret_file_in
+from iaccode.turn.exposure import (
+    Exposure,
+    is_secret_file,
+    secret_file_in,
+    secret_file_reached,
+    secret_file_shown,
+)
 
 TOKEN = "dpl-8f3K+q/Zx9Lm2Wv7Tr4Ys1Nb6Qe0Ha"
 REDACT = Redactor([("DEPLOY_TOKEN", TOKEN), ("SHORTER", "abcdefgh")])
@@ -50,6 +56,23 @@ def test_a_value_inside_another_is_replaced_whole() -> None:
     assert redact("x abcdefgh-and-more y abcdefgh") == "x [secret LONG] y [secret SHORT]"
 
 
+@pytest.mark.parametrize("url", [
+    f"https://x.example/{TOKEN[:9]}/{TOKEN[9:]}",  # path segments
+    f"https://{TOKEN.encode().hex()[:40]}.{TOKEN.encode().hex()[40:]}.x.example/",  # labels
+    f"https://{base64.b32encode(TOKEN.encode()).decode().lower()}.x.example/",  # base32
+    f"https://x.example/?d={base64.b32encode(b'ab' + TOKEN.encode()).decode()}",  # offset
+    f"https://x.example/?d={TOKEN.upper()}",  # another case
+])
+def test_a_value_spread_over_a_url_is_found(url: str) -> None:
+    assert REDACT.find_spread(url) == "DEPLOY_TOKEN"
+
+
+def test_only_long_values_are_looked_for_spread_out() -> None:
+    assert REDACT.find_spread("https://x.example/a/b/c-d.e?f=g") is None
+    assert REDACT.find_spread("https://abc.defgh.example/") is None  # SHORTER, spread: too short
+    assert REDACT.find_spread("https://x.example/abcdefgh") == "SHORTER"  # as it is: found
+
+
 def test_the_piece_of_a_value_left_at_a_cut_goes_too() -> None:
     head = "output ... " + TOKEN[:12]
     tail = TOKEN[9:] + " more"
@@ -60,22 +83,27 @@ def test_the_piece_of_a_value_left_at_a_cut_goes_too() -> None:
 
 
 def test_structured_output_is_redacted_in_its_strings() -> None:
-    data = {"output": f"k={TOKEN}", "list": [TOKEN, 3, None], "n": 1}
+    data = {"output": f"k={TOKEN}", "list": [TOKEN, 3, None], "n": 1, TOKEN: {"k": TOKEN}}
     assert REDACT.value(data) == {"output": "k=[secret DEPLOY_TOKEN]",
-                                  "list": ["[secret DEPLOY_TOKEN]", 3, None], "n": 1}
+                                  "list": ["[secret DEPLOY_TOKEN]", 3, None], "n": 1,
+                                  "[secret DEPLOY_TOKEN]": {"k": "[secret DEPLOY_TOKEN]"}}
 
 
 @pytest.mark.parametrize("name", [".env", ".env.production", ".envrc", "prod.tfvars",
                                   "x.auto.tfvars.json", "terraform.tfstate",
                                   "terraform.tfstate.backup", "id_rsa", "server.pem", "tls.key",
                                   "credentials", "gcp-credentials.json", ".netrc", ".pgpass",
-                                  "/home/u/.aws/credentials", "deploy/.ENV"])
+                                  "/home/u/.aws/credentials", "deploy/.ENV",
+                                  "/home/u/.kube/config", "~/.aliyun/config.json",
+                                  "/home/u/.config/gh/hosts.yml", "~/.docker/config.json",
+                                  "k8s/db-secret.yaml", "/home/u/.ssh/deploy_key_2024"])
 def test_secrets_files(name: str) -> None:
     assert is_secret_file(name)
 
 
 @pytest.mark.parametrize("name", ["main.tf", "variables.tf", "README.md", "id_rsa.pub",
-                                  "environment.py", "keys.md", ".envoy.yaml"])
+                                  "environment.py", "keys.md", ".envoy.yaml", "secret_env.py",
+                                  "config/app.yaml", "/home/u/.config/git/config"])
 def test_not_secrets_files(name: str) -> None:
     assert not is_secret_file(name)
 
@@ -92,6 +120,38 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
     assert exposure.secret_file == "a.tfvars"  # a fetch of a URL ending in .env reads none
 
 
+@pytest.mark.parametrize(("output", "expected"), [
+    (".env:1:STRIPE_KEY=sk_live_x", ".env"),  # the grep tool, content
+    ("src/a.py:3:x\nconfig/prod.tfvars:12:db_password = 1", "config/prod.tfvars"),
+    (".env:2", ".env"),  # count
+    ("./deploy/.env.prod:TOKEN=x", "./deploy/.env.prod"),  # grep -r
+    ("a.py-4-context\n.env-5-KEY=x", None),  # context lines name no file by ':'
+    ("credentials: {user: x}\nsecrets.yaml is here", None),  # a YAML key, a mention
+    ("total 8\n-rw-r--r-- 1 u u 40 Jan 1 .env", None),  # ls names it, shows nothing of it
+])
+def test_a_secrets_file_whose_lines_an_output_shows_counts(output: str,
+                                                           expected: str | None) -> None:
+    assert secret_file_shown(output) == expected
+
+
+def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
+    assert secret_file_reached({"path": "notes.txt"}, ["/p/.env"]) == "/p/.env"
+    assert secret_file_reached({"path": "notes.txt"}, ["/p/notes.txt"]) is None
+    exposure = Exposure.from_records([  # a loaded session: the locations, the results
+        {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "n.txt"},
+                                        "locations": [{"path": "/p/n.txt"}]},
+         "end": {"content": [{"type": "content", "content": {"type": "text",
+                                                               "text": "no secret"}}]}},
+        {"type": "tool_call", "start": {"name": "grep", "rawInput": {"pattern": "KEY"}},
+         "end": {"content": [{"type": "content", "content": {"type": "text",
+                                                               "text": ".env:1:KEY=v"}}]}},
+    ])
+    assert exposure.secret_file == ".env"
+    linked = Exposure.from_records([{"type": "tool_call", "start": {
+        "name": "read_file", "rawInput": {"path": "n.txt"}, "locations": [{"path": "/p/.env"}]}}])
+    assert linked.secret_file == "/p/.env"
+
+
 def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
     class Args:
         url = "https://Example.com:8443/x?d=1"
@@ -103,6 +163,17 @@ def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
     assert exposure.host_to_ask("web_fetch", Args(), "bypass") is None
     exposure.hosts.add("example.com")
     assert exposure.host_to_ask("web_fetch", Args(), "plan") is None
+
+
+def test_another_tool_that_reaches_out_asks_after_a_secrets_file_too() -> None:
+    exposure = Exposure()
+    exposure.note("read_file", {"path": ".env"})
+    fetch = "mcp__web__fetch"
+    assert exposure.host_to_ask(fetch, {"url": "https://c.example/?d=x"}, "default",
+                                "fetch") == "c.example"
+    assert exposure.host_to_ask(fetch, {"q": "weather"}, "default", "fetch") == fetch
+    assert exposure.host_to_ask("mcp__db__lookup", {"key": "k"}, "default", "read") is None
+    assert exposure.host_to_ask(fetch, {"q": "x"}, "bypass", "fetch") is None
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

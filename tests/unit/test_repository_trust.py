@@ -12,7 +12,7 @@ import pytest
 from iaccode.context.git import driver_settings, repository_root
 from iaccode.iac.parse_error import TooDeep, check_depth
 from iaccode.iac.plugins import installed_packages, needs_providers, validate_verdict
-from iaccode.iac.reader import FileReader, Skipped, plain
+from iaccode.iac.reader import FileReader, Skipped, TooBig, _line_within, plain
 
 
 def test_every_driver_is_emptied() -> None:
@@ -105,3 +105,28 @@ def test_plain_data_carries_no_cycles() -> None:
     loop: list[object] = []
     loop.append(loop)
     assert plain({"a": loop, 1: (2, {3})}) == {"a": [None], "1": [2, "{3}"]}
+
+
+def test_plain_data_is_bounded_in_what_it_expands_to() -> None:
+    leaf = "x" * 100
+    level: object = leaf
+    for _ in range(4):
+        level = [level] * 10  # one object, reached 10 ** 4 times
+    assert len(plain(level, room=2_000_000)[0][0][0]) == 10  # ~1 MB: fits
+    with pytest.raises(TooBig):
+        plain(level, room=500_000)
+    with pytest.raises(TooBig):
+        plain({leaf * 10: None}, room=900)  # keys count too
+
+
+def test_an_answer_of_the_reader_is_bounded_in_size_and_time() -> None:
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream, os.fdopen(write, "wb", buffering=0) as out:
+        out.write(b'{"a": 1}\n')
+        assert _line_within(stream, 5, 1024) == b'{"a": 1}\n'
+        out.write(b"x" * 5000)
+        with pytest.raises(TooBig):
+            _line_within(stream, 5, 1024)
+        out.write(b"no end of line")
+        with pytest.raises(TimeoutError):  # a line begun is not a line: the bound holds
+            _line_within(stream, 0.3, 1 << 20)

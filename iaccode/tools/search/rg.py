@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
+from iaccode.installed import inside, which
 from iaccode.tools.exception_groups import sole
 
 USE_RG = True
@@ -37,12 +37,16 @@ def _locate_rg() -> str | None:
     beside = Path(sys.executable).parent / "rg"
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    return shutil.which("rg")
+    return which("rg")
 
 
-def find_rg() -> str | None:
-    """The ``rg`` binary to run, or None to use the Python fallback."""
-    return _locate_rg() if USE_RG else None
+def find_rg(project: Path | None = None) -> str | None:
+    """The ``rg`` binary to run, or None to use the Python fallback: the user's, never one
+    from a PATH folder inside ``project`` (:mod:`iaccode.installed`)."""
+    found = _locate_rg() if USE_RG else None
+    if found is not None and project is not None and inside(found, [project]):
+        return which("rg", [project])
+    return found
 
 
 @frozen

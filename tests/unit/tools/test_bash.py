@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import trio
 from acp_conformance.processes import group_gone, pid_alive
+from attrs import evolve
 
+from iaccode.gate.channel import GatePolicy
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
 from iaccode.tools import process_tree
@@ -364,7 +366,7 @@ class FakeTerminal:
         return ExitStatus(self.exit_code, None)
 
     async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int) -> str:
+                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
         self.calls.append(("create", command, args, cwd, output_byte_limit))
         await trio.lowlevel.checkpoint()
         if self.create_error is not None:
@@ -469,9 +471,17 @@ async def test_terminal_cancellation_is_bounded_when_kill_hangs(tmp_path: Path) 
     assert terminal.names() == ["create", "wait_for_exit", "kill", "release"]
 
 
-async def test_terminal_create_error_is_a_failure(tmp_path: Path) -> None:
+async def never_asked(question: Any) -> str | None:
+    raise AssertionError("no gate runs here")
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["no-gates", "gates"])
+async def test_terminal_create_error_is_a_failure(tmp_path: Path, gated: bool) -> None:
     terminal = FakeTerminal(create_error=ToolFailure(
         "The editor could not run the command: no shells today"))
+    ctx = make_ctx(tmp_path, terminal=terminal)
+    if gated:  # the gate's channel around the call must not wrap the failure in a group
+        ctx = evolve(ctx, gate=GatePolicy(never_asked))
     with trio.fail_after(10), pytest.raises(ToolFailure, match="no shells today"):
-        await run(make_ctx(tmp_path, terminal=terminal), "ls")
+        await run(ctx, "ls")
     assert terminal.names() == ["create"]

@@ -144,3 +144,59 @@ def test_added_folders_count_as_the_project_by_their_real_paths(cwd: Path,
     args = tool_input({"path": str(added / "a.tf"), "content": ""}, edit.input_type)
     assert permissions.decide(edit, args, mode="accept_edits", cwd=cwd, remembered={},
                               additional=(added,)).decision is R
+
+
+def test_what_the_line_names_for_the_gates_is_approved_with_it(cwd: Path) -> None:
+    verdict = decide(cwd, "bash", "bypass",
+                     command="terraform apply && /usr/local/bin/kubectl delete ns x && "
+                             "helm uninstall $RELEASE")
+    assert verdict.decision is A
+    # exactly what the line spells out; the gate does not see the path, and $RELEASE is
+    # not known until the shell expands it
+    assert verdict.approved_changes == {("terraform", "apply")}
+    assert verdict.infra_change == "terraform apply; kubectl delete; helm uninstall"
+
+
+class _Destructive(Tool):
+    name, description, kind, read_only = "mcp__tf__apply", "apply", "other", False
+    input_type, input_schema = dict, {"type": "object"}
+    always_asks = permissions.MCP_ALWAYS_ASKS
+
+    def title(self, args: Any) -> str:
+        return "apply (tf MCP server)"
+
+    async def run(self, args: Any, ctx: Any) -> Any:
+        raise AssertionError
+
+
+@pytest.mark.parametrize(("annotations", "asks"), [
+    ({}, True), ({"destructiveHint": True}, True), ({"readOnlyHint": False}, True),
+    ({"readOnlyHint": True}, False), ({"destructiveHint": False}, False),
+])
+def test_an_mcp_tool_may_change_infrastructure_unless_its_server_says_otherwise(
+        annotations: dict[str, Any], asks: bool) -> None:
+    assert permissions.mcp_may_change_infrastructure(annotations) is asks
+
+
+def test_a_tool_that_always_asks_asks_in_every_mode(cwd: Path) -> None:
+    tool = _Destructive()
+    verdicts = [permissions.decide(tool, {}, mode=mode, cwd=cwd, remembered={"x": True,
+                                   tool.name: True}) for mode in ("default", "bypass", "plan")]
+    assert [v.decision for v in verdicts] == [A, A, X]
+    assert "does not mark it read-only" in (verdicts[0].infra_change or "")
+    off = permissions.decide(tool, {}, mode="bypass", cwd=cwd, remembered={},
+                             confirm_infra_changes=False)
+    assert off.decision is R
+    question = permissions.infra_question(ToolCallFields("t", "apply (tf MCP server)"),
+                                          verdicts[0].infra_change or "", "")
+    assert question.title == "May change real infrastructure: apply (tf MCP server)"
+
+
+def test_a_reader_that_fails_asks(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(permissions, "infra_changes", broken)
+    verdict = decide(cwd, "bash", "bypass", command="ls")
+    assert verdict.decision is A and verdict.approved_changes == frozenset()
+    assert verdict.infra_change == "iac-code could not read this command line"

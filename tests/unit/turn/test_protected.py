@@ -91,6 +91,90 @@ def test_bash_lines_that_name_a_protected_path(places: tuple[Path, Path, Path],
     assert protected(places).command_reason(command, project) is not None, command
 
 
+@pytest.mark.parametrize("command", [
+    'echo x >> "$HOME"/.bashrc', "echo x >> ~/'.bashrc'", "echo x >> \"${HOME}\"'/.bashrc'",
+    "echo x | tee -a ~/.bashr?", "echo x >> ~/.{zshrc,nothing}", "cp x ~/.ss[h]",
+    "bash -c 'echo x >> ~/.bashrc'", "echo x > ~/'.local/bin/git'",
+])
+def test_bash_lines_that_name_a_protected_path_as_a_shell_reads_them(
+        places: tuple[Path, Path, Path], command: str) -> None:
+    home, _, project = places
+    (home / ".bashrc").write_text("x\n")
+    assert protected(places).command_reason(command, project) is not None, command
+
+
+def test_the_accounts_own_home_is_protected_as_user(places: tuple[Path, Path, Path]) -> None:
+    """``$HOME`` set elsewhere: ``~user`` (and its real path) is the account's home still."""
+    import pwd
+
+    account = pwd.getpwuid(os.geteuid())
+    _, _, project = places
+    guard = protected(places)
+    assert guard.reason(resolve_path(project, f"~{account.pw_name}/.ssh/x")) is not None
+    assert guard.command_reason(f"touch ~{account.pw_name}/.bashrc", project) is not None
+
+
+def test_a_protected_place_that_is_a_symlink_protects_its_target(
+        places: tuple[Path, Path, Path]) -> None:
+    home, agent, project = places
+    (home / "dotfiles" / "ssh").mkdir(parents=True)
+    (home / ".ssh").rmdir()
+    (home / ".ssh").symlink_to("dotfiles/ssh")
+    (home / "dotfiles" / "bashrc").write_text("x\n")
+    (home / ".bashrc").symlink_to("dotfiles/bashrc")
+    guard = protected(places)
+    for raw in ("~/.ssh/authorized_keys", "~/dotfiles/ssh/authorized_keys", "~/.bashrc",
+                "~/dotfiles/bashrc"):
+        assert guard.reason(resolve_path(project, raw.replace("~", str(home)))), raw
+    assert guard.reason(resolve_path(project, str(home / "dotfiles" / "vimrc-notes"))) is None
+
+
+def test_a_folder_on_path_protects_what_is_directly_in_it(
+        places: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    home, agent, project = places
+    tools, inside = home / "tools", project / "bin"
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tools), str(home), "relative/bin",
+                                                str(inside), os.environ["PATH"]]))
+    guard = Protected.of(Config(home=agent), user_home=home, project=project)
+    assert guard.reason(tools / "git") is not None
+    assert guard.reason(home / "git") is not None  # $HOME itself on PATH
+    assert guard.reason(tools / "sub" / "x") is None  # PATH finds no program in a subfolder
+    assert guard.reason(project / "main.tf") is None  # the project below a PATH folder
+    assert guard.reason(inside / "deploy") is None  # the project's own bin (direnv PATH_add)
+
+
+def test_the_project_git_folder_is_protected_where_it_lives(
+        places: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    import subprocess
+
+    home, agent, project = places
+    gitdir = tmp_path / "gitdirs" / "proj"
+    gitdir.parent.mkdir()
+    subprocess.run(["git", "init", "-q", f"--separate-git-dir={gitdir}"], cwd=project,
+                   check=True)
+    guard = Protected.of(Config(home=agent), user_home=home, project=project)
+    assert guard.reason(Path(os.path.realpath(gitdir)) / "hooks" / "pre-commit") is not None
+    assert Protected.of(Config(home=agent), user_home=home).reason(
+        Path(os.path.realpath(gitdir)) / "config") is None  # only the project's
+
+
+def test_a_file_with_other_names_is_protected(places: tuple[Path, Path, Path]) -> None:
+    home, _, project = places
+    (home / ".bashrc").write_text("x\n")
+    os.link(home / ".bashrc", project / "rc")
+    (project / "single").write_text("x\n")
+    why = protected(places).reason(project / "rc")
+    assert why is not None and "1 other name(s) (a hard link)" in why
+    assert protected(places).reason(project / "single") is None
+
+
+def test_the_packages_iac_code_runs_from_are_protected(places: tuple[Path, Path, Path]) -> None:
+    import sysconfig
+
+    site_packages = Path(os.path.realpath(sysconfig.get_paths()["purelib"]))
+    assert protected(places).reason(site_packages / "evil.pth") is not None
+
+
 @pytest.mark.parametrize("command", ["ls -la", "terraform plan", "cat main.tf > out.txt",
                                      "echo $HOME", "git status", "cd .. && ls"])
 def test_bash_lines_that_do_not(places: tuple[Path, Path, Path], command: str) -> None:
@@ -114,6 +198,15 @@ def test_a_protected_write_asks_in_every_mode(places: tuple[Path, Path, Path],
                          content="x")
         assert verdict.decision is Decision.ASK and verdict.protected, (mode, remembered)
         assert verdict.remember is False
+
+
+def test_a_line_that_changes_infrastructure_and_writes_a_protected_place_says_both(
+        places: tuple[Path, Path, Path]) -> None:
+    verdict = decide(places, "bash", "bypass", {"bash": True},
+                     command=f"terraform apply && cat creds >> {places[0]}/.aws/credentials")
+    assert verdict.decision is Decision.ASK and verdict.remember is False
+    assert verdict.infra_change == "terraform apply"
+    assert verdict.protected is not None and ".aws" in verdict.protected
 
 
 def test_always_reject_still_refuses(places: tuple[Path, Path, Path]) -> None:

@@ -1,14 +1,19 @@
-"""The infra-change guard on command lines: what changes real infrastructure, what only reads."""
+"""The text reader on command lines: what changes real infrastructure, what only reads, and
+what a gate cannot see (it asks, saying it cannot tell)."""
 
 from __future__ import annotations
 
+import os
 import shlex
+from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iaccode.iac.guard import infra_change
+from iaccode.iac.guard import Finding, infra_change, infra_changes
+
+READER = settings.get_profile(os.environ.get("IAC_HYPOTHESIS", "reader-ci"))
 
 CHANGES = [
     ("terraform apply", "terraform apply"),
@@ -96,13 +101,8 @@ CHANGES = [
     ("helm rollback web 2", "helm rollback"),
     ("pulumi up --yes", "pulumi up"),
     ("pulumi destroy -y", "pulumi destroy"),
-    ("pulumi refresh --yes", "pulumi refresh --yes"),
+    ("pulumi refresh --yes", "pulumi refresh"),
     ("pulumi -C infra up", "pulumi up"),
-    ("make apply", "make apply (a make target)"),
-    ("make -C infra deploy-prod", "make deploy-prod (a make target)"),
-    ("make ENV=prod tf-destroy", "make tf-destroy (a make target)"),
-    ("just deploy", "just deploy (a just target)"),
-    ("task tf:apply", "task tf:apply (a task target)"),
     ("$TERRAFORM_BIN destroy -auto-approve",
      "$TERRAFORM_BIN destroy (a program named through a variable or a substitution)"),
     ("cd infra && \"${TF_BIN}\" apply",
@@ -111,6 +111,53 @@ CHANGES = [
      "$(which terraform) apply (a program named through a variable or a substitution)"),
     ("`which kubectl` delete -f k8s/",
      "`which kubectl` delete (a program named through a variable or a substitution)"),
+]
+
+GATE_BLIND = [
+    # a CLI by its path: the gate never sees it
+    "/usr/local/bin/terraform apply",
+    "./bin/kubectl delete pod web",
+    "~/bin/helm uninstall web",
+    "$HOME/.local/bin/pulumi up --yes",
+    "\"$TOOLS\"/terraform destroy",
+    "f() { /opt/tf/terraform \"$@\"; }; f apply",
+    "python3 -c \"import os; os.execv('/opt/tf/terraform', ['terraform', 'apply'])\"",
+    "perl -e 'exec \"/usr/bin/kubectl\", \"delete\", \"ns\", \"prod\"'",
+    "echo '/usr/local/bin/terraform destroy -auto-approve' | sh",
+    "sh <<'EOF'\n/usr/local/bin/terraform apply -auto-approve\nEOF",
+    "node -e \"require('child_process').execSync('/usr/local/bin/terraform apply')\"",
+    "ln -s /usr/local/bin/terraform ./tf",
+    "cp /usr/bin/kubectl /tmp/k",
+    # a changed PATH: a CLI may be found before the gate
+    "PATH=/usr/bin:/bin terraform apply",
+    "PATH=/usr/local/bin kubectl delete ns prod",
+    "env -i PATH=/usr/bin:/bin bash -c 'terraform apply'",
+    "env -i terraform destroy",
+    "command -p kubectl delete ns prod",
+    "export PATH=/opt/real; terraform apply",
+    "PATH=$(dirname $(type -P -a terraform | tail -1)) terraform apply",
+    "unset PATH; /usr/bin/env terraform apply",
+    "hash -p /usr/local/bin/terraform terraform; terraform apply",
+    "env -u PATH terraform apply",
+    # looking for what is behind the gate
+    "$(type -P -a terraform | tail -1) apply",
+    "cp \"$(type -P -a terraform | tail -1)\" ./tfx && ./tfx apply",
+    "for p in $(which -a kubectl); do $p delete ns x; done",
+    "whereis terraform",
+    "cp /proc/$(pgrep -n terraform)/exe ./t",
+    "find / -name terraform -type f -exec {} apply \\;",
+    "locate bin/kubectl",
+    # a program it cannot name, with a changing verb
+    "./tfx apply",
+    "/tmp/x destroy -auto-approve",
+    "$TERRAFORM_BIN destroy -auto-approve",
+    "$(which tofu) apply",
+    "`which kubectl` delete -f k8s/",
+    # a nested line too deep to read
+    "bash -c " + shlex.quote("bash -c " + shlex.quote("bash -c " + shlex.quote(
+        "bash -c " + shlex.quote("bash -c " + shlex.quote("bash -c " + shlex.quote(
+            "bash -c " + shlex.quote("bash -c " + shlex.quote("bash -c " + shlex.quote(
+                "bash -c 'echo hi'"))))))))),
 ]
 
 READ_ONLY = [
@@ -156,7 +203,6 @@ READ_ONLY = [
     "helm list -n prod",
     "helm install web ./chart --dry-run",
     "pulumi preview",
-    "pulumi refresh",
     "pulumi stack ls",
     "ls -la && cat main.tf",
     "",
@@ -165,6 +211,8 @@ READ_ONLY = [
     "make -C infra validate test",
     "just fmt",
     "make --help deploy",
+    "make apply",  # what the target runs meets the gate (terraform apply by name)
+    "just deploy-prod",
     "$EDITOR main.tf",
     "$TERRAFORM_BIN plan -out=tfplan",
     "$(which terraform) validate",
@@ -183,7 +231,32 @@ def test_read_only_commands_are_ordinary(command: str) -> None:
 
 
 def test_the_table_is_large_enough() -> None:
-    assert len(CHANGES) + len(READ_ONLY) >= 60
+    assert len(CHANGES) + len(READ_ONLY) + len(GATE_BLIND) >= 150
+
+
+def test_a_cli_named_on_the_line_is_one_the_gate_will_see() -> None:
+    assert infra_changes("cd infra && terraform apply -auto-approve") == [
+        Finding("terraform apply", gate_sees=True,
+                argv=("terraform", "apply", "-auto-approve"))]
+    assert infra_changes("kubectl delete ns a; helm uninstall $R") == [
+        Finding("kubectl delete", gate_sees=True, argv=("kubectl", "delete", "ns", "a")),
+        Finding("helm uninstall", gate_sees=True)]  # $R: the argv is not known yet
+
+
+def test_a_path_into_the_gates_is_the_gate(tmp_path: Path) -> None:
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    assert infra_changes(f"{gates}/terraform apply", gates=gates) == [
+        Finding("terraform apply", gate_sees=True)]  # seen, but not pre-allowed
+    assert infra_changes("/usr/local/bin/terraform apply", gates=gates) == [
+        Finding("terraform apply", gate_sees=False)]
+
+
+@pytest.mark.parametrize("command", GATE_BLIND)
+def test_what_a_gate_cannot_see_asks(command: str) -> None:
+    found = infra_changes(command, env={"HOME": "/home/u"}, cwd=Path("/"))
+    assert found, command
+    assert not any(finding.gate_sees for finding in found), found
 
 
 def test_an_unclosed_quote_still_finds_the_change() -> None:
@@ -191,12 +264,19 @@ def test_an_unclosed_quote_still_finds_the_change() -> None:
     assert infra_change("echo 'unfinished; terraform plan") is None
 
 
-_PREFIXES = ["sudo ", "sudo -u deploy ", "env A=1 ", "time ", "nohup ", "X=1 Y=2 ", "timeout 5 ",
-             "nice -n 5 ", "command ", "exec "]
+_PREFIXES = ["sudo -E ", "sudo -u deploy -E ", "env A=1 ", "time ", "nohup ", "X=1 Y=2 ",
+             "timeout 5 ", "nice -n 5 ", "command ", "exec ", "setsid ", "flock /tmp/l ",
+             "strace -f -o /dev/null ", "stdbuf -oL ", "ionice -c 3 ", "xargs "]
 _CONTEXTS = ["{}", "cd infra && {}", "true; {}", "false || {}", "echo yes | {}", "({})",
-             "{} > out.log 2>&1", "if true; then {}; fi", "echo $({})", "{} &"]
+             "{} > out.log 2>&1", "if true; then {}; fi", "echo $({})", "{} &",
+             "cat <({})", "tee >({}) < /dev/null", "coproc {}", "while false; do :; done; {}",
+             "for i in 1; do {}; done", "trap {q} EXIT", "watch -n 1 {q}",
+             "find . -maxdepth 0 -exec sh -c {q} \\;", "su -c {q}", "eval {q}"]
+"""Where a line may stand: ``{}`` as it is, ``{q}`` quoted as one word (shlex.quote), as a
+shell would need it nested."""
 
 
+@READER
 @given(st.sampled_from([c for c in CHANGES if "'" not in c[0] and '"' not in c[0]
                         and "`" not in c[0] and "$(" not in c[0] and "#" not in c[0]]),
        st.lists(st.sampled_from(_PREFIXES), max_size=3),
@@ -208,12 +288,13 @@ def test_wrapped_and_chained_changes_are_still_found(
     command, change = case
     line = "".join(prefixes) + command
     for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
-        line = context.format(line)
+        line = context.format(line, q=shlex.quote(line))
         if shell:
             line = f"bash -c {shlex.quote(line)}"
     assert infra_change(line) == change, line
 
 
+@READER
 @given(st.sampled_from([c for c in READ_ONLY if c and "#" not in c]),
        st.lists(st.sampled_from(_PREFIXES), max_size=3),
        st.lists(st.sampled_from(_CONTEXTS), max_size=3),
@@ -222,7 +303,7 @@ def test_wrapped_and_chained_reads_stay_ordinary(
         command: str, prefixes: list[str], contexts: list[str], shells: list[bool]) -> None:
     line = "".join(prefixes) + command
     for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
-        line = context.format(line)
+        line = context.format(line, q=shlex.quote(line))
         if shell:
             line = f"bash -c {shlex.quote(line)}"
     assert infra_change(line) is None, line
@@ -235,3 +316,25 @@ def test_a_program_named_in_the_environment_is_looked_up(monkeypatch: pytest.Mon
     assert infra_change("${TF} plan") is None  # known, and only a read
     assert infra_change("$KUBE delete -f k8s/") == "kubectl delete"
     assert infra_change("$KUBE get pods") is None
+
+
+def test_what_runs_where_no_gate_stands_asks(tmp_path: Path) -> None:
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "ansible-playbook").write_text("#!/bin/sh\n")
+    (tmp_path / "plain" / "bin").mkdir(parents=True)
+    (tmp_path / "package.json").write_text(
+        '{"scripts": {"deploy": "cdk deploy --all", "build": "tsc"}}')
+    asks = ["npx cdk deploy", "npx aws-cdk@2 destroy --force", "npm exec -- cdk deploy",
+            "uv run ansible-playbook site.yml", "poetry run pulumi up --yes", "npm run deploy",
+            "yarn deploy", "source .venv/bin/activate && ansible-playbook site.yml",
+            "docker run --rm -v ~/.aws:/root/.aws hashicorp/terraform apply",
+            "podman run amazon/aws-cli s3 rb s3://b", "ssh host 'A=apply; terraform $A'",
+            "echo 'terraform apply' | at now", "tmux new -d 'terraform apply'",
+            "crontab jobs.txt"]
+    for line in asks:
+        found = infra_changes(line, cwd=tmp_path)
+        assert found and not any(f.gate_sees for f in found), line
+    for line in ["npm run build", "npx prettier --check .", "source plain/bin/activate && pytest",
+                 "docker run --rm alpine echo hi", "ssh -T git@github.com", "crontab -l",
+                 "uv run pytest"]:
+        assert infra_changes(line, cwd=tmp_path) == [], line

@@ -1,0 +1,170 @@
+"""The cloud CLIs of the table (:mod:`iaccode.iac.clis`): aws, aliyun, gcloud, gsutil, az.
+
+Their verbs are many and grow every month, so these read the operation's name: a read is one
+whose name says so (``describe-*``, ``list``, ``get``, ``Describe*``, ``GET``), a download
+from an object store is a read, and anything else changes real infrastructure.
+"""
+
+from __future__ import annotations
+
+from iaccode.iac.argv import TABLE, Change, Decision, Parsed, Spec, options, verbs
+
+_AWS_OPTIONS = options(
+    "--region --profile --output --endpoint-url --query --cli-read-timeout "
+    "--cli-connect-timeout --ca-bundle --color --cli-binary-format")
+_AWS_READ_PREFIXES = (
+    "describe-", "list-", "get-", "head-", "batch-get-", "lookup-", "search-", "validate-",
+    "estimate-", "detect-", "filter-", "test-", "preview-", "simulate-", "select-",
+    "view-", "check-", "verify-", "decode-", "discover-", "scan", "query", "wait", "tail",
+    "help")
+_AWS_LOCAL = frozenset({"configure", "help", "history", "sts"})
+"""Services (or commands) that change nothing in the account: the CLI's own settings and
+``sts`` (who am I, a role's temporary credentials)."""
+_AWS_LOCAL_OPERATIONS = frozenset({"update-kubeconfig", "get-login-password", "get-token",
+                                   "wizard", "presign"})
+
+
+def _object_store(label: str, verb: str, words: list[str], reads: tuple[str, ...],
+                  scheme: str) -> Decision:
+    """A cloud CLI's object-store command (``aws s3``, ``aliyun oss``, ``gsutil``): a read, a
+    copy towards the store (a change; a download changes nothing there), or a change."""
+    if verb in reads:
+        return None
+    if verb in ("cp", "sync", "rsync"):
+        return Change(label) if words[-1].startswith(scheme) else None
+    return Change(label)
+
+
+def _aws(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if not words or words[0] in _AWS_LOCAL or parsed.has("--generate-cli-skeleton"):
+        return None
+    if parsed.has("--dry-run") and not parsed.has("--no-dry-run"):
+        return None
+    if len(words) == 1:
+        return Change(f"aws {words[0]}", unknown=True)
+    service, operation = words[0], words[1]
+    label = f"aws {service} {operation}"
+    if service == "s3":
+        return _object_store(label, operation, words, ("ls", "presign"), "s3://")
+    if service == "logs" and operation == "tail" or operation in _AWS_LOCAL_OPERATIONS:
+        return None
+    if operation.startswith(_AWS_READ_PREFIXES):
+        return None
+    return Change(label)
+
+
+_ALIYUN_OPTIONS = options(
+    "--profile -p --region --endpoint --mode --access-key-id --access-key-secret --sts-token "
+    "--ram-role-name --ram-role-arn --role-session-name --config-path --retry-count "
+    "--connect-timeout --read-timeout --output -o --waiter")
+_ALIYUN_READS = ("describe", "list", "get", "query", "check", "preview", "validate", "search",
+                 "estimate", "detect", "inquire", "verify", "scan")
+
+
+def _aliyun(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if not words or words[0] in ("configure", "version", "help", "auto-completion"):
+        return None
+    if parsed.has("--dryrun") or parsed.value("--DryRun", "--dry-run") == "true":
+        return None
+    if len(words) == 1:
+        return Change(f"aliyun {words[0]}", unknown=True)
+    product, api = words[0], words[1]
+    label = f"aliyun {product} {api}"
+    if product == "oss":
+        return _object_store(label, api, words, ("ls", "cat", "stat", "du", "hash", "sign",
+                                                 "probe", "help", "config"), "oss://")
+    if api.upper() == "GET":  # ROA style: aliyun cs GET /clusters
+        return None
+    if api.upper() in ("POST", "PUT", "DELETE", "PATCH"):
+        return Change(label)
+    if api.replace("-", "").lower().startswith(_ALIYUN_READS):
+        return None
+    return Change(label)
+
+
+_GCLOUD = verbs(
+    changes="create delete update deploy set add remove start stop reset resize ssh scp "
+            "import patch enable disable rollback cancel undelete restore apply submit "
+            "execute attach detach move promote publish acknowledge abandon recreate "
+            "rolling-action suspend resume upgrade replace rotate revoke cp rm mv rsync mb rb "
+            "push tag untag sign insert invoke call migrate failover switchover reboot "
+            "recover release reserve purge",
+    reads="list describe get read show info version help print config auth components init "
+          "feedback cheat-sheet interactive topic survey ls cat du hash docker "
+          "configure-docker diff explain lookup search test-iam-permissions wait tail "
+          "validate")
+_GCLOUD_OPTIONS = options(
+    "--project --account --configuration --format --verbosity --billing-project "
+    "--impersonate-service-account --flags-file --flatten --trace-token --access-token-file "
+    "--zone --region --filter --limit --sort-by --page-size")
+
+
+def _gcloud(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if words[:1] == ["storage"] and words[1:2] in (["cp"], ["rsync"]):
+        return _object_store(f"gcloud storage {words[1]}", words[1], words, (), "gs://")
+    return TABLE
+
+
+_GSUTIL = verbs(changes="cp mv rm rb mb rsync setmeta compose rewrite retention",
+                reads="ls cat du hash stat version help signurl config",
+                groups={group: verbs("set ch", "get") for group in
+                        ("acl", "defacl", "iam", "lifecycle", "cors", "versioning", "web",
+                         "logging", "label", "notification", "requesterpays", "ubla",
+                         "defstorageclass", "autoclass", "pap", "rpo", "kms", "hmac")})
+
+
+def _gsutil(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if words[:1] in (["cp"], ["rsync"]):
+        return _object_store(f"gsutil {words[0]}", words[0], words, (), "gs://")
+    return TABLE
+
+
+_AZ = verbs(
+    changes="create delete update set add remove start stop restart deallocate deploy import "
+            "upload purge invoke ssh assign enable disable scale swap redeploy reimage resize "
+            "rotate renew restore sync apply cancel grant revoke move copy attach detach lock "
+            "unlock run generalize capture convert regenerate reset approve reject failover "
+            "promote install uninstall",
+    reads="list show get wait exists check what-if validate version find help query download "
+          "export login logout account config configure extension interactive feedback "
+          "cloud init bicep upgrade browse logs tail")
+_AZ_OPTIONS = options("--subscription --output -o --query")
+
+
+def _az(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if words[:1] == ["rest"]:
+        method = (parsed.value("--method", "-m") or "get").lower()
+        return None if method in ("get", "head", "options") else Change("az rest", True)
+    return TABLE
+
+
+def _az_words(args: list[str]) -> list[str]:
+    """az's command words come before its first option (``az group delete --name rg``)."""
+    words: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _AZ_OPTIONS:
+            skip = True
+        elif arg.startswith("-"):
+            break
+        else:
+            words.append(arg)
+    return words
+
+
+CLOUD_CLIS: dict[str, Spec] = {
+    "aws": Spec(verbs(), _AWS_OPTIONS, special=_aws),
+    "aliyun": Spec(verbs(), _ALIYUN_OPTIONS, special=_aliyun),
+    "gcloud": Spec(_GCLOUD, _GCLOUD_OPTIONS, special=_gcloud, hyphen_prefix=True,
+                   otherwise="change"),
+    "gsutil": Spec(_GSUTIL, options("-o -h -p -u"), special=_gsutil, otherwise="change"),
+    "az": Spec(_AZ, _AZ_OPTIONS, special=_az, hyphen_prefix=True, otherwise="change",
+               words=_az_words),
+}
