@@ -157,17 +157,27 @@ def seal_secrets(config: Config) -> None:
     they leave the process environment, and their values are replaced in output, also when a
     gate handed them to a real CLI."""
     import logging
-    import os
 
-    from iaccode.iac.credentials import held
     from iaccode.private_files import private_home
     from iaccode.process_secrets import seal
 
-    seal([*config.secret_names, config.api_key_env or "", *held(os.environ)])
+    seal(secret_names(config))
     try:
         private_home(config.home)  # 0700: the sessions, the log, the saved output are in it
     except OSError as exc:  # a read-only home: the store says what it cannot do
         logging.getLogger("iaccode").warning("cannot make %s private: %s", config.home, exc)
+
+
+def secret_names(config: Config) -> list[str]:
+    """The names :func:`seal_secrets` adds to the secret rule: config.toml's ``[secrets]``, the
+    provider's ``api_key_env``, the cloud credentials the gates hold back. (An agent in a
+    test's process declares the same names, without the seal: ``tests/support/in_process.py``.)
+    """
+    import os
+
+    from iaccode.iac.credentials import held
+
+    return [*config.secret_names, config.api_key_env or "", *held(os.environ)]
 
 
 def claim_stdio() -> tuple[int, int]:

@@ -21,6 +21,9 @@ from iaccode.private_files import open_private, private_dir
 from iaccode.redaction import redact
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "anthropic")
+"""Libraries whose chatter (the HTTP client logs every request at INFO) stays out of the way:
+WARNING at least."""
 
 
 class _Redacting(logging.Formatter):
@@ -67,6 +70,5 @@ def setup_logging(level: str, log_file: Path) -> None:
         return
     to_file.setFormatter(_Redacting(FORMAT))
     root.addHandler(to_file)
-    # Library chatter (the HTTP client logs every request at INFO) stays out of the way.
-    for noisy in ("httpx", "httpx2", "httpcore", "anthropic"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -353,14 +353,51 @@ def _registry(unstable: bool) -> referencing.Registry[Any]:
     return registry.crawl()
 
 
+_BRANCH_KEYS: dict[int, tuple[list[Any], tuple[str, dict[Any, list[int]]] | None]] = {}
+"""``id`` of a ``oneOf`` list of the schema (kept alive here) -> it and its
+:func:`_discriminator`."""
+
+
+def _one_of(validator: Any, branches: list[Any], instance: Any, schema: Any
+            ) -> Iterator[ValidationError]:
+    """jsonschema's ``oneOf``, first tried on the branches whose discriminator matches the
+    instance (``sessionUpdate`` of a SessionUpdate, ``type`` of a ContentBlock): the others
+    fail on their ``const``, so when one of those is valid the answer is the same, found
+    without trying every branch (a ``session/update`` has nineteen). Anything else (no
+    discriminator, no match, an error) is left to the whole check, so problems read as
+    before."""
+    known = _BRANCH_KEYS.get(id(branches))
+    if known is None or known[0] is not branches:
+        known = _BRANCH_KEYS[id(branches)] = (branches, _discriminator(branches))
+    if known[1] is not None and isinstance(instance, dict):
+        prop, indexes = known[1]
+        value = instance.get(prop, _ABSENT)
+        chosen = [branches[i] for i in indexes.get(value, ())] if _hashable(value) else []
+        if chosen and not any(_ONE_OF(validator, chosen, instance, schema)):
+            return
+    yield from _ONE_OF(validator, branches, instance, schema)
+
+
+_ABSENT = object()
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) or value is None or value is _ABSENT
+
+
+_ONE_OF = jsonschema.Draft202012Validator.VALIDATORS["oneOf"]
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"oneOf": _one_of})
+
+
 @functools.cache
 def _validator(name: str, unstable: bool) -> jsonschema.Draft202012Validator:
     if name not in schema_defs(unstable):
         kind = "unstable" if unstable else "stable"
         raise KeyError(f"no definition {name!r} in the {kind} ACP v1 schema")
-    return jsonschema.Draft202012Validator(
+    validator: jsonschema.Draft202012Validator = _Validator(
         {"$ref": f"{_base_uri(unstable)}#/$defs/{name}"}, registry=_registry(unstable)
     )
+    return validator
 
 
 def validate_def(name: str, instance: Any, unstable: bool = True) -> list[str]:
@@ -464,7 +501,7 @@ def _describe(err: ValidationError) -> list[str]:
             prop, mapping = disc
             if prop not in inst:
                 return [f"{where}: missing discriminator {prop!r} (one of {_listing(mapping)})"]
-            if inst[prop] not in mapping:
+            if not _hashable(inst[prop]) or inst[prop] not in mapping:  # a list, say
                 return [f"{where}.{prop}: {_short(inst[prop])} is not one of {_listing(mapping)}"]
             sub = _branch_errors(err, mapping[inst[prop]])
             if sub:

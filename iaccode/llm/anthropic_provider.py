@@ -188,6 +188,13 @@ class AnthropicProvider:
                 "play a scripted model offline)."
             )
 
+    async def aclose(self) -> None:
+        """Close the HTTP client and its pooled connections (for a process that goes on
+        without this provider: ``iaccode acp`` just exits)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def _get_client(self) -> anthropic.AsyncAnthropic:
         # The environment wins; without it, the stored key (a new client when it changed).
         stored = None if any(os.environ.get(name) for name in self._variables()) else (

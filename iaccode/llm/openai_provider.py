@@ -68,6 +68,13 @@ class OpenAIProvider:
         if problem is not None:
             raise MissingCredentials(problem)
 
+    async def aclose(self) -> None:
+        """Close the HTTP client and its pooled connections (for a process that goes on
+        without this provider: ``iaccode acp`` just exits)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     async def _get_client(self) -> openai.AsyncOpenAI:
         key = self._endpoint.api_key()  # the environment's, else the stored one: read each time
         if self._client is None or key != self._client_key:

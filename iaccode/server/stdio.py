@@ -57,7 +57,8 @@ async def serve_agent(config: Config, provider: Provider, connection: Connection
     The agent's sessions live in a nursery of their own, cancelled when this returns. At end of
     input every running turn is cancelled and answered (see ``Connection.serve``); with
     ``close_sessions`` (a remote connection: the process lives on) each session is then
-    released on disk, so another connection can load it.
+    released on disk, so another connection can load it. Either way every session's file is
+    closed once its tasks have ended.
     """
     async with trio.open_nursery() as sessions:
         agent = Agent(config=config, provider=provider, connection=connection,
@@ -68,6 +69,8 @@ async def serve_agent(config: Config, provider: Provider, connection: Connection
             for session in list(agent.sessions.values()):
                 await session.close()
         sessions.cancel_scope.cancel()
+    for session in agent.sessions.values():
+        session.release()
 
 
 async def _stop_on_signal(connection: Connection) -> None:

@@ -503,6 +503,12 @@ class Session:
         self._serve_scope.cancel()
         if self._file is not None:
             self.transcript.flush()
+        self.release()
+
+    def release(self) -> None:
+        """Close the history file (and so its lock) once the session's tasks have ended: what
+        a process's exit does, for a server that goes on (``serve_agent``)."""
+        if self._file is not None:
             self._file.close()
 
 

@@ -38,7 +38,9 @@ def examples(soak_run: bool, default: int) -> int:
 
 
 def fuzz_settings(count: int) -> settings:
-    return settings(max_examples=count, deadline=None, derandomize=False,
+    """``count`` examples; the same ones on every run (tests/conftest.py's ``ci`` profile),
+    new random ones under ``--hypothesis-profile=fuzz`` (``nox -s fuzz``)."""
+    return settings(max_examples=count, deadline=None,
                     suppress_health_check=list(HealthCheck), database=None)
 
 

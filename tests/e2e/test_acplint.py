@@ -14,10 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from acp_conformance.environment import agent_environment
 from acp_conformance.script import reply
 
 from iaccode.llm.script import dump_script
+
+pytestmark = pytest.mark.process  # acplint spawns the agent
 
 ACPLINT = Path(sys.executable).with_name("acplint")
 

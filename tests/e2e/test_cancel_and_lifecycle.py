@@ -131,6 +131,7 @@ async def test_close_cancels_the_turn_and_forgets_the_session(
         assert "not found" in error["data"]["params.sessionId"]
 
 
+@pytest.mark.process  # the exit: its status, within LIFE-EOF-BUSY's bound
 async def test_end_of_input_cancels_turns_and_exits(agent: AgentConnection,
                                                     model_server: FakeModelServer,
                                                     workspace: Path) -> None:
@@ -148,6 +149,7 @@ async def test_end_of_input_cancels_turns_and_exits(agent: AgentConnection,
     assert answer and answer[0]["result"]["stopReason"] == "cancelled"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 async def test_signal_shuts_down_cleanly(agent: AgentConnection, model_server: FakeModelServer,
                                          workspace: Path, signum: signal.Signals) -> None:
@@ -162,6 +164,7 @@ async def test_signal_shuts_down_cleanly(agent: AgentConnection, model_server: F
     assert [m["result"]["stopReason"] for m in rest if m.get("id") == request_id] == ["cancelled"]
 
 
+@pytest.mark.process
 async def test_idle_agent_exits_at_end_of_input(agent: AgentConnection) -> None:
     await agent.initialize()
     await agent.close_stdin()

@@ -518,6 +518,7 @@ async def test_close_and_delete_end_the_server_and_what_it_started(
     await wait_gone(server_pid, child_pid)
 
 
+@pytest.mark.process  # the agent's exit, by signal too, with its process tree
 @pytest.mark.parametrize("how", ["eof", signal.SIGTERM, signal.SIGINT])
 async def test_agent_exit_leaves_no_server_process(
     agent_env: dict[str, str], workspace: Path, calls_log: Path, tmp_path: Path,

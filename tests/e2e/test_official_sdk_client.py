@@ -17,6 +17,8 @@ from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, U
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, hang, reply
 
+pytestmark = pytest.mark.process  # the SDK spawns the agent itself
+
 
 class RecordingClient(acp.Client):
     """Keeps every update; answers permission questions with ``choice`` (none by default)."""

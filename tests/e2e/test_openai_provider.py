@@ -395,6 +395,7 @@ async def test_a_session_continues_on_another_provider(
         assert sent["messages"][1]["content"][0]["signature"] == "fake-signature"
 
 
+@pytest.mark.process  # --record and iaccode replay are commands
 def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
                                                    chat_server: FakeChatServer) -> None:
     """``--record`` wraps the OpenAI-compatible provider too; the transcript keeps the
@@ -430,6 +431,7 @@ def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
     assert "agent messages match" in replay.stdout
 
 
+@pytest.mark.process  # what a process imports
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_no_sdk_is_imported_before_initialize(tmp_path: Path, provider: str) -> None:
     """Editors wait for ``initialize``: the SDKs (about a second each) load after it."""

@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from acp_conformance.environment import agent_environment
+
+pytestmark = pytest.mark.process  # the example spawns the agent
 
 ROOT = Path(__file__).resolve().parents[2]
 

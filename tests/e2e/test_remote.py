@@ -26,6 +26,8 @@ from acp_conformance.script import ToolUse, reply
 from tests.support.agent_process import SEED_ALIASES, AgentConnection
 from tests.support.serve import ServerProcess, spawn_server
 
+pytestmark = pytest.mark.process  # iaccode serve, a process of its own
+
 TOKEN = "remote-test-token-0123456789"
 IDLE_TIMEOUT = 2
 SEND_TIMEOUT = 3

@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
@@ -150,6 +151,7 @@ async def test_session_ids_are_validated(agent: AgentConnection, workspace: Path
         assert answer["error"]["code"] == -32602, bad
 
 
+@pytest.mark.process  # kill -9
 async def test_kill_during_streaming_then_load(agent_env: dict[str, str],
                                                model_server: FakeModelServer,
                                                workspace: Path, tmp_path: Path) -> None:
@@ -175,6 +177,7 @@ async def test_kill_during_streaming_then_load(agent_env: dict[str, str],
     assert history[0]["content"][0]["text"] == "first"
 
 
+@pytest.mark.process  # kill -9
 async def test_kill_during_a_tool_call_then_load(agent_env: dict[str, str],
                                                  model_server: FakeModelServer,
                                                  workspace: Path, tmp_path: Path) -> None:
@@ -231,6 +234,7 @@ async def test_torn_last_line_is_tolerated(agent_env: dict[str, str],
         json.loads(line)  # the next append started on a clean line
 
 
+@pytest.mark.process  # the lock between processes
 async def test_two_processes_cannot_open_one_session(agent_env: dict[str, str],
                                                      model_server: FakeModelServer,
                                                      workspace: Path, tmp_path: Path) -> None:
@@ -325,6 +329,7 @@ async def test_slash_commands(agent: AgentConnection, model_server: FakeModelSer
         {"role": "user", "content": [{"type": "text", "text": "after clear"}]}]
 
 
+@pytest.mark.process  # the lock between processes
 async def test_close_releases_the_session_for_another_process(
     agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:

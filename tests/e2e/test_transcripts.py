@@ -16,6 +16,8 @@ from acp_conformance.script import ToolUse, reply
 
 from tests.golden import record
 
+pytestmark = pytest.mark.process  # iaccode replay, iaccode demo and --record are commands
+
 GOLDEN = sorted(Path(record.GOLDEN).glob("*.jsonl"))
 IACCODE = [sys.executable, "-m", "iaccode"]
 

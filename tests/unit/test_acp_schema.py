@@ -260,6 +260,24 @@ def test_wrong_session_update_discriminator(checker: WireChecker) -> None:
     assert "session/update" in str(excinfo.value)  # the message itself is shown
 
 
+def test_a_discriminator_that_is_a_list_or_an_object_is_a_problem(checker: WireChecker) -> None:
+    for value in (["agent_message_chunk"], {"kind": "agent_message_chunk"}):
+        problems = checker.agent_sent(_update({"sessionUpdate": value, "content": {}}))
+        assert len(problems) == 1 and "$.update.sessionUpdate" in problems[0], problems
+        assert "is not one of" in problems[0]
+
+
+def test_the_first_branch_tried_does_not_change_what_is_found(checker: WireChecker) -> None:
+    """The checker tries the branch a ``sessionUpdate`` names first (``schema._one_of``): a
+    valid update passes, one valid under no branch is still reported by its own branch."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    assert checker.agent_sent(_update(chunk)) == []
+    wrong = {**chunk, "content": {"type": "text", "text": 3}}
+    assert checker.agent_sent(_update(wrong)) == [
+        "params of 'session/update' (SessionNotification): $.update.content.text: "
+        "3 is not of type 'string'"]
+
+
 def test_wrong_content_inside_right_variant(checker: WireChecker) -> None:
     problems = checker.agent_sent(
         _update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "txt": "x"}})

@@ -384,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         app, path = server.streamable_http_app(), "/mcp"
     else:
         app, path = server.sse_app(), "/sse"
+    sock.listen(128)  # before READY: a client may connect at once (uvicorn accepts later)
     print(f"READY http://127.0.0.1:{port}{path}", flush=True)
     # A client's open stream (SSE, subscriptions/listen) must not hold the stop for long.
     uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)).run(
