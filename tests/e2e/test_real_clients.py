@@ -616,8 +616,10 @@ async def test_a_sub_agents_calls_are_shown_after_a_load(
 async def test_an_infrastructure_calls_title_is_the_same_after_a_load(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    command = "terraform apply -auto-approve"
-    model_server.enqueue(call("bash", command=command), reply("Not applied."))
+    # A CLI whose change the line's question names (terraform's is asked at its gate, with
+    # the plan: tests/e2e/test_plan_gate.py).
+    command = "aws cloudformation delete-stack --stack-name web"
+    model_server.enqueue(call("bash", command=command), reply("Not deleted."))
     session = await start(agent, workspace)
     questions: list[dict[str, Any]] = []
 
