@@ -75,6 +75,7 @@ PROCESS_TESTS = frozenset({
     "test_regression_surrogate_in_a_title_no_longer_hangs_the_agent",
     "test_regression_session_in_a_non_utf8_folder_does_not_break_listing",
     "test_regression_jobs_in_their_own_process_group_do_not_outlive_the_call",  # a tree
+    "test_a_yaml_bomb_does_not_grow_the_agent",  # the agent's peak RSS, from /proc
 })
 """Tests of the other modules whose agents are processes."""
 
