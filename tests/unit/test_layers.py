@@ -127,7 +127,7 @@ RULES = {
         ("iaccode/gate",),
         ("iaccode.tools", "iaccode.turn", "iaccode.session", "iaccode.server", "iaccode.remote",
          "iaccode.mcp", "iaccode.llm", "iaccode.context", "iaccode.transcript", "iaccode.wire"),
-        ("iaccode.tools.procfs",)),
+        ("iaccode.host.procfs",)),
 }
 
 
@@ -150,7 +150,7 @@ def test_layer(rule: Rule) -> None:
 
 def test_every_import_counts_and_is_named_by_file_and_line(tmp_path: Path) -> None:
     tools = tmp_path / "iaccode" / "tools"
-    for package in ["iaccode", "iaccode/tools", "iaccode/tools/search", "iaccode/wire",
+    for package in ["iaccode", "iaccode/tools", "iaccode/host/search", "iaccode/wire",
                     "iaccode/session"]:
         (tmp_path / package).mkdir(parents=True, exist_ok=True)
         (tmp_path / package / "__init__.py").write_text("")
@@ -171,7 +171,7 @@ def test_every_import_counts_and_is_named_by_file_and_line(tmp_path: Path) -> No
     found = [(item.line, item.module) for item in imports(tools / "probe.py", tmp_path)]
     assert found == [(1, "typing"), (3, "iaccode.wire.errors"), (5, "iaccode.session"),
                      (6, "iaccode.server.agent"), (7, "iaccode.tools.base"),
-                     (8, "iaccode.tools.search.rg"), (9, "iaccode.tools.base"),
+                     (8, "iaccode.host.search.rg"), (9, "iaccode.tools.base"),
                      (10, "iaccode.wire.errors"), (10, "iaccode.wire")]
     rule = Rule(("iaccode/tools",), ("iaccode.session", "iaccode.server", "iaccode.wire"))
     assert [str(item) for item in rule.offences(tmp_path)] == [
