@@ -124,14 +124,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("protocol",),  # ACP's messages, plain data
     ("wire",),  # JSON-RPC over newline-delimited streams, nothing of ACP
     # The stdlib-only helpers, each above those it uses:
-    ("logs",),  # the log file, redacted
-    ("process_secrets",),  # the secrets of this process's environment, sealed at start
+    ("logs",),  # logging to stderr and the log file, secrets redacted
+    ("process_secrets",),  # our own environment, emptied of its secrets once read
     ("redaction",),  # secret values replaced in any text
-    ("secret_env",),  # which environment variables are secrets
+    ("secret_env",),  # which environment variables hold credentials
     ("private_files",),  # files and folders only the user can read
-    ("installed",),  # programs on the PATH, the project's own folders skipped
+    ("installed",),  # programs the user installed: on the PATH, never in the project
     ("choices",),  # the modes and thinking levels
-    ("checks",),  # small validators of settings and messages
+    ("checks",),  # checks of parsed JSON and TOML data, with messages a person acts on
     ("__init__",),  # the package itself: its version
 )
 """The layers of ``iaccode``, top to bottom: a top-level module or package may import its own
