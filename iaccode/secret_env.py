@@ -1,7 +1,7 @@
 """Which environment variables hold credentials: one rule for everything that could pass them on.
 
 The rule decides what commands get (the bash tool, the checks after writes:
-:mod:`iaccode.tools.command_env`), what a stdio MCP server inherits, which values are replaced by
+:mod:`iaccode.iac.command_env`), what a stdio MCP server inherits, which values are replaced by
 ``[secret NAME]`` in tool output, transcripts and the log (:mod:`iaccode.redaction`), and what
 leaves the agent's own process environment at start-up (:mod:`iaccode.process_secrets`).
 

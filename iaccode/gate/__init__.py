@@ -8,15 +8,9 @@ after every expansion, from whatever started it (a script, make, a hook, an inte
 what to do: a read runs the real program at once; a change goes to its CLI's handler
 (:mod:`iaccode.gate.handlers`: by default the permission question, then the real program on
 *Allow once*). Without the channel, or with a dead agent or a cancelled call, the gate refuses.
+The variables that carry the channel to a command are named in :mod:`iaccode.iac.command_env`,
+which keeps the agent's own out of every command's environment.
 """
-
-TOKEN_VARIABLE = "IAC_CODE_GATE_TOKEN"
-SOCKET_VARIABLE = "IAC_CODE_GATE_SOCKET"
-FOLDER_VARIABLE = "IAC_CODE_GATES"
-HOLD_VARIABLE = "IAC_CODE_HOLD_CREDENTIALS"
-"""For the supervisor in the editor's terminal: 1 when it removes the credentials."""
-VARIABLES = (TOKEN_VARIABLE, SOCKET_VARIABLE, FOLDER_VARIABLE, HOLD_VARIABLE)
-"""The gate's variables in a command's environment (never passed on from ours)."""
 
 
 def gates_first(path: str, folder: str) -> str:

@@ -36,13 +36,14 @@ from typing import Any
 import trio
 from attrs import field, frozen
 
-from iaccode.gate import FOLDER_VARIABLE, SOCKET_VARIABLE, TOKEN_VARIABLE, handlers
+from iaccode.gate import handlers
 from iaccode.gate.folder import GateFolder, gate_folder
 from iaccode.gate.handlers import Exec, GateGone, GateRequest, Op, Refuse, Run, RunResult
+from iaccode.host.procfs import read_stat
 from iaccode.iac import credentials
 from iaccode.iac.cli_env import classify_run
 from iaccode.iac.clis import CLIS, DRIVERS, classify
-from iaccode.tools.procfs import read_stat
+from iaccode.iac.command_env import FOLDER_VARIABLE, SOCKET_VARIABLE, TOKEN_VARIABLE
 
 log = logging.getLogger(__name__)
 

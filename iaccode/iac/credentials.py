@@ -2,7 +2,7 @@
 
 With ``[iac] hold_credentials`` on (the default), the commands the agent runs get an
 environment without these (:func:`without_credentials`, applied in
-:mod:`iaccode.tools.command_env`), and a gate (:mod:`iaccode.gate`) puts them back only for the
+:mod:`iaccode.iac.command_env`), and a gate (:mod:`iaccode.gate`) puts them back only for the
 real infrastructure CLI it runs (:func:`held`). A copy of a CLI under another name, a
 ``boto3`` script or ``curl`` then gets no credentials from the environment.
 

@@ -34,6 +34,8 @@ from typing import Any
 import trio
 from attrs import Factory, evolve, frozen
 
+from iaccode.host.local_files import display_path
+from iaccode.iac.command_env import command_env
 from iaccode.iac.hcl import is_terraform_file, parse_terraform
 from iaccode.iac.parse_error import ParseError
 from iaccode.iac.plugins import validate_verdict
@@ -50,9 +52,7 @@ from iaccode.iac.templates import (
 from iaccode.installed import outside, which
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent
-from iaccode.tools.base import ToolResult
-from iaccode.tools.command_env import command_env
-from iaccode.tools.local_files import display_path
+from iaccode.tool_result import ToolResult
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from typing import Any
 
 import trio
 
+from iaccode.host.search.ignore import GitIgnores, walk_files
 from iaccode.iac.declarations import Entry, Reading, entries, is_candidate
 from iaccode.iac.reader import FileReader, Skipped
-from iaccode.tools.search.ignore import GitIgnores, walk_files
 
 log = logging.getLogger(__name__)
 

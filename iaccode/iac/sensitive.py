@@ -47,7 +47,7 @@ from iaccode.iac.shell import simple_commands
 from iaccode.iac.templates import load_documents
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent
-from iaccode.tools.base import ToolResult
+from iaccode.tool_result import ToolResult
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,10 @@ their base URLs and key variables; the README has the table). ``IAC_CODE_BASE_UR
 ``api_key_env`` names another variable to read it from (and then wins). ``models = [...]``
 replaces the preset's model list; the first one is the default model.
 
-Nothing here touches the network or imports an SDK: :func:`make_provider` imports the provider
-module it needs, and the SDK is imported later, lazily, by the provider itself (or ahead of it
-by ``iaccode/preload.py``, which asks :func:`sdk_module`).
+Presets and settings only: nothing here touches the network or imports an SDK. The server
+builds the provider (:func:`iaccode.server.provider.make_provider` imports the provider module
+it needs), and the SDK is imported later, lazily, by the provider itself (or ahead of it by
+``iaccode/preload.py``, which asks :func:`sdk_module`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from os import PathLike
     from typing import Protocol
-
-    from iaccode.config import Config
-    from iaccode.llm.base import Provider
-    from iaccode.transcript.recorder import Recorder
 
     class ProviderSettings(Protocol):
         """The settings that choose and reach a provider (a ``Config``)."""
@@ -209,43 +206,6 @@ def offered_models(config: ProviderSettings) -> dict[str, str]:
     if config.model and config.model not in models:
         models[config.model] = config.model
     return models
-
-
-def make_provider(config: Config, recorder: Recorder | None = None) -> Provider:
-    """The provider the configuration asks for: a model script played offline
-    (IAC_CODE_MODEL_SCRIPT), else the preset's API. With a recorder, every exchange is recorded
-    (``--record``)."""
-    provider = _base_provider(config)
-    if recorder is not None:
-        from iaccode.transcript.recorder import RecordingProvider
-
-        provider = RecordingProvider(provider, recorder)
-    return provider
-
-
-def _base_provider(config: Config) -> Provider:
-    if config.model_script is not None:
-        from iaccode.llm.offline import ScriptedProvider
-        from iaccode.llm.script import load_script
-        from iaccode.transcript.format import is_transcript, read_transcript
-        from iaccode.transcript.playback import model_exchanges
-
-        if is_transcript(config.model_script):  # a recorded session's model answers
-            return ScriptedProvider(model_exchanges(read_transcript(config.model_script)))
-        return ScriptedProvider(load_script(config.model_script))
-    where = endpoint(config)
-    if where.preset.api == "messages":
-        from iaccode.llm.anthropic_provider import AnthropicProvider
-
-        overridden = where.key_variable != where.preset.key_variable
-        return AnthropicProvider(max_retries=config.max_retries, timeout=config.request_timeout,
-                                 base_url=config.base_url,
-                                 key_variable=where.key_variable if overridden else None,
-                                 stored_key=where.stored_key)
-    from iaccode.llm.openai_provider import OpenAIProvider
-
-    return OpenAIProvider(where, default_model=config.model, max_retries=config.max_retries,
-                          timeout=config.request_timeout)
 
 
 def sdk_module(config: ProviderSettings) -> str | None:

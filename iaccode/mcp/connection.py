@@ -29,7 +29,8 @@ from iaccode.mcp.config import ServerSpec
 from iaccode.mcp.names import shown
 from iaccode.mcp.transport import StdioProcess, remote
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
-from iaccode.tools.base import ToolContext, ToolFailure
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import ToolContext
 
 if TYPE_CHECKING:
     from mcp import Client

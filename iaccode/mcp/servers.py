@@ -23,7 +23,8 @@ from attrs import frozen
 from iaccode.mcp.config import ServerSpec, spec_secrets
 from iaccode.mcp.names import shortened, shown, tool_name
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
-from iaccode.tools.base import Tool, ToolFailure
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import Tool
 
 if TYPE_CHECKING:
     from mcp_types import Prompt

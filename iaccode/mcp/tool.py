@@ -1,7 +1,7 @@
 """An MCP server's tool as one of ours: ``mcp__<server>__<tool>`` for the model.
 
 Its input goes to the server as the model gave it (the server checks it against the schema it
-published). Permissions follow the tool's annotations (``permissions.mcp_read_only``); a tool
+published). Permissions follow the tool's annotations (:func:`mcp_read_only`); a tool
 not marked read-only or non-destructive asks in every mode (``Tool.always_asks``) unless its
 server is ``trusted`` in config.toml. The kind
 shown to the editor too: ``fetch`` when it reaches the open world, ``read`` when read-only,
@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from iaccode.mcp.connection import ask_user
@@ -22,8 +23,8 @@ from iaccode.mcp.names import shown, tool_name
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
 from iaccode.redaction import redact
-from iaccode.tools.base import Tool, ToolContext, ToolResult, truncate
-from iaccode.turn.permissions import MCP_ALWAYS_ASKS, mcp_may_change_infrastructure, mcp_read_only
+from iaccode.tool_result import ToolResult
+from iaccode.tools.base import Tool, ToolContext, truncate
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -35,6 +36,26 @@ MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Largest image passed on to the model (the Messages API's limit); a larger one is named."""
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """The image types the Messages API takes."""
+
+
+def mcp_may_change_infrastructure(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool asks in every mode: its server marks it neither read-only
+    (``readOnlyHint: true``) nor non-destructive (``destructiveHint: false``); by MCP's
+    defaults every other tool may destroy."""
+    return not (annotations.get("readOnlyHint") is True
+                or annotations.get("destructiveHint") is False)
+
+
+MCP_ALWAYS_ASKS = ("its MCP server does not mark it read-only or non-destructive, so it may "
+                   "change real infrastructure")
+
+
+def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
+    """Whether an MCP tool counts as read-only: it runs without a question (like the read
+    tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
+    no hint, or any other, means it may change something, so it asks (``*_always`` holds for
+    that tool), plan mode refuses it and bypass runs it, like a command."""
+    return annotations.get("readOnlyHint") is True
 
 
 class McpTool(Tool):

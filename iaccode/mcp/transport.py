@@ -3,9 +3,9 @@
 The SDK's own ``stdio_client`` kills the server's process group only when the server does not
 exit by itself after its stdin closes, so a child the server started (in its group, or in a
 session of its own, as a daemon does) outlives it. Here the server is started the way the
-bash tool starts a shell (:func:`iaccode.tools.process_tree.open_shell`: a child subreaper, so
+bash tool starts a shell (:func:`iaccode.host.process_tree.open_shell`: a child subreaper, so
 everything it starts stays findable through ``/proc``) and ended the same way
-(:func:`iaccode.tools.process_tree.end_group`: TERM, a grace period, KILL, escapees included).
+(:func:`iaccode.host.process_tree.end_group`: TERM, a grace period, KILL, escapees included).
 The JSON lines are read and written as the SDK's transport does; the protocol (handshake, requests,
 cancellation) is the SDK's ``Client``.
 
@@ -24,10 +24,10 @@ from typing import Any
 
 import trio
 
+from iaccode.host import process_tree
 from iaccode.installed import outside, which
 from iaccode.mcp.config import ServerSpec
 from iaccode.secret_env import without_secrets
-from iaccode.tools import process_tree
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from functools import partial
 import trio
 
 from iaccode.config import Config
-from iaccode.llm.providers import make_provider
 from iaccode.remote.access import ENDPOINT
 from iaccode.remote.app import AcpApp
 from iaccode.remote.connections import ConnectionRegistry
 from iaccode.remote.listener import Doorman, bind_sockets, serve_guarded
+from iaccode.server.provider import make_provider
 
 log = logging.getLogger(__name__)
 

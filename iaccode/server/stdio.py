@@ -14,8 +14,8 @@ import trio
 
 from iaccode.config import Config
 from iaccode.llm.base import Provider
-from iaccode.llm.providers import make_provider
 from iaccode.server.agent import Agent
+from iaccode.server.provider import make_provider
 from iaccode.server.routes import Dispatcher
 from iaccode.wire.connection import Connection
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from iaccode.host.local_files import is_inside, make_parents
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.editor_calls import (
@@ -51,15 +52,8 @@ from iaccode.protocol.tool_calls import (
     ToolCallFields,
 )
 from iaccode.session.errors import EditorError
-from iaccode.tools.base import (
-    ClientTerminal,
-    ExitStatus,
-    FileAccess,
-    TerminalOutput,
-    ToolFailure,
-    is_inside,
-)
-from iaccode.tools.local_files import make_parents
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import ClientTerminal, ExitStatus, FileAccess, TerminalOutput
 
 if TYPE_CHECKING:
     from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate

@@ -30,6 +30,7 @@ from attrs import evolve
 
 from iaccode import choices
 from iaccode.config import Config
+from iaccode.host.local_files import LocalFiles
 from iaccode.installed import forget_imports_from
 from iaccode.llm.base import Provider, TokenUsage
 from iaccode.llm.prices import CostMeter
@@ -57,7 +58,6 @@ from iaccode.session.errors import InvalidParams
 from iaccode.store.meta import SessionMeta, utc_now
 from iaccode.store.store import SessionFile, StoreError
 from iaccode.tools.base import Tool
-from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.tool_output import output_dir
 from iaccode.transcript.tools import ToolTable
 from iaccode.turn.transcript import Transcript

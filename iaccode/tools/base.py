@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from attrs import field, frozen
 
+from iaccode.host.local_files import is_inside
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.tool_calls import ToolCallContent, ToolCallProgress, ToolKind
+from iaccode.tool_result import ToolFailure, ToolResult
 
 if TYPE_CHECKING:
     from iaccode.gate.channel import GatePolicy
@@ -58,23 +60,6 @@ class ToolLimits:
 
 MACHINE_DEPENDENT = frozenset({"bash", "web_fetch"})
 """Tools whose results depend on the machine: a replay takes them from the transcript."""
-
-
-class ToolFailure(Exception):
-    """The tool could not do what was asked; ``str()`` is the message for the model."""
-
-
-@frozen
-class ToolResult:
-    text: str
-    """What the model sees (the loop truncates it to ``ToolLimits.output_chars``)."""
-    is_error: bool = False
-    raw_output: Any = None
-    """``rawOutput`` for the editor; defaults to ``{"output": text}``."""
-    content: list[ToolCallContent] | None = None
-    """What the editor shows; defaults to ``text`` as a text block."""
-    model_content: list[dict[str, Any]] | None = None
-    """What the model gets instead of ``text``: API content blocks (an image, say)."""
 
 
 class FileAccess(Protocol):
@@ -220,11 +205,6 @@ def resolve_path(cwd: Path, raw: str) -> Path:
     path: resolving again later may give another answer if a symlink was swapped meanwhile.
     """
     return Path(os.path.realpath(cwd / os.path.expanduser(raw)))
-
-
-def is_inside(path: Path, root: Path) -> bool:
-    """Whether ``path`` is ``root`` or below it; both real paths, compared by components."""
-    return path == root or root in path.parents
 
 
 def in_project(path: Path, cwd: Path, additional: Sequence[Path] = ()) -> bool:

@@ -12,7 +12,7 @@ A job that moves to a process group of its own (``set -m``, GNU ``timeout``) is 
 shell's session, and is ended with the group. On Linux, a process that leaves the session
 (``setsid``, a daemon that double-forks into a new session) is ended too: the shell and the
 agent are child subreapers, so every process the command started stays findable through the
-``/proc`` parent links and gets the same TERM, grace, KILL (:mod:`iaccode.tools.process_tree`).
+``/proc`` parent links and gets the same TERM, grace, KILL (:mod:`iaccode.host.process_tree`).
 Limitation, without prctl or ``/proc`` (macOS): such a process escapes the kill. We only stop
 reading its output (after a short drain) and close our end of the pipe.
 
@@ -46,8 +46,10 @@ import trio
 from attrs import evolve, frozen
 
 from iaccode import redaction
-from iaccode.gate import HOLD_VARIABLE
 from iaccode.gate.channel import CallChannel, GatePolicy, open_channel
+from iaccode.host import process_tree
+from iaccode.host.exception_groups import sole
+from iaccode.iac.command_env import HOLD_VARIABLE, command_env
 from iaccode.iac.plan_summary import PlanReader, runs_plan
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
@@ -56,19 +58,16 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallProgress,
 )
-from iaccode.tools import process_tree, supervise
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools import supervise
 from iaccode.tools.base import (
     ClientTerminal,
     ExitStatus,
     TerminalOutput,
     Tool,
     ToolContext,
-    ToolFailure,
     ToolLimits,
-    ToolResult,
 )
-from iaccode.tools.command_env import command_env
-from iaccode.tools.exception_groups import sole
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
+from iaccode.host.local_files import display_path
 from iaccode.protocol.tool_calls import DiffContent, ToolCallContent
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
-from iaccode.tools.local_files import display_path
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext
 
 _WHITESPACE = re.compile(r"\s+")
 _LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)

@@ -1,11 +1,11 @@
 """glob: files whose path matches a pattern, newest first.
 
-ripgrep lists the files when it is there (:mod:`iaccode.tools.search.rg`); otherwise a
-pure-Python walk does the same job (:func:`iaccode.tools.search.ignore.walk_files`). The
+ripgrep lists the files when it is there (:mod:`iaccode.host.search.rg`); otherwise a
+pure-Python walk does the same job (:func:`iaccode.host.search.ignore.walk_files`). The
 pattern is matched here, in Python, for both: ``rg --glob`` would do it faster, but a
 ``--glob`` overrides .gitignore (``--glob '*.log'`` lists ignored logs, ``--glob '*'`` enters
 ignored folders), so rg only lists the files that are not ignored. What rg lists is checked
-against :class:`~iaccode.tools.search.ignore.GitIgnores` as well, so both ways follow the same
+against :class:`~iaccode.host.search.ignore.GitIgnores` as well, so both ways follow the same
 rules.
 
 Symbolic links in the tree are never followed (rg runs without ``--follow``; the walk skips
@@ -23,10 +23,11 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
-from iaccode.tools.local_files import display_path, join_display
-from iaccode.tools.search.ignore import GitIgnores, glob_spec, in_worker, walk_files
-from iaccode.tools.search.rg import RG_IGNORE_FLAGS, find_rg, run_rg
+from iaccode.host.local_files import display_path, join_display
+from iaccode.host.search.ignore import GitIgnores, glob_spec, in_worker, walk_files
+from iaccode.host.search.rg import RG_IGNORE_FLAGS, find_rg, run_rg
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext
 
 MAX_MATCHES = 100_000
 """Most matching paths glob collects (to sort by time) before it stops looking."""

@@ -1,6 +1,6 @@
 """grep: search file contents with a regular expression, skipping what .gitignore excludes.
 
-ripgrep does the searching when it is there (see :mod:`iaccode.tools.search.rg`); otherwise,
+ripgrep does the searching when it is there (see :mod:`iaccode.host.search.rg`); otherwise,
 and for patterns rg's regex engine refuses but Python's accepts (look-around, backreferences),
 Python's ``re`` searches line by line. Output is in path order either way, so it is the same
 both ways. As with glob, links in the tree are not followed, and the path searched is the real
@@ -20,16 +20,11 @@ import trio
 from attrs import frozen
 
 from iaccode import redaction
-from iaccode.tools.base import (
-    Tool,
-    ToolContext,
-    ToolFailure,
-    ToolLimits,
-    ToolResult,
-)
-from iaccode.tools.local_files import BINARY_SNIFF_BYTES, display_path, join_display
-from iaccode.tools.search.ignore import GitIgnores, glob_spec, in_worker, walk_files
-from iaccode.tools.search.rg import RG_IGNORE_FLAGS, find_rg, run_rg
+from iaccode.host.local_files import BINARY_SNIFF_BYTES, display_path, join_display
+from iaccode.host.search.ignore import GitIgnores, glob_spec, in_worker, walk_files
+from iaccode.host.search.rg import RG_IGNORE_FLAGS, find_rg, run_rg
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext, ToolLimits
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 MAX_COLUMNS = 500

@@ -1,7 +1,7 @@
 """list_files: one directory's entries, without what .gitignore leaves out.
 
 The directory is the real path the permission check judged, opened without following a
-symbolic link (:func:`~iaccode.tools.local_files.open_verified`); its entries are listed, never
+symbolic link (:func:`~iaccode.host.local_files.open_verified`); its entries are listed, never
 entered, so a link in it (to a folder outside, say) is only named.
 
 Also the .gitignore rules and the ignore-aware walk that glob and grep share (their pure-Python
@@ -16,9 +16,10 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
-from iaccode.tools.local_files import open_verified
-from iaccode.tools.search.ignore import GIT_DIR, GitIgnores
+from iaccode.host.local_files import open_verified
+from iaccode.host.search.ignore import GIT_DIR, GitIgnores
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext
 
 MAX_SCAN = 100_000
 """Most entries list_files looks at in one directory."""

@@ -16,16 +16,10 @@ from pathlib import Path
 from attrs import frozen
 
 from iaccode import redaction
+from iaccode.host.local_files import LocalFiles, display_path
 from iaccode.llm.images import EXTENSIONS, MEDIA_TYPES, ImageError, image_block
-from iaccode.tools.base import (
-    Tool,
-    ToolContext,
-    ToolFailure,
-    ToolLimits,
-    ToolResult,
-    in_project,
-)
-from iaccode.tools.local_files import LocalFiles, display_path
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext, ToolLimits, in_project
 
 _DEFAULTS = ToolLimits()
 MAX_LINE_CHARS = 2_000

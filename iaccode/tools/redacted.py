@@ -17,7 +17,7 @@ from attrs import evolve
 from iaccode.protocol.content import EmbeddedResource, TextContent, TextResourceContents
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent, ToolCallContent
 from iaccode.redaction import Redactor, current
-from iaccode.tools.base import ToolResult
+from iaccode.tool_result import ToolResult
 
 
 def redacted_result(result: ToolResult, redactor: Redactor | None = None) -> ToolResult:

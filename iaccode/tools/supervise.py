@@ -35,7 +35,7 @@ import subprocess
 import sys
 from types import FrameType
 
-from iaccode.tools import process_tree
+from iaccode.host import process_tree
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -106,22 +106,28 @@ def main(argv: list[str] | None = None) -> int:
 
 def _gated_env() -> dict[str, str] | None:
     """The command's environment with the agent's gates (None: no channel, ours as it is)."""
-    from iaccode import gate
+    from iaccode.gate import gates_first
     from iaccode.gate.shim import hello
+    from iaccode.iac.command_env import (
+        FOLDER_VARIABLE,
+        HOLD_VARIABLE,
+        SOCKET_VARIABLE,
+        TOKEN_VARIABLE,
+    )
     from iaccode.iac.credentials import is_credential
 
-    socket_path, token = os.environ.get(gate.SOCKET_VARIABLE), os.environ.get(gate.TOKEN_VARIABLE)
-    folder = os.environ.get(gate.FOLDER_VARIABLE)
+    socket_path, token = os.environ.get(SOCKET_VARIABLE), os.environ.get(TOKEN_VARIABLE)
+    folder = os.environ.get(FOLDER_VARIABLE)
     if not (socket_path and token and folder):
         return None
     problem = hello(socket_path, token)
     if problem is not None:  # the gates will refuse: say why once
         print(f"iaccode supervise: the agent's gate channel refused us: {problem}",
               file=sys.stderr)
-    hold = os.environ.get(gate.HOLD_VARIABLE) == "1"
+    hold = os.environ.get(HOLD_VARIABLE) == "1"
     env = {name: value for name, value in os.environ.items()
-           if name != gate.HOLD_VARIABLE and not (hold and is_credential(name))}
-    env["PATH"] = gate.gates_first(env.get("PATH", os.defpath), folder)
+           if name != HOLD_VARIABLE and not (hold and is_credential(name))}
+    env["PATH"] = gates_first(env.get("PATH", os.defpath), folder)
     return env
 
 

@@ -12,7 +12,8 @@ from typing import Literal
 from attrs import frozen
 
 from iaccode.protocol.messages import PlanEntry
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext
 
 MAX_TODOS = 100
 

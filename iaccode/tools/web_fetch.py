@@ -26,7 +26,8 @@ import trio
 from attrs import frozen
 
 from iaccode import redaction
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, ToolResult
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext, ToolLimits
 from iaccode.tools.web.addresses import vet
 from iaccode.tools.web.client import REDIRECTS, Response, Target, exchange, parse_url
 from iaccode.tools.web.html import media_type, not_text, text_kind, to_text

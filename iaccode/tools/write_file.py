@@ -13,9 +13,10 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
+from iaccode.host.local_files import display_path
 from iaccode.protocol.tool_calls import DiffContent, ToolCallContent
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
-from iaccode.tools.local_files import display_path
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext
 
 
 @frozen

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from iaccode.tools.base import ToolResult
+from iaccode.tool_result import ToolResult
 from iaccode.transcript.format import Transcript, read_transcript
 
 

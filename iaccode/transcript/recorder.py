@@ -20,7 +20,7 @@ import trio
 import iaccode
 from iaccode.llm.base import ModelError, ModelEvent, ModelRequest, Provider, RawTap
 from iaccode.protocol.convert import to_wire
-from iaccode.tools.base import ToolResult
+from iaccode.tool_result import ToolResult
 from iaccode.transcript.format import FORMAT, TranscriptWriter
 
 log = logging.getLogger(__name__)

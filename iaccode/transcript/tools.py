@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iaccode.protocol.tool_calls import ToolCallContent
-from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, ToolResult, run_tool
+from iaccode.tool_result import ToolResult
+from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, run_tool
 from iaccode.tools.registry import builtin_tools
 
 if TYPE_CHECKING:

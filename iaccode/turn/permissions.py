@@ -27,7 +27,7 @@ question, the one with the plan, never pre-approved by the line.
 
 The real paths judged here are resolved once by the tool runner, shown to the user in the
 question, and handed to the tool, which opens exactly those (see
-:mod:`iaccode.tools.local_files`): a symlink swapped after the check cannot redirect the call.
+:mod:`iaccode.host.local_files`): a symlink swapped after the check cannot redirect the call.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from attrs import evolve, frozen
 
 from iaccode.gate import handlers
 from iaccode.gate.channel import GateQuestion
+from iaccode.host.local_files import is_inside
 from iaccode.iac.guard import Finding, infra_changes
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
@@ -52,7 +53,8 @@ from iaccode.protocol.tool_calls import (
     ToolCallContent,
     ToolCallFields,
 )
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, in_project, is_inside, resolve_path
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import Tool, ToolContext, in_project, resolve_path
 from iaccode.turn.env import EditorAccess
 from iaccode.turn.protected import Protected
 
@@ -159,26 +161,6 @@ def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
     if tool.name == "bash" and isinstance(command, str):
         return protected.command_reason(command, cwd)
     return None
-
-
-def mcp_may_change_infrastructure(annotations: Mapping[str, Any]) -> bool:
-    """Whether an MCP tool asks in every mode: its server marks it neither read-only
-    (``readOnlyHint: true``) nor non-destructive (``destructiveHint: false``); by MCP's
-    defaults every other tool may destroy."""
-    return not (annotations.get("readOnlyHint") is True
-                or annotations.get("destructiveHint") is False)
-
-
-MCP_ALWAYS_ASKS = ("its MCP server does not mark it read-only or non-destructive, so it may "
-                   "change real infrastructure")
-
-
-def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
-    """Whether an MCP tool counts as read-only: it runs without a question (like the read
-    tools) and is allowed in plan mode. Only when its server says so (``readOnlyHint: true``);
-    no hint, or any other, means it may change something, so it asks (``*_always`` holds for
-    that tool), plan mode refuses it and bypass runs it, like a command."""
-    return annotations.get("readOnlyHint") is True
 
 
 def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mapping[str, bool],

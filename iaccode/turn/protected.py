@@ -47,7 +47,7 @@ from attrs import frozen
 
 from iaccode.config import Config
 from iaccode.context.git import repository_root
-from iaccode.tools.search.ignore import expand_braces
+from iaccode.host.search.ignore import expand_braces
 
 _CREDENTIALS = "another program's credentials and settings"
 _SHELL = "a shell start-up file (what it holds runs in every new shell)"

@@ -15,7 +15,8 @@ from attrs import frozen
 
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult, truncate
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext, truncate
 from iaccode.turn.env import TurnEnv
 from iaccode.turn.transcript import SubAgentTranscript, Transcript
 

@@ -44,16 +44,9 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
+from iaccode.tool_result import ToolResult
 from iaccode.tools import tool_output
-from iaccode.tools.base import (
-    Tool,
-    ToolContext,
-    ToolResult,
-    in_project,
-    resolve_path,
-    run_tool,
-    truncate,
-)
+from iaccode.tools.base import Tool, ToolContext, in_project, resolve_path, run_tool, truncate
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv

@@ -299,7 +299,7 @@ async def test_regression_setsid_escapee_is_killed(
         figures: Figures) -> None:
     """A process that starts its own session (``setsid``, a double-forking daemon) left the
     process group that gets killed, and ran on after the call. The shell and the agent are now
-    child subreapers, so the whole tree is found and killed (iaccode/tools/process_tree.py)."""
+    child subreapers, so the whole tree is found and killed (iaccode/host/process_tree.py)."""
     calls = [(f"toolu_{name}", "bash", {"command": command})
              for name, command in ESCAPEES.items()]
     model_server.enqueue(uses(*calls), reply("ok"))

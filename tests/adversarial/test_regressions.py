@@ -417,7 +417,7 @@ async def test_regression_jobs_in_their_own_process_group_do_not_outlive_the_cal
         tmp_path: Path, figures: Figures) -> None:
     """GNU ``timeout`` and ``set -m`` put a job in a process group of its own, which the kill
     of the shell's group missed: ``timeout 99 sleep 99 &`` ran on after the call. The shell's
-    whole session is now ended (iaccode/tools/process_tree.py, _signal_group and group_alive)."""
+    whole session is now ended (iaccode/host/process_tree.py, _signal_group and group_alive)."""
     async def report(update: Any) -> None:
         pass
 

@@ -40,7 +40,7 @@ def _time_pair(program: Path, folder: Path, repeats: int) -> tuple[list[float], 
 
     from iaccode.gate.channel import GatePolicy, GateQuestion, open_channel
     from iaccode.gate.folder import GateFolder
-    from iaccode.tools.command_env import command_env
+    from iaccode.iac.command_env import command_env
 
     behind = folder / "behind"
     behind.mkdir(exist_ok=True)

@@ -60,7 +60,7 @@ def generate(root: Path, count: int) -> None:
 
 
 def _rg() -> str:
-    from iaccode.tools.search.rg import find_rg
+    from iaccode.host.search.rg import find_rg
 
     rg = find_rg()
     if rg is None:
@@ -74,9 +74,9 @@ def _time_both(tool: Any, args: dict[str, Any], rg_args: list[str], cwd: Path, r
     result and the number of lines rg printed."""
     import trio
 
+    from iaccode.host.local_files import LocalFiles
     from iaccode.protocol.convert import tool_input
     from iaccode.tools.base import ToolContext, ToolLimits
-    from iaccode.tools.local_files import LocalFiles
 
     async def no_report(_: Any) -> None:
         pass

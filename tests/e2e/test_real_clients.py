@@ -17,7 +17,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import pid_alive, pid_files_written, wait_until
 from acp_conformance.script import ToolUse, error_status, reply
 
-from iaccode.tools import process_tree
+from iaccode.host import process_tree
 from tests.e2e.test_tools import call, choose, start, sub_agent_research, tool_updates
 from tests.support.agent_process import AgentConnection
 

@@ -15,6 +15,7 @@ from typing import Any
 import trio
 
 from iaccode.config import Config
+from iaccode.host.local_files import LocalFiles
 from iaccode.llm.base import Provider
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import NoticeSeverity, SessionUpdate
@@ -26,7 +27,6 @@ from iaccode.protocol.tool_calls import (
 )
 from iaccode.session.editor import advisory
 from iaccode.tools.base import ClientTerminal, FileAccess, Tool
-from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.registry import builtin_tools
 from iaccode.turn.env import ModelSide, PermissionChoice, SessionState, ToolEnv, TurnEnv
 

@@ -128,8 +128,8 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
     from iaccode import secret_env
     from iaccode.cli import secret_names
     from iaccode.config import Config, ConfigError
-    from iaccode.llm.providers import make_provider
     from iaccode.llm.script import ScriptError
+    from iaccode.server.provider import make_provider
     from iaccode.server.stdio import serve_agent
     from iaccode.wire.connection import Connection
 

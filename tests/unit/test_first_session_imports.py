@@ -39,7 +39,7 @@ import trio
 import trio.testing
 
 from iaccode.config import Config
-from iaccode.llm.providers import make_provider
+from iaccode.server.provider import make_provider
 from iaccode.server.stdio import serve_agent
 from iaccode.wire.connection import Connection
 

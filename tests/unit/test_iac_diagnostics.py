@@ -15,7 +15,7 @@ import trio
 from iaccode.iac.diagnostics import annotate, check_file
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, DiffContent
-from iaccode.tools.base import ToolResult
+from iaccode.tool_result import ToolResult
 
 PROJECT = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
 

@@ -20,7 +20,7 @@ from iaccode.iac.sensitive_values import (
 )
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent
-from iaccode.tools.base import ToolResult
+from iaccode.tool_result import ToolResult
 from iaccode.tools.bash import BashInput
 from tests.support.terraform import install_terraform
 

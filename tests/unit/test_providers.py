@@ -11,7 +11,8 @@ from iaccode.llm.anthropic_provider import AnthropicProvider
 from iaccode.llm.base import MissingCredentials
 from iaccode.llm.offline import ScriptedProvider
 from iaccode.llm.openai_provider import OpenAIProvider
-from iaccode.llm.providers import PRESETS, endpoint, make_provider, offered_models
+from iaccode.llm.providers import PRESETS, endpoint, offered_models
+from iaccode.server.provider import make_provider
 
 
 def config(tmp_path: Path, toml: str = "", **env: str) -> Config:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from iaccode.iac.command_env import command_env
 from iaccode.iac.credentials import is_credential
 from iaccode.secret_env import is_secret, secret_values, without_secrets
-from iaccode.tools.command_env import command_env
 
 SECRETS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_AUTH_HEADER", "GITHUB_TOKEN",
            "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_SECRET", "SLACK_WEBHOOK_SECRET_URL",

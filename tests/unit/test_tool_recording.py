@@ -10,17 +10,11 @@ from pathlib import Path
 import pytest
 import trio
 
+from iaccode.host.local_files import LocalFiles
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ToolCallProgress
-from iaccode.tools.base import (
-    MACHINE_DEPENDENT,
-    Tool,
-    ToolContext,
-    ToolLimits,
-    ToolResult,
-    run_tool,
-)
-from iaccode.tools.local_files import LocalFiles
+from iaccode.tool_result import ToolResult
+from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, ToolLimits, run_tool
 from iaccode.tools.registry import builtin_tools
 from iaccode.transcript.format import read_transcript
 from iaccode.transcript.recorder import Recorder

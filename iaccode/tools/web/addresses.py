@@ -17,7 +17,8 @@ import ipaddress
 
 import trio
 
-from iaccode.tools.base import ToolFailure, ToolLimits
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import ToolLimits
 from iaccode.tools.web.client import IPAddress, Target
 
 _METADATA_NAMES = frozenset({

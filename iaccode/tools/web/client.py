@@ -23,7 +23,7 @@ import trio
 from attrs import frozen
 
 from iaccode import __version__
-from iaccode.tools.base import ToolFailure
+from iaccode.tool_result import ToolFailure
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 BodyBudget = Callable[[int, list[tuple[str, str]]], int]

@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 from bs4 import BeautifulSoup, Tag
 from markdownify import MarkdownConverter
 
-from iaccode.tools.base import ToolFailure
+from iaccode.tool_result import ToolFailure
 
 TextKind = Literal["html", "text"]
 

@@ -17,7 +17,7 @@ import trio
 from iaccode.gate import handlers
 from iaccode.gate.channel import CallChannel, GatePolicy, GateQuestion, open_channel
 from iaccode.gate.folder import GateFolder, is_gate
-from iaccode.tools.command_env import command_env
+from iaccode.iac.command_env import command_env
 from tests.support.stand_ins import logging_clis, runs
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the peer check is Linux's")

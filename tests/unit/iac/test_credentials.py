@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from iaccode.iac.command_env import command_env
 from iaccode.iac.credentials import held, is_credential, without_credentials
-from iaccode.tools.command_env import command_env
 
 CREDENTIALS = [
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 
+from iaccode.host.local_files import LocalFiles
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer, text_form
 from iaccode.protocol.messages import (
     ClientCapabilities,
@@ -19,8 +20,8 @@ from iaccode.protocol.messages import (
 from iaccode.protocol.tool_calls import ToolCallFields
 from iaccode.session.editor import Editor
 from iaccode.session.errors import EditorError
-from iaccode.tools.base import ExitStatus, TerminalOutput, ToolFailure
-from iaccode.tools.local_files import LocalFiles
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import ExitStatus, TerminalOutput
 from iaccode.turn.permissions import OPTIONS
 
 

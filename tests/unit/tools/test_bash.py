@@ -14,18 +14,11 @@ from acp_conformance.processes import group_gone, pid_alive
 from attrs import evolve
 
 from iaccode.gate.channel import GatePolicy
+from iaccode.host import process_tree
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import TerminalContent, ToolCallProgress
-from iaccode.tools import process_tree
-from iaccode.tools.base import (
-    ClientTerminal,
-    ExitStatus,
-    TerminalOutput,
-    ToolContext,
-    ToolFailure,
-    ToolLimits,
-    ToolResult,
-)
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import ClientTerminal, ExitStatus, TerminalOutput, ToolContext, ToolLimits
 from iaccode.tools.bash import Bash, BashInput
 
 SLACK = 3.0

@@ -15,21 +15,22 @@ import jsonschema
 import pytest
 import trio
 
+from iaccode.host import local_files
+from iaccode.host.local_files import LocalFiles
+from iaccode.host.search import rg as rg_module
+from iaccode.host.search.ignore import expand_braces
+from iaccode.host.search.rg import run_rg
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import DiffContent
+from iaccode.tool_result import ToolFailure, ToolResult
 from iaccode.tools import glob as glob_module
 from iaccode.tools import grep as grep_module
-from iaccode.tools import local_files
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, ToolResult
+from iaccode.tools.base import Tool, ToolContext, ToolLimits
 from iaccode.tools.edit_file import EditFile
 from iaccode.tools.glob import Glob
 from iaccode.tools.grep import Grep
 from iaccode.tools.list_files import ListFiles
-from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.read_file import ReadFile
-from iaccode.tools.search import rg as rg_module
-from iaccode.tools.search.ignore import expand_braces
-from iaccode.tools.search.rg import run_rg
 from iaccode.tools.write_file import WriteFile
 
 ALL_TOOLS: list[Tool] = [ReadFile(), ListFiles(), Glob(), Grep(), WriteFile(), EditFile()]

@@ -17,14 +17,15 @@ import pytest
 import trio
 
 from iaccode.config import Config
+from iaccode.host import local_files
+from iaccode.host.local_files import LocalFiles
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.messages import ClientCapabilities
 from iaccode.session.editor import Editor
-from iaccode.tools import local_files
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolLimits, resolve_path
+from iaccode.tool_result import ToolFailure
+from iaccode.tools.base import Tool, ToolContext, ToolLimits, resolve_path
 from iaccode.tools.edit_file import EditFile
 from iaccode.tools.list_files import ListFiles
-from iaccode.tools.local_files import LocalFiles
 from iaccode.tools.read_file import ReadFile
 from iaccode.tools.write_file import WriteFile
 from iaccode.turn.env import SessionState, ToolEnv

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from acp_conformance.processes import pid_alive, pid_files_written, wait_until
 
-from iaccode.tools import process_tree, supervise
+from iaccode.host import process_tree
+from iaccode.tools import supervise
 
 pytestmark = pytest.mark.skipif(not process_tree.supported(), reason="needs Linux prctl")
 

@@ -18,7 +18,8 @@ import pytest
 import trio
 
 from iaccode.protocol.convert import ParamsError, tool_input
-from iaccode.tools.base import ToolContext, ToolFailure, ToolLimits, ToolResult
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import ToolContext, ToolLimits
 from iaccode.tools.web import addresses, client
 from iaccode.tools.web.addresses import address_refusal
 from iaccode.tools.web.html import html_to_text

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from iaccode.mcp.tool import MCP_ALWAYS_ASKS, mcp_may_change_infrastructure
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ToolCallFields
 from iaccode.tools.base import Tool
@@ -200,7 +201,7 @@ def test_a_change_the_gate_asks_for_with_its_plan_is_left_to_the_gate(cwd: Path)
 class _Destructive(Tool):
     name, description, kind, read_only = "mcp__tf__apply", "apply", "other", False
     input_type, input_schema = dict, {"type": "object"}
-    always_asks = permissions.MCP_ALWAYS_ASKS
+    always_asks = MCP_ALWAYS_ASKS
 
     def title(self, args: Any) -> str:
         return "apply (tf MCP server)"
@@ -215,7 +216,7 @@ class _Destructive(Tool):
 ])
 def test_an_mcp_tool_may_change_infrastructure_unless_its_server_says_otherwise(
         annotations: dict[str, Any], asks: bool) -> None:
-    assert permissions.mcp_may_change_infrastructure(annotations) is asks
+    assert mcp_may_change_infrastructure(annotations) is asks
 
 
 def test_a_tool_that_always_asks_asks_in_every_mode(cwd: Path) -> None:

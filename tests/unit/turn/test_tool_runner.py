@@ -11,7 +11,8 @@ import pytest
 import trio
 
 from iaccode.llm.offline import ScriptedProvider
-from iaccode.tools.base import Tool, ToolContext, ToolFailure, ToolResult
+from iaccode.tool_result import ToolFailure, ToolResult
+from iaccode.tools.base import Tool, ToolContext
 from iaccode.turn.tool_runner import ToolRunner
 from iaccode.turn.transcript import Transcript
 from tests.support.fake_editor import FakeEditor, turn_env

@@ -43,7 +43,7 @@ from typing import Any
 
 import trio
 
-from iaccode.tools.procfs import Stat, processes
+from iaccode.host.procfs import Stat, processes
 
 log = logging.getLogger(__name__)
 

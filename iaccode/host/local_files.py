@@ -36,13 +36,18 @@ from pathlib import Path
 
 import trio
 
-from iaccode.tools.base import ToolFailure, is_inside
+from iaccode.tool_result import ToolFailure
 
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte in this many leading bytes marks a file as binary."""
 WRITE_CHUNK_BYTES = 1024 * 1024
 """Bytes written per worker-thread call: a cancelled write stops between chunks."""
 _READ_CHUNK = 1024 * 1024
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or below it; both real paths, compared by components."""
+    return path == root or root in path.parents
 
 
 def display_path(path: Path, cwd: Path) -> str:

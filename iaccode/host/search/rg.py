@@ -1,7 +1,7 @@
 """The ripgrep runner glob and grep share.
 
 ``rg`` walks big trees fast and knows .gitignore; where it is missing (or ``USE_RG`` is off)
-glob and grep walk in Python instead (:func:`iaccode.tools.search.ignore.walk_files`). What rg
+glob and grep walk in Python instead (:func:`iaccode.host.search.ignore.walk_files`). What rg
 prints is read line by line and bounded in memory; a cancelled call kills it. rg runs without
 ``--follow``, so a symbolic link in the tree leads nowhere.
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 import trio
 from attrs import frozen
 
+from iaccode.host.exception_groups import sole
 from iaccode.installed import inside, which
-from iaccode.tools.exception_groups import sole
 
 USE_RG = True
 """Use ripgrep when it can be found (tests turn this off to run the Python fallback)."""
@@ -27,7 +27,7 @@ _STDERR_BYTES = 64 * 1024
 RG_IGNORE_FLAGS = ["--no-require-git", "--no-ignore-parent", "--no-messages"]
 """.gitignore files count without a git repo too, and only from the search root down: the
 rules above it (up to the work tree's top) are applied afterwards by
-:class:`~iaccode.tools.search.ignore.GitIgnores`, so a stray .gitignore in a parent folder (a
+:class:`~iaccode.host.search.ignore.GitIgnores`, so a stray .gitignore in a parent folder (a
 home directory's, say) never hides the project."""
 
 

@@ -1,7 +1,7 @@
 """The one reader of ``/proc/<pid>/stat`` (Linux): who a process's parent, group and session are.
 
 The bash tool asks which processes are left in a command's group or session, and
-:mod:`iaccode.tools.process_tree` which are below a shell; both read this table. Without
+:mod:`iaccode.host.process_tree` which are below a shell; both read this table. Without
 ``/proc`` (macOS) :func:`processes` raises OSError and the callers do without.
 """
 

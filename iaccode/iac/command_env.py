@@ -15,9 +15,17 @@ from __future__ import annotations
 
 import os
 
-from iaccode.gate import VARIABLES as GATE_VARIABLES
 from iaccode.iac.credentials import held, is_credential
 from iaccode.secret_env import without_secrets
+
+TOKEN_VARIABLE = "IAC_CODE_GATE_TOKEN"
+SOCKET_VARIABLE = "IAC_CODE_GATE_SOCKET"
+FOLDER_VARIABLE = "IAC_CODE_GATES"
+HOLD_VARIABLE = "IAC_CODE_HOLD_CREDENTIALS"
+"""For the supervisor in the editor's terminal: 1 when it removes the credentials."""
+GATE_VARIABLES = (TOKEN_VARIABLE, SOCKET_VARIABLE, FOLDER_VARIABLE, HOLD_VARIABLE)
+"""The gate's variables in a command's environment (:mod:`iaccode.gate`: its channel, set
+by the agent for each call; never passed on from ours)."""
 
 QUIET_ENV = {
     "PAGER": "cat",

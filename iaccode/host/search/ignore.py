@@ -18,7 +18,7 @@ from typing import TypeVar
 import pathspec
 import trio
 
-from iaccode.tools.base import is_inside
+from iaccode.host.local_files import is_inside
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 """Nothing a bash call started outlives it, including processes that left its session
-(``setsid``, double-forking daemons): iaccode/tools/process_tree.py, through the bash tool."""
+(``setsid``, double-forking daemons): iaccode/host/process_tree.py, through the bash tool."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import pytest
 import trio
 from acp_conformance.processes import pid_alive, state
 
-from iaccode.tools import process_tree
-from iaccode.tools.base import ToolContext, ToolLimits, ToolResult
+from iaccode.host import process_tree
+from iaccode.tool_result import ToolResult
+from iaccode.tools.base import ToolContext, ToolLimits
 from iaccode.tools.bash import Bash, BashInput
 
 SLACK = 3.0
