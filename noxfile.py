@@ -236,7 +236,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks, each figure against a baseline measured in the same run: prints the table
     and writes .bench/results.json (about 5 minutes). `-- --quick` for a smoke run,
     `-- --only startup,streaming,cancel,sessions,memory,search,caching,store_listing,gate`,
-    `-- --readme` to put the table in README.md. See tests/bench/."""
+    `-- --docs` to put the table in docs/performance.md. See tests/bench/."""
     # A regular install, as users get from pip: an editable one adds its import hook to every
     # Python start in the venv (tens of milliseconds of cold start on a busy machine).
     session.install(".", "./conformance", "psutil>=5.9")
@@ -247,8 +247,9 @@ def bench(session: nox.Session) -> None:
 def adversarial(session: nox.Session) -> None:
     """A hostile client, a hostile model, faults, kill -9 and load against a real `iaccode acp`
     (tests/adversarial; about 5 minutes). `-- --soak` runs longer (about 18): 10x the examples,
-    1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json (README,
-    Reliability). cfn-lint is installed too: the suite checks it loads no repository rules."""
+    1000 kills, 5 minutes of load. Writes its figures to .adversarial/figures.json
+    (docs/reliability.md). cfn-lint is installed too: the suite checks it loads no repository
+    rules."""
     _install(session, "-e", ".[test,cfn]", "-e", "./conformance")
     # Two workers, each module on one (--dist loadfile: a module's agents and figures stay
     # together; tests/adversarial/conftest.py gathers the figures).

@@ -3,66 +3,8 @@
 Each setting is, from lowest to highest precedence: the built-in default, the user's
 ``$IAC_CODE_HOME/config.toml`` (``~/.iac-code/config.toml``; a missing file is fine), an
 ``IAC_CODE_*`` environment variable (an empty one counts as unset), a command-line option.
-
-| config.toml key           | environment variable            | default   | what                  |
-|---------------------------|---------------------------------|-----------|-----------------------|
-| `provider`                | `IAC_CODE_PROVIDER`             | `anthropic` | a preset (1)     |
-| `base_url`                | `IAC_CODE_BASE_URL`             | preset's  | the API's address     |
-| `api_key_env`             |                                 | preset's  | variable with the key |
-| `models`                  |                                 | preset's  | model ids offered     |
-| `model`                   | `IAC_CODE_MODEL`                | first of `models` | model id      |
-| `mode`                    | `IAC_CODE_MODE`                 | `default` | a mode (2)            |
-| `thought_level`           | `IAC_CODE_THOUGHT_LEVEL`        | `medium`  | a level (2)           |
-| `max_turn_requests`       | `IAC_CODE_MAX_TURN_REQUESTS`    | 100       | requests per prompt   |
-| `max_tokens`              | `IAC_CODE_MAX_TOKENS`           | 16000     | output per request    |
-| `compaction_threshold`    | `IAC_CODE_COMPACTION_THRESHOLD` | 0.9       | share, 0 < x <= 1     |
-| `log_level`               | `IAC_CODE_LOG_LEVEL`            | `INFO`    | a logging level name  |
-| `[tools] bash_timeout`    |                                 | 120       | seconds, > 0          |
-| `[tools] bash_max_timeout`|                                 | 600       | seconds, > 0          |
-| `[tools] web_timeout`     |                                 | 30        | seconds, > 0          |
-| `[tools] output_chars`    |                                 | 30000     | characters, >= 1      |
-| `[tools] web_allowed_hosts` |                               | `[]`      | `"host:port"` strings |
-| `mcp_startup_timeout`     |                                 | 10        | seconds, > 0          |
-| `[mcp_servers.NAME]`      |                                 | none      | MCP servers           |
-| `[iac] confirm_infra_changes` |                             | true      | infra changes ask   |
-| `[iac] hold_credentials`  |                                 | true      | cloud keys held back  |
-| `[iac] protected`         |                                 | `[]`      | globs of targets    |
-| `[secrets] extra`         |                                 | `[]`      | more secret names (3) |
-| `[serve] token_file`      | (`IAC_CODE_SERVE_TOKEN`)        | none      | holds the token       |
-| `[serve] max_body_bytes`  |                                 | 4 MiB     | bytes, >= 1           |
-| `[serve] idle_timeout`    |                                 | 300       | seconds, > 0          |
-| `[serve] send_timeout`    |                                 | 30        | seconds, > 0          |
-| `[serve] allowed_origins` |                                 | `[]`      | browser origins       |
-| `[serve] allowed_hosts`   |                                 | `[]`      | host names (4)        |
-| `[serve] body_timeout`    |                                 | 60        | seconds, > 0          |
-
-(1) one of ``iaccode.llm.providers.PRESETS``: anthropic, openai, dashscope, deepseek,
-openrouter, ollama, openai_compatible.
-(2) ``iaccode.choices``: the modes default, accept_edits, plan, bypass; the thinking levels
-off, low, medium, high.
-(3) environment variables that are secrets besides those :mod:`iaccode.secret_env` knows:
-names, or ``PREFIX_*`` patterns.
-(4) the names ``iaccode serve`` answers to besides IP addresses and ``localhost``.
-
-``web_allowed_hosts`` lets web_fetch reach the listed hosts although they are (or resolve to)
-loopback, private or link-local addresses: an intranet documentation server, say.
-``confirm_infra_changes = false`` lets bash commands that change real infrastructure
-(``terraform apply``, ``kubectl delete``, ...; see :mod:`iaccode.iac.guard`) follow the ordinary
-bash permissions instead of always asking. ``hold_credentials = false`` leaves the cloud
-credentials (:mod:`iaccode.iac.credentials`) in every command's environment instead of only in
-the real CLIs the gates run.
-bash permissions instead of always asking. ``protected`` names the targets (Terraform
-workspaces, kube contexts, Pulumi stacks; globs such as ``"prod*"``) whose changes need the
-user to type the target's name (:mod:`iaccode.iac.target`).
-
-The ``[serve]`` table is for ``iaccode serve`` (``iaccode/remote/``). Its bearer token is
-``IAC_CODE_SERVE_TOKEN`` or else the contents of ``token_file`` (``~`` expanded, relative to the
-home dir); the file must not be readable by group or others.
-
-Only in the environment: ``IAC_CODE_HOME``, ``IAC_CODE_MODEL_SCRIPT``,
-``IAC_CODE_MAX_RETRIES``, ``IAC_CODE_MAX_LINE_BYTES``, ``IAC_CODE_SERVE_TOKEN``, and the key
-itself (``IAC_CODE_API_KEY`` or the preset's variable, read by the provider: keys are never kept
-in the Config).
+Every key, variable and default is in ``docs/configuration.md`` (the one reference: change it
+with the code). Keys are never kept in the Config: the provider reads them.
 A value we cannot use is a ConfigError naming the file and key, or the variable.
 """
 

@@ -11,7 +11,7 @@ there while such an agent runs (:func:`_guard_in_process`).
 
 Every test adds what it tried to ``figures`` (cases, faults injected, kills survived, load
 held); at the end of the run they are merged into ``.adversarial/figures.json`` (per category;
-a partial run refreshes only the categories it ran), which the README's Reliability section
+a partial run refreshes only the categories it ran), which ``docs/reliability.md``
 quotes. ``python -m tests.adversarial.figures`` prints them as that section's table.
 """
 

@@ -1,7 +1,8 @@
-"""The adversarial suite's figures as the README's Reliability table.
+"""The adversarial suite's figures as the table in docs/reliability.md.
 
     python -m tests.adversarial.figures            print the table from .adversarial/figures.json
-    python -m tests.adversarial.figures --readme   also put it in README.md, between the markers
+    python -m tests.adversarial.figures --docs     also put it in docs/reliability.md, between
+                                                   the markers
 
 ``nox -s adversarial`` writes the JSON; this only formats it.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / ".adversarial" / "figures.json"
+RELIABILITY_DOC = ROOT / "docs" / "reliability.md"
 BEGIN = "<!-- adversarial-figures-begin -->"
 END = "<!-- adversarial-figures-end -->"
 
@@ -119,15 +121,15 @@ def main(argv: list[str]) -> int:
     data = json.loads(FIGURES.read_text())
     text = table(data)
     print(text, end="")
-    if "--readme" in argv:
-        readme = ROOT / "README.md"
-        content = readme.read_text()
+    if "--docs" in argv:
+        content = RELIABILITY_DOC.read_text()
         if BEGIN not in content or END not in content:
-            print("README.md has no adversarial figures markers; not updated", file=sys.stderr)
+            print(f"{RELIABILITY_DOC} has no adversarial figures markers; not updated",
+                  file=sys.stderr)
             return 1
         head, rest = content.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
-        readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+        RELIABILITY_DOC.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
     return 0
 
 

@@ -172,7 +172,7 @@ def envelope_problems(message: Any) -> list[str]:
 def expected_answers(data: bytes) -> list[tuple[IdKey, str | None]]:
     """The answers the agent owes for ``data`` (whole lines): one per request-shaped line (its
     id, its method), one null-id error per malformed line, none for notifications and
-    responses. Mirrors the JSON-RPC rules the agent documents (README, "Errors")."""
+    responses. Mirrors the JSON-RPC rules the agent documents (docs/protocol.md, "Errors")."""
     owed: list[tuple[IdKey, str | None]] = []
     for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
         if not line.strip():

@@ -112,8 +112,8 @@ with open(sys.argv[1], "w") as out:
 @pytest.mark.xfail(strict=True, reason=(
     "cannot be held by a gate: a command runs as the agent's user, so what the agent hands a "
     "gate (the real program's path and the held credentials) it can ask for itself with the "
-    "call's token, or read from /proc/<pid>/environ of a gated read while it runs. README, "
-    "Security: held credentials stop programs that do not go looking, not a hostile one."))
+    "call's token, or read from /proc/<pid>/environ of a gated read while it runs. "
+    "docs/iac.md: held credentials stop programs that do not go looking, not a hostile one."))
 async def test_a_forged_gate_request_gets_no_held_credentials(
         tmp_path: Path, workspace: Path, short_tmp: Path) -> None:  # noqa: F811
     (workspace / "probe.py").write_text(FORGER)

@@ -29,7 +29,7 @@ from tests.adversarial.support import allow, http_agent, rss_kib
 
 CATEGORY = "mcp_servers"
 MAX_ITEMS, MAX_PAGES, MAX_DEFINITION_BYTES, LIST_TIMEOUT = 200, 20, 256 * 1024, 20.0
-"""The bounds README's "MCP servers" promises: tools per server, pages of one list, bytes of a
+"""The bounds docs/mcp.md promises: tools per server, pages of one list, bytes of a
 server's tool definitions, seconds a list may take."""
 BIDI_AND_INVISIBLE = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200e"
                          "\u200f\u061c\ufeff")

@@ -1,10 +1,10 @@
 """Run the benchmarks, print the table, write ``.bench/results.json``.
 
-    python -m tests.bench [--only startup,streaming,...] [--quick] [--readme]
+    python -m tests.bench [--only startup,streaming,...] [--quick] [--docs]
 
 (``nox -s bench`` runs this.) Every figure is shown with its baseline, measured in the same run
 on the same machine, and the ratio of the two; see each ``bench_*.py`` for what it measures.
-``--readme`` also replaces the table in README.md's "Performance" section (with ``--only``,
+``--docs`` also replaces the table in ``docs/performance.md`` (with ``--only``,
 just the rows of the benchmarks run, with a note saying where they come from).
 """
 
@@ -26,8 +26,9 @@ from tests.bench.common import REPO, Row
 BENCHES = ["startup", "streaming", "cancel", "sessions", "memory", "search", "caching",
            "store_listing", "gate", "plan_step"]
 RESULTS = REPO / ".bench" / "results.json"
-README_BEGIN = "<!-- bench-table-begin -->"
-README_END = "<!-- bench-table-end -->"
+PERFORMANCE_DOC = REPO / "docs" / "performance.md"
+TABLE_BEGIN = "<!-- bench-table-begin -->"
+TABLE_END = "<!-- bench-table-end -->"
 
 
 def _format(value: float | None, unit: str = "") -> str:
@@ -76,18 +77,17 @@ def _machine() -> dict[str, Any]:
             "git": rev + ("+dirty" if dirty else "")}
 
 
-def update_readme(text: str, command: str, machine: dict[str, Any],
-                  partial: list[Row] | None = None) -> None:
+def update_docs(text: str, command: str, machine: dict[str, Any],
+                partial: list[Row] | None = None) -> None:
     """Write the table between the markers. A run of some benchmarks (``partial``: its rows)
     replaces only the rows of its groups and says below the table where they come from; the
     other rows, from earlier runs, stay as they are."""
-    readme = REPO / "README.md"
-    content = readme.read_text()
-    if README_BEGIN not in content or README_END not in content:
-        print("README.md has no bench table markers; not updated", file=sys.stderr)
+    content = PERFORMANCE_DOC.read_text()
+    if TABLE_BEGIN not in content or TABLE_END not in content:
+        print(f"{PERFORMANCE_DOC} has no bench table markers; not updated", file=sys.stderr)
         return
-    head, rest = content.split(README_BEGIN, 1)
-    old, tail = rest.split(README_END, 1)
+    head, rest = content.split(TABLE_BEGIN, 1)
+    old, tail = rest.split(TABLE_END, 1)
     when = (f"on {machine['date']} ({machine['cpus']} cores, load average "
             f"{machine['load_average']} at the start, Python {machine['python']}, "
             f"{machine['git']})")
@@ -96,7 +96,7 @@ def update_readme(text: str, command: str, machine: dict[str, Any],
     else:
         body = _merged_table(old, partial, f"The {_groups_named(partial)} rows are from "
                              f"`{command}` {when}.")
-    readme.write_text(head + README_BEGIN + "\n" + body + README_END + tail)
+    PERFORMANCE_DOC.write_text(head + TABLE_BEGIN + "\n" + body + TABLE_END + tail)
 
 
 def _groups_named(rows: list[Row]) -> str:
@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help=f"comma-separated, from {', '.join(BENCHES)}")
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
-    parser.add_argument("--readme", action="store_true", help="update README.md's table")
+    parser.add_argument("--docs", action="store_true",
+                        help="update the table in docs/performance.md")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     names = args.only.split(",") if args.only else BENCHES
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(rows)} figures, {sum(r.met is True for r in rows)} targets met, "
           f"{len(missed)} missed; {total:.0f} s in all ({durations})")
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    shown = [arg for arg in (sys.argv[1:] if argv is None else argv) if arg != "--readme"]
+    shown = [arg for arg in (sys.argv[1:] if argv is None else argv) if arg != "--docs"]
     if os.environ.get("NOX_CURRENT_SESSION"):
         command = "nox -s bench" + (" -- " + " ".join(shown) if shown else "")
     else:
@@ -185,9 +186,9 @@ def main(argv: list[str] | None = None) -> None:
         "durations": durations, "quick": args.quick,
         "rows": [row.to_json() for row in rows]}, indent=2) + "\n")
     print(f"wrote {args.output}")
-    if args.readme:
-        update_readme(text, command, machine, partial=rows if args.only else None)
-        print("updated README.md")
+    if args.docs:
+        update_docs(text, command, machine, partial=rows if args.only else None)
+        print(f"updated {PERFORMANCE_DOC.relative_to(REPO)}")
 
 
 if __name__ == "__main__":

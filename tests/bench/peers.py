@@ -5,7 +5,7 @@
 - claude-agent-acp (npm ``@agentclientprotocol/claude-agent-acp``, Node).
 
 They are looked for under ``$ACP_PEERS`` (a folder made with ``npm install --prefix FOLDER
-@zed-industries/codex-acp @agentclientprotocol/claude-agent-acp``), else ``/work/peers`` and
+@zed-industries/codex-acp @agentclientprotocol/claude-agent-acp``), else
 ``~/.cache/iaccode-bench-peers``; a peer that is not there is left out of the table (the rows
 say which ran). Each runs with a private home and placeholder keys: nothing reaches the network
 (codex-acp's ``session/new`` needs ``authenticate`` first and gets it; claude-agent-acp's starts
@@ -20,7 +20,7 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PREFIXES = ("/work/peers", "~/.cache/iaccode-bench-peers")
+PREFIXES = ("~/.cache/iaccode-bench-peers",)
 PLACEHOLDER_KEY = "bench-no-network"
 
 

@@ -1,8 +1,8 @@
 """The first session's path imports only what opening a session needs.
 
-What an editor waits for is spawn -> the first ``session/new`` answered (README
-"Performance"): everything the main thread imports until then is on that path. The turn loop,
-the tools, the IaC readers, the system prompt's sections, the ``mcp`` and model SDKs, the
+What an editor waits for is spawn -> the first ``session/new`` answered
+(``docs/performance.md``): everything the main thread imports until then is on that path. The
+turn loop, the tools, the IaC readers, the system prompt's sections, the ``mcp`` and model SDKs, the
 listing's sqlite3 and the remote stack load later (``iaccode/preload.py``, the first prompt);
 so do the stored keys, the redaction of secrets and what reads a session's exposure to them.
 ``iaccode acp`` itself loads the log's redaction and the secrets seal before the server
