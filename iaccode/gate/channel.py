@@ -375,7 +375,7 @@ def _peer_pid(connection: trio.socket.SocketType, message: dict[str, Any]) -> in
     """The connecting process (``SO_PEERCRED`` on Linux; refused when it is another user)."""
     option = getattr(trio.socket, "SO_PEERCRED", None)
     if option is None or not sys.platform.startswith("linux"):
-        pid = message.get("pid")  # elsewhere the token alone stands (README)
+        pid = message.get("pid")  # elsewhere the token alone stands (docs/security.md)
         return pid if isinstance(pid, int) else -1
     pid, uid, _gid = struct.unpack("3i", connection.getsockopt(trio.socket.SOL_SOCKET,
                                                                option, 12))

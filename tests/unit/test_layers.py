@@ -2,7 +2,7 @@
 
 Every import counts, wherever it is: at module level, inside a function (the lazy imports of
 heavy libraries) and under ``if TYPE_CHECKING:``. A failure names the file, the line and the
-import. :data:`LAYERS` is the order, written once: every top-level module and package of
+import. :data:`LAYERS` is the order, written once (docs/architecture.md says what each layer is): every top-level module and package of
 ``iaccode`` is in it, and each may import its own layer and those below it, never one above.
 The rules after it say what the order alone does not: only ``server`` (and ``remote``) speak
 JSON-RPC; ``protocol`` is ACP's messages, no I/O; ``store`` and ``protocol`` use only the leaf
