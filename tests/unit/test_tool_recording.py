@@ -13,7 +13,6 @@ import trio
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ToolCallProgress
 from iaccode.tools.base import (
-    MACHINE_DEPENDENT,
     Tool,
     ToolContext,
     ToolLimits,
@@ -55,7 +54,7 @@ def test_only_machine_dependent_tools_are_wrapped_and_look_the_same(tmp_path: Pa
     wrapped, plain = ToolTable(recorder).builtin(), builtin_tools()
     recorder.close()
     for name, tool in wrapped.items():
-        assert (type(tool) is type(plain[name])) is (name not in MACHINE_DEPENDENT)
+        assert (type(tool) is type(plain[name])) is (not plain[name].machine_dependent)
         assert tool.definition() == plain[name].definition()
         assert (tool.name, tool.kind, tool.read_only, tool.input_type) == (
             plain[name].name, plain[name].kind, plain[name].read_only, plain[name].input_type)
