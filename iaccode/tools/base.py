@@ -177,6 +177,8 @@ class Tool(ABC):
     machine_dependent: ClassVar[bool] = False
     """What it answers depends on the machine (a command's output, a web page): a recording
     keeps its results, and a replay plays them back instead of running it."""
+    subagents_use: ClassVar[bool] = True
+    """A sub-agent may call it, when it is read-only (not the plan: that is the parent's)."""
     gated: ClassVar[bool] = False
     """It runs programs here with the gates (:mod:`iaccode.gate`) first on their PATH, so a
     change an infrastructure CLI would make is asked about while the call runs."""

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
 _TOOL_ATTRIBUTES = ("name", "description", "kind", "input_type", "input_schema", "read_only",
-                    "always_asks", "machine_dependent", "gated")
+                    "always_asks", "machine_dependent", "gated", "subagents_use")
 """The Tool attributes a wrapper takes from the tool it wraps (they are per class)."""
 
 

@@ -23,6 +23,7 @@ from iaccode.transcript.recorder import Recorder
 from iaccode.transcript.tools import ToolTable
 from iaccode.turn import permissions
 from iaccode.turn.permissions import Decision
+from iaccode.turn.subagent import SubAgent
 from iaccode.turn.tool_runner import ToolRunner
 from iaccode.turn.transcript import Transcript
 from tests.support.fake_editor import FakeEditor, turn_env
@@ -143,3 +144,10 @@ def test_a_recorded_or_played_tool_keeps_the_hooks_of_the_one_it_wraps(tmp_path:
     assert decide(bash, "bypass", tmp_path, command=INFRA_LINE).decision is Decision.ASK
     assert [name for name, tool in builtin_tools().items() if tool.machine_dependent] == [
         "bash", "web_fetch"]
+
+
+def test_a_sub_agent_gets_the_read_only_tools_but_the_plan_and_itself() -> None:
+    tools = builtin_tools()
+    tools["agent"] = SubAgent(tools)
+    assert sorted(SubAgent(tools).tools()) == ["glob", "grep", "list_files", "read_file",
+                                                "web_fetch"]
