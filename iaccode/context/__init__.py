@@ -18,23 +18,13 @@ Adding a section:
    worker thread when the prompt is built (not per request): read ``facts`` (cwd, home,
    environment, instructions, and ``facts.session``, the live session), never change them;
    return None to say nothing. An exception leaves the section out (and is logged).
-2. Add one line to ``SECTIONS`` in ``iaccode/context/sections.py``:
-   ``Section("my_section", "iaccode.mypackage.module:my_section", order=40)``; the string is
-   imported on first build, so nothing is imported at start-up. ``main=False`` /
-   ``subagent=False`` keep it out of one audience's prompt. (``register_section`` does the
-   same at run time.)
+2. Import it in ``iaccode/context/sections.py`` and add one line to ``SECTIONS``:
+   ``Section("my_section", my_section, order=40)``. ``main=False`` / ``subagent=False`` keep
+   it out of one audience's prompt.
 3. Keep the text stable: it is part of the cached prefix of every request.
 """
 
 from iaccode.context.live import SessionContext
-from iaccode.context.sections import (
-    SECTIONS,
-    Section,
-    SessionFacts,
-    SystemPrompt,
-    build,
-    register_section,
-)
+from iaccode.context.sections import SECTIONS, Section, SessionFacts, SystemPrompt, build
 
-__all__ = ["SECTIONS", "Section", "SessionContext", "SessionFacts", "SystemPrompt", "build",
-           "register_section"]
+__all__ = ["SECTIONS", "Section", "SessionContext", "SessionFacts", "SystemPrompt", "build"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from iaccode.context.sections import SessionFacts
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from iaccode.context.sections import SessionFacts
 
 IDENTITY = """\
 You are iac-code, a coding agent that works in the user's project through their editor. You \

@@ -1,15 +1,13 @@
 """The section registry: what the system prompt is made of, in order.
 
 A section is a function of the session (:class:`SessionFacts`) returning its text, or None to
-leave it out. The table :data:`SECTIONS` lists them; ``function`` may be a callable or a
-``"module:function"`` string imported when the prompt is first built (so a section's package is
-not imported at start-up). See the package docstring for how to add one.
+leave it out. The table :data:`SECTIONS` lists them, imported like any other code (this module
+is imported when a session first builds its prompt, not at start-up). See the package docstring
+for how to add one.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +15,12 @@ from typing import Any
 
 from attrs import frozen
 
+from iaccode.context import builtin
 from iaccode.context.environment import Environment
 from iaccode.context.instructions import Instructions
+from iaccode.iac.inventory import iac_inventory
+from iaccode.mcp.section import mcp_section
+from iaccode.mcp.servers import McpServers
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +42,15 @@ class SessionFacts:
 SectionFunction = Callable[[SessionFacts], "str | None"]
 
 
+def mcp_tools_section(facts: SessionFacts) -> str | None:
+    servers = getattr(facts.session, "mcp", None)  # None in unit tests of the context
+    return mcp_section(servers) if isinstance(servers, McpServers) else None
+
+
 @frozen
 class Section:
     name: str
-    function: SectionFunction | str
-    """The callable, or ``"package.module:function"``, imported on first use."""
+    function: SectionFunction
     order: int
     """Position in the prompt, lowest first; sections of equal order keep table order."""
     main: bool = True
@@ -53,33 +59,19 @@ class Section:
     """In the prompt of a sub-agent (the ``agent`` tool)."""
 
     def render(self, facts: SessionFacts) -> str | None:
-        function = _imported(self.function) if isinstance(self.function, str) else self.function
-        text = function(facts)
+        text = self.function(facts)
         return text.strip() if text and text.strip() else None
 
 
-@functools.cache
-def _imported(spec: str) -> SectionFunction:
-    """``"package.module:function"`` -> the function (imported once)."""
-    module, _, name = spec.partition(":")
-    function: SectionFunction = getattr(importlib.import_module(module), name)
-    return function
-
-
 SECTIONS: list[Section] = [
-    Section("identity", "iaccode.context.builtin:identity", 10, subagent=False),
-    Section("subagent_identity", "iaccode.context.builtin:subagent_identity", 10, main=False),
-    Section("environment", "iaccode.context.builtin:environment", 20),
-    Section("tool_guidance", "iaccode.context.builtin:tool_guidance", 30),
-    Section("mcp_tools", "iaccode.mcp.section:mcp_tools_section", 40, subagent=False),
-    Section("iac_inventory", "iaccode.iac.inventory:iac_inventory", 50),
-    Section("project_instructions", "iaccode.context.builtin:project_instructions", 90),
+    Section("identity", builtin.identity, 10, subagent=False),
+    Section("subagent_identity", builtin.subagent_identity, 10, main=False),
+    Section("environment", builtin.environment, 20),
+    Section("tool_guidance", builtin.tool_guidance, 30),
+    Section("mcp_tools", mcp_tools_section, 40, subagent=False),
+    Section("iac_inventory", iac_inventory, 50),
+    Section("project_instructions", builtin.project_instructions, 90),
 ]
-
-
-def register_section(section: Section) -> None:
-    """Add (or replace, by name) a section."""
-    SECTIONS[:] = [s for s in SECTIONS if s.name != section.name] + [section]
 
 
 @frozen

@@ -1,7 +1,8 @@
 """Checks after a write: what an editor's diagnostics would say about an IaC file just written.
 
-After ``write_file`` / ``edit_file`` (see :func:`annotate`), the file's new text is checked
-and what was found is added to the tool result the model gets and to the tool call's content.
+After ``write_file`` / ``edit_file`` (through :mod:`iaccode.tools.write_checks`: see
+:func:`annotate`), the file's new text is checked and what was found is added to the tool
+result the model gets and to the tool call's content.
 The write itself stands: like an editor's squiggles, the model sees the problem and fixes it in
 its next step. A file that checks clean adds one short "no problems" line; a file that is not
 IaC adds nothing.
@@ -56,7 +57,6 @@ from iaccode.tool_result import ToolResult
 
 log = logging.getLogger(__name__)
 
-CHECKED_TOOLS = frozenset({"write_file", "edit_file"})
 FMT_TIMEOUT = 15.0
 """Seconds ``terraform fmt -check`` may take."""
 VALIDATE_TIMEOUT = 60.0

@@ -17,8 +17,9 @@ The walk respects ``.gitignore`` (the walker list_files, glob and grep share), s
 process, each bounded in size, depth and time (:mod:`.reader`: a file it cannot read is left
 out, and the section says so), and kept by (mtime, size), so a refresh re-reads only what
 changed. Nothing here can fail a prompt: a build that fails keeps the last text. The text is
-at most ``MAX_CHARS``, biggest folders first. Each project's inventory is built once (in a thread of
-its own, started by the first call) and rebuilt in the background when its IaC files change.
+at most ``MAX_CHARS``, biggest folders first. Each project's inventory is built once (in a worker
+thread, started by the first call) and rebuilt in the background when its IaC files change; at
+most ``BUILD_THREADS`` builds run at once, and the last ``MAX_PROJECTS`` projects used are kept.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import trio
+from trio.lowlevel import RunVar
 
 from iaccode.host.search.ignore import GitIgnores, walk_files
 from iaccode.iac.declarations import Entry, Reading, entries, is_candidate
@@ -49,6 +53,11 @@ FIRST_BUILD_WAIT = 5.0
 SKIPPED_DIRS = frozenset({".terraform", ".terragrunt-cache", "node_modules", ".git"})
 NOTE_CHARS = 600
 """Room for the note naming the files that could not be read."""
+BUILD_THREADS = 2
+"""Background builds that may run at once (under ``iaccode serve``, one per folder opened)."""
+MAX_PROJECTS = 32
+"""Projects whose inventories are kept (least recently used first out): a server that opens
+sessions in many folders keeps the ones in use, not every folder it ever saw."""
 
 
 class _Ignores(GitIgnores):
@@ -125,7 +134,7 @@ def _skipped_note(skipped: dict[str, str]) -> str:
 
 
 class ProjectInventory:
-    """One project's inventory, built in a thread of its own and rebuilt when files change."""
+    """One project's inventory, built in a worker thread and rebuilt when files change."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -152,11 +161,39 @@ class ProjectInventory:
         return self._text
 
     def start(self) -> None:
+        """Start a build in the background unless one is running. From any thread: a Trio
+        run's own, or one of its worker threads (the sections run there); a thread outside
+        any Trio run (a synchronous test) builds right away instead."""
         with self._lock:
             if self._building:
                 return
             self._building = True
-        threading.Thread(target=self._build_logged, name="iac-inventory", daemon=True).start()
+        try:
+            _in_background(self._build_in_worker)
+        except RuntimeError:  # no Trio run to hand it to (RunFinishedError too): build here
+            self._build_logged()
+        except BaseException:  # the caller was cancelled first: nothing was started
+            with self._lock:
+                self._building = False
+            raise
+
+    async def _build_in_worker(self) -> None:
+        """The build in a worker thread, ``BUILD_THREADS`` at most at once. A system task: it
+        outlives the call that started it; when the run ends the thread is left to finish."""
+        started = False
+
+        def build() -> None:
+            nonlocal started
+            started = True
+            self._build_logged()
+
+        try:
+            await trio.to_thread.run_sync(build, limiter=_builders(),
+                                          abandon_on_cancel=True)
+        finally:
+            if not started:  # the run ended before a thread was free: the next call retries
+                with self._lock:
+                    self._building = False
 
     def _build_logged(self) -> None:
         try:
@@ -221,6 +258,17 @@ class ProjectInventory:
         return self._text
 
 
+def _in_background(task: Callable[[], Awaitable[None]]) -> None:
+    """Start ``task`` as a system task of this thread's Trio run: called in the run's own
+    thread or in one of its worker threads. RuntimeError: this thread has no run."""
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:  # not the Trio thread: a worker thread, or no run at all
+        trio.from_thread.run_sync(trio.lowlevel.spawn_system_task, task)
+    else:
+        trio.lowlevel.spawn_system_task(task)
+
+
 def _stamp(path: Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -229,16 +277,36 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return (info.st_mtime_ns, info.st_size)
 
 
-_PROJECTS: dict[Path, ProjectInventory] = {}
+_BUILDERS: RunVar[trio.CapacityLimiter] = RunVar("iac_inventory_builders")
+"""The limiter of the builds' worker threads, one per Trio run (a limiter serves one run)."""
+
+
+def _builders() -> trio.CapacityLimiter:
+    try:
+        return _BUILDERS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(BUILD_THREADS)
+        _BUILDERS.set(limiter)
+        return limiter
+
+
+_PROJECTS: OrderedDict[Path, ProjectInventory] = OrderedDict()
+"""The projects' inventories, least recently used first."""
 _PROJECTS_LOCK = threading.Lock()
 
 
 def project_inventory(cwd: Path) -> ProjectInventory:
-    """The inventory of the project at ``cwd`` (one per folder, shared by its sessions)."""
+    """The inventory of the project at ``cwd`` (one per folder, shared by its sessions). Of
+    the folders seen, the last ``MAX_PROJECTS`` used are kept; one that dropped out is read
+    again from its files when it is next used."""
     with _PROJECTS_LOCK:
         inventory = _PROJECTS.get(cwd)
         if inventory is None:
             inventory = _PROJECTS[cwd] = ProjectInventory(cwd)
+            while len(_PROJECTS) > MAX_PROJECTS:
+                _PROJECTS.popitem(last=False)
+        else:
+            _PROJECTS.move_to_end(cwd)
         return inventory
 
 

@@ -252,14 +252,14 @@ def _bare_outputs(command: str) -> list[str]:
     return names
 
 
-async def hide(tool_name: str, args: Any, result: ToolResult, cwd: Path,
+async def hide(command: str | None, result: ToolResult, cwd: Path,
                paths: Iterable[Path] = ()) -> ToolResult:
     """``result`` of a tool call in the project ``cwd`` with the sensitive values hidden.
-    ``paths``: the files the call read (their Terraform JSON is learnt first)."""
+    ``command``: the shell line the call ran (None: it ran none); ``paths``: the files the
+    call read (their Terraform JSON is learnt first)."""
     values = project_values(cwd)
     await trio.to_thread.run_sync(_prepare, values, list(paths), abandon_on_cancel=True)
-    command = getattr(args, "command", None)
-    if tool_name == "bash" and isinstance(command, str):
+    if command is not None:
         # Any command may print a remote state or a saved plan (aws s3 cp s3://...tfstate -).
         learn_from_output(values, result.text)
         bare = [name for name in _bare_outputs(command) if name in values.sensitive_outputs]

@@ -1,18 +1,13 @@
 """The system prompt's section on MCP tools: which servers' tools the session has.
 
-``mcp_tools_section`` is the section as ``iaccode.context`` calls it (``SECTIONS``, order 40,
-main agent only: sub-agents get no MCP tools); None when no server is connected, so the
-prompt has no such section. The session rebuilds its prompt when the set of tools changes.
+``iaccode.context`` calls :func:`mcp_section` for its ``mcp_tools`` section (order 40, main
+agent only: sub-agents get no MCP tools); None when no server is connected, so the prompt has
+no such section. The session rebuilds its prompt when the set of tools changes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from iaccode.mcp.servers import McpServers
-
-if TYPE_CHECKING:
-    from iaccode.context.sections import SessionFacts
 
 DESCRIPTION_CHARS = 200
 """Characters of each tool's description repeated here (the tool list has it whole)."""
@@ -34,7 +29,3 @@ def mcp_section(servers: McpServers) -> str | None:
         lines.append(f"- {name}{marker}: {description}")
     return "\n".join(lines)
 
-
-def mcp_tools_section(facts: SessionFacts) -> str | None:
-    servers = getattr(facts.session, "mcp", None)  # None in unit tests of the context
-    return mcp_section(servers) if isinstance(servers, McpServers) else None

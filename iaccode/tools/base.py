@@ -13,7 +13,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from attrs import field, frozen
 
@@ -58,8 +58,7 @@ class ToolLimits:
     """``host:port`` pairs exempt from the private-address refusal (tests use loopback)."""
 
 
-MACHINE_DEPENDENT = frozenset({"bash", "web_fetch"})
-"""Tools whose results depend on the machine: a replay takes them from the transcript."""
+WriteChecks = Literal["off", "files_only", "full"]
 
 
 class FileAccess(Protocol):
@@ -134,6 +133,10 @@ class ToolContext:
     elicit: Callable[[Elicitation], Awaitable[ElicitationAnswer | None]] | None = None
     """Ask the user for input (``Editor.elicit``: ``elicitation/create``; None when there is
     no answer to go by); an MCP server's elicitation during its tool call goes here."""
+    write_checks: WriteChecks = "off"
+    """The IaC check a write tool adds to its result (:mod:`iaccode.iac.diagnostics`): "full"
+    in a turn; "files_only" in a replay, which leaves out the machine's programs (terraform,
+    cfn-lint: what they say was not recorded); "off" outside a turn."""
 
     def path(self, raw: str) -> Path:
         """The real path for ``raw``: the one the permission check judged, else resolved now."""
@@ -156,6 +159,14 @@ class Tool(ABC):
     always_asks: ClassVar[str | None] = None
     """Why the tool asks in every mode, bypass and *Always allow* included (while ``[iac]
     confirm_infra_changes`` is on), or None (an MCP tool that may change infrastructure)."""
+    machine_dependent: ClassVar[bool] = False
+    """What it answers depends on the machine (a command's output, a web page): a recording
+    keeps its results, and a replay plays them back instead of running it."""
+    subagents_use: ClassVar[bool] = True
+    """A sub-agent may call it, when it is read-only (not the plan: that is the parent's)."""
+    gated: ClassVar[bool] = False
+    """It runs programs here with the gates (:mod:`iaccode.gate`) first on their PATH, so a
+    change an infrastructure CLI would make is asked about while the call runs."""
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description,
@@ -173,6 +184,12 @@ class Tool(ABC):
         """Paths the call names that are shown as its locations but not judged (an MCP
         tool's path-like arguments: its server, not the policy, decides what they reach)."""
         return []
+
+    def command_line(self, args: Any) -> str | None:
+        """The shell command line the call runs here, or None. It is read before the call is
+        asked about (the infrastructure it changes, the protected paths it names), and what
+        it prints is searched for Terraform's sensitive values."""
+        return None
 
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:

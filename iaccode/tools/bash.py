@@ -96,6 +96,8 @@ class Bash(Tool):
     name = "bash"
     kind = "execute"
     read_only = False
+    machine_dependent = True
+    gated = True
     input_type = BashInput
     description = (
         "Run a shell command with `bash -c` in the project directory and return its output "
@@ -146,6 +148,9 @@ class Bash(Tool):
         if len(lines) > 1:
             return first + " …"
         return first or "bash"
+
+    def command_line(self, args: BashInput) -> str:
+        return args.command
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():

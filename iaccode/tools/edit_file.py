@@ -3,7 +3,8 @@
 The piece must occur exactly once (or ``replace_all`` says every occurrence goes), so an edit
 never lands somewhere the model did not mean. When it is not found, the failure says whether
 it would match with different whitespace or line endings, or with read_file's line numbers
-left out, so the model can fix its quote instead of guessing.
+left out, so the model can fix its quote instead of guessing. The result carries the IaC check
+of the edited text (:mod:`iaccode.tools.write_checks`), as for write_file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from iaccode.host.local_files import display_path
 from iaccode.protocol.tool_calls import DiffContent, ToolCallContent
 from iaccode.tool_result import ToolFailure, ToolResult
 from iaccode.tools.base import Tool, ToolContext
+from iaccode.tools.write_checks import checked
 
 _WHITESPACE = re.compile(r"\s+")
 _LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)
@@ -98,12 +100,12 @@ class EditFile(Tool):
         await ctx.files.write_text(change.path, change.new_text)
         count, shown = change.count, display_path(change.path, ctx.cwd)
         where = (f"{count} occurrences" if count > 1 else f"1 occurrence, at line {change.line}")
-        return ToolResult(
+        return await checked(ToolResult(
             f"Edited {shown}: replaced {where}.",
             raw_output={"path": str(change.path), "replacements": count, "line": change.line},
             content=[DiffContent(path=str(change.path), old_text=change.old_text,
                                  new_text=change.new_text)],
-        )
+        ), ctx)
 
 
 @frozen

@@ -34,6 +34,7 @@ class TodoWrite(Tool):
     name = "todo_write"
     kind = "think"
     read_only = True
+    subagents_use = False
     input_type = TodoWriteInput
     description = (
         "Record your plan for multi-step work and show it to the user. Give the whole list "

@@ -150,6 +150,7 @@ class WebFetch(Tool):
         "additionalProperties": False,
     }
     read_only = True
+    machine_dependent = True
 
     def title(self, args: WebFetchInput) -> str:
         return f"Fetch {args.url}"

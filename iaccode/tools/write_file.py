@@ -1,7 +1,9 @@
 """write_file: create a file or replace all of its text, shown to the editor as a diff.
 
 Goes through ``ctx.files`` (the editor's ``fs/write_text_file`` when it serves it, else an
-atomic write on disk). The old text, for the diff, is read the same way first.
+atomic write on disk). The old text, for the diff, is read the same way first. The result
+carries the IaC check of the text written (:mod:`iaccode.tools.write_checks`), as an
+editor's diagnostics would show it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from iaccode.host.local_files import display_path
 from iaccode.protocol.tool_calls import DiffContent, ToolCallContent
 from iaccode.tool_result import ToolFailure, ToolResult
 from iaccode.tools.base import Tool, ToolContext
+from iaccode.tools.write_checks import checked
 
 
 @frozen
@@ -93,8 +96,8 @@ class WriteFile(Tool):
         else:
             text = (f"Wrote {shown} ({_count(args.content)}, {size} bytes; it had "
                     f"{_count(old)}).")
-        return ToolResult(
+        return await checked(ToolResult(
             text,
             raw_output={"path": str(path), "created": old is None, "bytes": size},
             content=[DiffContent(path=str(path), old_text=old, new_text=args.content)],
-        )
+        ), ctx)

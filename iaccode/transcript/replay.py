@@ -26,7 +26,6 @@ from attrs import define, field
 
 from iaccode.llm.script import dump_script
 from iaccode.redaction import Redactor
-from iaccode.tools.base import MACHINE_DEPENDENT
 from iaccode.transcript.format import Transcript, TranscriptWriter, read_transcript
 from iaccode.transcript.normalize import Normalizer, first_difference
 from iaccode.transcript.paths import PathMap, check_inside, map_model_events, tool_inputs
@@ -121,7 +120,7 @@ class _Workspace:
             exchange["events"] = map_model_events(exchange["events"], self.paths)
             for call_id, name, raw_input in tool_inputs(exchange["events"]):
                 tool = tools.get(name)
-                if tool is None or name in MACHINE_DEPENDENT:
+                if tool is None or tool.machine_dependent:
                     continue  # an MCP tool or a machine-dependent one: no paths of ours
                 try:
                     args: Any = tool_input(raw_input, tool.input_type)

@@ -1,5 +1,5 @@
 """Tools recorded and played like the model (``RecordingProvider``): wrappers around the tools
-whose results depend on the machine (``MACHINE_DEPENDENT``: bash, web_fetch) or on a server
+whose results depend on the machine (``Tool.machine_dependent``: bash, web_fetch) or on a server
 (every MCP tool: a replay must not run a recorded ``drop_table`` again).
 
     RecordingTool   runs the tool and writes its result to the transcript (``--record``)
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from iaccode.protocol.tool_calls import ToolCallContent
 from iaccode.tool_result import ToolResult
-from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, run_tool
+from iaccode.tools.base import Tool, ToolContext, run_tool
 from iaccode.tools.registry import builtin_tools
 
 if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
 _TOOL_ATTRIBUTES = ("name", "description", "kind", "input_type", "input_schema", "read_only",
-                    "always_asks")
+                    "always_asks", "machine_dependent", "gated", "subagents_use")
 """The Tool attributes a wrapper takes from the tool it wraps (they are per class)."""
 
 
@@ -45,6 +45,9 @@ class _Wrapper(Tool):
 
     def shown_paths(self, args: Any) -> list[str]:
         return self.inner.shown_paths(args)
+
+    def command_line(self, args: Any) -> str | None:
+        return self.inner.command_line(args)
 
     async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
         return await self.inner.preview(args, ctx)
@@ -99,10 +102,8 @@ class ToolTable:
             self._results = recorded_tool_results(played)
 
     def builtin(self) -> dict[str, Tool]:
-        tools = builtin_tools()
-        for name in MACHINE_DEPENDENT & tools.keys():
-            tools[name] = self._wrapped(tools[name])
-        return tools
+        return {name: self._wrapped(tool) if tool.machine_dependent else tool
+                for name, tool in builtin_tools().items()}
 
     def external(self, tools: Mapping[str, Tool]) -> dict[str, Tool]:
         """MCP tools: what they answer depends on their server, so each one is wrapped."""

@@ -44,8 +44,9 @@ FIELD = "confirm"
 def gate_policy(env: ToolEnv, call: ToolCallFields, command: str,
                 approved: frozenset[tuple[str, ...]],
                 shown: Callable[[], list[ToolCallContent] | None]) -> GatePolicy:
-    """What the gates of one bash call go by. ``shown``: what the call's card shows now (its
-    terminal), put back after a question."""
+    """What the gates of one call of a gated tool (bash) go by: ``call.name`` is the tool whose
+    *Always reject* they honour. ``shown``: what the call's card shows now (its terminal), put
+    back after a question."""
     config = env.config
 
     async def advise(message: str) -> None:
@@ -63,8 +64,9 @@ def _asker(env: ToolEnv, call: ToolCallFields, command: str,
     async def ask(question: GateQuestion) -> str | None:
         if session.mode() == "plan":
             return permissions.gate_refusal(question, "plan mode is on")
-        if session.remembered.get("bash") is False:
-            return permissions.gate_refusal(question, "the user chose Always reject for bash")
+        if session.remembered.get(call.name or "") is False:
+            return permissions.gate_refusal(
+                question, f"the user chose Always reject for {call.name}")
         try:
             if question.confirm is not None:
                 return await confirm_by_name(editor, call, question, command)
@@ -92,8 +94,8 @@ def _fields(call: ToolCallFields, question: GateQuestion, command: str) -> ToolC
 async def put(editor: EditorAccess, call: ToolCallFields, question: GateQuestion,
               command: str, remembered: dict[str, bool]) -> Answer:
     """The permission question itself, on ``call`` (no *Always allow*)."""
-    return await permissions.ask(editor, _fields(call, question, command), "bash", remembered,
-                                 permissions.ONCE_OPTIONS)
+    return await permissions.ask(editor, _fields(call, question, command), call.name or "",
+                                 remembered, permissions.ONCE_OPTIONS)
 
 
 async def confirm_by_name(editor: EditorAccess, call: ToolCallFields, question: GateQuestion,

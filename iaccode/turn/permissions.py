@@ -151,29 +151,29 @@ def _paths(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path) -> li
 
 def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
                       protected: Protected) -> str | None:
-    """Why the call writes a protected place: a path of a tool that writes, or a path a bash
-    line names (see :mod:`iaccode.turn.protected` for what that catches)."""
+    """Why the call writes a protected place: a path of a tool that writes, or a path its
+    command line names (see :mod:`iaccode.turn.protected` for what that catches)."""
     if not tool.read_only:
         for path in paths:
             if why := protected.reason(path):
                 return why
-    command = getattr(args, "command", None)
-    if tool.name == "bash" and isinstance(command, str):
+    command = tool.command_line(args)
+    if command is not None:
         return protected.command_reason(command, cwd)
     return None
 
 
 def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mapping[str, bool],
                          cwd: Path | None = None, gates: Path | None = None) -> Verdict | None:
-    """For a bash command that changes real infrastructure, or a tool that always asks: ASK
-    whatever was allowed before and in every mode (plan refuses; an *Always reject* still
-    holds); None for anything else."""
-    command = getattr(args, "command", None)
+    """For a command line (``Tool.command_line``) that changes real infrastructure, or a tool
+    that always asks: ASK whatever was allowed before and in every mode (plan refuses; an
+    *Always reject* still holds); None for anything else."""
+    command = tool.command_line(args)
     findings: list[Finding] = []
     change: str | None
     if tool.always_asks is not None:
         change = f"{tool.title(args)}: {tool.always_asks}"
-    elif tool.name == "bash" and isinstance(command, str):
+    elif command is not None:
         try:
             findings = infra_changes(command, cwd=cwd, gates=gates)
         except Exception:  # a bug in the reader must not let the line through unasked
@@ -190,7 +190,7 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
                        "or ask the user to switch modes.")
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    if findings and gates is not None and isinstance(command, str) \
+    if findings and gates is not None and command is not None \
             and not _DETACHING.search(command):
         # A change whose CLI's handler asks at the gate, with what it learns there (the plan
         # it will apply, the target), is left to it: one question, the one with the plan.

@@ -38,6 +38,7 @@ class SubAgent(Tool):
     kind: ClassVar[ToolKind] = "execute"
     input_type: ClassVar[type] = AgentInput
     read_only: ClassVar[bool] = False
+    subagents_use: ClassVar[bool] = False
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
@@ -60,9 +61,9 @@ class SubAgent(Tool):
 
     def tools(self) -> dict[str, Tool]:
         """What a sub-agent may call: the parent's read-only tools but the plan (it is the
-        parent's) and itself."""
+        parent's) and itself (``Tool.subagents_use``)."""
         return {name: tool for name, tool in self._parent_tools.items()
-                if tool.read_only and name not in ("todo_write", self.name)}
+                if tool.read_only and tool.subagents_use}
 
     def bind(self, parent: TurnEnv) -> None:
         """Attach the parent turn's environment (built after its tool set, which holds us)."""

@@ -7,9 +7,10 @@
 
 Every announced call gets its final update, however the run ends (cancel, close, a bug).
 
-A bash call runs with its gates (:mod:`iaccode.gate`): a change an infrastructure CLI would make
-while the command runs is asked about on the same call (:mod:`iaccode.turn.gate_questions`);
-one the question about the command line already allowed runs without a second question.
+A call of a gated tool (``Tool.gated``: bash) runs with its gates (:mod:`iaccode.gate`): a
+change an infrastructure CLI would make while the command runs is asked about on the same call
+(:mod:`iaccode.turn.gate_questions`); one the question about the command line already allowed
+runs without a second question.
 
 Each call's paths are resolved to real paths once: the permission check judges them, the
 question shows them, and the tool works on them (``ToolContext.resolved``), so a symlink swapped
@@ -33,7 +34,7 @@ from attrs import evolve, frozen
 
 from iaccode.gate.channel import GatePolicy
 from iaccode.gate.folder import gate_folder
-from iaccode.iac import diagnostics, sensitive
+from iaccode.iac import sensitive
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
@@ -235,7 +236,7 @@ class ToolRunner:
 
     async def _call(self, call: _Call) -> ToolResult:
         env, session, tool, call_id = self._env, self._session, call.tool, call.call_id
-        gates = self._gates() if tool.name == "bash" else None
+        gates = self._gates() if tool.gated else None
         verdict = permissions.decide(tool, call.args, mode=session.mode(), cwd=session.cwd,
                                      remembered=session.remembered, resolved=call.resolved,
                                      ours=session.saved_output,
@@ -258,7 +259,7 @@ class ToolRunner:
                 fields = permissions.protected_question(fields, verdict.protected)
             if verdict.infra_change is not None:
                 fields = permissions.infra_question(
-                    fields, verdict.infra_change, getattr(call.args, "command", ""),
+                    fields, verdict.infra_change, tool.command_line(call.args) or "",
                     verdict.findings)
             if fields.title is not None and fields.title != call.title:  # shown from now on
                 self._titles[call_id] = fields.title
@@ -283,7 +284,7 @@ class ToolRunner:
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
                                                meta=env.tool_call_meta, name=tool.name))
-        policy = self._gate_policy(call, approved) if tool.name == "bash" else None
+        policy = self._gate_policy(call, approved) if tool.gated else None
         result = await self._execute(tool, call.args, call_id, call.resolved, policy)
         session.exposure.note_output(tool.name, result.text)  # grep's lines of a .env
         return await self._finish(call_id, result)
@@ -293,7 +294,7 @@ class ToolRunner:
         # the line may have given it one).
         fields = ToolCallFields(call.call_id, self._titles.get(call.call_id, call.title),
                                 call.tool.kind, raw_input=call.raw_input, name=call.tool.name)
-        return gate_policy(self._env, fields, getattr(call.args, "command", ""), approved,
+        return gate_policy(self._env, fields, call.tool.command_line(call.args) or "", approved,
                            lambda: self._shown.get(call.call_id))
 
     async def _ask_for_host(self, call: _Call, host: str) -> ToolResult | None:
@@ -334,7 +335,11 @@ class ToolRunner:
                            files=editor.files, tool_call_id=call_id, report=report,
                            terminal=editor.terminal, resolved=resolved,
                            show_plan=session.show_plan, additional_dirs=session.additional_dirs,
-                           gate=gate, elicit=editor.elicit)
+                           gate=gate, elicit=editor.elicit,
+                           # A replay leaves the machine's programs out of the checks after
+                           # a write (terraform, cfn-lint): their answers were not recorded.
+                           write_checks=("full" if self._env.config.recorded_tools is None
+                                         else "files_only"))
 
     async def _execute(self, tool: Tool, args: Any, call_id: str,
                        resolved: dict[str, Path], gate: GatePolicy | None = None) -> ToolResult:
@@ -342,13 +347,8 @@ class ToolRunner:
             result = await run_tool(tool, args, self._context(tool, call_id, resolved, gate))
         finally:
             self._shown.pop(call_id, None)
-        if tool.name in diagnostics.CHECKED_TOOLS and not result.is_error:
-            # An IaC file just written is checked, as an editor would; a replay leaves the
-            # machine's programs (terraform, cfn-lint) out.
-            result = await diagnostics.annotate(
-                result, self._session.cwd, external=self._env.config.recorded_tools is None)
         # Values Terraform marks sensitive never reach the model (nor the editor's view) ...
-        result = await sensitive.hide(tool.name, args, result, self._session.cwd,
+        result = await sensitive.hide(tool.command_line(args), result, self._session.cwd,
                                       resolved.values())
         # ... and the one way out of a tool: no secret value we hold goes further.
         return redacted_result(result)

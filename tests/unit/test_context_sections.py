@@ -63,11 +63,6 @@ def test_sections_in_order_by_audience_and_a_failing_one_is_left_out(tmp_path: P
     assert list(prompt.sections)[:3] == ["early_main_only", "identity", "subagent_identity"]
 
 
-def test_a_section_named_by_string_is_imported_on_first_build(tmp_path: Path) -> None:
-    section = Section("guidance", "iaccode.context.builtin:tool_guidance", 50)
-    assert section.render(facts(tmp_path)).startswith("# Using the tools")
-
-
 async def test_rebuilt_only_when_an_instruction_file_changes(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()  # a repository root, for the folder chain
     context = SessionContext(tmp_path, tmp_path / "home")

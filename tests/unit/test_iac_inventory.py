@@ -6,18 +6,24 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import trio
 
+from iaccode.iac import inventory
 from iaccode.iac.inventory import (
+    BUILD_THREADS,
     MAX_CHARS,
+    MAX_PROJECTS,
     ProjectInventory,
     find_files,
     iac_inventory,
     inventory_section,
     inventory_version,
+    project_inventory,
 )
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
@@ -158,3 +164,62 @@ async def test_the_section_is_built_in_a_thread_and_shared(project: Path) -> Non
         "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n")
     assert inventory_version(project) == version + 1
     assert "Job/migrate" in (iac_inventory(SimpleNamespace(cwd=project)) or "")
+
+
+async def test_the_projects_kept_are_the_last_used_and_one_let_go_is_read_again(
+        tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "main.tf").write_text('resource "aws_s3_bucket" "logs" {}\n')
+    assert "aws_s3_bucket.logs" in (await inventory_section(first) or "")
+    kept = project_inventory(first)
+    for number in range(MAX_PROJECTS + 5):  # a server opening sessions in ever more folders
+        folder = tmp_path / f"folder{number}"
+        folder.mkdir()
+        project_inventory(folder)
+        if number == 3:
+            assert project_inventory(first) is kept  # used lately: kept (and used again now)
+    assert len(inventory._PROJECTS) == MAX_PROJECTS
+    assert project_inventory(first) is not kept  # let go, and read again from its files:
+    (first / "main.tf").write_text('resource "aws_s3_bucket" "audit" {}\n')
+    again = await inventory_section(first)
+    assert again is not None and "aws_s3_bucket.audit" in again and "logs" not in again
+
+
+async def test_background_builds_share_a_few_worker_threads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    running, most, lock = 0, 0, threading.Lock()
+    entered, go = threading.Semaphore(0), threading.Event()
+    build = ProjectInventory._build
+
+    def watched(self: ProjectInventory) -> str | None:  # the real build, counted
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        entered.release()
+        go.wait(10)
+        try:
+            return build(self)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(ProjectInventory, "_build", watched)
+    projects = []
+    for number in range(3 * BUILD_THREADS):
+        (tmp_path / f"p{number}").mkdir()
+        (tmp_path / f"p{number}" / "main.tf").write_text(f'variable "v{number}" {{}}\n')
+        projects.append(ProjectInventory(tmp_path / f"p{number}"))
+    # Started where the prompt's sections start them: in worker threads of the run.
+    await trio.to_thread.run_sync(lambda: [project.start() for project in projects])
+    for _ in range(BUILD_THREADS):
+        assert await trio.to_thread.run_sync(entered.acquire, True, 10)
+    assert not await trio.to_thread.run_sync(entered.acquire, True, 0.3)  # no third one
+    assert running == BUILD_THREADS
+    go.set()
+    for project in projects:
+        assert await trio.to_thread.run_sync(project.ready.wait, 20)
+    assert most == BUILD_THREADS
+    assert [f"v{number}" in (project.build() or "")  # built: nothing left to read
+            for number, project in enumerate(projects)] == [True] * len(projects)

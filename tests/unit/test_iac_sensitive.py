@@ -21,7 +21,6 @@ from iaccode.iac.sensitive_values import (
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent
 from iaccode.tool_result import ToolResult
-from iaccode.tools.bash import BashInput
 from tests.support.terraform import install_terraform
 
 MODULE = """
@@ -109,11 +108,11 @@ def test_names_tfvars_templates_and_parameter_files() -> None:
 async def test_a_state_read_in_every_way_shows_no_secret(applied: tuple[Path, str]) -> None:
     module, _ = applied
     raw = (module / "terraform.tfstate").read_text()
-    result = await sensitive.hide("read_file", object(), ToolResult(raw), module.resolve())
+    result = await sensitive.hide(None, ToolResult(raw), module.resolve())
     assert SECRET not in result.text and "(sensitive)" in result.text
     assert '"large"' in result.text, "only what Terraform marks is hidden"
     escaped = json.dumps(raw)  # the state printed inside another JSON string
-    again = await sensitive.hide("bash", BashInput("cat x | jq -R ."), ToolResult(escaped),
+    again = await sensitive.hide("cat x | jq -R .", ToolResult(escaped),
                                  module.resolve())
     assert SECRET not in again.text
     assert result.content is not None
@@ -125,15 +124,14 @@ async def test_a_state_read_in_every_way_shows_no_secret(applied: tuple[Path, st
 async def test_a_bare_sensitive_output_is_hidden_whole(applied: tuple[Path, str]) -> None:
     module, terraform = applied
     printed = tf(terraform, module, "output", "-raw", "password").stdout
-    result = await sensitive.hide(
-        "bash", BashInput("terraform output -raw password | base64"),
-        ToolResult(printed.encode().hex()), module.resolve())
+    result = await sensitive.hide("terraform output -raw password | base64",
+                                  ToolResult(printed.encode().hex()), module.resolve())
     assert result.text.startswith("(sensitive): the output of this command is the value of "
                                   "password")
-    as_json = await sensitive.hide("bash", BashInput("terraform output -json password"),
+    as_json = await sensitive.hide("terraform output -json password",
                                    ToolResult('"remote-only-value"'), module.resolve())
     assert as_json.text.startswith("(sensitive)"), "one value alone, JSON or not"
-    size = await sensitive.hide("bash", BashInput("terraform output -raw size"),
+    size = await sensitive.hide("terraform output -raw size",
                                 ToolResult("large"), module.resolve())
     assert size.text == "large"
 
@@ -148,15 +146,15 @@ async def test_a_remote_states_values_are_learnt_from_what_a_command_printed(
     pulled = {"version": 4, "lineage": "x", "outputs": {
         "token": {"value": "remote-token-123", "type": "string", "sensitive": True}},
         "resources": []}
-    first = await sensitive.hide("bash", BashInput("terraform state pull"),
+    first = await sensitive.hide("terraform state pull",
                                  ToolResult("Acquiring state lock...\n" + json.dumps(pulled)),
                                  project)
     assert "remote-token-123" not in first.text
-    later = await sensitive.hide("grep", object(), ToolResult("x.txt:1:remote-token-123"),
+    later = await sensitive.hide(None, ToolResult("x.txt:1:remote-token-123"),
                                  project)
     assert later.text.startswith("x.txt:1:(sensitive)")
 
 
 async def test_a_result_without_sensitive_values_is_left_alone(project: Path) -> None:
     result = ToolResult("nothing here", raw_output={"output": "nothing here"})
-    assert await sensitive.hide("bash", BashInput("ls"), result, project) is result
+    assert await sensitive.hide("ls", result, project) is result

@@ -2,8 +2,9 @@
 
 Every import counts, wherever it is: at module level, inside a function (the lazy imports of
 heavy libraries) and under ``if TYPE_CHECKING:``. A failure names the file, the line and the
-import. :data:`LAYERS` is the order, written once (docs/architecture.md says what each layer is): every top-level module and package of
-``iaccode`` is in it, and each may import its own layer and those below it, never one above.
+import. :data:`LAYERS` is the order, written once (docs/architecture.md says what each layer
+is): every top-level module and package of ``iaccode`` is in it, and each may import its own
+layer and those below it, never one above.
 The rules after it say what the order alone does not: only ``server`` (and ``remote``) speak
 JSON-RPC; ``protocol`` is ACP's messages, no I/O; ``store`` and ``protocol`` use only the leaf
 modules; ``llm`` knows nothing of ACP or JSON-RPC. ``conformance/`` is a suite people run on
@@ -112,8 +113,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turn",),  # one prompt's loop: model requests, permissions, tool calls run
     ("transcript",),  # --record and replay: sessions written down and played back
     ("config",),  # the frozen Config from config.toml, the environment and the command line
-    ("mcp",),  # MCP servers: their connections, and their tools as ours
     ("context",),  # the system prompt's sections: environment, git, instructions
+    ("mcp",),  # MCP servers: their connections, and their tools as ours
     ("tools",),  # the tools the model calls, and what they get to work with
     ("gate",),  # the gates in front of every infrastructure CLI, and their channel
     ("iac",),  # IaC knowledge: the CLIs' tables, the readers, the checks, the credentials

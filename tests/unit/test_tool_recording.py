@@ -14,7 +14,7 @@ from iaccode.host.local_files import LocalFiles
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ToolCallProgress
 from iaccode.tool_result import ToolResult
-from iaccode.tools.base import MACHINE_DEPENDENT, Tool, ToolContext, ToolLimits, run_tool
+from iaccode.tools.base import Tool, ToolContext, ToolLimits, run_tool
 from iaccode.tools.registry import builtin_tools
 from iaccode.transcript.format import read_transcript
 from iaccode.transcript.recorder import Recorder
@@ -49,7 +49,7 @@ def test_only_machine_dependent_tools_are_wrapped_and_look_the_same(tmp_path: Pa
     wrapped, plain = ToolTable(recorder).builtin(), builtin_tools()
     recorder.close()
     for name, tool in wrapped.items():
-        assert (type(tool) is type(plain[name])) is (name not in MACHINE_DEPENDENT)
+        assert (type(tool) is type(plain[name])) is (not plain[name].machine_dependent)
         assert tool.definition() == plain[name].definition()
         assert (tool.name, tool.kind, tool.read_only, tool.input_type) == (
             plain[name].name, plain[name].kind, plain[name].read_only, plain[name].input_type)
