@@ -2,10 +2,10 @@
 
 One driver for the conformance suite and iac-code's own tests (:class:`AgentConnection`;
 :func:`spawn` starts a process, :func:`connect_remote` reaches a remote agent). For the suite,
-every line in either direction goes into a :class:`Transcript` (for the failure report); every
-line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation; the line is
-skipped), and every message is validated against the schema as it arrives (a WIRE-SCHEMA
-violation; the test goes on, so one bad field does not hide the behaviour); agent -> client
+every line in either direction goes into a :class:`ConnectionTranscript` (for the failure
+report); every line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation;
+the line is skipped), and every message is validated against the schema as it arrives (a
+WIRE-SCHEMA violation; the test goes on, so one bad field does not hide the behaviour); agent -> client
 requests are answered at once by :class:`ClientServices`. Tests of one agent rather fail at
 the first bad line and answer the agent's requests themselves.
 """
@@ -50,7 +50,7 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
         raise TimedOut(f"{what} within {seconds:g} s") from None
 
 
-class Transcript:
+class ConnectionTranscript:
     def __init__(self, label: str, command: list[str]) -> None:
         self.label = label
         self.command = command
@@ -155,7 +155,8 @@ class AgentConnection:
     """
 
     def __init__(self, process: trio.Process, checker: Any | None = None,
-                 stderr_path: Path | None = None, *, transcript: Transcript | None = None,
+                 stderr_path: Path | None = None, *,
+                 transcript: ConnectionTranscript | None = None,
                  timeout: float = RECEIVE_TIMEOUT, services: ClientServices | None = None,
                  record_violations: bool = False,
                  client_info: Mapping[str, str] = TESTS_CLIENT) -> None:
@@ -473,7 +474,7 @@ def _short(message: Any, limit: int = 300) -> str:
 @contextlib.asynccontextmanager
 async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *,
                 cwd: Path | None = None, checker: Any | None = None,
-                transcript: Transcript | None = None, timeout: float = RECEIVE_TIMEOUT,
+                transcript: ConnectionTranscript | None = None, timeout: float = RECEIVE_TIMEOUT,
                 services: ClientServices | None = None, record_violations: bool = False,
                 client_info: Mapping[str, str] = TESTS_CLIENT) -> AsyncIterator[AgentConnection]:
     """Start the agent in its own process group, stderr to ``stderr_path``; kill the whole
@@ -504,8 +505,8 @@ async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *
 
 
 @contextlib.asynccontextmanager
-async def connect_remote(url: str, token: str | None, transport: str, transcript: Transcript,
-                         timeout: float) -> AsyncIterator[AgentConnection]:
+async def connect_remote(url: str, token: str | None, transport: str,
+                         transcript: ConnectionTranscript, timeout: float) -> AsyncIterator[AgentConnection]:
     """A conformance connection to a remote agent, driven as a spawned one: its stdin and
     stdout are the transport's (:mod:`acp_conformance.remote`); ending stdin ends it."""
     async with connect(url, token, transport) as remote:
