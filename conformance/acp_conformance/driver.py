@@ -5,9 +5,9 @@ One driver for the conformance suite and iac-code's own tests (:class:`AgentConn
 every line in either direction goes into a :class:`ConnectionTranscript` (for the failure
 report); every line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation;
 the line is skipped), and every message is validated against the schema as it arrives (a
-WIRE-SCHEMA violation; the test goes on, so one bad field does not hide the behaviour); agent -> client
-requests are answered at once by :class:`ClientServices`. Tests of one agent rather fail at
-the first bad line and answer the agent's requests themselves.
+WIRE-SCHEMA violation; the test goes on, so one bad field does not hide the behaviour);
+agent -> client requests are answered at once by :class:`ClientServices`. Tests of one agent
+rather fail at the first bad line and answer the agent's requests themselves.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from acp_conformance.client import HOLD, ClientServices, RpcError
+from acp_conformance.client import HOLD, ClientServices, ErrorAnswer
 from acp_conformance.remote import connect
 from acp_conformance.schema import WireChecker, method_tables
 
@@ -224,8 +224,8 @@ class AgentConnection:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def reply(self, request_id: Any, result: Any) -> None:
-        """Answer an agent request: a result, or an :class:`RpcError`."""
-        if isinstance(result, RpcError):
+        """Answer an agent request: a result, or an :class:`ErrorAnswer`."""
+        if isinstance(result, ErrorAnswer):
             await self.send({"jsonrpc": "2.0", "id": request_id, "error": result.error})
         else:
             await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -385,7 +385,7 @@ class AgentConnection:
         """Prompt and serve the agent's requests until the prompt is answered.
 
         ``on_request(message) -> result`` answers each agent request (permission questions,
-        ``fs/*``, ``terminal/*``); it may be async; returning an :class:`RpcError` sends an
+        ``fs/*``, ``terminal/*``); it may be async; returning an :class:`ErrorAnswer` sends an
         error. Returns (the prompt's answer, the messages before it, the agent's requests).
         """
         blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
@@ -506,7 +506,8 @@ async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *
 
 @contextlib.asynccontextmanager
 async def connect_remote(url: str, token: str | None, transport: str,
-                         transcript: ConnectionTranscript, timeout: float) -> AsyncIterator[AgentConnection]:
+                         transcript: ConnectionTranscript, timeout: float
+                         ) -> AsyncIterator[AgentConnection]:
     """A conformance connection to a remote agent, driven as a spawned one: its stdin and
     stdout are the transport's (:mod:`acp_conformance.remote`); ending stdin ends it."""
     async with connect(url, token, transport) as remote:

@@ -15,8 +15,8 @@ from acp_conformance.client import ClientServices
 from acp_conformance.driver import (
     SUITE_CLIENT,
     AgentConnection,
-    SchemaRouter,
     ConnectionTranscript,
+    SchemaRouter,
     connect_remote,
     spawn,
 )

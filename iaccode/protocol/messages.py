@@ -498,7 +498,7 @@ class SetModeRequest:
 
 @frozen
 class SetConfigOptionRequest:
-    """``session/set_config_option`` (and the seed's ``config/set``)."""
+    """``session/set_config_option`` (and ``config/set``, its older name)."""
 
     session_id: str
     config_id: str

@@ -320,7 +320,7 @@ def _selected_kind(response: Any, options: list[PermissionOption]) -> Permission
             option_id = outcome.get("optionId")
             return next((o.kind for o in options if o.option_id == option_id), None)
         return None
-    if outcome == "allowed":  # the seed's flat shape
+    if outcome == "allowed":  # an older flat shape, still read
         option_id = response.get("option_id", "allow_once")
         kind = next((o.kind for o in options if o.option_id == option_id), None)
         return kind if kind in ("allow_once", "allow_always") else None

@@ -13,7 +13,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import group_gone
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import AgentConnection, RpcError, spawn_agent
+from tests.support.agent_process import AgentConnection, ErrorAnswer, spawn_agent
 
 
 def call(name: str, **args: Any) -> dict:
@@ -144,7 +144,7 @@ async def test_unreadable_permission_answers_do_not_run_the_tool(
     assert result_for(model_server, 1, "toolu_bash")["content"] == "Permission denied."
 
 
-async def test_seed_flat_permission_answer_is_understood(
+async def test_the_older_flat_permission_answer_is_understood(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="touch ran"), reply("ok"))
@@ -351,7 +351,7 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
         if message["method"] == "session/request_permission" and \
                 message["params"]["toolCall"]["toolCallId"] == "toolu_bash":
             return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-        return RpcError(-32603, f"no {message['method']} today")
+        return ErrorAnswer(-32603, f"no {message['method']} today")
 
     for prompt in ("read", "run", "write"):
         response, _, _ = await agent.run_prompt(session, prompt, editor)

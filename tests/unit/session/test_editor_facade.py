@@ -65,7 +65,7 @@ def editor(wire: Wire, *, read: bool = True, write: bool = True,
     ({"outcome": {"outcome": "selected", "optionId": "reject_once"}}, "reject_once"),
     ({"outcome": {"outcome": "cancelled"}}, "cancelled"),
     ({"outcome": {"outcome": "selected", "optionId": "no-such-option"}}, None),
-    ({"outcome": "allowed", "option_id": "allow_always"}, "allow_always"),  # the seed's shape
+    ({"outcome": "allowed", "option_id": "allow_always"}, "allow_always"),  # an older flat shape
     ({"outcome": "allowed"}, "allow_once"),
     ({"outcome": "denied"}, "reject_once"),
     ("yes please", None),
