@@ -185,7 +185,7 @@ async def _run(transcript: RecordedTranscript, path: Path, workspace: _Workspace
         command, stdin=-1, stdout=-1, stderr=subprocess.DEVNULL, env=env,
         cwd=str(workspace.project))
     assert process.stdin is not None and process.stdout is not None
-    lines = _Lines(process.stdout)
+    lines = _AgentLines(process.stdout)
     try:
         last_t = 0.0
         for record in transcript.records:
@@ -272,7 +272,7 @@ def _describe(record: dict[str, Any]) -> str:
     return f"the answer to request {message.get('id')!r}"
 
 
-class _Lines:
+class _AgentLines:
     """Messages from the agent's stdout, one JSON line at a time."""
 
     def __init__(self, stream: trio.abc.ReceiveStream) -> None:
