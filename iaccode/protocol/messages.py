@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from iaccode.protocol.content import ContentBlock
+from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.tool_calls import ToolCallProgress, ToolCallStart
 
 Meta = dict[str, Any] | None
@@ -341,6 +341,20 @@ class AgentMessageChunk:
     """The model message the chunk belongs to (its thinking shares it); kept in the history,
     so ``session/load`` shows the same id. None for our own notices."""
     meta: Meta = None
+
+
+def warning_text(message: str) -> str:
+    """A warning as the chat shows it: apart from what came before, marked ``⚠``. A session's
+    history keeps this text as a notice, so a load shows the warning as it was."""
+    return f"\n\n⚠ {message}\n"
+
+
+def warning_chunk(message: str) -> AgentMessageChunk:
+    """A warning as a chat message (for a client without ``notice`` updates): its
+    :func:`warning_text`, with ``message`` itself in ``_meta.iaccode.error`` for a client that
+    shows errors apart."""
+    return AgentMessageChunk(TextContent(warning_text(message)),
+                             meta={"iaccode": {"error": message}})
 
 
 @frozen

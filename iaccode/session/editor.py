@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import to_wire
 from iaccode.protocol.editor_calls import (
     CreateTerminalRequest,
@@ -39,11 +38,11 @@ from iaccode.protocol.editor_calls import (
 )
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import (
-    AgentMessageChunk,
     ClientCapabilities,
     NoticeSeverity,
     NoticeUpdate,
     SessionUpdate,
+    warning_chunk,
 )
 from iaccode.protocol.tool_calls import (
     PermissionOption,
@@ -267,12 +266,11 @@ class _EditorTerminal:
 
 def advisory(message: str, *, title: str, severity: NoticeSeverity,
              as_notice: bool) -> SessionUpdate:
-    """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (with
-    ``_meta.iaccode.error``) that clients without notices have always had."""
+    """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (:func:`warning_chunk`,
+    with ``_meta.iaccode.error``) that clients without notices have always had."""
     if as_notice:
         return NoticeUpdate(severity, title, message)
-    return AgentMessageChunk(TextContent(f"\n\n⚠ {message}\n"),
-                             meta={"iaccode": {"error": message}})
+    return warning_chunk(message)
 
 
 def _refuse_special(path: Path) -> None:

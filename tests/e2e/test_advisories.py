@@ -148,3 +148,17 @@ async def test_without_the_capabilities_the_text_stays(
     assert "notice" not in kinds(live, other["sessionId"])
     assert any("⚠" in text and "broken-db" in text
                for text in chunk_texts(live, other["sessionId"]))
+
+
+async def test_without_the_capabilities_a_failed_compaction_is_a_warning_like_the_others(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    """The same ⚠ chunk as every other warning, with the failure in ``_meta.iaccode.error``."""
+    session = await three_turns(agent, model_server, workspace)
+    model_server.enqueue(error_status(400, "prompt is too long"))
+    _, live, _ = await agent.run_prompt(session, "/compact")
+    [chunk] = [u for u in updates(live, session, "agent_message_chunk")
+               if "⚠" in u["content"]["text"]]
+    failure = chunk["_meta"]["iaccode"]["error"]
+    assert failure.startswith("Could not compact the conversation: ")
+    assert "prompt is too long" in failure
+    assert chunk["content"]["text"] == f"\n\n⚠ {failure}\n"
