@@ -17,7 +17,7 @@ import os
 
 from iaccode.gate import VARIABLES as GATE_VARIABLES
 from iaccode.iac.credentials import held, is_credential
-from iaccode.secret_env import without_secrets
+from iaccode.secret_env import scrubbed
 
 QUIET_ENV = {
     "PAGER": "cat",
@@ -34,8 +34,8 @@ QUIET_ENV = {
 def command_env(hold_credentials: bool = True) -> dict[str, str]:
     """Our environment without secrets and cloud credentials (``hold_credentials`` False:
     with the cloud credentials), with pagers, prompts, editors and colours off."""
-    env = {name: value for name, value in without_secrets(os.environ).items()
-           if name not in GATE_VARIABLES and not is_credential(name)}
+    env = scrubbed(os.environ,
+                   also=lambda name: name in GATE_VARIABLES or is_credential(name))
     if not hold_credentials:  # the user's choice: every command gets them, not just the CLIs
         env.update(held(os.environ))
     env.update(QUIET_ENV)

@@ -109,6 +109,7 @@ def _gated_env() -> dict[str, str] | None:
     from iaccode import gate
     from iaccode.gate.shim import hello
     from iaccode.iac.credentials import is_credential
+    from iaccode.secret_env import scrubbed
 
     socket_path, token = os.environ.get(gate.SOCKET_VARIABLE), os.environ.get(gate.TOKEN_VARIABLE)
     folder = os.environ.get(gate.FOLDER_VARIABLE)
@@ -119,8 +120,9 @@ def _gated_env() -> dict[str, str] | None:
         print(f"iaccode supervise: the agent's gate channel refused us: {problem}",
               file=sys.stderr)
     hold = os.environ.get(gate.HOLD_VARIABLE) == "1"
-    env = {name: value for name, value in os.environ.items()
-           if name != gate.HOLD_VARIABLE and not (hold and is_credential(name))}
+    # The editor's environment, not ours: only the credentials are ours to hold back here.
+    env = scrubbed(os.environ, secrets=False, also=lambda name: name == gate.HOLD_VARIABLE
+                   or (hold and is_credential(name)))
     env["PATH"] = gate.gates_first(env.get("PATH", os.defpath), folder)
     return env
 
