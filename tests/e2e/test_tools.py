@@ -368,6 +368,47 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
     assert not (workspace / "new.tf").exists()
 
 
+async def test_the_editors_malformed_answers_fail_the_call_saying_what_was_wrong(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """An answer of the wrong type to fs/* or terminal/* fails that call like an error answer,
+    naming the field; a malformed permission answer runs nothing. The turn goes on."""
+    (workspace / "buf.tf").write_text("on disk\n")
+    model_server.enqueue(call("read_file", path="buf.tf"), reply("a"),
+                         call("bash", command="make plan"), reply("b"),
+                         call("write_file", path="new.tf", content="x"), reply("c"))
+    session = await start(agent, workspace, fs={"readTextFile": True}, terminal=True)
+
+    def editor(message: dict) -> Any:
+        if message["params"].get("toolCall", {}).get("toolCallId") == "toolu_write_file":
+            return {"outcome": {"outcome": "selected", "optionId": ["allow_once"]}}
+        return {
+            "session/request_permission": {"outcome": {"outcome": "selected",
+                                                       "optionId": "allow_once"}},
+            "fs/read_text_file": {"content": 42},
+            "terminal/create": {"terminalId": "term-1"},
+            "terminal/wait_for_exit": {"exitCode": "0"},
+            "terminal/output": {"output": "Plan: 1 to add\n", "truncated": False},
+            "terminal/kill": {},
+            "terminal/release": {},
+        }[message["method"]]
+
+    for prompt in ("read", "run", "write"):
+        response, _, _ = await agent.run_prompt(session, prompt, editor)
+        assert response["result"]["stopReason"] == "end_turn"
+    read = result_for(model_server, 1, "toolu_read_file")
+    assert read["is_error"] is True
+    assert read["content"].endswith("/buf.tf: a malformed answer to fs/read_text_file "
+                                    "(result.content: expected a string, got an integer)")
+    ran = result_for(model_server, 3, "toolu_bash")
+    assert (ran["is_error"], ran["content"]) == (True, (
+        "The editor's terminal failed: a malformed answer to terminal/wait_for_exit "
+        "(result.exitCode: expected an integer, got a string)"))
+    wrote = result_for(model_server, 5, "toolu_write_file")
+    assert (wrote["is_error"], wrote["content"]) == (True, "Permission denied.")
+    assert not (workspace / "new.tf").exists()
+
+
 def sub_agent_research(model_server: FakeModelServer, workspace: Path) -> None:
     """A model that runs a sub-agent (``toolu_agent``), which greps (``toolu_child``)."""
     (workspace / "vars.tf").write_text('variable "env" {}\n')
