@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_PASSWD", "_PWD", "_PAT",
                    "_APIKEY", "_AUTH", "_CREDENTIALS")
@@ -88,9 +88,19 @@ def url_password(value: str) -> str | None:
     return password if colon and password else None
 
 
-def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without the secret variables."""
-    return {name: value for name, value in env.items() if not is_secret(name, value)}
+def _nothing(name: str) -> bool:
+    return False
+
+
+def scrubbed(env: Mapping[str, str], *, secrets: bool = True,
+             also: Callable[[str], bool] = _nothing) -> dict[str, str]:
+    """``env`` as a program we start gets it: without the secret variables (``secrets``: this
+    module's rule) and without every variable ``also`` names (the cloud credentials, the
+    gate's own variables). The one filter of a child's environment: the commands'
+    (:mod:`iaccode.iac.command_env`), a stdio MCP server's (:mod:`iaccode.mcp.transport`)
+    and the command ``iaccode supervise`` runs in the editor's terminal."""
+    return {name: value for name, value in env.items()
+            if not (secrets and is_secret(name, value)) and not also(name)}
 
 
 def secret_items(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:

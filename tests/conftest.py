@@ -21,7 +21,7 @@ from acp_conformance.schema import WireChecker
 from hypothesis import settings
 
 from tests.support import agent_process
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, print_blob=True)
@@ -82,6 +82,6 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
 @pytest.fixture
 async def agent(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AgentConnection]:
     """A spawned ``iaccode acp`` whose every message is checked against the official schema."""
-    checker = WireChecker(aliases=SEED_ALIASES)
+    checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as process:
         yield process

@@ -20,7 +20,7 @@ HOLD = object()
 """A permission policy's answer meaning: do not answer now (the test will)."""
 
 
-class RpcError:
+class ErrorAnswer:
     """An error answer to an agent request."""
 
     def __init__(self, code: int, message: str) -> None:
@@ -70,14 +70,14 @@ class ClientServices:
         self._terminals: dict[str, dict[str, Any]] = {}
 
     async def answer(self, request: dict[str, Any]) -> Any:
-        """The result (or RpcError, or HOLD) for one agent request."""
+        """The result (or ErrorAnswer, or HOLD) for one agent request."""
         method = request["method"]
         params = request.get("params") or {}
         needed = capability_for(method)
         if needed is not None and not advertised(self.capabilities, needed):
             self.violations.append(
                 f"agent called {method} but the client did not advertise {needed}")
-            return RpcError(-32601, f"client does not support {method}")
+            return ErrorAnswer(-32601, f"client does not support {method}")
         if method == "session/request_permission":
             return self.permission(request)
         if method == "elicitation/create":
@@ -86,15 +86,15 @@ class ClientServices:
                 self.violations.append(f"agent asked for input in {mode!r} mode, which the "
                                        "client did not advertise (clientCapabilities."
                                        "elicitation)")
-                return RpcError(-32601, f"client does not support {mode} elicitation")
+                return ErrorAnswer(-32601, f"client does not support {mode} elicitation")
             return self.elicitation(request)
         handler = _HANDLERS.get(method)
         if handler is None:
-            return RpcError(-32601, f"Method not found: {method}")
+            return ErrorAnswer(-32601, f"Method not found: {method}")
         try:
             return await handler(self, params)
         except (OSError, KeyError, TypeError, ValueError) as exc:
-            return RpcError(-32603, f"client could not {method}: {exc}")
+            return ErrorAnswer(-32603, f"client could not {method}: {exc}")
 
     # -- fs/* --------------------------------------------------------------------------------
 

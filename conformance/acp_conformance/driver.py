@@ -2,12 +2,12 @@
 
 One driver for the conformance suite and iac-code's own tests (:class:`AgentConnection`;
 :func:`spawn` starts a process, :func:`connect_remote` reaches a remote agent). For the suite,
-every line in either direction goes into a :class:`Transcript` (for the failure report); every
-line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation; the line is
-skipped), and every message is validated against the schema as it arrives (a WIRE-SCHEMA
-violation; the test goes on, so one bad field does not hide the behaviour); agent -> client
-requests are answered at once by :class:`ClientServices`. Tests of one agent rather fail at
-the first bad line and answer the agent's requests themselves.
+every line in either direction goes into a :class:`ConnectionTranscript` (for the failure
+report); every line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation;
+the line is skipped), and every message is validated against the schema as it arrives (a
+WIRE-SCHEMA violation; the test goes on, so one bad field does not hide the behaviour);
+agent -> client requests are answered at once by :class:`ClientServices`. Tests of one agent
+rather fail at the first bad line and answer the agent's requests themselves.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from acp_conformance.client import HOLD, ClientServices, RpcError
+from acp_conformance.client import HOLD, ClientServices, ErrorAnswer
 from acp_conformance.remote import connect
 from acp_conformance.schema import WireChecker, method_tables
 
@@ -50,7 +50,7 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
         raise TimedOut(f"{what} within {seconds:g} s") from None
 
 
-class Transcript:
+class ConnectionTranscript:
     def __init__(self, label: str, command: list[str]) -> None:
         self.label = label
         self.command = command
@@ -155,7 +155,8 @@ class AgentConnection:
     """
 
     def __init__(self, process: trio.Process, checker: Any | None = None,
-                 stderr_path: Path | None = None, *, transcript: Transcript | None = None,
+                 stderr_path: Path | None = None, *,
+                 transcript: ConnectionTranscript | None = None,
                  timeout: float = RECEIVE_TIMEOUT, services: ClientServices | None = None,
                  record_violations: bool = False,
                  client_info: Mapping[str, str] = TESTS_CLIENT) -> None:
@@ -223,8 +224,8 @@ class AgentConnection:
         await self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def reply(self, request_id: Any, result: Any) -> None:
-        """Answer an agent request: a result, or an :class:`RpcError`."""
-        if isinstance(result, RpcError):
+        """Answer an agent request: a result, or an :class:`ErrorAnswer`."""
+        if isinstance(result, ErrorAnswer):
             await self.send({"jsonrpc": "2.0", "id": request_id, "error": result.error})
         else:
             await self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -384,7 +385,7 @@ class AgentConnection:
         """Prompt and serve the agent's requests until the prompt is answered.
 
         ``on_request(message) -> result`` answers each agent request (permission questions,
-        ``fs/*``, ``terminal/*``); it may be async; returning an :class:`RpcError` sends an
+        ``fs/*``, ``terminal/*``); it may be async; returning an :class:`ErrorAnswer` sends an
         error. Returns (the prompt's answer, the messages before it, the agent's requests).
         """
         blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
@@ -473,7 +474,7 @@ def _short(message: Any, limit: int = 300) -> str:
 @contextlib.asynccontextmanager
 async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *,
                 cwd: Path | None = None, checker: Any | None = None,
-                transcript: Transcript | None = None, timeout: float = RECEIVE_TIMEOUT,
+                transcript: ConnectionTranscript | None = None, timeout: float = RECEIVE_TIMEOUT,
                 services: ClientServices | None = None, record_violations: bool = False,
                 client_info: Mapping[str, str] = TESTS_CLIENT) -> AsyncIterator[AgentConnection]:
     """Start the agent in its own process group, stderr to ``stderr_path``; kill the whole
@@ -504,8 +505,9 @@ async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *
 
 
 @contextlib.asynccontextmanager
-async def connect_remote(url: str, token: str | None, transport: str, transcript: Transcript,
-                         timeout: float) -> AsyncIterator[AgentConnection]:
+async def connect_remote(url: str, token: str | None, transport: str,
+                         transcript: ConnectionTranscript, timeout: float
+                         ) -> AsyncIterator[AgentConnection]:
     """A conformance connection to a remote agent, driven as a spawned one: its stdin and
     stdout are the transport's (:mod:`acp_conformance.remote`); ending stdin ends it."""
     async with connect(url, token, transport) as remote:

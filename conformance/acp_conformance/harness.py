@@ -15,8 +15,8 @@ from acp_conformance.client import ClientServices
 from acp_conformance.driver import (
     SUITE_CLIENT,
     AgentConnection,
+    ConnectionTranscript,
     SchemaRouter,
-    Transcript,
     connect_remote,
     spawn,
 )
@@ -90,7 +90,7 @@ class Harness:
         self.url: str | None = config.getoption("--url")
         self.token: str | None = config.getoption("--token")
         self.transport = str(config.getoption("--transport"))
-        self.transcripts: list[Transcript] = []
+        self.transcripts: list[ConnectionTranscript] = []
         self.connections: list[AgentConnection] = []
         item.stash.setdefault(EVIDENCE, []).append(
             lambda: [t.dump() for t in self.transcripts])
@@ -112,14 +112,14 @@ class Harness:
             if extra_env or without:
                 not_applicable("the test sets the agent's environment; a remote agent's is "
                                "not ours to set")
-            transcript = Transcript(f"connection#{number}", [self.url, self.transport])
+            transcript = ConnectionTranscript(f"connection#{number}", [self.url, self.transport])
             self.transcripts.append(transcript)
             async with connect_remote(self.url, self.token, self.transport, transcript,
                                       self.timeout) as connection:
                 self.connections.append(connection)
                 yield connection
             return
-        transcript = Transcript(f"agent#{number}", self.command)
+        transcript = ConnectionTranscript(f"agent#{number}", self.command)
         self.transcripts.append(transcript)
         self.home.mkdir(exist_ok=True)
         async with spawn(self.command, self.environment(extra_env, without),

@@ -671,7 +671,7 @@ class WireChecker:
                 )
             self._client_answered.pop(key, None)
             method = str(msg["method"])
-            # An agent may answer extra names for a method (iac-code answers the seed's
+            # An agent may answer extra names for a method (older names such as
             # `sessions/list` and `config/set`): check their answers as the real method's.
             self._client_pending[key] = self._aliases.get(method, method)
         elif "method" not in msg and "id" in msg:

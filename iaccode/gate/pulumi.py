@@ -24,7 +24,7 @@ import trio
 from iaccode.gate import handlers
 from iaccode.gate.handlers import Exchange, Op
 from iaccode.gate.terraform import Question, ask, command_env
-from iaccode.iac.plan_summary import Change, Plan
+from iaccode.iac.plan_summary import Plan, ResourceChange
 from iaccode.iac.target import pulumi_target, title
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,8 @@ def read_preview(document: Any) -> Plan:
             known.paths.extend(r for r in reasons if r not in known.paths)
             known.reason = known.reason or ("cannot_update" if reasons else None)
         elif known is None or action == "replace":
-            plan.changes[address] = Change(action, "cannot_update" if reasons else None,
-                                           reasons)
+            plan.changes[address] = ResourceChange(
+                action, "cannot_update" if reasons else None, reasons)
     return plan
 
 

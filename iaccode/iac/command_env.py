@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from iaccode.iac.credentials import held, is_credential
-from iaccode.secret_env import without_secrets
+from iaccode.secret_env import scrubbed
 
 TOKEN_VARIABLE = "IAC_CODE_GATE_TOKEN"
 SOCKET_VARIABLE = "IAC_CODE_GATE_SOCKET"
@@ -42,8 +42,8 @@ QUIET_ENV = {
 def command_env(hold_credentials: bool = True) -> dict[str, str]:
     """Our environment without secrets and cloud credentials (``hold_credentials`` False:
     with the cloud credentials), with pagers, prompts, editors and colours off."""
-    env = {name: value for name, value in without_secrets(os.environ).items()
-           if name not in GATE_VARIABLES and not is_credential(name)}
+    env = scrubbed(os.environ,
+                   also=lambda name: name in GATE_VARIABLES or is_credential(name))
     if not hold_credentials:  # the user's choice: every command gets them, not just the CLIs
         env.update(held(os.environ))
     env.update(QUIET_ENV)

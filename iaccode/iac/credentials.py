@@ -1,7 +1,7 @@
 """Which environment variables are cloud credentials, held back from every command.
 
 With ``[iac] hold_credentials`` on (the default), the commands the agent runs get an
-environment without these (:func:`without_credentials`, applied in
+environment without these (:func:`is_credential`, applied by ``secret_env.scrubbed`` in
 :mod:`iaccode.iac.command_env`), and a gate (:mod:`iaccode.gate`) puts them back only for the
 real infrastructure CLI it runs (:func:`held`). A copy of a CLI under another name, a
 ``boto3`` script or ``curl`` then gets no credentials from the environment.
@@ -68,7 +68,3 @@ def is_credential(name: str) -> bool:
 def held(env: Mapping[str, str]) -> dict[str, str]:
     """The credentials in ``env``: what a gate puts back for the CLI it runs."""
     return {name: value for name, value in env.items() if is_credential(name)}
-
-
-def without_credentials(env: Mapping[str, str]) -> dict[str, str]:
-    return {name: value for name, value in env.items() if not is_credential(name)}

@@ -129,7 +129,9 @@ def runs_plan(command: str) -> bool:
 
 
 @define
-class Change:
+class ResourceChange:
+    """What a plan does to one resource."""
+
     action: str
     """One of ORDER."""
     reason: str | None = None
@@ -143,7 +145,7 @@ class Change:
 class Plan:
     """What a plan does, however it was read."""
 
-    changes: dict[str, Change] = field(factory=dict)
+    changes: dict[str, ResourceChange] = field(factory=dict)
     """Address -> its change, in the order met (no-ops left out)."""
     drift: dict[str, str] = field(factory=dict)
     """Address -> "update" or "delete": what changed outside of Terraform."""
@@ -198,7 +200,7 @@ class Plan:
         return "\n".join(lines)
 
 
-def _detail(change: Change) -> str:
+def _detail(change: ResourceChange) -> str:
     target = f" -> {change.moved_to}" if change.moved_to else ""
     why = REASONS.get(change.reason or "")
     if why and change.paths:
@@ -239,18 +241,18 @@ def _resource_change(plan: Plan, resource: Any) -> None:
     if "delete" in actions and "create" in actions:
         paths = [".".join(str(step) for step in path) for path in
                  change.get("replace_paths") or [] if isinstance(path, list)]
-        plan.changes[resource["address"]] = Change("replace", reason, paths)
+        plan.changes[resource["address"]] = ResourceChange("replace", reason, paths)
         return
     if actions in (["no-op"], []):
         if resource.get("previous_address"):
-            plan.changes[resource["previous_address"]] = Change(
+            plan.changes[resource["previous_address"]] = ResourceChange(
                 "move", moved_to=resource["address"])
         elif change.get("importing"):
-            plan.changes[resource["address"]] = Change("import")
+            plan.changes[resource["address"]] = ResourceChange("import")
         return
     action = _JSON_ACTIONS.get(str(actions[0]))
     if action:
-        plan.changes[resource["address"]] = Change(action, reason)
+        plan.changes[resource["address"]] = ResourceChange(action, reason)
 
 
 @define
@@ -322,7 +324,7 @@ class PlanReader:
             if found := pattern.match(text):
                 address = found.group(1)
                 moved_to = found.group(2) if action == "move" else None
-                changes[address] = Change(action, reason, moved_to=moved_to)
+                changes[address] = ResourceChange(action, reason, moved_to=moved_to)
                 self._last = address
                 return True
         last = changes.get(self._last or "")
@@ -354,7 +356,7 @@ class PlanReader:
             if kind == "resource_drift":
                 self._plan.drift[address] = "delete" if action == "delete" else "update"
             else:
-                self._plan.changes[address] = Change(
+                self._plan.changes[address] = ResourceChange(
                     action, _REASON_CODES.get(str(change.get("reason"))))
         elif kind == "change_summary" and isinstance(message.get("@message"), str):
             self._plan.stated = message["@message"]

@@ -51,35 +51,35 @@ _CACHE_SETTING = re.compile(r'^\s*plugin_cache_dir\s*=\s*"([^"]*)"', re.MULTILIN
 
 
 @frozen
-class Verdict:
+class ValidateVerdict:
     run: bool
     note: str | None = None
     """For a check not run: the one line saying why (None: nothing worth saying)."""
 
 
 def validate_verdict(module: Path, env: Mapping[str, str], program: str,
-                     project: Path) -> Verdict:
+                     project: Path) -> ValidateVerdict:
     """Whether ``PROGRAM validate`` may run in ``module`` (a real path) with ``env``, the
     environment it would get; ``project`` is the session's folder. Blocking (stats, reads)."""
     data_dir = module / env.get("TF_DATA_DIR", ".terraform")
     if not data_dir.is_dir():
-        return Verdict(not needs_providers(module))  # not initialised: nothing to say
+        return ValidateVerdict(not needs_providers(module))  # not initialised: nothing to say
     trusted = [folder for folder in trusted_folders(env, program)
                if not _inside(folder, project)]
     name = Path(program).name
     for count, package in enumerate(installed_packages(data_dir)):
         if count == MAX_PACKAGES:
-            return Verdict(False, f"`{name} validate` not run: {data_dir.name}/ holds over "
+            return ValidateVerdict(False, f"`{name} validate` not run: {data_dir.name}/ holds over "
                            f"{MAX_PACKAGES} provider packages.")
         real = Path(os.path.realpath(package))
         if not any(_inside(real, folder) for folder in trusted):
             shown = "/".join(package.relative_to(data_dir / "providers").parts[:4]) \
                 if _inside(package, data_dir / "providers") else str(package.name)
-            return Verdict(False, f"`{name} validate` not run: the provider {shown} in "
+            return ValidateVerdict(False, f"`{name} validate` not run: the provider {shown} in "
                            f"{data_dir.name}/ is not from your plugin cache, so it may have "
                            "come with the repository (an automatic check starts only "
                            f"programs you installed; run `{name} validate` to check anyway).")
-    return Verdict(True)
+    return ValidateVerdict(True)
 
 
 def needs_providers(module: Path) -> bool:

@@ -27,7 +27,7 @@ import trio
 from iaccode.host import process_tree
 from iaccode.installed import outside, which
 from iaccode.mcp.config import ServerSpec
-from iaccode.secret_env import without_secrets
+from iaccode.secret_env import scrubbed
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class StdioProcess:
         program = which(spec.command, [self._cwd])
         if program is None:
             raise OSError(f"{spec.command}: not found (on PATH outside the project)")
-        env = without_secrets(get_default_environment())
+        env = scrubbed(get_default_environment())
         if "PATH" in env:  # what it starts by name too (npx starts node)
             env["PATH"] = outside(env["PATH"], [self._cwd])
         try:

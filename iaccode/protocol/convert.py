@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import attrs
 import cattrs
@@ -33,7 +33,14 @@ from iaccode.protocol.content import (
     TextContent,
     TextResourceContents,
 )
-from iaccode.protocol.tool_calls import TOOL_CALL_CONTENT_TYPES, DiffContent, ToolCallContent
+from iaccode.protocol.tool_calls import (
+    PERMISSION_OUTCOMES,
+    TOOL_CALL_CONTENT_TYPES,
+    DiffContent,
+    FlatPermissionOutcome,
+    PermissionOutcome,
+    ToolCallContent,
+)
 
 T = TypeVar("T")
 
@@ -78,9 +85,13 @@ def _make_converter(rename: Callable[[str], str],
     conv.register_structure_hook(float, _structure_float)
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], _structure_object)
 
+    def renames(cls: type) -> dict[str, Any]:
+        # A field's ``wire_name`` metadata overrides the rule (an older shape's snake_case).
+        return {a.name: override(rename=a.metadata.get("wire_name") or rename(a.name))
+                for a in attrs.fields(cls)}
+
     def structure_factory(cls: type) -> Any:
-        renames = {a.name: override(rename=rename(a.name)) for a in attrs.fields(cls)}
-        inner: Any = make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+        inner: Any = make_dict_structure_fn(cls, conv, **renames(cls))
 
         def structure(value: Any, _: Any) -> Any:
             if not isinstance(value, dict):
@@ -90,8 +101,7 @@ def _make_converter(rename: Callable[[str], str],
         return structure
 
     def unstructure_factory(cls: type) -> Any:
-        renames = {a.name: override(rename=rename(a.name)) for a in attrs.fields(cls)}
-        inner: Any = make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+        inner: Any = make_dict_unstructure_fn(cls, conv, **renames(cls))
 
         def unstructure(obj: Any) -> dict[str, Any]:
             return {k: v for k, v in inner(obj).items() if v is not None}
@@ -136,6 +146,22 @@ def _make_converter(rename: Callable[[str], str],
             raise ValueError(f"unknown tool call content type {kind!r}")
         return conv.structure(value, cls)
 
+    def structure_permission_outcome(value: Any, _: Any) -> PermissionOutcome:
+        if isinstance(value, str):  # the older flat answer
+            if value in get_args(FlatPermissionOutcome):
+                return value  # type: ignore[return-value]
+            raise ValueError(f"unknown outcome {value!r}")
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type_name(value)}")
+        kind = value.get("outcome")
+        cls = PERMISSION_OUTCOMES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            raise ValueError(f"unknown outcome {kind!r}")
+        outcome: PermissionOutcome = conv.structure(value, cls)
+        return outcome
+
+    conv.register_structure_hook_func(lambda t: t == PermissionOutcome,
+                                      structure_permission_outcome)
     conv.register_structure_hook_func(lambda t: t == ToolCallContent, structure_tool_content)
     conv.register_structure_hook_func(lambda t: t == ContentBlock, structure_content)
     conv.register_structure_hook_func(lambda t: t == ResourceContents, structure_resource)

@@ -10,8 +10,8 @@ cancels the request with ``$/cancel_request``, as for any request.
 
 The form's schema is kept as JSON (``requested_schema``), so a schema made elsewhere (an MCP
 server's elicitation, passed through) goes out as it came; :func:`text_form` builds the
-common one-field form. The editor's answer is read leniently where it arrives
-(``iaccode.session.editor``), into :class:`ElicitationAnswer`.
+common one-field form. The editor's answer (:class:`CreateElicitationResponse`) is structured
+where it arrives (``iaccode.session.editor``) and read into :class:`ElicitationAnswer`.
 
 URL mode's ``elicitation/complete`` notification (the agent telling the client that the
 out-of-band step finished) has its params here; nothing of ours sends it yet.
@@ -50,6 +50,16 @@ class CompleteElicitationNotification:
     """``elicitation/complete``: a URL-mode elicitation is done."""
 
     elicitation_id: str
+    meta: Meta = None
+
+
+@frozen
+class CreateElicitationResponse:
+    """The editor's answer to ``elicitation/create``: ``accept`` (with the form's ``content``),
+    ``decline`` or ``cancel``; another action a newer client may send is kept as it came."""
+
+    action: str
+    content: dict[str, Any] | None = None
     meta: Meta = None
 
 

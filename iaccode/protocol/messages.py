@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from iaccode.protocol.content import ContentBlock
+from iaccode.protocol.content import ContentBlock, TextContent
 from iaccode.protocol.tool_calls import ToolCallProgress, ToolCallStart
 
 Meta = dict[str, Any] | None
@@ -343,6 +343,20 @@ class AgentMessageChunk:
     meta: Meta = None
 
 
+def warning_text(message: str) -> str:
+    """A warning as the chat shows it: apart from what came before, marked ``⚠``. A session's
+    history keeps this text as a notice, so a load shows the warning as it was."""
+    return f"\n\n⚠ {message}\n"
+
+
+def warning_chunk(message: str) -> AgentMessageChunk:
+    """A warning as a chat message (for a client without ``notice`` updates): its
+    :func:`warning_text`, with ``message`` itself in ``_meta.iaccode.error`` for a client that
+    shows errors apart."""
+    return AgentMessageChunk(TextContent(warning_text(message)),
+                             meta={"iaccode": {"error": message}})
+
+
 @frozen
 class AgentThoughtChunk:
     content: ContentBlock
@@ -498,7 +512,7 @@ class SetModeRequest:
 
 @frozen
 class SetConfigOptionRequest:
-    """``session/set_config_option`` (and the seed's ``config/set``)."""
+    """``session/set_config_option`` (and ``config/set``, its older name)."""
 
     session_id: str
     config_id: str

@@ -1,11 +1,11 @@
 """Tool calls as the editor sees them: ``tool_call`` / ``tool_call_update`` and their content,
-and the permission question (``session/request_permission``)."""
+and the permission question (``session/request_permission``) with its answer."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from attrs import frozen
+from attrs import field, frozen
 
 from iaccode.protocol.content import ContentBlock
 
@@ -105,3 +105,44 @@ class RequestPermissionRequest:
     session_id: str
     tool_call: ToolCallFields
     options: list[PermissionOption]
+
+
+Meta = dict[str, Any] | None
+
+
+@frozen
+class SelectedPermissionOutcome:
+    """The user chose one of the options offered."""
+
+    option_id: str
+    outcome: Literal["selected"] = "selected"
+    meta: Meta = None
+
+
+@frozen
+class CancelledPermissionOutcome:
+    """The prompt turn was cancelled before the user answered."""
+
+    outcome: Literal["cancelled"] = "cancelled"
+    meta: Meta = None
+
+
+PERMISSION_OUTCOMES: dict[str, type[SelectedPermissionOutcome | CancelledPermissionOutcome]] = {
+    "selected": SelectedPermissionOutcome, "cancelled": CancelledPermissionOutcome}
+"""The ACP outcomes by their ``outcome`` tag."""
+
+FlatPermissionOutcome = Literal["allowed", "denied"]
+"""An older flat answer, still read: ``{"outcome": "allowed", "option_id": "allow_once"}`` or
+``{"outcome": "denied"}``."""
+
+PermissionOutcome = SelectedPermissionOutcome | CancelledPermissionOutcome | FlatPermissionOutcome
+
+
+@frozen
+class RequestPermissionResponse:
+    """The editor's answer to ``session/request_permission``."""
+
+    outcome: PermissionOutcome
+    option_id: str | None = field(default=None, metadata={"wire_name": "option_id"})
+    """With the flat ``allowed`` only: the option chosen (snake_case on the wire)."""
+    meta: Meta = None

@@ -2,7 +2,7 @@
 WebSocket Transport", as revised on 2026-05-04), on Hypercorn's protocols.
 
 A remote connection is one more pair of byte streams for the same ``wire.Connection`` and its
-own ``Agent`` (``server.stdio.serve_agent``); nothing below ``server`` knows it is remote.
+own ``Agent`` (``server.serve.serve_agent``); nothing below ``server`` knows it is remote.
 
 | module | what it is |
 |---|---|

@@ -26,7 +26,7 @@ from iaccode.llm.base import Provider
 from iaccode.remote.listener import Doorman, Peer
 from iaccode.remote.pipes import Inbound, Outbound
 from iaccode.remote.routing import Router
-from iaccode.server.stdio import serve_agent
+from iaccode.server.serve import serve_agent
 from iaccode.store.store import SessionNotFound, SessionStore
 from iaccode.wire.connection import Connection
 

@@ -25,7 +25,7 @@ from iaccode.server.handshake import PROTOCOL_VERSION, initialize_result
 from iaccode.server.lifecycle import SessionLifecycle
 from iaccode.server.listing import list_sessions
 from iaccode.server.options import SessionOptions
-from iaccode.session.replay import replay_updates
+from iaccode.session.history_updates import history_updates
 from iaccode.session.session import Session
 from iaccode.wire import errors
 from iaccode.wire.connection import Connection, ThenNotify
@@ -95,7 +95,7 @@ class Agent:
     async def load_session(self, params: m.LoadSessionRequest) -> ThenNotify:
         """Restore from disk, replay the whole history as updates, then answer."""
         session = await self.lifecycle.restore(params, reattach=False)
-        for update in replay_updates(session.records):
+        for update in history_updates(session.records):
             notification = {"sessionId": session.id, "update": update}
             if not self.connection.notify_nowait("session/update", notification):
                 await self.connection.notify("session/update", notification)  # wait for room

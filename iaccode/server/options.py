@@ -20,7 +20,7 @@ QueueUpdate = Callable[[str, m.SessionUpdate], bool]
 """The same if that needs no wait: False (nothing sent) when the caller should await the
 ``SendUpdate`` instead (``Connection.notify_nowait``)."""
 
-MODES: dict[str, m.SessionMode] = {
+ACP_MODES: dict[str, m.SessionMode] = {
     mode.id: m.SessionMode(mode.id, mode.name, mode.description)
     for mode in choices.MODES.values()
 }
@@ -52,7 +52,7 @@ class SessionOptions:
         )
 
     def _modes(self, session: Session) -> m.SessionModeState:
-        return m.SessionModeState(session.mode, list(MODES.values()))
+        return m.SessionModeState(session.mode, list(ACP_MODES.values()))
 
     def config_options(self, session: Session) -> list[m.SessionConfigOption]:
         return [
@@ -63,7 +63,7 @@ class SessionOptions:
             m.SessionConfigOption(
                 id="mode", name="Mode", category="mode", current_value=session.mode,
                 options=[m.ConfigOptionValue(mode.id, mode.name, mode.description)
-                         for mode in MODES.values()]),
+                         for mode in ACP_MODES.values()]),
             m.SessionConfigOption(
                 id="thought_level", name="Thinking", category="thought_level",
                 current_value=session.thought_level,
@@ -81,7 +81,7 @@ class SessionOptions:
         """Change one option; the full set as it is after the change, which is also sent as a
         ``config_option_update`` (other views of the session learn of it)."""
         valid: dict[str, Collection[str]] = {
-            "model": self._offered, "mode": MODES, "thought_level": THOUGHT_LEVELS}
+            "model": self._offered, "mode": ACP_MODES, "thought_level": THOUGHT_LEVELS}
         if config_id not in valid:
             raise errors.invalid_params({"params.configId": (
                 f"unknown option {config_id!r}; the options are {', '.join(valid)}")})

@@ -46,11 +46,11 @@ REQUESTS: dict[str, Route] = {
     "session/resume": Route(m.LoadSessionRequest, Agent.resume_session),
     "session/fork": Route(m.LoadSessionRequest, Agent.fork_session),
     "session/list": Route(m.ListSessionsRequest, Agent.list_sessions),
-    "sessions/list": Route(m.ListSessionsRequest, Agent.list_sessions),  # the seed's name
+    "sessions/list": Route(m.ListSessionsRequest, Agent.list_sessions),  # older name
     "session/delete": Route(m.SessionRequest, Agent.delete_session),
     "session/set_mode": Route(m.SetModeRequest, Agent.set_mode),
     "session/set_config_option": Route(m.SetConfigOptionRequest, Agent.set_config_option),
-    "config/set": Route(m.SetConfigOptionRequest, Agent.set_config_option),  # the seed's name
+    "config/set": Route(m.SetConfigOptionRequest, Agent.set_config_option),  # older name
     "_session/steering": Route(m.SteeringRequest, Agent.steer),  # extension: docs/conformance.md
 }
 

@@ -11,10 +11,14 @@
 
 The requests go out through a plain ``request`` callable the server gives (it raises
 EditorError when the editor answers with an error). Here those errors become the tools' own
-(ToolFailure, saying what failed) or, for a permission question, "no answer"; the replies are
-read into values. Files are the editor's only for the directions it advertised
-(``fs.readTextFile``, ``fs.writeTextFile``), local otherwise: reading through the editor sees
-its unsaved buffers, and writes land in them.
+(ToolFailure, saying what failed) or, for a permission question, "no answer". The replies are
+structured into the protocol's answer types as strictly as the editor's requests are
+(``convert.from_wire``); a reply that does not fit is treated like an error answer, its
+message naming each bad field (``result.output: expected a string, got an integer``).
+
+Files are the editor's only for the directions it advertised (``fs.readTextFile``,
+``fs.writeTextFile``), local otherwise: reading through the editor sees its unsaved buffers,
+and writes land in them.
 """
 
 from __future__ import annotations
@@ -24,31 +28,37 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from iaccode.host.local_files import is_inside, make_parents
-from iaccode.protocol.content import TextContent
-from iaccode.protocol.convert import to_wire
+from iaccode.protocol.convert import ParamsError, from_wire, to_wire
 from iaccode.protocol.editor_calls import (
     CreateTerminalRequest,
+    CreateTerminalResponse,
     EnvVariable,
     ReadTextFileRequest,
+    ReadTextFileResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
     TerminalRequest,
     WriteTextFileRequest,
 )
-from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
+from iaccode.protocol.elicitation import CreateElicitationResponse, Elicitation, ElicitationAnswer
 from iaccode.protocol.messages import (
-    AgentMessageChunk,
     ClientCapabilities,
     NoticeSeverity,
     NoticeUpdate,
     SessionUpdate,
+    warning_chunk,
 )
 from iaccode.protocol.tool_calls import (
+    CancelledPermissionOutcome,
     PermissionOption,
     RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedPermissionOutcome,
     ToolCallFields,
 )
 from iaccode.session.errors import EditorError
@@ -59,6 +69,8 @@ if TYPE_CHECKING:
     from iaccode.turn.env import PermissionChoice, QueueUpdate, SendUpdate
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 EditorRequest = Callable[[str, Any], Awaitable[Any]]
 """Send one request to the editor and return its result; raises EditorError when the editor
@@ -112,22 +124,30 @@ class Editor:
     async def request_permission(self, tool_call: ToolCallFields,
                                  options: list[PermissionOption]) -> PermissionChoice:
         """Ask the user; the kind of the option chosen, ``cancelled``, or None when there is
-        no answer to go by (an error from the editor, or one we cannot read: both logged)."""
+        no answer to go by (an error from the editor, a malformed answer, an option we did not
+        offer: each logged, saying which)."""
         question = RequestPermissionRequest(self.session_id, tool_call, options)
         try:
             response = await self._request("session/request_permission", to_wire(question))
         except EditorError as exc:
             log.warning("permission request failed: %s %s", exc.message, exc.data)
             return None
-        choice = _selected_kind(response, options)
+        try:
+            answer = from_wire(response, RequestPermissionResponse, "result")
+        except ParamsError as exc:
+            log.warning("malformed permission answer %r (%s): not running the tool", response,
+                        _problems(exc))
+            return None
+        choice = _selected_kind(answer, options)
         if choice is None:
-            log.warning("unreadable permission answer %r: not running the tool", response)
+            log.warning("the permission answer %r chose no option we offered: not running the "
+                        "tool", response)
         return choice
 
     async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer | None:
         """Ask the user for input (``elicitation/create``) and wait for the answer; None when
         there is none to go by: a mode the editor did not advertise (never sent), an error
-        from the editor, or an answer we cannot read (both logged). Cancelling the caller
+        from the editor, or a malformed answer (both logged). Cancelling the caller
         cancels the request: the editor is sent ``$/cancel_request`` and may close the form."""
         if elicitation.mode not in self.elicitation_modes:
             log.warning("elicitation in %s mode not sent: the editor did not advertise it",
@@ -139,18 +159,21 @@ class Editor:
         except EditorError as exc:
             log.warning("elicitation failed: %s %s", exc.message, exc.data)
             return None
-        answer = _elicitation_answer(response)
-        if answer is None:
-            log.warning("unreadable elicitation answer %r: taken as no answer", response)
-        return answer
+        try:
+            answer = from_wire(response, CreateElicitationResponse, "result")
+        except ParamsError as exc:
+            log.warning("malformed elicitation answer %r (%s): taken as no answer", response,
+                        _problems(exc))
+            return None
+        if answer.action == "accept":
+            return ElicitationAnswer(answer.action, answer.content)
+        return ElicitationAnswer(answer.action)  # content goes with accept only
 
     async def read_text_file(self, path: Path) -> str:
         result = await self._fs("fs/read_text_file",
                                 ReadTextFileRequest(self.session_id, str(path)), path)
-        content = result.get("content") if isinstance(result, dict) else None
-        if not isinstance(content, str):
-            raise ToolFailure(f"The editor gave no text for {path}.")
-        return content
+        return _answer("fs/read_text_file", result, ReadTextFileResponse,
+                       f"The editor gave no text for {path}").content
 
     async def write_text_file(self, path: Path, text: str) -> None:
         await self._fs("fs/write_text_file",
@@ -164,26 +187,22 @@ class Editor:
                 self.session_id, command, args, cwd, output_byte_limit, variables)))
         except EditorError as exc:
             raise ToolFailure(f"The editor could not run the command: {exc.message}") from exc
-        terminal_id = result.get("terminalId") if isinstance(result, dict) else None
-        if not isinstance(terminal_id, str):
-            raise ToolFailure("The editor did not create a terminal.")
-        return terminal_id
+        return _answer("terminal/create", result, CreateTerminalResponse,
+                       "The editor did not create a terminal").terminal_id
 
     async def terminal_output(self, terminal_id: str) -> TerminalOutput:
-        result = await self._terminal("terminal/output", terminal_id,
-                                      "The editor could not read the terminal's output")
-        if not result:
-            return TerminalOutput(None)
-        output = result.get("output")
-        status = result.get("exitStatus")
-        return TerminalOutput(output if isinstance(output, str) else "",
-                              truncated=result.get("truncated") is True,
-                              exit_status=_exit_status(status) if isinstance(status, dict)
-                              else None)
+        failed = "The editor could not read the terminal's output"
+        result = await self._terminal("terminal/output", terminal_id, failed)
+        answer = _answer("terminal/output", result, TerminalOutputResponse, failed)
+        status = answer.exit_status
+        return TerminalOutput(answer.output, truncated=answer.truncated,
+                              exit_status=_exit_status(status) if status is not None else None)
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> ExitStatus:
-        return _exit_status(await self._terminal("terminal/wait_for_exit", terminal_id,
-                                                 "The editor's terminal failed"))
+        failed = "The editor's terminal failed"
+        result = await self._terminal("terminal/wait_for_exit", terminal_id, failed)
+        return _exit_status(_answer("terminal/wait_for_exit", result, TerminalExitStatus,
+                                    failed))
 
     async def kill_terminal(self, terminal_id: str) -> None:
         await self._terminal("terminal/kill", terminal_id, "The editor could not kill the terminal")
@@ -202,13 +221,13 @@ class Editor:
             raise ToolFailure(f"The editor could not {verb} {path}: {exc.message}{detail}"
                               ) from exc
 
-    async def _terminal(self, method: str, terminal_id: str, failed: str) -> dict[str, Any]:
+    async def _terminal(self, method: str, terminal_id: str, failed: str) -> Any:
+        """The editor's answer (kill and release: not read, their answers hold nothing)."""
         try:
-            result = await self._request(method, to_wire(TerminalRequest(self.session_id,
-                                                                         terminal_id)))
+            return await self._request(method, to_wire(TerminalRequest(self.session_id,
+                                                                       terminal_id)))
         except EditorError as exc:
             raise ToolFailure(f"{failed}: {exc.message}") from exc
-        return result if isinstance(result, dict) else {}
 
 
 class _EditorFiles:
@@ -261,12 +280,11 @@ class _EditorTerminal:
 
 def advisory(message: str, *, title: str, severity: NoticeSeverity,
              as_notice: bool) -> SessionUpdate:
-    """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (with
-    ``_meta.iaccode.error``) that clients without notices have always had."""
+    """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (:func:`warning_chunk`,
+    with ``_meta.iaccode.error``) that clients without notices have always had."""
     if as_notice:
         return NoticeUpdate(severity, title, message)
-    return AgentMessageChunk(TextContent(f"\n\n⚠ {message}\n"),
-                             meta={"iaccode": {"error": message}})
+    return warning_chunk(message)
 
 
 def _refuse_special(path: Path) -> None:
@@ -283,41 +301,34 @@ def _refuse_special(path: Path) -> None:
         raise ToolFailure(f"{path} is not a regular file (a FIFO, socket or device).")
 
 
-def _exit_status(status: dict[str, Any]) -> ExitStatus:
-    code, signal = status.get("exitCode"), status.get("signal")
-    return ExitStatus(code if isinstance(code, int) else None,
-                      signal if isinstance(signal, str) else None)
+def _problems(exc: ParamsError) -> str:
+    return "; ".join(f"{where}: {problem}" for where, problem in exc.problems.items())
 
 
-def _elicitation_answer(response: Any) -> ElicitationAnswer | None:
-    """The user's answer to an elicitation, or None when unreadable (``content`` must be an
-    object, and is only kept with ``accept``)."""
-    if not isinstance(response, dict) or not isinstance(response.get("action"), str):
-        return None
-    action, content = response["action"], response.get("content")
-    if action == "accept":
-        if content is not None and not isinstance(content, dict):
-            return None
-        return ElicitationAnswer(action, content)
-    return ElicitationAnswer(action)
+def _answer(method: str, result: Any, cls: type[T], failed: str) -> T:
+    """The editor's answer to ``method`` as ``cls``; a ToolFailure (``failed``, then what was
+    wrong with each field) when it does not fit."""
+    try:
+        return from_wire(result, cls, "result")
+    except ParamsError as exc:
+        raise ToolFailure(f"{failed}: a malformed answer to {method} ({_problems(exc)})"
+                          ) from exc
 
 
-def _selected_kind(response: Any, options: list[PermissionOption]) -> PermissionChoice:
-    """The option kind the user chose, ``cancelled``, or None when unreadable."""
-    if not isinstance(response, dict):
-        return None
-    outcome = response.get("outcome")
-    if isinstance(outcome, dict):  # the ACP shape
-        if outcome.get("outcome") == "cancelled":
-            return "cancelled"
-        if outcome.get("outcome") == "selected":
-            option_id = outcome.get("optionId")
-            return next((o.kind for o in options if o.option_id == option_id), None)
-        return None
-    if outcome == "allowed":  # the seed's flat shape
-        option_id = response.get("option_id", "allow_once")
+def _exit_status(status: TerminalExitStatus) -> ExitStatus:
+    return ExitStatus(status.exit_code, status.signal)
+
+
+def _selected_kind(answer: RequestPermissionResponse, options: list[PermissionOption]
+                   ) -> PermissionChoice:
+    """The option kind the user chose, ``cancelled``, or None for an option not offered."""
+    outcome = answer.outcome
+    if isinstance(outcome, CancelledPermissionOutcome):
+        return "cancelled"
+    if isinstance(outcome, SelectedPermissionOutcome):
+        return next((o.kind for o in options if o.option_id == outcome.option_id), None)
+    if outcome == "allowed":  # the older flat shape: an allowing option only
+        option_id = answer.option_id or "allow_once"
         kind = next((o.kind for o in options if o.option_id == option_id), None)
         return kind if kind in ("allow_once", "allow_always") else None
-    if outcome == "denied":
-        return "reject_once"
-    return None
+    return "reject_once"  # "denied"

@@ -113,7 +113,7 @@ class Session:
         self.remembered: dict[str, bool] = dict(meta.remembered)
         """Permission answers that hold for the session: tool name -> allow (True) / reject."""
         self.records = records
-        """The stored records this session was opened with (for replay)."""
+        """The stored records this session was opened with (shown again on load)."""
         self._exposure: Exposure | None = None
         self._file = file
         self._warnings: list[str] = []

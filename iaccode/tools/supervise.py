@@ -115,6 +115,7 @@ def _gated_env() -> dict[str, str] | None:
         TOKEN_VARIABLE,
     )
     from iaccode.iac.credentials import is_credential
+    from iaccode.secret_env import scrubbed
 
     socket_path, token = os.environ.get(SOCKET_VARIABLE), os.environ.get(TOKEN_VARIABLE)
     folder = os.environ.get(FOLDER_VARIABLE)
@@ -125,8 +126,9 @@ def _gated_env() -> dict[str, str] | None:
         print(f"iaccode supervise: the agent's gate channel refused us: {problem}",
               file=sys.stderr)
     hold = os.environ.get(HOLD_VARIABLE) == "1"
-    env = {name: value for name, value in os.environ.items()
-           if name != HOLD_VARIABLE and not (hold and is_credential(name))}
+    # The editor's environment, not ours: only the credentials are ours to hold back here.
+    env = scrubbed(os.environ, secrets=False, also=lambda name: name == HOLD_VARIABLE
+                   or (hold and is_credential(name)))
     env["PATH"] = gates_first(env.get("PATH", os.defpath), folder)
     return env
 

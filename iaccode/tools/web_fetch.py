@@ -29,7 +29,7 @@ from iaccode import redaction
 from iaccode.tool_result import ToolFailure, ToolResult
 from iaccode.tools.base import Tool, ToolContext, ToolLimits
 from iaccode.tools.web.addresses import vet
-from iaccode.tools.web.client import REDIRECTS, Response, Target, exchange, parse_url
+from iaccode.tools.web.client import REDIRECTS, Response, UrlTarget, exchange, parse_url
 from iaccode.tools.web.html import media_type, not_text, text_kind, to_text
 
 MARKER = "untrusted_web_content"
@@ -63,7 +63,7 @@ def _body_budget(url: str, limits: ToolLimits, status: int,
 
 @frozen
 class _Fetched:
-    target: Target
+    target: UrlTarget
     response: Response
     redirects: list[dict[str, Any]]
 

@@ -35,7 +35,10 @@ class TranscriptError(Exception):
 
 
 @frozen
-class Transcript:
+class RecordedTranscript:
+    """A transcript file as read (``--record`` wrote it): its header and its records. (A
+    session's conversation is :class:`iaccode.turn.transcript.Transcript`.)"""
+
     header: dict[str, Any]
     records: list[dict[str, Any]]
 
@@ -43,7 +46,7 @@ class Transcript:
         return (r for r in self.records if r.get("type") == kind)
 
 
-def read_transcript(path: Path) -> Transcript:
+def read_transcript(path: Path) -> RecordedTranscript:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -62,7 +65,7 @@ def read_transcript(path: Path) -> Transcript:
     if not records or records[0].get("type") != "header":
         raise TranscriptError(f"{path}: not a transcript (no header line)")
     check_version(records[0], path)
-    return Transcript(records[0], records[1:])
+    return RecordedTranscript(records[0], records[1:])
 
 
 def is_transcript(path: Path) -> bool:

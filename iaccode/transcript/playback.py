@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from iaccode.tool_result import ToolResult
-from iaccode.transcript.format import Transcript, read_transcript
+from iaccode.transcript.format import RecordedTranscript, read_transcript
 
 
-def model_exchanges(transcript: Transcript, *, stream_seconds: float = 0.0
+def model_exchanges(transcript: RecordedTranscript, *, stream_seconds: float = 0.0
                     ) -> list[dict[str, Any]]:
     """The recorded model answers as a model script, in order.
 

@@ -26,7 +26,7 @@ from attrs import define, field
 
 from iaccode.llm.script import dump_script
 from iaccode.redaction import Redactor
-from iaccode.transcript.format import Transcript, TranscriptWriter, read_transcript
+from iaccode.transcript.format import RecordedTranscript, TranscriptWriter, read_transcript
 from iaccode.transcript.normalize import Normalizer, first_difference
 from iaccode.transcript.paths import PathMap, check_inside, map_model_events, tool_inputs
 from iaccode.transcript.playback import model_exchanges
@@ -51,7 +51,7 @@ class _Workspace:
     """A scratch project folder, data dir and home rebuilt from the transcript's snapshot, and
     the mapping of the recorded machine's paths onto them (see ``paths.py``)."""
 
-    def __init__(self, transcript: Transcript) -> None:
+    def __init__(self, transcript: RecordedTranscript) -> None:
         self.root = Path(os.path.realpath(tempfile.mkdtemp(prefix="iaccode-replay-")))
         self.project = self.root / "project"
         self.home = self.root / "home"
@@ -106,7 +106,8 @@ class _Workspace:
             text = text.replace(actual, recorded)
         return self.back(json.loads(text))
 
-    def model_script(self, transcript: Transcript, stream_seconds: float) -> list[dict[str, Any]]:
+    def model_script(self, transcript: RecordedTranscript, stream_seconds: float
+                     ) -> list[dict[str, Any]]:
         """The recorded model exchanges, mapped, after refusing any tool call that would
         work on a path outside the scratch folders."""
         from iaccode.protocol.convert import ParamsError, tool_input
@@ -131,7 +132,7 @@ class _Workspace:
                                  str(self.project), self.roots, str(self.user_home))
         return exchanges
 
-    def tool_results(self, transcript: Transcript) -> Path:
+    def tool_results(self, transcript: RecordedTranscript) -> Path:
         """The recorded results of machine-dependent tools, mapped, as a transcript file of
         their own (what ``IAC_CODE_RECORDED_TOOLS`` reads)."""
         path = self.root / "tools.jsonl"
@@ -158,7 +159,7 @@ async def replay(path: Path, *, agent_command: list[str] | None = None, speed: f
         workspace.remove()
 
 
-async def _run(transcript: Transcript, path: Path, workspace: _Workspace,
+async def _run(transcript: RecordedTranscript, path: Path, workspace: _Workspace,
                agent_command: list[str] | None, speed: float,
                observe: Observer | None, update: bool) -> ReplayResult:
     stream_seconds = 0.0
@@ -183,7 +184,7 @@ async def _run(transcript: Transcript, path: Path, workspace: _Workspace,
         command, stdin=-1, stdout=-1, stderr=subprocess.DEVNULL, env=env,
         cwd=str(workspace.project))
     assert process.stdin is not None and process.stdout is not None
-    lines = _Lines(process.stdout)
+    lines = _AgentLines(process.stdout)
     try:
         last_t = 0.0
         for record in transcript.records:
@@ -270,7 +271,7 @@ def _describe(record: dict[str, Any]) -> str:
     return f"the answer to request {message.get('id')!r}"
 
 
-class _Lines:
+class _AgentLines:
     """Messages from the agent's stdout, one JSON line at a time."""
 
     def __init__(self, stream: trio.abc.ReceiveStream) -> None:

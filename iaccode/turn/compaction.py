@@ -15,7 +15,12 @@ import trio
 
 from iaccode.llm.base import Finished, ModelRequest, Provider, TextDelta
 from iaccode.protocol.content import TextContent
-from iaccode.protocol.messages import AgentMessageChunk, CompactionStatus, CompactionUpdate
+from iaccode.protocol.messages import (
+    AgentMessageChunk,
+    CompactionStatus,
+    CompactionUpdate,
+    warning_chunk,
+)
 
 if TYPE_CHECKING:
     from iaccode.turn.env import EditorAccess
@@ -135,11 +140,12 @@ class Shown:
             await self._update("completed", summary=[TextContent(
                 f"{text.strip()}\n\n{summary}".strip())])
 
-    async def failed(self, text: str, error: str) -> None:
+    async def failed(self, failure: str) -> None:
+        """The summary failed; ``failure`` says so and why."""
         if self._id is None:
-            await self._editor.send_update(AgentMessageChunk(TextContent(text)))
+            await self._editor.send_update(warning_chunk(failure))
         else:
-            await self._update("failed", error=f"Could not compact the conversation: {error}")
+            await self._update("failed", error=failure)
 
     async def cancelled(self) -> None:
         """The turn was cancelled mid-summary (shielded, bounded: the turn is ending)."""

@@ -4,12 +4,12 @@ Records (one JSON object per line in the session's history file, see docs/sessio
 
     {"type": "message", "message": {role, content}, "prompt": [ACP blocks]?,
      "message_id": "msg_..."?}
-        a finished message; a user prompt keeps the ACP blocks the user sent, for replay; a
+        a finished message; a user prompt keeps the ACP blocks the user sent, for a load; a
         model message keeps the ``messageId`` its chunks carried (a load shows the same)
     {"type": "tool_call", "start": {...tool_call...}, "end": {...tool_call_update...}}
-        how a finished tool call looked in the editor, for replay
+        how a finished tool call looked in the editor, for a load
     {"type": "prompt", "prompt": [ACP blocks]}
-        a prompt the model did not see (``/compact``, ``/clear``, ``/mcp``), for replay
+        a prompt the model did not see (``/compact``, ``/clear``, ``/mcp``), for a load
     {"type": "notice", "text": "..."}      something we told the user (an error, a compaction,
         the ``/mcp`` listing)
     {"type": "plan", "entries": [...]}     the plan todo_write showed (ACP plan entries); a
@@ -17,7 +17,7 @@ Records (one JSON object per line in the session's history file, see docs/sessio
     {"type": "compaction", "messages": [...], "notice": "..."?}
         from here on the model's history is these messages (a summary plus recent turns, or
         nothing after /clear); the records before it stay, so a load still shows what the user
-        saw; ``notice`` is what the user was told (a replay shows it at this point)
+        saw; ``notice`` is what the user was told (a load shows it at this point)
 
 The history only grows by whole messages, so a crash loses at most the message being written,
 and ``repair`` makes any prefix of the records a history the API accepts. The file therefore
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED = "Session interrupted before tool execution completed."
 """The result of a tool call a crash or a cancel cut short (the model reads it, a load shows
-it): the one text for it, used by ``repair`` and the replay of a history."""
+it): the one text for it, used by ``repair`` and a history shown on load."""
 
 
 class Transcript:
@@ -78,7 +78,7 @@ class Transcript:
 
     def prompt(self, blocks: list[Any]) -> None:
         """A prompt the model does not see (a command we answered ourselves), kept so that a
-        replay shows it where the user typed it."""
+        load shows it where the user typed it."""
         self._write({"type": "prompt", "prompt": blocks})
 
     def notice(self, text: str) -> None:
@@ -86,7 +86,7 @@ class Transcript:
 
     def replace(self, messages: list[dict[str, Any]], notice: str | None = None) -> None:
         """Compaction or /clear: the model sees these messages from now on. ``notice``, what
-        the user was told of it, is kept with the record (a replay shows it there)."""
+        the user was told of it, is kept with the record (a load shows it there)."""
         self.messages = list(messages)
         record: dict[str, Any] = {"type": "compaction", "messages": self.messages}
         if notice is not None:

@@ -31,6 +31,7 @@ from iaccode.protocol.messages import (
     SessionUpdate,
     StopReason,
     UsageUpdate,
+    warning_text,
 )
 from iaccode.turn import compaction
 from iaccode.turn.env import TurnEnv
@@ -145,9 +146,9 @@ class Turn:
             summary, finished = await compaction.summarise(model.provider, model.model, older,
                                                            api_messages)
         except ModelError as exc:
-            text = f"\n\n⚠ Could not compact the conversation: {exc}\n"
-            self._transcript.notice(text)
-            await shown.failed(text, str(exc))
+            failure = f"Could not compact the conversation: {exc}"
+            self._transcript.notice(warning_text(failure))
+            await shown.failed(failure)
             return False
         except BaseException:
             await shown.cancelled()
@@ -196,7 +197,7 @@ class Turn:
                         finished = event
         except ModelError as exc:
             log.warning("model request failed: %s", exc)
-            self._transcript.notice(f"\n\n⚠ {exc}\n")
+            self._transcript.notice(warning_text(str(exc)))
             await editor.advise(str(exc), title="The model request failed", severity="error")
             return None
         finally:

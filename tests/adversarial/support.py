@@ -31,7 +31,7 @@ from acp_conformance.processes import parent_pid, pid_alive
 from acp_conformance.schema import WireChecker, method_tables, validate_def
 
 from iaccode.llm.script import dump_script
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES
+from tests.support.agent_process import AGENT_COMMAND, METHOD_ALIASES
 
 INTERNAL_ERROR = -32603
 NULL_ID = ("null", None)
@@ -251,7 +251,7 @@ class LineAgent:
                  forbid_internal_errors: bool = True) -> None:
         self.stderr_path = stderr_path
         self.forbid_internal_errors = forbid_internal_errors
-        self.schema = WireChecker(aliases=SEED_ALIASES)
+        self.schema = WireChecker(aliases=METHOD_ALIASES)
         self._response_types = method_tables().agent_responses
         self.owed: Counter[IdKey] = Counter()
         self.maybe: Counter[IdKey] = Counter()
@@ -369,7 +369,7 @@ class LineAgent:
                 raise AssertionError(f"internal error for {method!r}: {line[:600]!r}\n"
                                      f"stderr:\n{self.stderr[-3000:]}")
         elif method is not None:
-            result_type = self._response_types.get(SEED_ALIASES.get(method, method))
+            result_type = self._response_types.get(METHOD_ALIASES.get(method, method))
             if result_type is None and method.startswith("_"):
                 return  # an extension (_session/steering): the schema has no result type
             if result_type is None:
@@ -379,7 +379,7 @@ class LineAgent:
                 raise AssertionError(f"result of {method} is not {result_type}: {problems}")
 
     def _fits(self, method: str | None, result: Any) -> bool:
-        result_type = self._response_types.get(SEED_ALIASES.get(method or "", method or ""))
+        result_type = self._response_types.get(METHOD_ALIASES.get(method or "", method or ""))
         return result_type is not None and not validate_def(result_type, result)
 
     def settle(self, timeout: float = 30.0, until: Callable[[], bool] | None = None) -> None:
@@ -607,7 +607,7 @@ async def http_agent(tmp_path: Path, base_url: str, name: str = "agent",
     home = home or tmp_path / f"{name}-home"
     env = http_env(home, base_url, extra)
     async with spawn_agent(env, tmp_path / f"{name}.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         yield agent
     strict_stdout(agent.raw_lines)
     assert not guard_violations(home), guard_violations(home)

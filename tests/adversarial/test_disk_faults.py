@@ -48,7 +48,7 @@ from tests.adversarial.support import (
     strict_stdout,
     survivors,
 )
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentConnection
+from tests.support.agent_process import AGENT_COMMAND, METHOD_ALIASES, AgentConnection
 
 CATEGORY = "disk_faults"
 FULL = ("No space left on device", "File too large")
@@ -165,7 +165,7 @@ async def agent_on(env: dict[str, str], stderr_path: Path) -> AsyncIterator[Agen
             env=env, preexec_fn=_ignore_sigxfsz)
     finally:
         os.close(write_fd)
-    agent = AgentConnection(process, WireChecker(aliases=SEED_ALIASES), stderr_path)
+    agent = AgentConnection(process, WireChecker(aliases=METHOD_ALIASES), stderr_path)
     try:
         yield agent
     finally:

@@ -41,7 +41,7 @@ from tests.adversarial.support import (
     survivors,
 )
 from tests.adversarial.test_malformed_tool_calls import MISSING, answer, deep, tool
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 CATEGORY = "regressions"
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -52,7 +52,7 @@ async def scripted_agent(tmp_path: Path, exchanges: list[dict[str, Any]]
                          ) -> AsyncIterator[AgentConnection]:
     env = scripted_env(tmp_path / "home", exchanges)
     async with spawn_agent(env, tmp_path / "agent.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         yield agent
     assert "Traceback" not in (tmp_path / "agent.stderr").read_text()
 

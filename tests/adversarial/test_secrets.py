@@ -45,7 +45,7 @@ from acp_conformance.script import ToolUse, reply
 
 from tests.adversarial.conftest import ROOT, Figures
 from tests.adversarial.support import allow, http_agent, http_env, request_tool_results, start
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, spawn_agent
+from tests.support.agent_process import AGENT_COMMAND, METHOD_ALIASES, spawn_agent
 
 CATEGORY = "secrets"
 TOKEN = "dpl-8f3K+q/Zx9Lm2Wv7Tr4Ys1Nb6Qe0Ha"
@@ -219,7 +219,7 @@ async def test_secret_values_are_replaced_whatever_printed_them(
     server["env"].append({"name": "DEPLOY_TOKEN", "value": TOKEN})  # the server holds it too
     env = http_env(home, model_server.base_url, HELD)
     try:
-        async with spawn_agent(env, tmp_path / "agent.stderr", WireChecker(aliases=SEED_ALIASES),
+        async with spawn_agent(env, tmp_path / "agent.stderr", WireChecker(aliases=METHOD_ALIASES),
                                command=[*AGENT_COMMAND, "--record", str(transcript)]) as agent:
             await agent.initialize()
             session = (await agent.call("session/new", {
@@ -393,7 +393,7 @@ async def test_the_data_dir_the_log_and_transcripts_are_private(
     env = http_env(home, model_server.base_url)
     old = os.umask(0o022)
     try:
-        async with spawn_agent(env, tmp_path / "agent.stderr", WireChecker(aliases=SEED_ALIASES),
+        async with spawn_agent(env, tmp_path / "agent.stderr", WireChecker(aliases=METHOD_ALIASES),
                                command=[*AGENT_COMMAND, "--record", str(transcript)]) as agent:
             session = await start(agent, workspace)
             await agent.run_prompt(session, "count", allow, timeout=60)

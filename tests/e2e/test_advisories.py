@@ -15,7 +15,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, error_status, hang, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 SHOWS_BOTH = {"session": {"compaction": {}, "notices": {}}}
 
@@ -93,7 +93,7 @@ async def test_automatic_compaction_too(agent_env: dict[str, str],
         reply(tool_uses=[ToolUse("toolu_l", "list_files", {"path": "."})],
               input_tokens=150_000),
         reply("The summary."), reply("done after compaction"))
-    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
+    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         await agent.initialize(**SHOWS_BOTH)
         session = await agent.new_session(workspace)
         for text in ("one", "two", "three"):
@@ -109,7 +109,7 @@ async def test_a_model_that_gave_up_is_a_notice(
         tmp_path: Path) -> None:
     env = {**agent_env, "IAC_CODE_MAX_RETRIES": "0"}
     model_server.enqueue(error_status(529, "Overloaded", error_type="overloaded_error"))
-    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
+    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         await agent.initialize(**SHOWS_BOTH)
         session = await agent.new_session(workspace)
         answer, live, _ = await agent.run_prompt(session, "hello")
@@ -148,3 +148,17 @@ async def test_without_the_capabilities_the_text_stays(
     assert "notice" not in kinds(live, other["sessionId"])
     assert any("⚠" in text and "broken-db" in text
                for text in chunk_texts(live, other["sessionId"]))
+
+
+async def test_without_the_capabilities_a_failed_compaction_is_a_warning_like_the_others(
+        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    """The same ⚠ chunk as every other warning, with the failure in ``_meta.iaccode.error``."""
+    session = await three_turns(agent, model_server, workspace)
+    model_server.enqueue(error_status(400, "prompt is too long"))
+    _, live, _ = await agent.run_prompt(session, "/compact")
+    [chunk] = [u for u in updates(live, session, "agent_message_chunk")
+               if "⚠" in u["content"]["text"]]
+    failure = chunk["_meta"]["iaccode"]["error"]
+    assert failure.startswith("Could not compact the conversation: ")
+    assert "prompt is too long" in failure
+    assert chunk["content"]["text"] == f"\n\n⚠ {failure}\n"

@@ -16,7 +16,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 
 def png(width: int = 2, height: int = 2) -> bytes:
@@ -102,7 +102,7 @@ async def test_a_large_image_is_kept_beside_the_history_and_replayed(
     data = b64(png(100, 100))  # ~40 KB of base64: over the inline limit
     model_server.enqueue(reply("seen"), reply("still seen"))
     async with spawn_agent(agent_env, tmp_path / "one.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         response = await prompt_blocks(agent, session, [
@@ -119,7 +119,7 @@ async def test_a_large_image_is_kept_beside_the_history_and_replayed(
     assert saved.read_bytes() == base64.b64decode(data)
 
     async with spawn_agent(agent_env, tmp_path / "two.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         await agent.initialize()
         request_id = await agent.send_request("session/load", {
             "sessionId": session, "cwd": str(workspace), "mcpServers": []})

@@ -18,7 +18,7 @@ from acp_conformance.processes import pid_alive
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 stdio_server = acp_stdio_server
 
@@ -331,7 +331,7 @@ async def test_a_late_server_does_not_hold_session_new_or_the_prompt(
     late = {**server, "command": "/bin/sh",
             "args": ["-c", 'sleep 3; exec "$0" "$@"', server["command"], *server["args"]]}
     model_server.enqueue(reply("without it"), reply("with it"))
-    checker = WireChecker(aliases=SEED_ALIASES)
+    checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
         session = await open_session(agent, workspace, [late])  # answered while it sleeps
         response, updates, _ = await agent.run_prompt(session, "hi")
@@ -525,7 +525,7 @@ async def test_agent_exit_leaves_no_server_process(
     how: str | signal.Signals,
 ) -> None:
     pid_file = tmp_path / "pids"
-    checker = WireChecker(aliases=SEED_ALIASES)
+    checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
         await open_session(agent, workspace, [
             stdio_server("db", calls_log, "--spawn-child", str(pid_file))])
@@ -560,7 +560,7 @@ async def test_config_toml_servers_are_merged_and_the_editors_win(
                  "mcp_startup_timeout = 20\n\n" + config_table("user-db", calls_log) +
                  "\n[mcp_servers.shared]\ncommand = \"/nonexistent/from-config\"\n")
     model_server.enqueue(reply("ok"), reply("ok"))
-    checker = WireChecker(aliases=SEED_ALIASES)
+    checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
         session = await open_session(agent, workspace, [stdio_server("shared", calls_log)])
         response, updates, _ = await agent.run_prompt(session, "hi")
@@ -583,7 +583,7 @@ async def test_a_config_toml_http_server_sends_its_headers(
                      f"[mcp_servers.remote]\nurl = {json.dumps(remote.url)}\n"
                      f"headers = {{ X-Test = \"from config.toml\" }}\n")
         model_server.enqueue(call("mcp__remote__echo_header"), reply("ok"))
-        checker = WireChecker(aliases=SEED_ALIASES)
+        checker = WireChecker(aliases=METHOD_ALIASES)
         async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as agent:
             session = await open_session(agent, workspace, [])
             _, updates, _ = await agent.run_prompt(session, "which header?")

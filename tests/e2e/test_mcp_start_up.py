@@ -17,7 +17,7 @@ import pytest
 from acp_conformance.fakes.mcp_server import acp_stdio_server
 from acp_conformance.schema import WireChecker
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 SLOW_IMPORT = 30.0
 """Seconds ``import mcp`` takes in the agent under test."""
@@ -43,7 +43,7 @@ async def slow_mcp_agent(agent_env: dict[str, str], tmp_path: Path
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {**agent_env, "PYTHONPATH": str(site)}
     async with spawn_agent(env, tmp_path / "agent.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         yield agent
 
 

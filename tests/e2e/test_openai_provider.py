@@ -23,7 +23,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, error_status, reply, stream_error
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ async def test_deepseek_gets_its_reasoning_back_after_a_tool_call(
         reply(thinking="I should read main.tf.",
               tool_uses=[ToolUse("call_r", "read_file", {"path": "main.tf"})]),
         reply("It declares region.", thinking="Now I know."))
-    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
+    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         session = await start(agent, workspace)
         response, seen, _ = await agent.run_prompt(session, "what is in main.tf?")
         assert response["result"]["stopReason"] == "end_turn"
@@ -290,7 +290,7 @@ async def test_cancel_closes_the_http_stream(agent: AgentConnection, chat_server
 async def test_a_missing_key_names_the_variable_to_set(tmp_path: Path, workspace: Path,
                                                        provider: str, variable: str) -> None:
     env = agent_environment(tmp_path / "home", {"IAC_CODE_PROVIDER": provider})
-    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
+    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         result = await agent.initialize()
         method = result["authMethods"][0]
         assert method["id"] == f"{provider}-api-key"
@@ -309,7 +309,7 @@ async def test_the_dashscope_preset(tmp_path: Path, workspace: Path,
         # Only the address is the fake's; everything else is the preset's.
         "IAC_CODE_BASE_URL": chat_server.base_url, "IAC_CODE_THOUGHT_LEVEL": "high"})
     chat_server.enqueue(reply("你好", thinking="想一想"), reply("more"), reply("again"))
-    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=SEED_ALIASES)) as agent:
+    async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         result = await agent.initialize()
         # Offered with the key set too (after a logout the client needs it).
         assert [method["id"] for method in result["authMethods"]] == ["dashscope-api-key"]

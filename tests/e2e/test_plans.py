@@ -8,7 +8,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, spawn_agent
 
 PLAN = [{"content": "Read the module", "status": "completed", "priority": "high"},
         {"content": "Add the variable", "status": "in_progress"},
@@ -32,7 +32,7 @@ async def test_plan_is_shown_kept_and_replayed_on_load(
         reply(tool_uses=[ToolUse("toolu_p1", "todo_write", {"todos": first_plan})]),
         reply(tool_uses=[ToolUse("toolu_p2", "todo_write", {"todos": PLAN})]),
         reply("Working on it."))
-    checker = WireChecker(aliases=SEED_ALIASES)
+    checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "first.stderr", checker) as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
@@ -53,7 +53,7 @@ async def test_plan_is_shown_kept_and_replayed_on_load(
         assert await agent.wait_exit(5) == 0
 
     async with spawn_agent(agent_env, tmp_path / "second.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         await agent.initialize()
         request_id = await agent.send_request("session/load", {
             "sessionId": session, "cwd": str(workspace), "mcpServers": []})
@@ -70,7 +70,7 @@ async def test_a_bad_plan_is_refused_and_the_model_told(
             "todos": [{"content": "x", "status": "done"}]})]),
         reply("sorry"))
     async with spawn_agent(agent_env, tmp_path / "a.stderr",
-                           WireChecker(aliases=SEED_ALIASES)) as agent:
+                           WireChecker(aliases=METHOD_ALIASES)) as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         _, updates, _ = await agent.run_prompt(session, "plan")

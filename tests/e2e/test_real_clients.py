@@ -530,7 +530,7 @@ async def test_a_write_through_the_editor_into_a_new_folder(
     """An editor that serves fs/write_text_file but makes no parent folders (Toad): the agent
     makes the missing ones inside the project, once the write is allowed, then hands the
     write over."""
-    from acp_conformance.client import RpcError
+    from acp_conformance.client import ErrorAnswer
 
     model_server.enqueue(call("write_file", path="infra/modules/net/main.tf",
                               content='variable "cidr" {}\n'), reply("wrote"))
@@ -546,7 +546,7 @@ async def test_a_write_through_the_editor_into_a_new_folder(
         assert message["method"] == "fs/write_text_file", message
         target = Path(params["path"])
         if not target.parent.is_dir():
-            return RpcError(-32603, f"No such file or directory: {target.parent}")
+            return ErrorAnswer(-32603, f"No such file or directory: {target.parent}")
         written[params["path"]] = params["content"]
         return {}
 

@@ -23,7 +23,7 @@ from acp_conformance.remote import TRANSPORTS, RemoteAgent, connect, http_client
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection
 from tests.support.serve import ServerProcess, spawn_server
 
 pytestmark = pytest.mark.process  # iaccode serve, a process of its own
@@ -52,7 +52,7 @@ async def client(server: ServerProcess, transport: str,
                  checker: WireChecker | None = None) -> AsyncIterator[AgentConnection]:
     """A remote connection driven like a spawned agent (schema-checked)."""
     async with connect(server.url, server.token, transport) as remote:
-        yield AgentConnection(remote, checker or WireChecker(aliases=SEED_ALIASES),  # type: ignore
+        yield AgentConnection(remote, checker or WireChecker(aliases=METHOD_ALIASES),  # type: ignore
                            server.stderr_path)
 
 

@@ -13,11 +13,11 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, hang, reply
 
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 
 def spawn(env: dict[str, str], tmp_path: Path, name: str = "agent") -> spawn_agent:
-    return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=SEED_ALIASES))
+    return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES))
 
 
 def kinds(messages: list[dict]) -> list[str]:

@@ -13,7 +13,7 @@ import trio
 from acp_conformance.environment import agent_environment
 from acp_conformance.schema import WireChecker
 
-from tests.support.agent_process import AGENT_COMMAND, SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import AGENT_COMMAND, METHOD_ALIASES, AgentConnection, spawn_agent
 
 
 def _initialize(params: Any, request_id: Any = 1) -> bytes:
@@ -25,7 +25,7 @@ async def _answer(env: dict[str, str], stderr: Path, data: bytes,
                   command: list[str] | None = None) -> tuple[bytes, str]:
     """The raw line the agent answers ``data`` with, and its log once it has exited."""
     env = {**env, "IAC_CODE_LOG_LEVEL": "DEBUG"}
-    checker = WireChecker(aliases=SEED_ALIASES)
+    checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(env, stderr, checker, command) as agent:
         await agent.send_raw(data)
         await agent.receive()
@@ -142,7 +142,7 @@ async def test_another_version_gets_the_same_answer_after_a_warning(
 
 async def _agent(tmp_path: Path, checked: bool = True, **extra: str) -> Any:
     env = agent_environment(tmp_path / "home", {"IAC_CODE_LOG_LEVEL": "DEBUG", **extra})
-    checker = WireChecker(aliases=SEED_ALIASES) if checked else None
+    checker = WireChecker(aliases=METHOD_ALIASES) if checked else None
     return spawn_agent(env, tmp_path / "agent.stderr", checker)
 
 

@@ -13,7 +13,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import group_gone
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.agent_process import AgentConnection, RpcError, spawn_agent
+from tests.support.agent_process import AgentConnection, ErrorAnswer, spawn_agent
 
 
 def call(name: str, **args: Any) -> dict:
@@ -144,7 +144,7 @@ async def test_unreadable_permission_answers_do_not_run_the_tool(
     assert result_for(model_server, 1, "toolu_bash")["content"] == "Permission denied."
 
 
-async def test_seed_flat_permission_answer_is_understood(
+async def test_the_older_flat_permission_answer_is_understood(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(call("bash", command="touch ran"), reply("ok"))
@@ -351,7 +351,7 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
         if message["method"] == "session/request_permission" and \
                 message["params"]["toolCall"]["toolCallId"] == "toolu_bash":
             return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-        return RpcError(-32603, f"no {message['method']} today")
+        return ErrorAnswer(-32603, f"no {message['method']} today")
 
     for prompt in ("read", "run", "write"):
         response, _, _ = await agent.run_prompt(session, prompt, editor)
@@ -363,6 +363,47 @@ async def test_the_editors_error_answers_reach_the_model_as_tool_errors(
     ran = result_for(model_server, 3, "toolu_bash")
     assert ran["is_error"] is True
     assert ran["content"] == "The editor could not run the command: no terminal/create today"
+    wrote = result_for(model_server, 5, "toolu_write_file")
+    assert (wrote["is_error"], wrote["content"]) == (True, "Permission denied.")
+    assert not (workspace / "new.tf").exists()
+
+
+async def test_the_editors_malformed_answers_fail_the_call_saying_what_was_wrong(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    """An answer of the wrong type to fs/* or terminal/* fails that call like an error answer,
+    naming the field; a malformed permission answer runs nothing. The turn goes on."""
+    (workspace / "buf.tf").write_text("on disk\n")
+    model_server.enqueue(call("read_file", path="buf.tf"), reply("a"),
+                         call("bash", command="make plan"), reply("b"),
+                         call("write_file", path="new.tf", content="x"), reply("c"))
+    session = await start(agent, workspace, fs={"readTextFile": True}, terminal=True)
+
+    def editor(message: dict) -> Any:
+        if message["params"].get("toolCall", {}).get("toolCallId") == "toolu_write_file":
+            return {"outcome": {"outcome": "selected", "optionId": ["allow_once"]}}
+        return {
+            "session/request_permission": {"outcome": {"outcome": "selected",
+                                                       "optionId": "allow_once"}},
+            "fs/read_text_file": {"content": 42},
+            "terminal/create": {"terminalId": "term-1"},
+            "terminal/wait_for_exit": {"exitCode": "0"},
+            "terminal/output": {"output": "Plan: 1 to add\n", "truncated": False},
+            "terminal/kill": {},
+            "terminal/release": {},
+        }[message["method"]]
+
+    for prompt in ("read", "run", "write"):
+        response, _, _ = await agent.run_prompt(session, prompt, editor)
+        assert response["result"]["stopReason"] == "end_turn"
+    read = result_for(model_server, 1, "toolu_read_file")
+    assert read["is_error"] is True
+    assert read["content"].endswith("/buf.tf: a malformed answer to fs/read_text_file "
+                                    "(result.content: expected a string, got an integer)")
+    ran = result_for(model_server, 3, "toolu_bash")
+    assert (ran["is_error"], ran["content"]) == (True, (
+        "The editor's terminal failed: a malformed answer to terminal/wait_for_exit "
+        "(result.exitCode: expected an integer, got a string)"))
     wrote = result_for(model_server, 5, "toolu_write_file")
     assert (wrote["is_error"], wrote["content"]) == (True, "Permission denied.")
     assert not (workspace / "new.tf").exists()

@@ -10,7 +10,7 @@ from acp_conformance.schema import WireChecker
 from acp_conformance.script import reply
 
 from iaccode.llm.prices import PRICES
-from tests.support.agent_process import SEED_ALIASES, AgentConnection, spawn_agent
+from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 PRICED = "claude-sonnet-4-5"
 
@@ -29,7 +29,7 @@ def thinking_reply(thought_tokens: int, **tokens: int) -> dict:
 
 
 def spawn(env: dict[str, str], tmp_path: Path, name: str) -> spawn_agent:
-    return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=SEED_ALIASES))
+    return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES))
 
 
 def usage_updates(messages: list[dict]) -> list[dict]:

@@ -5,7 +5,7 @@ The driver is the harness's (:class:`acp_conformance.driver.AgentConnection`): e
 the agent sends is kept (``received``, ``raw_lines``) and, when a WireChecker is given, checked
 against the official schema as it arrives; a bad line fails the test at once. Agent requests
 come out of ``receive`` for the test to answer (``run_prompt(..., on_request)``; an
-:class:`RpcError` returned there is sent as the error answer).
+:class:`ErrorAnswer` returned there is sent as the error answer).
 
 :func:`spawn_agent` runs the server in the test's process (:mod:`tests.support.in_process`)
 unless the test is marked ``@pytest.mark.process``, ``process=True`` is given, another
@@ -21,17 +21,18 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from acp_conformance.client import RpcError
+from acp_conformance.client import ErrorAnswer
 from acp_conformance.driver import RECEIVE_TIMEOUT, AgentConnection, spawn
 
 from tests.support.in_process import run_in_process
 
 AGENT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
 
-SEED_ALIASES = {"sessions/list": "session/list", "config/set": "session/set_config_option"}
-"""The seed document's method names that iac-code answers too."""
+METHOD_ALIASES = {"sessions/list": "session/list", "config/set": "session/set_config_option"}
+"""Older names of two ACP methods that iac-code answers too: their answers are checked as the
+methods they stand for."""
 
-__all__ = ["AGENT_COMMAND", "RECEIVE_TIMEOUT", "SEED_ALIASES", "AgentConnection", "RpcError",
+__all__ = ["AGENT_COMMAND", "RECEIVE_TIMEOUT", "METHOD_ALIASES", "AgentConnection", "ErrorAnswer",
            "spawn_agent"]
 
 SPAWN_BY_DEFAULT = False

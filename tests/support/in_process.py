@@ -130,7 +130,7 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
     from iaccode.config import Config, ConfigError
     from iaccode.llm.script import ScriptError
     from iaccode.server.provider import make_provider
-    from iaccode.server.stdio import serve_agent
+    from iaccode.server.serve import serve_agent
     from iaccode.wire.connection import Connection
 
     log = logging.getLogger("iaccode")

@@ -7,7 +7,7 @@ import pytest
 from iaccode.choices import DEFAULT_MODE, DEFAULT_THOUGHT_LEVEL, MODES, THOUGHT_LEVELS, thinks
 from iaccode.config import Config, ConfigError
 from iaccode.llm.anthropic_provider import THINKING_BUDGETS
-from iaccode.server.options import MODES as ACP_MODES
+from iaccode.server.options import ACP_MODES
 
 
 def test_the_acp_modes_are_the_modes() -> None:

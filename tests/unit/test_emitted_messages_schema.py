@@ -28,7 +28,7 @@ from iaccode.protocol.tool_calls import (
     ToolCallStart,
 )
 from iaccode.server.credentials import auth_method
-from iaccode.server.options import MODES
+from iaccode.server.options import ACP_MODES
 from iaccode.turn.permissions import OPTIONS
 from iaccode.wire import errors
 
@@ -59,16 +59,16 @@ RESULTS: list[tuple[str, Any]] = [
     ("LogoutResponse", m.Empty()),
     ("AuthenticateResponse", m.Empty()),
     ("NewSessionResponse", m.NewSessionResponse(
-        "sess_1", m.SessionModeState("default", list(MODES.values())), MODEL_STATE,
+        "sess_1", m.SessionModeState("default", list(ACP_MODES.values())), MODEL_STATE,
         [MODEL_OPTION])),
     ("SetSessionConfigOptionResponse", m.SetConfigOptionResponse([MODEL_OPTION])),
     ("SetSessionModeResponse", m.Empty()),
     ("LoadSessionResponse", m.SessionStateResponse(
-        m.SessionModeState("plan", list(MODES.values())), MODEL_STATE, [MODEL_OPTION])),
+        m.SessionModeState("plan", list(ACP_MODES.values())), MODEL_STATE, [MODEL_OPTION])),
     ("ResumeSessionResponse", m.SessionStateResponse(
-        m.SessionModeState("plan", list(MODES.values())), MODEL_STATE, [MODEL_OPTION])),
+        m.SessionModeState("plan", list(ACP_MODES.values())), MODEL_STATE, [MODEL_OPTION])),
     ("ForkSessionResponse", m.NewSessionResponse(
-        "sess_2", m.SessionModeState("default", list(MODES.values())), MODEL_STATE,
+        "sess_2", m.SessionModeState("default", list(ACP_MODES.values())), MODEL_STATE,
         [MODEL_OPTION])),
     ("ListSessionsResponse", m.ListSessionsResponse(
         [m.SessionInfo("sess_1", "/p", "Title", "2026-11-29T22:00:00.000000Z",

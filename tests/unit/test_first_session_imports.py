@@ -40,7 +40,7 @@ import trio.testing
 
 from iaccode.config import Config
 from iaccode.server.provider import make_provider
-from iaccode.server.stdio import serve_agent
+from iaccode.server.serve import serve_agent
 from iaccode.wire.connection import Connection
 
 CWD = sys.argv[1]

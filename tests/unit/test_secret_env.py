@@ -7,7 +7,7 @@ import pytest
 
 from iaccode.iac.command_env import command_env
 from iaccode.iac.credentials import is_credential
-from iaccode.secret_env import is_secret, secret_values, without_secrets
+from iaccode.secret_env import is_secret, scrubbed, secret_values
 
 SECRETS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_AUTH_HEADER", "GITHUB_TOKEN",
            "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_SECRET", "SLACK_WEBHOOK_SECRET_URL",
@@ -36,12 +36,12 @@ def test_commands_and_transcripts_follow_the_same_rule(monkeypatch: pytest.Monke
     assert not set(SECRETS) & set(seen)
     # the cloud credentials (AWS_ACCESS_KEY_ID) have a rule of their own: test_credentials.py
     assert all(seen[name] == env[name] for name in PLAIN if not is_credential(name))
-    assert without_secrets(env) == {name: env[name] for name in PLAIN}
-    scrubbed = secret_values(env)
-    assert sorted(scrubbed) == sorted(env[name] for name in SECRETS)
+    assert scrubbed(env) == {name: env[name] for name in PLAIN}
+    hidden = secret_values(env)
+    assert sorted(hidden) == sorted(env[name] for name in SECRETS)
     ours = secret_values()
     assert ours == sorted(set(ours), key=lambda value: (-len(value), value))
-    assert set(scrubbed) <= set(secret_values())  # ours, by default
+    assert set(hidden) <= set(secret_values())  # ours, by default
 
 
 def test_short_values_are_not_scrubbed_and_longer_ones_go_first() -> None:
@@ -53,11 +53,11 @@ def test_a_url_with_a_password_is_a_secret_and_its_password_is_scrubbed_too() ->
     env = {"DATABASE_URL": "postgres://app:s3cret-pw@db:5432/app", "REDIS_URL": "redis://:r3dis-pw-1@c/0",
            "SITE_URL": "https://user@example.com/", "DOCS": "see http://a:b@ and more",
            "HTTPS_PROXY": "http://me:proxy-pass-9@proxy:3128"}
-    assert without_secrets(env) == {"SITE_URL": env["SITE_URL"], "DOCS": env["DOCS"],
+    assert scrubbed(env) == {"SITE_URL": env["SITE_URL"], "DOCS": env["DOCS"],
                                     "HTTPS_PROXY": env["HTTPS_PROXY"]}  # commands need it
-    scrubbed = secret_values(env)
-    assert {"s3cret-pw", "r3dis-pw-1", "proxy-pass-9", env["DATABASE_URL"]} <= set(scrubbed)
-    assert env["HTTPS_PROXY"] not in scrubbed and env["SITE_URL"] not in scrubbed
+    hidden = secret_values(env)
+    assert {"s3cret-pw", "r3dis-pw-1", "proxy-pass-9", env["DATABASE_URL"]} <= set(hidden)
+    assert env["HTTPS_PROXY"] not in hidden and env["SITE_URL"] not in hidden
 
 
 def test_declared_names_and_patterns(monkeypatch: pytest.MonkeyPatch) -> None:

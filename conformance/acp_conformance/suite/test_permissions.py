@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from acp_conformance.client import HOLD, RpcError, cancelled, capability_for, choose
+from acp_conformance.client import HOLD, ErrorAnswer, cancelled, capability_for, choose
 from acp_conformance.driver import AgentConnection, deadline, updates
 from acp_conformance.harness import Checks, Harness
 from acp_conformance.requirements import not_applicable, requirement
@@ -157,7 +157,7 @@ async def test_error_answer(agent: AgentConnection, harness: Harness, model: Mod
     turn = WriteTurn(agent, harness, model)
     turn.plan("perm.txt")
     answer, _ = await turn.run(session, "perm.txt",
-                               lambda _: RpcError(-32603, "the editor crashed"))
+                               lambda _: ErrorAnswer(-32603, "the editor crashed"))
     if not turn.asked:
         not_applicable("the agent wrote the file without asking permission")
     assert not (harness.workspace / "perm.txt").exists(), "the write ran after an error"

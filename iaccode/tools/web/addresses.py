@@ -19,7 +19,7 @@ import trio
 
 from iaccode.tool_result import ToolFailure
 from iaccode.tools.base import ToolLimits
-from iaccode.tools.web.client import IPAddress, Target
+from iaccode.tools.web.client import IPAddress, UrlTarget
 
 _METADATA_NAMES = frozenset({
     "metadata.google.internal", "metadata.goog", "metadata", "instance-data",
@@ -88,14 +88,14 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
     return found
 
 
-def _is_allowed(target: Target, limits: ToolLimits) -> bool:
+def _is_allowed(target: UrlTarget, limits: ToolLimits) -> bool:
     """Whether ``web_allowed_hosts`` names the target's host and port."""
     allowed = limits.web_allowed_hosts
     return (f"{target.host}:{target.port}" in allowed
             or f"[{target.host}]:{target.port}" in allowed)
 
 
-async def vet(target: Target, limits: ToolLimits) -> list[IPAddress]:
+async def vet(target: UrlTarget, limits: ToolLimits) -> list[IPAddress]:
     """The addresses to connect to for ``target``; raises ToolFailure when it is refused."""
     refused = f"refused to fetch {target.url}:"
     only = "web_fetch only fetches from public internet addresses."

@@ -41,7 +41,7 @@ _URL_SAFE = "!#$%&'()*+,/:;=?@[]~-._"
 
 
 @frozen
-class Target:
+class UrlTarget:
     """Where a URL leads, checked and normalized."""
 
     url: str
@@ -56,7 +56,7 @@ class Target:
     host_header: str
 
 
-def parse_url(raw: str) -> Target:
+def parse_url(raw: str) -> UrlTarget:
     raw = raw.strip()
     if not raw:
         raise ToolFailure("the URL is empty")
@@ -104,7 +104,7 @@ def parse_url(raw: str) -> Target:
     path = _quote(parts.path) or "/"
     request_target = f"{path}?{_quote(parts.query)}" if parts.query else path
     url = f"{scheme}://{host_header}{request_target}"
-    return Target(url, scheme, host, port, ip, request_target, host_header)
+    return UrlTarget(url, scheme, host, port, ip, request_target, host_header)
 
 
 def _quote(part: str) -> str:
@@ -173,7 +173,7 @@ async def _next_event(conn: h11.Connection, stream: trio.abc.Stream) -> Any:
         return event
 
 
-async def _connect(target: Target, addresses: list[IPAddress]) -> trio.abc.Stream:
+async def _connect(target: UrlTarget, addresses: list[IPAddress]) -> trio.abc.Stream:
     problems: list[str] = []
     for ip in addresses:
         try:
@@ -200,7 +200,7 @@ async def _connect(target: Target, addresses: list[IPAddress]) -> trio.abc.Strea
     return tls
 
 
-async def exchange(target: Target, addresses: list[IPAddress], budget: BodyBudget) -> Response:
+async def exchange(target: UrlTarget, addresses: list[IPAddress], budget: BodyBudget) -> Response:
     """One GET, to the first vetted address that answers; ``budget`` says how much of the body
     to read once the status and headers are in (it may refuse the response instead)."""
     stream = await _connect(target, addresses)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from iaccode.iac.command_env import command_env
-from iaccode.iac.credentials import held, is_credential, without_credentials
+from iaccode.iac.credentials import held, is_credential
+from iaccode.secret_env import scrubbed
 
 CREDENTIALS = [
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -38,7 +39,8 @@ def test_what_chooses_or_places_is_no_credential(name: str) -> None:
 def test_held_and_the_rest_split_the_environment() -> None:
     env = {"AWS_SECRET_ACCESS_KEY": "s", "AWS_PROFILE": "prod", "HOME": "/h"}
     assert held(env) == {"AWS_SECRET_ACCESS_KEY": "s"}
-    assert without_credentials(env) == {"AWS_PROFILE": "prod", "HOME": "/h"}
+    assert scrubbed(env, secrets=False, also=is_credential) == {"AWS_PROFILE": "prod",
+                                                                 "HOME": "/h"}
 
 
 def test_commands_get_no_credentials_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:

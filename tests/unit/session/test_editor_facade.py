@@ -1,8 +1,10 @@
 """The editor facade: what it sends for each call, how it reads the answers, and how the
-editor's errors (``EditorError``, from the server's adapter) reach the tools and the turn."""
+editor's errors (``EditorError``, from the server's adapter) and its malformed answers reach
+the tools and the turn."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -66,10 +68,12 @@ def editor(wire: Wire, *, read: bool = True, write: bool = True,
     ({"outcome": {"outcome": "selected", "optionId": "reject_once"}}, "reject_once"),
     ({"outcome": {"outcome": "cancelled"}}, "cancelled"),
     ({"outcome": {"outcome": "selected", "optionId": "no-such-option"}}, None),
-    ({"outcome": "allowed", "option_id": "allow_always"}, "allow_always"),  # the seed's shape
+    ({"outcome": "allowed", "option_id": "allow_always"}, "allow_always"),  # an older flat shape
     ({"outcome": "allowed"}, "allow_once"),
     ({"outcome": "denied"}, "reject_once"),
     ("yes please", None),
+    ({"outcome": {"outcome": "selected", "optionId": 5}}, None),  # a wrong type
+    ({"outcome": 5}, None),
     (EditorError("Internal error", {"detail": "boom"}), None),
     (EditorError("connection closed"), None),
 ])
@@ -80,6 +84,21 @@ async def test_a_permission_answer_becomes_a_choice(reply: Any, choice: str | No
     assert method == "session/request_permission"
     assert params["sessionId"] == "sess-1" and params["toolCall"]["toolCallId"] == "t1"
     assert [o["optionId"] for o in params["options"]] == [o.option_id for o in OPTIONS]
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    ({"outcome": {"outcome": "selected", "optionId": 5}},
+     "result.outcome.optionId: expected a string, got an integer"),
+    ({"outcome": {"outcome": "selected"}}, "result.outcome.optionId: is required"),
+    ({"outcome": "bogus"}, "result.outcome: unknown outcome 'bogus'"),
+    ([], "result: expected an object, got an array"),
+])
+async def test_a_malformed_permission_answer_is_logged_saying_what_was_wrong(
+        reply: Any, problem: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "iaccode.session.editor"):
+        assert await editor(Wire(reply)).request_permission(FIELDS, OPTIONS) is None
+    [record] = caplog.records
+    assert "malformed permission answer" in record.message and problem in record.message
 
 
 async def test_files_go_through_the_editor_for_the_directions_it_advertised(
@@ -113,8 +132,10 @@ async def test_an_editor_error_on_a_file_is_a_tool_failure_naming_it(real: Path)
         await files.read_text(path)
     assert str(read.value) == (f"The editor could not read {path}: Resource not found "
                                "({'uri': 'a.txt'})")
-    with pytest.raises(ToolFailure, match="The editor gave no text"):
+    with pytest.raises(ToolFailure) as unread:
         await files.read_text(path)
+    assert str(unread.value) == (f"The editor gave no text for {path}: a malformed answer to "
+                                 "fs/read_text_file (result.content: is required)")
     with pytest.raises(ToolFailure) as wrote:
         await files.write_text(path, "y")
     assert str(wrote.value) == f"The editor could not write {path}: Read-only buffer"
@@ -147,26 +168,69 @@ async def test_terminal_calls_and_their_answers() -> None:
     assert all(p == {"sessionId": "sess-1", "terminalId": "term-7"} for _, p in wire.sent[1:])
 
 
-@pytest.mark.parametrize(("reply", "read"), [
-    ({}, TerminalOutput(None)),  # nothing we can read
-    ("text", TerminalOutput(None)),
-    ({"truncated": False}, TerminalOutput("", False, None)),
-    ({"output": 5, "exitStatus": {"exitCode": "0", "signal": "SIGTERM"}},
-     TerminalOutput("", False, ExitStatus(None, "SIGTERM"))),
+async def test_a_file_answer_of_the_wrong_type_is_a_tool_failure_naming_the_field(
+        real: Path) -> None:
+    path = real / "a.txt"
+    path.write_text("x")
+    with pytest.raises(ToolFailure) as unread:
+        await editor(Wire({"content": ["x"]})).files.read_text(path)
+    assert str(unread.value).endswith(
+        "(result.content: expected a string, got an array)")
+
+
+@pytest.mark.parametrize(("reply", "problems"), [
+    ({}, "result.output: is required; result.truncated: is required"),
+    ("text", "result: expected an object, got a string"),
+    ({"output": "x", "truncated": "no"}, "result.truncated: expected a boolean, got a string"),
+    ({"output": 5, "truncated": False, "exitStatus": {"exitCode": "0", "signal": "SIGTERM"}},
+     "result.output: expected a string, got an integer; "
+     "result.exitStatus.exitCode: expected an integer, got a string"),
 ])
-async def test_terminal_output_read_leniently(reply: Any, read: TerminalOutput) -> None:
+async def test_a_terminal_output_answer_that_does_not_fit_is_a_tool_failure_naming_it(
+        reply: Any, problems: str) -> None:
+    """Like an error answer: the bash tool then says the output could not be read."""
     terminal = editor(Wire(reply)).terminal
     assert terminal is not None
-    assert await terminal.output("t") == read
+    with pytest.raises(ToolFailure) as failed:
+        await terminal.output("t")
+    assert str(failed.value) == ("The editor could not read the terminal's output: a malformed "
+                                 f"answer to terminal/output ({problems})")
+
+
+@pytest.mark.parametrize(("reply", "problem"), [
+    ({"exitCode": "0"}, "result.exitCode: expected an integer, got a string"),
+    ({"exitCode": 1, "signal": 9}, "result.signal: expected a string, got an integer"),
+    ([0], "result: expected an object, got an array"),
+])
+async def test_an_exit_status_of_the_wrong_type_is_a_tool_failure_naming_it(
+        reply: Any, problem: str) -> None:
+    terminal = editor(Wire(reply)).terminal
+    assert terminal is not None
+    with pytest.raises(ToolFailure) as failed:
+        await terminal.wait_for_exit("t")
+    assert str(failed.value) == ("The editor's terminal failed: a malformed answer to "
+                                 f"terminal/wait_for_exit ({problem})")
+
+
+async def test_an_exit_status_may_say_nothing() -> None:
+    terminal = editor(Wire({}, None)).terminal
+    assert terminal is not None
+    assert await terminal.wait_for_exit("t") == ExitStatus()
+    assert await terminal.wait_for_exit("t") == ExitStatus()
 
 
 async def test_terminal_errors_are_tool_failures_saying_what_failed() -> None:
-    wire = Wire(EditorError("no shells today"), {"id": "wrong"}, EditorError("it died"))
+    wire = Wire(EditorError("no shells today"), {"id": "wrong"}, {"terminalId": 7},
+                EditorError("it died"))
     terminal = editor(wire).terminal
     assert terminal is not None
     with pytest.raises(ToolFailure, match="^The editor could not run the command: no shells"):
         await terminal.create("bash", [], "/", 1)
-    with pytest.raises(ToolFailure, match="^The editor did not create a terminal"):
+    with pytest.raises(ToolFailure, match=r"^The editor did not create a terminal: a malformed "
+                       r"answer to terminal/create \(result.terminalId: is required\)$"):
+        await terminal.create("bash", [], "/", 1)
+    with pytest.raises(ToolFailure, match=r"\(result.terminalId: expected a string, got an "
+                       r"integer\)$"):
         await terminal.create("bash", [], "/", 1)
     with pytest.raises(ToolFailure, match="^The editor's terminal failed: it died"):
         await terminal.wait_for_exit("t")
@@ -190,6 +254,7 @@ CONFIRM = Elicitation("Type prod to destroy it", requested_schema=text_form("con
     ({"action": "_later", "_meta": {}}, ElicitationAnswer("_later")),
     ({"action": "accept", "content": ["prod"]}, None),
     ({"outcome": "accept"}, None), ("accept", None), (None, None),
+    ({"action": 1}, None),  # a wrong type
     (EditorError("no forms here"), None),
 ])
 async def test_an_elicitation_and_its_answer(reply: Any, answer: ElicitationAnswer | None

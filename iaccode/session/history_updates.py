@@ -1,4 +1,6 @@
-"""A stored session as the ``session/update``s that show it again (``session/load``).
+"""A session's history sent back to the editor: the ``session/update``s that show a stored
+session again (``session/load``). (Playing a recorded transcript against the agent is
+:mod:`iaccode.transcript.replay`.)
 
 The user sees what they saw: their prompts (``/compact``, ``/clear`` and ``/mcp`` too), the
 answers and thinking, every tool call in its final state (a sub-agent's under the call that
@@ -20,7 +22,7 @@ from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallProgress
 from iaccode.turn.transcript import INTERRUPTED
 
 
-def replay_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def history_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Wire-form ``update`` objects, in the order the user first saw them; then the last plan
     (each plan replaces the one before, so the last is the one the user had)."""
     calls = [r for r in records

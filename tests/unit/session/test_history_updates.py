@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iaccode.session.replay import replay_updates
+from iaccode.session.history_updates import history_updates
 
 RECORDS = [
     {"type": "message", "message": {"role": "user", "content": "hi"},
@@ -16,9 +16,9 @@ RECORDS = [
 
 
 def test_the_saved_id_and_for_older_records_one_made_of_their_place() -> None:
-    shown = [(u["sessionUpdate"], u.get("messageId")) for u in replay_updates(RECORDS)]
+    shown = [(u["sessionUpdate"], u.get("messageId")) for u in history_updates(RECORDS)]
     assert shown == [("user_message_chunk", None), ("agent_thought_chunk", "msg_live"),
                      ("agent_message_chunk", "msg_live"),
                      ("agent_message_chunk", "msg_record_2")]
-    assert [u.get("messageId") for u in replay_updates(RECORDS)] == [
-        u.get("messageId") for u in replay_updates(RECORDS)]  # the same at every load
+    assert [u.get("messageId") for u in history_updates(RECORDS)] == [
+        u.get("messageId") for u in history_updates(RECORDS)]  # the same at every load
