@@ -3,7 +3,8 @@
 
 Default (``nox``), in this order:
 
-- ``tests-3.11``: every test in ``tests/`` (but ``adversarial/``), two workers: unit,
+- ``tests-3.11``: every test in ``tests/`` (but ``adversarial/``) and the conformance
+  harness's own (``conformance/tests``), two workers: unit,
   end-to-end with the agent in the test's process, and the ``process`` tier (spawned ``iaccode
   acp`` and ``iaccode serve``: signals, exit statuses, start-up, kill -9, the commands, the
   official SDKs spawning the agent; ``tests/README.md``), which goes first.
@@ -56,11 +57,12 @@ PYTHON = "3.11"
 """The Python of the sessions that run once: the oldest one supported."""
 PYTHONS = ["3.11", "3.12", "3.13"]
 TIERS = {
-    "3.11": ["tests"],
-    "3.12": ["-m", "not process", "tests/unit"],
-    "3.13": ["-m", "not process", "tests"],
+    "3.11": ["tests", "conformance/tests"],
+    "3.12": ["-m", "not process", "tests/unit", "conformance/tests"],
+    "3.13": ["-m", "not process", "tests", "conformance/tests"],
 }
-"""What ``tests-X.Y`` runs (the module docstring says why)."""
+"""What ``tests-X.Y`` runs (the module docstring says why); ``conformance/tests`` are the
+harness's own tests (its fakes, scripts, schema checker, command), unit tests on every Python."""
 
 
 def _release(path: Path) -> tuple[int, ...]:
@@ -127,6 +129,7 @@ def fuzz(session: nox.Session) -> None:
     a case it finds belongs in its test as an ``@example``."""
     _install(session, "-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
+                "conformance/tests",
                 *session.posargs)
     session.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
                 *session.posargs)

@@ -1,8 +1,8 @@
 """The fake Chat Completions API, driven by the real openai SDK (its own typed stream helper,
-not our provider), so the fake is checked against what the SDK expects of the real API.
+not an agent's provider), so the fake is checked against what the SDK expects of the real API.
 
 The SDK's synchronous client: its async typed stream leaves async generators for the garbage
-collector under trio (a ResourceWarning; our provider reads the raw lines instead)."""
+collector under trio (a ResourceWarning)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,8 @@ import trio
 from acp_conformance.fakes.messages import NO_EXCHANGE_LEFT, FakeModelServer
 from acp_conformance.script import ToolUse, error_status, hang, reply, reset, stream_error
 
-from iaccode.llm.script import dump_script
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+"""The harness's project folder: ``python -m acp_conformance...`` runs from it."""
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 
@@ -400,7 +399,7 @@ def test_sync_client_works() -> None:
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_cli_serves_a_script_until_signalled(tmp_path: Path, stop_signal: int) -> None:
     script = tmp_path / "script.json"
-    dump_script([reply(["from ", "cli"]), error_status(529)], script)
+    script.write_text(json.dumps([reply(["from ", "cli"]), error_status(529)]))
     command = [sys.executable, "-m", "acp_conformance.fakes.messages", "--script", str(script)]
     with subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
