@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 import pytest
-from acp_conformance.fakes.chat import CHAT_PATH, FakeChatServer
+from acp_conformance.fakes.chat import CHAT_PATH, FakeChatServer, refusal
 from acp_conformance.script import ToolUse, error_status, reply
 
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
@@ -71,3 +71,21 @@ def test_errors_have_the_apis_shape(server: FakeChatServer) -> None:
     assert "must be a response to a preceeding message" in refused.value.message
     assert server.requests[-1].path == CHAT_PATH
     assert len(server.problems) == 1  # the refusal is recorded for the test to see
+
+
+def test_the_fake_refuses_what_the_real_api_refuses() -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    unanswered = [{"role": "user", "content": "x"}, call, {"role": "user", "content": "y"}]
+    assert "did not have response messages: c1" in str(refusal({"model": "m",
+                                                               "messages": unanswered}))
+    orphan = [{"role": "user", "content": "x"},
+              {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    assert "must be a response to a preceeding message" in str(
+        refusal({"model": "m", "messages": orphan}))
+    anthropic_block = [{"role": "user", "content": [{"type": "tool_result"}]}]
+    assert "Invalid value" in str(refusal({"model": "m", "messages": anthropic_block}))
+    assert "thinking" in str(refusal({"model": "m", "thinking": {}, "messages": unanswered[:1]}))
+    anthropic_tool = {"name": "bash", "input_schema": {"type": "object"}}
+    assert "tools[0].type" in str(refusal({"model": "m", "messages": unanswered[:1],
+                                           "tools": [anthropic_tool]}))
