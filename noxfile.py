@@ -138,6 +138,18 @@ def fuzz(session: nox.Session) -> None:
                 env={"IAC_HYPOTHESIS": "reader-fuzz"})
 
 
+ACP_CONFORMANCE_OPTIONS = ("--tools", "tests/support/conformance_tools.json",
+                           "--agent-debug-env", "IAC_CODE_LOG_LEVEL=DEBUG")
+"""What the agent-agnostic suite is told of iac-code: its tools (by their names and inputs)
+and how it logs verbosely."""
+
+
+def _without_our_settings() -> dict[str, str | None]:
+    """The developer's own IAC_CODE_* settings, unset for the agents the suite spawns (the
+    suite drops only real model-API credentials from their environment)."""
+    return {name: None for name in os.environ if name.startswith("IAC_CODE_")}
+
+
 @nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
     """The agent-agnostic ACP conformance suite (the `acp-conformance` command of the package
@@ -148,17 +160,20 @@ def conformance(session: nox.Session) -> None:
     """
     _install(session, "-e", ".", "-e", "./conformance")
     session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
-                *session.posargs)
+                *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
 
 
 @nox.session(python=PYTHON)
 def conformance_openai(session: nox.Session) -> None:
     """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
-    a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK."""
+    a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK; iac-code
+    reads its address from IAC_CODE_BASE_URL (the suite's `{model_url}`)."""
     _install(session, "-e", ".", "-e", "./conformance")
     session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
-                "--model-api", "chat", "--report", ".conformance/report-openai.json",
-                *session.posargs)
+                "--model-api", "chat", "--agent-env", "IAC_CODE_PROVIDER=openai",
+                "--agent-env", "IAC_CODE_BASE_URL={model_url}",
+                "--report", ".conformance/report-openai.json",
+                *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
 
 
 @nox.session(python=PYTHON)
@@ -201,7 +216,7 @@ def conformance_remote(session: nox.Session) -> None:
                     f"--token={token}",  # "=": a token may start with "-"
                     "--model-port", str(model_port),
                     "--report", ".conformance/report-remote.json", "--transport", "websocket",
-                    *session.posargs)
+                    *ACP_CONFORMANCE_OPTIONS, *session.posargs)
     finally:
         server.terminate()
         server.wait(15)

@@ -1,6 +1,6 @@
 """The trio driver of one ACP agent: JSON lines both ways, live checks, a transcript.
 
-One driver for the conformance suite and iac-code's own tests (:class:`AgentConnection`;
+One driver for the conformance suite and an agent's own tests (:class:`AgentConnection`;
 :func:`spawn` starts a process, :func:`connect_remote` reaches a remote agent). For the suite,
 every line in either direction goes into a :class:`Transcript` (for the failure report); every
 line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation; the line is
@@ -135,7 +135,7 @@ RECEIVE_TIMEOUT = 15.0
 """Seconds to wait for any one message, unless the connection is given another figure."""
 SUITE_CLIENT = {"name": "acp-conformance", "version": "1"}
 TESTS_CLIENT = {"name": "tests", "version": "0"}
-"""The ``clientInfo`` the conformance suite and iac-code's tests send."""
+"""The ``clientInfo`` the conformance suite and an agent's own tests send."""
 
 
 class AgentConnection:

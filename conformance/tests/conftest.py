@@ -9,7 +9,13 @@ Hypothesis runs derandomised: the same examples on every run and machine.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile("ci")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The suite's mark, made when acp_conformance.requirements is imported (--strict-markers).
+    config.addinivalue_line("markers", "requirement(id, tier, summary): an ACP requirement")

@@ -22,11 +22,11 @@ from typing import Any
 import acp
 import pytest
 from acp.schema import AuthCapabilities, ClientCapabilities
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer, RecordedRequest
 from acp_conformance.script import ToolUse, reply
 
 from tests.e2e.test_official_sdk_client import RecordingClient, run
+from tests.support.environment import agent_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_KEYRING = "keyring.backends.fail.Keyring"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 import trio
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import group_gone
 from acp_conformance.script import ToolUse, reply
 
 from tests.support.agent_process import AgentConnection, RpcError, spawn_agent
+from tests.support.environment import agent_environment
 
 
 def call(name: str, **args: Any) -> dict:
