@@ -20,7 +20,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import trio
 
@@ -131,6 +131,9 @@ def _id_key(value: Any) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
+RequestId = TypeVar("RequestId")
+"""The id a test gives a request (a string, null, a huge number: any JSON value)."""
+
 RECEIVE_TIMEOUT = 15.0
 """Seconds to wait for any one message, unless the connection is given another figure."""
 SUITE_CLIENT = {"name": "acp-conformance", "version": "1"}
@@ -209,8 +212,16 @@ class AgentConnection:
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message).encode() + b"\n")
 
+    @overload
+    async def send_request(self, method: str, params: Any = None) -> int: ...
+
+    @overload
+    async def send_request(self, method: str, params: Any = None, *,
+                           request_id: RequestId) -> RequestId: ...
+
     async def send_request(self, method: str, params: Any = None, *,
                            request_id: Any = None) -> Any:
+        """Send a request; its id: the next number, or ``request_id`` (any JSON value)."""
         if request_id is None:
             request_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}

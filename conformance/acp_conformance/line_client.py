@@ -170,7 +170,7 @@ class LineClient:
                 if on_update is not None:
                     on_update(raw)
                 continue
-            message = json.loads(raw)
+            message: dict[str, Any] = json.loads(raw)
             if "method" in message:
                 if "id" in message:
                     if on_request is None:

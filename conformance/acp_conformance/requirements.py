@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -52,7 +52,7 @@ EVIDENCE = pytest.StashKey[list[EvidenceSource]]()
 _skip_reasons: list[str] = []
 
 
-def not_applicable(reason: str) -> None:
+def not_applicable(reason: str) -> NoReturn:
     """End the test as ``n/a`` (the scenario does not apply to this agent)."""
     # pytest-trio re-raises a skip from inside trio without its message: keep it here.
     _skip_reasons.append(NA_PREFIX + reason)

@@ -386,7 +386,9 @@ def _hashable(value: Any) -> bool:
 
 
 _ONE_OF = jsonschema.Draft202012Validator.VALIDATORS["oneOf"]
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"oneOf": _one_of})
+# extend() has no annotations in types-jsonschema (its result is a validator class).
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, {"oneOf": _one_of})
 
 
 @functools.cache

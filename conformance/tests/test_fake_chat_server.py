@@ -40,7 +40,7 @@ def test_the_sdk_assembles_text_tool_calls_and_usage(server: FakeChatServer) -> 
     assert choice.message.content == "Hello"
     assert choice.finish_reason == "tool_calls"
     calls = choice.message.tool_calls or []
-    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [  # type: ignore[union-attr]
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [
         ("c1", "grep", '{"pattern": "x"}'), ("c2", "bash", '{"command": "ls"}')]
     assert final.usage is not None
     assert (final.usage.prompt_tokens, final.usage.completion_tokens) == (9, 3)

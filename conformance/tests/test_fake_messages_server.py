@@ -353,9 +353,10 @@ async def test_non_stream_request_gets_a_folded_message(server: FakeModelServer)
             message = await client.messages.create(model="m", max_tokens=10, messages=MESSAGES)
             with pytest.raises(anthropic.OverloadedError):
                 await client.messages.create(model="m", max_tokens=10, messages=MESSAGES)
-    assert [b.type for b in message.content] == ["thinking", "text", "tool_use"]
-    assert message.content[1].text == "ab"
-    assert message.content[2].input == {"pattern": "x"}
+    thinking, text, tool_use = message.content
+    assert thinking.type == "thinking"
+    assert text.type == "text" and text.text == "ab"
+    assert tool_use.type == "tool_use" and tool_use.input == {"pattern": "x"}
     assert message.stop_reason == "tool_use"
     assert message.usage.output_tokens == 5
     assert message.usage.cache_read_input_tokens == 3
