@@ -243,10 +243,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here.
-    _install(session, "-e", ".", "mypy>=1.11", "types-PyYAML", "keyring>=25")
-    # A cache of its own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
-    session.run("mypy", "--cache-dir", f"{session.virtualenv.location}/mypy-cache", "iaccode")
+    """mypy, strict: iac-code and its tests (pyproject.toml: tests may name bare dict), then
+    the conformance package and its own tests (conformance/pyproject.toml)."""
+    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here;
+    # the test extra and the harness: what the tests import.
+    _install(session, "-e", ".[test]", "-e", "./conformance[test]", "mypy>=1.11", "types-PyYAML",
+             "types-jsonschema", "types-psutil", "keyring>=25")
+    # Caches of their own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
+    cache = f"{session.virtualenv.location}/mypy-cache"
+    session.run("mypy", "--cache-dir", cache, "iaccode", "tests")
+    with session.chdir("conformance"):
+        session.run("mypy", "--cache-dir", f"{cache}-conformance")
 
 
 @nox.session(python=PYTHON)

@@ -65,7 +65,8 @@ def test_sections_in_order_by_audience_and_a_failing_one_is_left_out(tmp_path: P
 
 def test_a_section_named_by_string_is_imported_on_first_build(tmp_path: Path) -> None:
     section = Section("guidance", "iaccode.context.builtin:tool_guidance", 50)
-    assert section.render(facts(tmp_path)).startswith("# Using the tools")
+    rendered = section.render(facts(tmp_path))
+    assert rendered is not None and rendered.startswith("# Using the tools")
 
 
 async def test_rebuilt_only_when_an_instruction_file_changes(tmp_path: Path) -> None:
