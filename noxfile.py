@@ -3,7 +3,8 @@
 
 Default (``nox``), in this order:
 
-- ``tests-3.11``: every test in ``tests/`` (but ``adversarial/``), two workers: unit,
+- ``tests-3.11``: every test in ``tests/`` (but ``adversarial/``) and the conformance
+  harness's own (``conformance/tests``), two workers: unit,
   end-to-end with the agent in the test's process, and the ``process`` tier (spawned ``iaccode
   acp`` and ``iaccode serve``: signals, exit statuses, start-up, kill -9, the commands, the
   official SDKs spawning the agent; ``tests/README.md``), which goes first.
@@ -56,11 +57,12 @@ PYTHON = "3.11"
 """The Python of the sessions that run once: the oldest one supported."""
 PYTHONS = ["3.11", "3.12", "3.13"]
 TIERS = {
-    "3.11": ["tests"],
-    "3.12": ["-m", "not process", "tests/unit"],
-    "3.13": ["-m", "not process", "tests"],
+    "3.11": ["tests", "conformance/tests"],
+    "3.12": ["-m", "not process", "tests/unit", "conformance/tests"],
+    "3.13": ["-m", "not process", "tests", "conformance/tests"],
 }
-"""What ``tests-X.Y`` runs (the module docstring says why)."""
+"""What ``tests-X.Y`` runs (the module docstring says why); ``conformance/tests`` are the
+harness's own tests (its fakes, scripts, schema checker, command), unit tests on every Python."""
 
 
 def _release(path: Path) -> tuple[int, ...]:
@@ -127,12 +129,25 @@ def fuzz(session: nox.Session) -> None:
     a case it finds belongs in its test as an ``@example``."""
     _install(session, "-e", ".[test]", "-e", "./conformance")
     session.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
+                "conformance/tests",
                 *session.posargs)
     session.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
                 *session.posargs)
     # The command reader's tests name their profiles (tests/unit/iac/conftest.py).
     session.run("pytest", "tests/unit/iac", "-p", "no:cacheprovider", *session.posargs,
                 env={"IAC_HYPOTHESIS": "reader-fuzz"})
+
+
+ACP_CONFORMANCE_OPTIONS = ("--tools", "tests/support/conformance_tools.json",
+                           "--agent-debug-env", "IAC_CODE_LOG_LEVEL=DEBUG")
+"""What the agent-agnostic suite is told of iac-code: its tools (by their names and inputs)
+and how it logs verbosely."""
+
+
+def _without_our_settings() -> dict[str, str | None]:
+    """The developer's own IAC_CODE_* settings, unset for the agents the suite spawns (the
+    suite drops only real model-API credentials from their environment)."""
+    return {name: None for name in os.environ if name.startswith("IAC_CODE_")}
 
 
 @nox.session(python=PYTHON)
@@ -145,17 +160,20 @@ def conformance(session: nox.Session) -> None:
     """
     _install(session, "-e", ".", "-e", "./conformance")
     session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
-                *session.posargs)
+                *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
 
 
 @nox.session(python=PYTHON)
 def conformance_openai(session: nox.Session) -> None:
     """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
-    a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK."""
+    a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK; iac-code
+    reads its address from IAC_CODE_BASE_URL (the suite's `{model_url}`)."""
     _install(session, "-e", ".", "-e", "./conformance")
     session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
-                "--model-api", "chat", "--report", ".conformance/report-openai.json",
-                *session.posargs)
+                "--model-api", "chat", "--agent-env", "IAC_CODE_PROVIDER=openai",
+                "--agent-env", "IAC_CODE_BASE_URL={model_url}",
+                "--report", ".conformance/report-openai.json",
+                *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
 
 
 @nox.session(python=PYTHON)
@@ -198,7 +216,7 @@ def conformance_remote(session: nox.Session) -> None:
                     f"--token={token}",  # "=": a token may start with "-"
                     "--model-port", str(model_port),
                     "--report", ".conformance/report-remote.json", "--transport", "websocket",
-                    *session.posargs)
+                    *ACP_CONFORMANCE_OPTIONS, *session.posargs)
     finally:
         server.terminate()
         server.wait(15)
@@ -225,10 +243,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here.
-    _install(session, "-e", ".", "mypy>=1.11", "types-PyYAML", "keyring>=25")
-    # A cache of its own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
-    session.run("mypy", "--cache-dir", f"{session.virtualenv.location}/mypy-cache", "iaccode")
+    """mypy, strict: iac-code and its tests (pyproject.toml: tests may name bare dict), then
+    the conformance package and its own tests (conformance/pyproject.toml)."""
+    # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here;
+    # the test extra and the harness: what the tests import.
+    _install(session, "-e", ".[test]", "-e", "./conformance[test]", "mypy>=1.11", "types-PyYAML",
+             "types-jsonschema", "types-psutil", "keyring>=25")
+    # Caches of their own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
+    cache = f"{session.virtualenv.location}/mypy-cache"
+    session.run("mypy", "--cache-dir", cache, "iaccode", "tests")
+    with session.chdir("conformance"):
+        session.run("mypy", "--cache-dir", f"{cache}-conformance")
 
 
 @nox.session(python=PYTHON)

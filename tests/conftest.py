@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from hypothesis import settings
 
 from tests.support import agent_process
 from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
+from tests.support.environment import agent_environment
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("fuzz", derandomize=False, max_examples=1000, print_blob=True)

@@ -14,6 +14,26 @@ from pathlib import Path
 
 SUITE = Path(__file__).resolve().parent / "suite"
 
+VALUE_OPTIONS = frozenset({"--agent", "--agent-env", "--agent-debug-env", "--tools",
+                           "--model-api", "--agent-timeout", "--report", "--markdown", "--url",
+                           "--token", "--transport", "--model-port"})
+"""The suite's options that take a value (``suite/conftest.py``)."""
+
+
+def joined(args: list[str]) -> list[str]:
+    """``--tools PATH`` as ``--tools=PATH``: pytest reads its arguments before it loads the
+    suite's options, and takes a value that names a file or folder for a path to test, loading
+    the ``conftest.py`` files above it (another project's fixtures in the suite)."""
+    out: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg in VALUE_OPTIONS:
+            value = next(rest, None)
+            out.append(arg if value is None else f"{arg}={value}")
+        else:
+            out.append(arg)
+    return out
+
 
 def main(argv: list[str] | None = None) -> int:
     import pytest
@@ -27,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The suite's own settings (suite/pytest.ini), no cache folder in the installed package.
     return int(pytest.main([str(SUITE), "-c", str(SUITE / "pytest.ini"),
-                            "-p", "no:cacheprovider", *args]))
+                            "-p", "no:cacheprovider", *joined(args)]))
 
 
 if __name__ == "__main__":

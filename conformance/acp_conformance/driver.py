@@ -1,6 +1,6 @@
 """The trio driver of one ACP agent: JSON lines both ways, live checks, a transcript.
 
-One driver for the conformance suite and iac-code's own tests (:class:`AgentConnection`;
+One driver for the conformance suite and an agent's own tests (:class:`AgentConnection`;
 :func:`spawn` starts a process, :func:`connect_remote` reaches a remote agent). For the suite,
 every line in either direction goes into a :class:`ConnectionTranscript` (for the failure
 report); every line the agent writes must be one JSON-RPC object (else a WIRE-STDOUT violation;
@@ -20,7 +20,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import trio
 
@@ -131,11 +131,14 @@ def _id_key(value: Any) -> tuple[str, Any]:
     return (type(value).__name__, value)
 
 
+RequestId = TypeVar("RequestId")
+"""The id a test gives a request (a string, null, a huge number: any JSON value)."""
+
 RECEIVE_TIMEOUT = 15.0
 """Seconds to wait for any one message, unless the connection is given another figure."""
 SUITE_CLIENT = {"name": "acp-conformance", "version": "1"}
 TESTS_CLIENT = {"name": "tests", "version": "0"}
-"""The ``clientInfo`` the conformance suite and iac-code's tests send."""
+"""The ``clientInfo`` the conformance suite and an agent's own tests send."""
 
 
 class AgentConnection:
@@ -210,8 +213,16 @@ class AgentConnection:
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message).encode() + b"\n")
 
+    @overload
+    async def send_request(self, method: str, params: Any = None) -> int: ...
+
+    @overload
+    async def send_request(self, method: str, params: Any = None, *,
+                           request_id: RequestId) -> RequestId: ...
+
     async def send_request(self, method: str, params: Any = None, *,
                            request_id: Any = None) -> Any:
+        """Send a request; its id: the next number, or ``request_id`` (any JSON value)."""
         if request_id is None:
             request_id = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}

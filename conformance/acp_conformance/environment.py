@@ -1,20 +1,21 @@
-"""The environment an agent under test runs in: ours, minus real credentials and settings."""
+"""The environment an agent under test runs in: ours, minus real model-API credentials."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 
-PRIVATE_PREFIXES = ("ANTHROPIC_", "IAC_CODE_")
-"""Variables never passed on: a real key or a developer's setting must not reach a test."""
+CREDENTIAL_PREFIXES = ("ANTHROPIC_", "OPENAI_")
+"""Variables never passed on: the model APIs the harness fakes, so a real key (or a real
+endpoint) of the developer's must not reach a test's agent."""
 
 
-def agent_environment(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Our environment minus :data:`PRIVATE_PREFIXES`, with the agent's data in ``home``
-    (``IAC_CODE_HOME``), unbuffered output, and the test's ``extra`` settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(PRIVATE_PREFIXES)}
-    env["IAC_CODE_HOME"] = str(home)
+def agent_environment(extra: Mapping[str, str] | None = None, *,
+                      drop_prefixes: Iterable[str] = CREDENTIAL_PREFIXES) -> dict[str, str]:
+    """Our environment minus the variables starting with ``drop_prefixes`` (an agent's own
+    settings can be added there), with unbuffered output and the test's ``extra`` settings."""
+    prefixes = tuple(drop_prefixes)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env

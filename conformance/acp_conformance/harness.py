@@ -1,12 +1,17 @@
 """The harness of one conformance test: it spawns the agent under test (as often as the
-test needs) in a clean home, pointed at the test's fake model, and watches the wire."""
+test needs) in a clean home, pointed at the test's fake model, and watches the wire.
+
+The agent's environment: ours without real model-API credentials
+(:mod:`acp_conformance.environment`), ``HOME`` a fresh folder, the fake model's address and a
+dummy key in the variables of its API (:data:`MODEL_APIS`), then ``--agent-env`` (where
+``{model_url}`` in a value is the fake model's address, for agents that read it elsewhere).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import shlex
-import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -30,8 +35,11 @@ from acp_conformance.scenarios import (
     profile_for,
 )
 
-DEFAULT_COMMAND = [sys.executable, "-m", "iaccode", "acp"]
-"""The agent checked when ``--agent`` is not given (iac-code, beside this interpreter)."""
+TOOLS: pytest.StashKey[ToolProfile | str] = pytest.StashKey()
+"""The ``--tools`` choice, resolved once (a profile file read) when the suite starts."""
+
+MODEL_URL = "{model_url}"
+"""In an ``--agent-env`` value: the fake model's base URL."""
 
 WIRE_ROWS = {
     "schema": ("WIRE-SCHEMA", "every message the agent sends validates against the official "
@@ -55,14 +63,25 @@ def _absolute(command: list[str], base: Path) -> list[str]:
     return out
 
 
-MODEL_APIS = {
+MODEL_APIS: dict[str, tuple[type[PaddedModelServer | PaddedChatServer],
+                            Callable[[str], dict[str, str]]]] = {
     "messages": (PaddedModelServer, lambda url: {
         "ANTHROPIC_API_KEY": "conformance-dummy-key", "ANTHROPIC_BASE_URL": url}),
     "chat": (PaddedChatServer, lambda url: {
-        "IAC_CODE_PROVIDER": "openai", "IAC_CODE_BASE_URL": url,
-        "OPENAI_API_KEY": "conformance-dummy-key"}),
+        "OPENAI_API_KEY": "conformance-dummy-key", "OPENAI_BASE_URL": url}),
 }
-"""--model-api -> (the fake model server, the environment that points an agent at it)."""
+"""--model-api -> (the fake model server, the environment that points an agent at it: the
+variables the API's official SDKs read)."""
+
+DEBUG_ENV = {"DEBUG": "*", "RUST_LOG": "debug"}
+"""What turns on verbose logging in many agents (LIFE-STDOUT); ``--agent-debug-env`` adds."""
+
+
+def _settings(pairs: list[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` options as a dict."""
+    if bad := [pair for pair in pairs if "=" not in pair]:
+        raise pytest.UsageError(f"{option} takes KEY=VALUE, not {bad[0]!r}")
+    return dict(pair.split("=", 1) for pair in pairs)
 
 
 class Harness:
@@ -77,11 +96,13 @@ class Harness:
         self.workspace.mkdir(parents=True)
         self.root = root
         given = config.getoption("--agent")
-        self.command = (_absolute(shlex.split(given), config.invocation_params.dir)
-                        if given else DEFAULT_COMMAND)
-        self.extra_env = dict(kv.split("=", 1) for kv in config.getoption("--agent-env"))
+        self.command = _absolute(shlex.split(given), config.invocation_params.dir) if given else []
+        self.extra_env = {key: value.replace(MODEL_URL, model.base_url) for key, value in
+                          _settings(config.getoption("--agent-env"), "--agent-env").items()}
+        self.debug_env = {**DEBUG_ENV, **_settings(config.getoption("--agent-debug-env"),
+                                                   "--agent-debug-env")}
         self.timeout = float(config.getoption("--agent-timeout"))
-        self.tools_choice = str(config.getoption("--tools"))
+        self.tools_choice = config.stash[TOOLS]
         self.model_env = MODEL_APIS[str(config.getoption("--model-api"))][1](model.base_url)
         self.credential_variables = (
             ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -97,7 +118,7 @@ class Harness:
 
     def environment(self, extra: dict[str, str] | None = None,
                     without: tuple[str, ...] = ()) -> dict[str, str]:
-        env = agent_environment(self.home, {"HOME": str(self.home), **self.model_env})
+        env = agent_environment({"HOME": str(self.home), **self.model_env})
         env.update(self.extra_env)
         env.update(extra or {})
         for name in without:

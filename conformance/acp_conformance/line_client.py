@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 UPDATE_PREFIX = b'{"jsonrpc":"2.0","method":"session/update"'
-"""How every ``session/update`` line iac-code writes starts (compact JSON, fixed key order):
+"""How an agent writing compact JSON in a fixed key order starts every ``session/update`` line:
 what :meth:`LineClient.response` and :meth:`LineClient.count_until_response` skip unparsed."""
 
 
@@ -170,7 +170,7 @@ class LineClient:
                 if on_update is not None:
                     on_update(raw)
                 continue
-            message = json.loads(raw)
+            message: dict[str, Any] = json.loads(raw)
             if "method" in message:
                 if "id" in message:
                     if on_request is None:

@@ -1,4 +1,4 @@
-"""Talk to a remote ACP agent (``iaccode serve``, or any server of the ACP remote-transport RFD)
+"""Talk to a remote ACP agent (any server of the ACP remote-transport RFD)
 as if it were a spawned process: ``stdin`` takes JSON-RPC lines, ``stdout`` gives them back.
 
 So the line-based driver (:class:`acp_conformance.driver.AgentConnection`) runs unchanged

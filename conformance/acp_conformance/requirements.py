@@ -25,12 +25,11 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import sys
 import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -53,7 +52,7 @@ EVIDENCE = pytest.StashKey[list[EvidenceSource]]()
 _skip_reasons: list[str] = []
 
 
-def not_applicable(reason: str) -> None:
+def not_applicable(reason: str) -> NoReturn:
     """End the test as ``n/a`` (the scenario does not apply to this agent)."""
     # pytest-trio re-raises a skip from inside trio without its message: keep it here.
     _skip_reasons.append(NA_PREFIX + reason)
@@ -186,7 +185,7 @@ class Recorder:
             Path(markdown).write_text(self.markdown())
 
     def markdown(self) -> str:
-        """The results table in Markdown (for docs/conformance.md)."""
+        """The results table in Markdown (``--markdown``: for a document that shows the results)."""
         rows = sorted(self.rows.values(), key=_row_order)
         lines = ["| requirement | tier | status | reason |", "|---|---|---|---|"]
         for row in rows:
@@ -200,7 +199,7 @@ class Recorder:
     def report(self) -> dict[str, Any]:
         rows = sorted(self.rows.values(), key=_row_order)
         return {
-            "agent": self.config.getoption("--agent") or f"{sys.executable} -m iaccode acp",
+            "agent": self.config.getoption("--agent") or self.config.getoption("--url"),
             "agentEnv": self.config.getoption("--agent-env"),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "schema": f"{SDK_PACKAGE}@{SDK_VERSION} (schema/v1)",

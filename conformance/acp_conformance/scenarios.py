@@ -9,8 +9,9 @@ With ``--model-api chat`` the same plans are played by a fake Chat Completions A
 (``acp_conformance/fakes/chat.py`` translates each scripted answer), for agents on that API.
 
 Tool scenarios need the agent's own tool names and input shapes: a :class:`ToolProfile`,
-chosen with ``--tools NAME`` or found from ``agentInfo.name``. Unknown agents have none and
-their tool scenarios are ``n/a``.
+built in (:data:`PROFILES`, chosen with ``--tools NAME`` or found from ``agentInfo.name``) or
+read from a JSON file (``--tools PATH``, :func:`load_profile`). Agents with none have their
+tool scenarios ``n/a``.
 """
 
 from __future__ import annotations
@@ -107,26 +108,24 @@ def slow_text(words: int = 60, delay: float = 0.05) -> dict[str, Any]:
     return reply([f"word{i} " for i in range(words)], delay=delay)
 
 
+ToolCall = tuple[str, dict[str, Any]]
+"""A tool's name and its input, as the model asks for it."""
+
+
 @dataclass(frozen=True)
 class ToolProfile:
     name: str
-    write: Callable[[Path, str], tuple[str, dict[str, Any]]]
-    read: Callable[[Path], tuple[str, dict[str, Any]]]
-    shell: Callable[[str], tuple[str, dict[str, Any]]]
+    write: Callable[[Path, str], ToolCall]
+    read: Callable[[Path], ToolCall]
+    shell: Callable[[str], ToolCall]
 
-    def call(self, call_id: str, tool: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    def call(self, call_id: str, tool: ToolCall) -> dict[str, Any]:
         """One model answer asking for one tool."""
         name, arguments = tool
         return reply(tool_uses=[ToolUse(call_id, name, arguments)])
 
 
 PROFILES = {
-    "iaccode": ToolProfile(
-        "iaccode",
-        write=lambda path, content: ("write_file", {"path": str(path), "content": content}),
-        read=lambda path: ("read_file", {"path": str(path)}),
-        shell=lambda command: ("bash", {"command": command}),
-    ),
     "claude-code": ToolProfile(
         "claude-code",
         write=lambda path, content: ("Write", {"file_path": str(path), "content": content}),
@@ -134,17 +133,80 @@ PROFILES = {
         shell=lambda command: ("Bash", {"command": command, "description": "conformance"}),
     ),
 }
+"""The profiles built in, for agents others often check (any agent's can be given as a file)."""
 
 AGENT_PROFILES = {
-    "iaccode": "iaccode",
     "@zed-industries/claude-agent-acp": "claude-code",
     "@zed-industries/claude-code-acp": "claude-code",
 }
 """``agentInfo.name`` -> profile, for agents whose tools the suite knows."""
 
+PLACEHOLDERS = {"write": ("path", "content"), "read": ("path",), "shell": ("command",)}
+"""What each tool of a profile file is given: ``"{path}"`` as an argument's whole value is
+replaced with the file's absolute path, and so on."""
 
-def profile_for(choice: str, init_result: Mapping[str, Any]) -> ToolProfile | None:
-    """The profile named by ``--tools`` (``auto``: by ``agentInfo.name``; ``none``: none)."""
+
+class ProfileError(ValueError):
+    """A tool profile file that cannot be used."""
+
+
+def load_profile(path: Path) -> ToolProfile:
+    """A tool profile from a JSON file, for example::
+
+        {"name": "my-agent",
+         "write": {"tool": "write_file", "arguments": {"path": "{path}", "content": "{content}"}},
+         "read": {"tool": "read_file", "arguments": {"path": "{path}"}},
+         "shell": {"tool": "bash", "arguments": {"command": "{command}", "timeout": 60}}}
+
+    An argument whose value is a placeholder of :data:`PLACEHOLDERS` gets the scenario's value;
+    the others are sent as written."""
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProfileError(f"tool profile {path}: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise ProfileError(f"tool profile {path}: not a JSON object")
+    fills = {what: _filler(path, what, spec.get(what)) for what in PLACEHOLDERS}
+    return ToolProfile(
+        str(spec.get("name") or path.stem),
+        write=lambda file, content: fills["write"]({"path": str(file), "content": content}),
+        read=lambda file: fills["read"]({"path": str(file)}),
+        shell=lambda command: fills["shell"]({"command": command}),
+    )
+
+
+def _filler(path: Path, what: str, spec: object) -> Callable[[dict[str, str]], ToolCall]:
+    """The tool call ``spec`` describes, with its placeholders filled from the values given."""
+    if not (isinstance(spec, dict) and isinstance(spec.get("tool"), str)
+            and isinstance(spec.get("arguments"), dict)):
+        raise ProfileError(f'tool profile {path}: "{what}" needs "tool" (a name) and '
+                           f'"arguments" (an object)')
+    tool: str = spec["tool"]
+    arguments: dict[str, Any] = spec["arguments"]
+    placeholders = {f"{{{name}}}": name for name in PLACEHOLDERS[what]}
+    missing = set(placeholders) - {v for v in arguments.values() if isinstance(v, str)}
+    if missing:
+        raise ProfileError(f'tool profile {path}: "{what}" never uses {sorted(missing)}')
+
+    def fill(values: dict[str, str]) -> ToolCall:
+        return tool, {key: values[placeholders[value]]
+                      if isinstance(value, str) and value in placeholders else copy.deepcopy(value)
+                      for key, value in arguments.items()}
+    return fill
+
+
+def tools_option(choice: str, base: Path) -> ToolProfile | str:
+    """``--tools``: ``auto``, ``none``, a built-in profile's name, or a profile file (relative
+    to ``base``, the folder the suite was started in), loaded once."""
+    if choice in ("auto", "none") or choice in PROFILES:
+        return choice
+    return load_profile(base / choice)
+
+
+def profile_for(choice: ToolProfile | str, init_result: Mapping[str, Any]) -> ToolProfile | None:
+    """The profile ``--tools`` gave (``auto``: by ``agentInfo.name``; ``none``: none)."""
+    if isinstance(choice, ToolProfile):
+        return choice
     if choice == "none":
         return None
     if choice != "auto":

@@ -4,8 +4,8 @@ The schema is not vendored: it is taken from the published npm package
 ``@agentclientprotocol/sdk`` (pinned version and registry integrity below), fetched
 with the ordinary ``npm pack`` client, verified, and cached on disk:
 
-* cache directory: ``$IAC_CODE_TEST_CACHE/acp-sdk-<version>/`` if that variable is
-  set, else ``~/.cache/iaccode-tests/acp-sdk-<version>/``;
+* cache directory: ``$ACP_CONFORMANCE_CACHE/acp-sdk-<version>/`` if that variable is
+  set, else ``~/.cache/acp-conformance/acp-sdk-<version>/``;
 * the cache holds the two extracted schema files plus ``manifest.json`` recording
   their sha256 (computed right after the tarball passed the sha512 integrity
   check); every load re-hashes the files, and anything missing, unreadable or
@@ -92,7 +92,7 @@ SCHEMA_FILES: Final[Mapping[str, str]] = MappingProxyType(
     }
 )
 MANIFEST_NAME: Final = "manifest.json"
-CACHE_ENV: Final = "IAC_CODE_TEST_CACHE"
+CACHE_ENV: Final = "ACP_CONFORMANCE_CACHE"
 NPM_TIMEOUT_SECONDS: Final = 300
 
 #: the only root members a JSON-RPC 2.0 message may have
@@ -109,7 +109,7 @@ class SchemaFetchError(RuntimeError):
 def cache_dir() -> Path:
     """Directory holding the extracted, hash-recorded schema files."""
     root_env = os.environ.get(CACHE_ENV)
-    root = Path(root_env) if root_env else Path.home() / ".cache" / "iaccode-tests"
+    root = Path(root_env) if root_env else Path.home() / ".cache" / "acp-conformance"
     return root / f"acp-sdk-{SDK_VERSION}"
 
 
@@ -386,7 +386,9 @@ def _hashable(value: Any) -> bool:
 
 
 _ONE_OF = jsonschema.Draft202012Validator.VALIDATORS["oneOf"]
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"oneOf": _one_of})
+# extend() has no annotations in types-jsonschema (its result is a validator class).
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, {"oneOf": _one_of})
 
 
 @functools.cache
@@ -671,8 +673,8 @@ class WireChecker:
                 )
             self._client_answered.pop(key, None)
             method = str(msg["method"])
-            # An agent may answer extra names for a method (older names such as
-            # `sessions/list` and `config/set`): check their answers as the real method's.
+            # An agent may answer extra names for a method (older names of it, say): check
+            # their answers as the real method's.
             self._client_pending[key] = self._aliases.get(method, method)
         elif "method" not in msg and "id" in msg:
             self._agent_pending.pop(_id_key(msg["id"]), None)

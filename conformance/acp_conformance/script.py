@@ -1,8 +1,8 @@
 """Model scripts for the fake model APIs: builders of exchanges, and the fakes' reading of them.
 
-A *model script* is a JSON list of *exchanges*, one played per model request, in order. The
-format is iac-code's (``iaccode acp --model-script``, where it is specified and checked in full);
-the fakes in :mod:`acp_conformance.fakes` serve it over HTTP. An exchange has exactly one of:
+A *model script* is a JSON list of *exchanges*, one played per model request, in order (or
+``{"version": 1, "exchanges": [...]}``); the fakes in :mod:`acp_conformance.fakes` serve it
+over HTTP, and an agent may play the same files offline. An exchange has exactly one of:
 
 ``{"events": [...], "delay": 0.0, "cut_after": null}``
     a 200 stream of Messages API events (``delay`` seconds before each; ``cut_after`` N:
@@ -248,7 +248,7 @@ def read_exchange(obj: object, index: int = 0) -> Exchange:
     ...``) for what a fake cannot serve: not exactly one known form, an ``events`` that is not
     a list of typed events, a bad ``delay`` or ``cut_after``, a status outside 400-599,
     ``hang``/``reset`` not true. Other keys are left alone: checking script files in full is
-    the job of the program that reads them (``iaccode.llm.script.validate_script``)."""
+    the job of the program that reads them."""
     where = f"exchange {index}"
     if not isinstance(obj, dict):
         raise ScriptError(f"{where}: must be an object")

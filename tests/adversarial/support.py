@@ -25,13 +25,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from acp_conformance.environment import agent_environment
 from acp_conformance.line_client import AgentGone, LineClient
 from acp_conformance.processes import parent_pid, pid_alive
 from acp_conformance.schema import WireChecker, method_tables, validate_def
 
 from iaccode.llm.script import dump_script
 from tests.support.agent_process import AGENT_COMMAND, METHOD_ALIASES
+from tests.support.environment import agent_environment
 
 INTERNAL_ERROR = -32603
 NULL_ID = ("null", None)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import trio
 from acp_conformance.fakes.messages import FakeModelServer
+from acp_conformance.processes import pid_alive
 from acp_conformance.script import ToolUse, reply
 
 from tests.adversarial.conftest import Figures
@@ -29,7 +30,6 @@ from tests.adversarial.support import (
     final_status,
     http_agent,
     kill_quietly,
-    pid_alive,
     reject,
     request_tool_results,
     rss_kib,

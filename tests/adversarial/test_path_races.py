@@ -178,8 +178,8 @@ async def test_regression_symlink_swapped_between_check_and_use(
     assert SECRET not in json.dumps(agent.received, ensure_ascii=False)
     assert SECRET not in json.dumps([r.body for r in model_server.requests])
     assert tree_snapshot(x, skip=workspace) == before, "something outside the project changed"
-    for inside in ("inside.txt", "sub/f.txt"):
-        assert (workspace / inside).read_text().startswith("INSIDE alpha")
+    for name in ("inside.txt", "sub/f.txt"):
+        assert (workspace / name).read_text().startswith("INSIDE alpha")
     total = sum(len(c) for c in calls.values())
     figures.add(CATEGORY, "racing_calls", total)
     figures.add(CATEGORY, "cases", len(calls) * len(pairs))

@@ -280,7 +280,7 @@ def set_at(params: dict[str, Any], path: tuple[Any, ...], value: Any, delete: bo
 
 
 @st.composite
-def mutations(draw: st.DrawFn, methods: list[str]) -> tuple[str, str, tuple[Any, ...], Any]:
+def mutations(draw: st.DrawFn, methods: list[str]) -> tuple[str, str, int, Any]:
     method = draw(st.sampled_from(methods))
     return method, draw(st.sampled_from(["retype", "retype", "retype", "delete", "extra",
                                          "revalue"])), \
@@ -445,7 +445,9 @@ def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path,
             # In flight once its model answer has begun (a fixed sleep raced the first
             # prompt's lazy imports: a cancel before the request left its exchange unplayed).
             begun = f"working {request_id}"
-            agent.settle(until=lambda s=session, t=begun: t in streamed_text(agent, s))
+            def has_begun(s: str = session, t: str = begun) -> bool:
+                return t in streamed_text(agent, s)
+            agent.settle(until=has_begun)
             again = agent.request("session/list", {}, request_id=request_id, only=True)
             assert again["error"]["code"] == -32600, again
             assert "in flight" in again["error"]["data"]["detail"]

@@ -378,7 +378,8 @@ async def test_regression_lone_surrogate_in_history_does_not_break_the_next_requ
     The request now carries "?" in its place (iaccode/llm/sdk_stream.py, encodable)."""
     client, server = provider
     server.enqueue(reply("fine"))
-    history = [{"role": "user", "content": [{"type": "text", "text": "a \ud800 b"}]},
+    history: list[dict[str, Any]] = [
+               {"role": "user", "content": [{"type": "text", "text": "a \ud800 b"}]},
                {"role": "assistant", "content": [{"type": "text", "text": "c \udfff d"}]},
                {"role": "user", "content": "again"}]
     assert await ask(client, history) == "fine"

@@ -412,9 +412,9 @@ async def test_what_a_client_sends_reaches_the_log_escaped(server: ServerProcess
                       ).headers["acp-connection-id"]
         for name, value in (("Acp-Connection-Id", "\x1b[31mred\u202e"),
                             ("Acp-Session-Id", "sess\u202e\x7f")):
-            response = await http.get(server.url, headers={
-                **auth, "Accept": "text/event-stream", "Acp-Connection-Id": connection,
-                name: value.encode()})
+            raw = {key.encode(): text.encode() for key, text in {
+                **auth, "Accept": "text/event-stream", "Acp-Connection-Id": connection}.items()}
+            response = await http.get(server.url, headers={**raw, name.encode(): value.encode()})
             assert response.status_code == 404
     await server.wait_log(r"has no session")
     logged = everything_logged(server, tmp_path)

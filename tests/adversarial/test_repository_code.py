@@ -248,7 +248,8 @@ async def test_a_slow_file_is_left_out_not_waited_for(
     """Almost 1 MiB of plain HCL: python-hcl2 needs 20-60 s for it (its reader gives up at
     10 s). The prompt does not wait for it; the inventory names it as left out."""
     block = 'resource "terraform_data" "r{n}" {{\n  input = {{ a = "b", c = [1, 2, 3] }}\n}}\n'
-    text, n = [], 0
+    text: list[str] = []
+    n = 0
     while sum(map(len, text)) < 1_000_000:
         text.append(block.format(n=n))
         n += 1

@@ -311,8 +311,7 @@ async def test_the_agent_environment_holds_no_secret(tmp_path: Path, workspace: 
 async def test_iaccode_serve_holds_neither_its_token_nor_the_key(tmp_path: Path,
                                                                  figures: Figures) -> None:
     """``iaccode serve`` takes its token out of its environment too, and still checks it."""
-    from acp_conformance.environment import agent_environment
-
+    from tests.support.environment import agent_environment
     from tests.support.serve import spawn_server
 
     token = "serve-token-in-the-environment-0123"

@@ -159,7 +159,7 @@ def test_every_internal_v4_address_is_refused_in_every_ipv6_disguise(
     import ipaddress
 
     v4 = ipaddress.IPv4Address(address)
-    forms = {
+    forms: dict[str, ipaddress.IPv4Address | ipaddress.IPv6Address] = {
         "plain": v4,
         "mapped": ipaddress.IPv6Address(f"::ffff:{v4}"),
         "nat64": ipaddress.IPv6Address(int(ipaddress.IPv6Address("64:ff9b::")) | int(v4)),

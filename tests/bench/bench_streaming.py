@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.bench.common import (
@@ -36,7 +37,7 @@ DELTAS = 100_000
 PROVIDER_DELTAS = 20_000
 ROOT = Path(__file__).resolve().parents[2]
 
-PROVIDERS = {
+PROVIDERS: dict[str, tuple[str, Callable[[str], dict[str, str]]]] = {
     "Anthropic": ("acp_conformance.fakes.messages", lambda url: {
         "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": url}),
     "OpenAI-compatible": ("acp_conformance.fakes.chat", lambda url: {

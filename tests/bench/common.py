@@ -24,8 +24,9 @@ for _folder in (REPO, REPO / "conformance"):  # iaccode and tests; acp_conforman
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 
-from acp_conformance.environment import agent_environment  # noqa: E402 - after the path
-from acp_conformance.line_client import LineClient  # noqa: E402
+from acp_conformance.line_client import LineClient  # noqa: E402 - after the path
+
+from tests.support.environment import agent_environment  # noqa: E402
 
 Client = LineClient
 """The benchmarks' name for the harness's synchronous client."""

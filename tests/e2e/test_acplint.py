@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from acp_conformance.environment import agent_environment
 from acp_conformance.script import reply
 
 from iaccode.llm.script import dump_script
+from tests.support.environment import agent_environment
 
 pytestmark = pytest.mark.process  # acplint spawns the agent
 

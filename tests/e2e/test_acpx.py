@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from acp_conformance.environment import agent_environment
+
+from tests.support.environment import agent_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 ACPX_VERSION = "0.19.1"

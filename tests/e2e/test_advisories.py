@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from acp_conformance.driver import updates
 from acp_conformance.fakes.messages import FakeModelServer
@@ -17,7 +18,7 @@ from acp_conformance.script import ToolUse, error_status, hang, reply
 
 from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
-SHOWS_BOTH = {"session": {"compaction": {}, "notices": {}}}
+SHOWS_BOTH: dict[str, Any] = {"session": {"compaction": {}, "notices": {}}}
 
 
 def kinds(messages: list[dict], session: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -114,7 +115,7 @@ async def test_close_cancels_the_turn_and_forgets_the_session(
     prompt_id = await start_prompt(agent, session)
     await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
     close_id = await agent.send_request("session/close", {"sessionId": session})
-    answers = {}
+    answers: dict[Any, dict[str, Any]] = {}
     with trio.fail_after(5):
         while len(answers) < 2:
             message = await agent.receive()

@@ -22,11 +22,11 @@ from typing import Any
 import acp
 import pytest
 from acp.schema import AuthCapabilities, ClientCapabilities
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer, RecordedRequest
 from acp_conformance.script import ToolUse, reply
 
 from tests.e2e.test_official_sdk_client import RecordingClient, run
+from tests.support.environment import agent_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_KEYRING = "keyring.backends.fail.Keyring"
@@ -195,10 +195,12 @@ def test_the_editor_logs_in_through_terminal_auth_and_out_again(
             init = await conn.initialize(
                 protocol_version=acp.PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(auth=AuthCapabilities(terminal=True)))
+            assert init.auth_methods is not None and init.agent_capabilities is not None
             methods = {method.id: method for method in init.auth_methods}
             assert set(methods) == {"anthropic-api-key", "iaccode-login"}
             terminal_method: Any = methods["iaccode-login"]
             assert terminal_method.type == "terminal" and terminal_method.args == ["login"]
+            assert init.agent_capabilities.auth is not None
             assert init.agent_capabilities.auth.logout is not None
 
             with pytest.raises(acp.RequestError) as refused:

@@ -534,6 +534,7 @@ async def test_agent_exit_leaves_no_server_process(
         if how == "eof":
             await agent.close_stdin()
         else:
+            assert isinstance(how, signal.Signals)
             agent.process.send_signal(how)
         assert await agent.wait_exit(15) == 0
         assert not pid_alive(server_pid) and not pid_alive(child_pid)

@@ -34,7 +34,7 @@ class RecordingClient(acp.Client):
         if isinstance(update, AgentMessageChunk):
             self.first_update.set()
 
-    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **kwargs: Any) -> Any:
         if self.choice is None:
             raise AssertionError("no permission question expected")
@@ -43,7 +43,7 @@ class RecordingClient(acp.Client):
         return acp.RequestPermissionResponse(
             outcome=acp.schema.AllowedOutcome(option_id=chosen.option_id, outcome="selected"))
 
-    def text(self, kind: type) -> str:
+    def text(self, kind: type[Any]) -> str:
         return "".join(u.content.text for u in self.updates if isinstance(u, kind))
 
 
@@ -178,6 +178,7 @@ def test_secrets_seen_through_the_sdk(agent_env: dict[str, str], model_server: F
     run(main())
     shown = [u for u in client.updates if isinstance(u, ToolCallProgress)
              and u.tool_call_id == "toolu_n" and u.status == "completed"]
+    assert shown[0].content is not None
     text = shown[0].content[0].content.text
     assert token not in text and "deploy with [secret DEPLOY_TOKEN]" in text
     assert [q.tool_call_id for q in client.questions] == ["toolu_w"]

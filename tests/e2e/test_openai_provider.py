@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 import trio
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.chat import FakeChatServer
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, error_status, reply, stream_error
 
 from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
+from tests.support.environment import agent_environment
 
 
 @pytest.fixture

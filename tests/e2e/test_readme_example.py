@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from acp_conformance.environment import agent_environment
+
+from tests.support.environment import agent_environment
 
 pytestmark = pytest.mark.process  # the example spawns the agent
 

@@ -45,13 +45,14 @@ async def test_every_update_of_a_call_names_its_tool(
     session = await start(agent, workspace, terminal=True)
 
     def editor(message: dict[str, Any]) -> dict[str, Any]:
-        return {
+        answers: dict[str, dict[str, Any]] = {
             "session/request_permission": ALLOW,
             "terminal/create": {"terminalId": "term-1"},
             "terminal/wait_for_exit": {"exitCode": 0},
             "terminal/output": {"output": "ok\n", "truncated": False},
             "terminal/release": {},
-        }[message["method"]]
+        }
+        return answers[message["method"]]
 
     _, updates, requests = await agent.run_prompt(session, "go", editor)
     for call_id, name in (("toolu_r", "read_file"), ("toolu_b", "bash"),
@@ -334,14 +335,15 @@ async def test_a_replayed_terminal_command_shows_its_output_as_text(
     session = await start(agent, workspace, terminal=True)
 
     def editor(message: dict[str, Any]) -> dict[str, Any]:
-        return {
+        answers: dict[str, dict[str, Any]] = {
             "session/request_permission": ALLOW,
             "terminal/create": {"terminalId": "term-1"},
             "terminal/wait_for_exit": {"exitCode": 2},
             "terminal/output": {"output": "Plan: 1 to add\n", "truncated": False,
                                 "exitStatus": {"exitCode": 2}},
             "terminal/release": {},
-        }[message["method"]]
+        }
+        return answers[message["method"]]
 
     _, updates, _ = await agent.run_prompt(session, "plan", editor)
     assert tool_updates(updates, "toolu_bash")[-1]["content"] == [
@@ -630,7 +632,8 @@ async def test_an_infrastructure_calls_title_is_the_same_after_a_load(
     _, updates, _ = await agent.run_prompt(session, "apply", editor)
 
     def last_title(shown: list[dict[str, Any]]) -> str:
-        return [u["title"] for u in shown if u.get("title")][-1]
+        titles: list[str] = [u["title"] for u in shown if u.get("title")]
+        return titles[-1]
 
     live = last_title([*tool_updates(updates, "toolu_bash"), questions[0]["params"]["toolCall"]])
     assert live == f"Changes real infrastructure: {command}"

@@ -144,7 +144,7 @@ class Recorder(acp.Client):
         if isinstance(update, AgentMessageChunk):
             self.chunk.set()
 
-    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **kwargs: Any) -> Any:
         self.questions.append(tool_call)
         chosen = next(o for o in options if o.kind == "allow_once")

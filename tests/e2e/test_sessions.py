@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from acp_conformance.script import ToolUse, hang, reply
 from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 
-def spawn(env: dict[str, str], tmp_path: Path, name: str = "agent") -> spawn_agent:
+def spawn(env: dict[str, str], tmp_path: Path,
+          name: str = "agent") -> AbstractAsyncContextManager[AgentConnection]:
     return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES))
 
 

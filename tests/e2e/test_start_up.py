@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import trio
-from acp_conformance.environment import agent_environment
 from acp_conformance.schema import WireChecker
 
 from tests.support.agent_process import AGENT_COMMAND, METHOD_ALIASES, AgentConnection, spawn_agent
+from tests.support.environment import agent_environment
 
 
 def _initialize(params: Any, request_id: Any = 1) -> bytes:

@@ -3,17 +3,18 @@ the test plays the editor (answering permission questions, fs/* and terminal/*).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.processes import group_gone
 from acp_conformance.script import ToolUse, reply
 
 from tests.support.agent_process import AgentConnection, ErrorAnswer, spawn_agent
+from tests.support.environment import agent_environment
 
 
 def call(name: str, **args: Any) -> dict:
@@ -29,13 +30,15 @@ def tool_updates(updates: list[dict], call_id: str) -> list[dict]:
 def result_for(server: FakeModelServer, request_index: int, call_id: str) -> dict:
     """The tool_result the model received in the given request."""
     for message in server.requests[request_index].messages:
-        for block in message["content"] if isinstance(message["content"], list) else []:
+        blocks: list[dict[str, Any]] = (message["content"] if isinstance(message["content"], list)
+                                        else [])
+        for block in blocks:
             if block.get("type") == "tool_result" and block["tool_use_id"] == call_id:
                 return block
     raise AssertionError(f"no tool_result for {call_id}")
 
 
-def choose(option: str):
+def choose(option: str) -> Callable[[dict], dict]:
     def answer(message: dict) -> dict:
         assert message["method"] == "session/request_permission"
         return {"outcome": {"outcome": "selected", "optionId": option}}
@@ -318,7 +321,7 @@ async def test_terminal_delegation(agent: AgentConnection, model_server: FakeMod
 
     def editor(message: dict) -> dict:
         methods.append(message["method"])
-        return {
+        answers: dict[str, dict[str, Any]] = {
             "session/request_permission": {"outcome": {"outcome": "selected",
                                                        "optionId": "allow_once"}},
             "terminal/create": {"terminalId": "term-1"},
@@ -326,7 +329,8 @@ async def test_terminal_delegation(agent: AgentConnection, model_server: FakeMod
             "terminal/output": {"output": "Plan: 1 to add\n", "truncated": False,
                                 "exitStatus": {"exitCode": 0}},
             "terminal/release": {},
-        }[message["method"]]
+        }
+        return answers[message["method"]]
 
     _, updates, _ = await agent.run_prompt(session, "plan", editor)
     assert methods[0] == "session/request_permission"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp_conformance.fakes.messages import FakeModelServer
@@ -20,7 +22,7 @@ def agent_env(agent_env: dict[str, str]) -> dict[str, str]:
     return {**agent_env, "IAC_CODE_MODEL": PRICED}
 
 
-def thinking_reply(thought_tokens: int, **tokens: int) -> dict:
+def thinking_reply(thought_tokens: int, **tokens: Any) -> dict:
     exchange = reply("answer", thinking="hmm", **tokens)
     for event in exchange["events"]:
         if event["type"] == "message_delta":
@@ -28,7 +30,8 @@ def thinking_reply(thought_tokens: int, **tokens: int) -> dict:
     return exchange
 
 
-def spawn(env: dict[str, str], tmp_path: Path, name: str) -> spawn_agent:
+def spawn(env: dict[str, str], tmp_path: Path,
+          name: str) -> AbstractAsyncContextManager[AgentConnection]:
     return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES))
 
 

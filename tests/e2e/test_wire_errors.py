@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_conformance.environment import agent_environment
 
 from tests.support.agent_process import AgentConnection, spawn_agent
+from tests.support.environment import agent_environment
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 

@@ -91,7 +91,7 @@ class Editor(acp.Client):
                 getattr(update, "status", None) == "in_progress":
             self.tool_started.set()
 
-    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **kwargs: Any) -> Any:
         kind = self.answers.pop(0)
         chosen = next(o for o in options if o.kind == kind)

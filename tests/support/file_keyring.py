@@ -18,7 +18,7 @@ from keyring.errors import PasswordDeleteError
 
 
 class FileKeyring(KeyringBackend):
-    priority = 1  # type: ignore[assignment]  # keyring declares it a classproperty
+    priority = 1
 
     def _file(self) -> Path:
         return Path(os.environ["IAC_TEST_KEYRING_FILE"])

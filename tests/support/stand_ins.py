@@ -10,8 +10,9 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-from acp_conformance.environment import agent_environment
 from acp_conformance.fakes.messages import FakeModelServer
+
+from tests.support.environment import agent_environment
 
 
 def env_with_stand_ins(tmp_path: Path, model_server: FakeModelServer,

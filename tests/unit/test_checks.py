@@ -84,14 +84,15 @@ def test_a_corrupt_meta_json_says_what_is_wrong() -> None:
 
     sid = new_session_id()
     good = SessionMeta(sid, "/p", utc_now(), utc_now(), "m", "default").to_json()
-    for change, message in [
+    changes: list[tuple[dict[str, Any], str]] = [
         ({"title": 3}, "title must be a string or null, got an integer"),
         ({"cwd": None}, "cwd must be a string, got null"),
         ({"message_count": -1}, "message_count must be a non-negative integer, got -1"),
         ({"remembered": {"bash": "yes"}},
          "remembered must be an object of true/false answers, got {'bash': 'yes'}"),
         ({"updated_at": 5}, "updated_at must be a string, got an integer"),
-    ]:
+    ]
+    for change, message in changes:
         with pytest.raises(StoreError) as info:
             SessionMeta.from_json({**good, **change})
         assert str(info.value) == f"session {sid}: invalid meta.json: {message}"

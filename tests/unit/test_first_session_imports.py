@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp_conformance.environment import agent_environment
+from tests.support.environment import agent_environment
 
 SCRIPT = r"""
 import json, sys, threading

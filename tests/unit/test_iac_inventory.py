@@ -212,7 +212,11 @@ async def test_background_builds_share_a_few_worker_threads(
         (tmp_path / f"p{number}" / "main.tf").write_text(f'variable "v{number}" {{}}\n')
         projects.append(ProjectInventory(tmp_path / f"p{number}"))
     # Started where the prompt's sections start them: in worker threads of the run.
-    await trio.to_thread.run_sync(lambda: [project.start() for project in projects])
+    def start_all() -> None:
+        for project in projects:
+            project.start()
+
+    await trio.to_thread.run_sync(start_all)
     for _ in range(BUILD_THREADS):
         assert await trio.to_thread.run_sync(entered.acquire, True, 10)
     assert not await trio.to_thread.run_sync(entered.acquire, True, 0.3)  # no third one

@@ -26,6 +26,7 @@ from iaccode.mcp.section import mcp_section
 from iaccode.mcp.servers import McpServers, expand_prompt
 from iaccode.mcp.tool import MAX_IMAGE_BYTES, tool_result
 from iaccode.protocol.content import ImageContent, TextContent
+from iaccode.protocol.tool_calls import ContentToolCallContent
 
 # -- names -----------------------------------------------------------------------------------
 
@@ -196,7 +197,8 @@ def test_resources_images_and_the_output_cap() -> None:
     assert image == {"type": "image", "source": {
         "type": "base64", "media_type": "image/png", "data": PNG}}
     assert result.content is not None
-    shown = [c.content for c in result.content]
+    assert all(isinstance(c, ContentToolCallContent) for c in result.content)
+    shown = [c.content for c in result.content if isinstance(c, ContentToolCallContent)]
     assert isinstance(shown[0], TextContent) and "characters cut" in shown[0].text
     assert len(shown[0].text) < 200
     assert shown[3] == ImageContent(PNG, "image/png")

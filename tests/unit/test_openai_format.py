@@ -102,24 +102,6 @@ def test_thinking_levels() -> None:
         assert "reasoning_effort" not in off and "extra_body" not in off
 
 
-def test_the_fake_refuses_what_the_real_api_refuses() -> None:
-    call = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
-    unanswered = [{"role": "user", "content": "x"}, call, {"role": "user", "content": "y"}]
-    assert "did not have response messages: c1" in str(refusal({"model": "m",
-                                                               "messages": unanswered}))
-    orphan = [{"role": "user", "content": "x"},
-              {"role": "tool", "tool_call_id": "c1", "content": "r"}]
-    assert "must be a response to a preceeding message" in str(
-        refusal({"model": "m", "messages": orphan}))
-    anthropic_block = [{"role": "user", "content": [{"type": "tool_result"}]}]
-    assert "Invalid value" in str(refusal({"model": "m", "messages": anthropic_block}))
-    assert "thinking" in str(refusal({"model": "m", "thinking": {}, "messages": unanswered[:1]}))
-    anthropic_tool = {"name": "bash", "input_schema": {"type": "object"}}
-    assert "tools[0].type" in str(refusal({"model": "m", "messages": unanswered[:1],
-                                           "tools": [anthropic_tool]}))
-
-
 def play(chunks: list[dict[str, Any]]) -> list[ModelEvent]:
     translator = ChunkTranslator()
     assembler = StreamAssembler()

@@ -136,6 +136,7 @@ def test_meta_json_round_trip_and_validation() -> None:
     assert data["updated_at"].endswith("Z")
     assert SessionMeta.from_json(json.loads(json.dumps(data))) == meta
     assert SessionMeta.from_json({**data, "future_field": 1}) == meta
+    bad: object
     for bad in (
         [],
         {**data, "session_id": "../x"},

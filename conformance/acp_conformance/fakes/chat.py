@@ -60,7 +60,7 @@ class FakeChatServer(FakeModelServer):
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT/v1``, for ``base_url=`` or ``IAC_CODE_BASE_URL``."""
+        """``http://127.0.0.1:PORT/v1``, for ``base_url=`` or ``OPENAI_BASE_URL``."""
         return f"http://{self.host}:{self.port}/v1"
 
     def error_body(self, status: int, message: str) -> Any:

@@ -140,7 +140,9 @@ def _hostile(server: MCPServer, mode: str, record: Callable[[str, dict[str, Any]
             return ListToolsResult(next_cursor=str(page + 1), tools=[
                 ToolSpec(name=f"huge{page}", description=f"{page:08d}" * (HUGE_BYTES // 8),
                          input_schema={"type": "object"})])
-        result: ListToolsResult = await own(ctx, params)
+        result = await own(ctx, params)
+        if not isinstance(result, ListToolsResult):  # what the SDK's handler answers
+            raise TypeError(f"tools/list answered {type(result).__name__}")
         if mode == "huge":  # the server's own tools first, then pages of one huge tool each
             result.next_cursor = "0"
         if mode == "many":

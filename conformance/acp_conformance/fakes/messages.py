@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from acp_conformance.fakes.prompt_cache import PromptCache
 from acp_conformance.script import (
@@ -254,7 +254,7 @@ class FakeModelServer:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def __enter__(self) -> FakeModelServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -1,20 +1,19 @@
 """Agent-agnostic ACP conformance suite (the pytest options, fixtures and result table).
 
     acp-conformance --agent "CMD ARGS"          # checks any ACP agent command (pip install)
-        [--agent-env KEY=VALUE ...] [--tools auto|none|iaccode|claude-code] [--report PATH]
-        [--model-api messages|chat] [-n 2]
-    nox -s conformance                          # checks `iaccode acp` against the fake model
+        [--agent-env KEY=VALUE ...] [--tools auto|none|claude-code|PROFILE.json]
+        [--report PATH] [--model-api messages|chat] [-n 2]
     acp-conformance --url http://127.0.0.1:PORT/acp --token T --model-port MPORT -n 0
-                                                # checks a remote agent (nox -s conformance_remote)
+                                                # checks a remote agent
 
 Each test spawns fresh agent processes (one crash cannot cascade) in a clean home directory
-(``HOME`` and ``IAC_CODE_HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API
-run by the test and a dummy ``ANTHROPIC_API_KEY`` (:mod:`acp_conformance.harness`). With
-``--model-api chat`` the fake is an OpenAI Chat Completions API instead
-(:mod:`acp_conformance.fakes.chat`), and the agent is told of it the way iac-code's
-OpenAI-compatible provider reads it (``IAC_CODE_PROVIDER=openai``, ``IAC_CODE_BASE_URL``, a
-dummy ``OPENAI_API_KEY``): ``nox -s conformance_openai``. Requirement ids, tiers and the result
-table: :mod:`acp_conformance.requirements`; what the suite checks: ``docs/conformance.md``.
+(``HOME``), with ``ANTHROPIC_BASE_URL`` pointing at a fake Messages API run by the test and a
+dummy ``ANTHROPIC_API_KEY`` (:mod:`acp_conformance.harness`). With ``--model-api chat`` the
+fake is an OpenAI Chat Completions API instead (:mod:`acp_conformance.fakes.chat`), given as
+``OPENAI_BASE_URL`` and a dummy ``OPENAI_API_KEY``. An agent that reads its settings elsewhere
+is told with ``--agent-env`` (``{model_url}`` in a value is the fake's address). Requirement
+ids, tiers and the result table: :mod:`acp_conformance.requirements`; what the suite checks:
+the package's README.
 
 A remote agent (``--url``, the ACP remote-transport RFD: Streamable HTTP or WebSocket) is
 already running: each "spawn" is a new connection to it instead (:mod:`acp_conformance.remote`),
@@ -32,9 +31,9 @@ from pathlib import Path
 import pytest
 
 from acp_conformance.driver import AgentConnection
-from acp_conformance.harness import MODEL_APIS, Checks, Harness
+from acp_conformance.harness import MODEL_APIS, TOOLS, Checks, Harness
 from acp_conformance.requirements import Recorder
-from acp_conformance.scenarios import PROFILES, Model
+from acp_conformance.scenarios import PROFILES, Model, ProfileError, tools_option
 
 PLUGIN = "acp-conformance"
 
@@ -42,14 +41,20 @@ PLUGIN = "acp-conformance"
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("acp-conformance")
     group.addoption("--agent", default=None,
-                    help="agent command to check (default: iaccode acp)")
+                    help="agent command to check (this or --url is needed)")
     group.addoption("--agent-env", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra environment for the agent (repeatable)")
-    group.addoption("--tools", default="auto", choices=["auto", "none", *PROFILES],
-                    help="tool profile for tool scenarios (auto: from agentInfo.name)")
+                    help="extra environment for the agent (repeatable); {model_url} in a "
+                    "value is the fake model's base URL")
+    group.addoption("--agent-debug-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="what makes the agent log verbosely, for the stdout check (repeatable; "
+                    "DEBUG=* and RUST_LOG=debug are set already)")
+    group.addoption("--tools", default="auto", metavar="|".join(["auto", "none", *PROFILES,
+                                                                 "PROFILE.json"]),
+                    help="the agent's tools for the tool scenarios: auto (from agentInfo.name), "
+                    "none, a built-in profile or a JSON profile file (see the README)")
     group.addoption("--model-api", default="messages", choices=sorted(MODEL_APIS),
-                    help="the fake model's API: messages (Anthropic) or chat (OpenAI Chat "
-                    "Completions, for iac-code's OpenAI-compatible provider)")
+                    help="the fake model's API: messages (Anthropic Messages) or chat (OpenAI "
+                    "Chat Completions)")
     group.addoption("--agent-timeout", type=float, default=20.0,
                     help="seconds to wait for any one answer from the agent")
     group.addoption("--report", default=None,
@@ -70,6 +75,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not (config.getoption("--agent") or config.getoption("--url")
+            or config.getoption("--help")):
+        raise pytest.UsageError('give the agent to check: --agent "CMD ARGS" (or --url URL)')
+    try:
+        config.stash[TOOLS] = tools_option(str(config.getoption("--tools")),
+                                           config.invocation_params.dir)
+    except ProfileError as exc:
+        raise pytest.UsageError(f"--tools: {exc}") from exc
     config.addinivalue_line(
         "markers", "requirement(id, tier, summary): the ACP requirement a conformance test "
         "checks; tier is MUST, CAPABILITY or SHOULD")

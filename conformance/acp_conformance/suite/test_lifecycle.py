@@ -137,8 +137,7 @@ async def test_exit_at_end_of_input_mid_turn(agent: AgentConnection, workspace: 
              "with verbose logging, a full turn (thinking, text, tool) leaves stdout all "
              "newline-terminated JSON-RPC objects, one per line")
 async def test_stdout_hygiene(harness: Harness, model: Model) -> None:
-    debug = {"IAC_CODE_LOG_LEVEL": "DEBUG", "DEBUG": "*", "RUST_LOG": "debug"}
-    async with harness.spawn(debug) as agent:
+    async with harness.spawn(harness.debug_env) as agent:
         session = await start(agent, harness.workspace)
         exchanges = [reply(["Some ", "text."], thinking=["Thinking ", "aloud."])]
         if (profile := harness.maybe_tools(agent)) is not None:

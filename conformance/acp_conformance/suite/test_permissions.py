@@ -51,6 +51,7 @@ class WriteTurn:
             return policy(request)
 
         self.asked = []
+        assert self.agent.services is not None  # the harness's agents have the client's
         self.agent.services.permission = asking
         return await self.agent.prompt(session, f"Write {name}")
 
@@ -171,6 +172,7 @@ async def held_write(agent: AgentConnection, harness: Harness, model: Model
     unanswered (``agent.held[0]``): the session and the prompt's request id."""
     session = await start(agent, harness.workspace)
     WriteTurn(agent, harness, model).plan("perm.txt")
+    assert agent.services is not None
     agent.services.permission = lambda _: HOLD
     request_id = await agent.send_request("session/prompt", {
         "sessionId": session, "prompt": [{"type": "text", "text": "Write perm.txt"}]})
@@ -248,6 +250,7 @@ async def test_tools_respect_client_capabilities(agent: AgentConnection, harness
     answer, _ = await agent.prompt(session, "Write, read, then run a command",
                                    timeout=max(agent.timeout, 60))
     assert stop_reason(answer) == "end_turn"
+    assert agent.services is not None
     assert not agent.services.violations, agent.services.violations[0]
     delegated = sorted({r["method"] for r in agent.agent_requests if capability_for(r["method"])})
     assert (workspace / "out.txt").read_text() == "hello\n", (

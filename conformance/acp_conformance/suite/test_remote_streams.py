@@ -25,7 +25,7 @@ NO_SUCH_SESSION = "sess_conformance_no_such_session"
 
 
 def remote_http(agent: AgentConnection, harness: Harness) -> RemoteAgent:
-    remote = agent.process
+    remote: object = agent.process  # typed as a process; a RemoteAgent with --url
     if harness.url is None or not isinstance(remote, RemoteAgent):
         not_applicable("a remote agent's streams (--url)")
     if remote.transport == "websocket":

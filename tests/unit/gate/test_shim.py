@@ -8,6 +8,7 @@ import socket
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ def gate(tmp_path: Path) -> Path:
     return GateFolder.create(str(tmp_path)).bin / "terraform"
 
 
-def frame(op: object) -> bytes:
+def frame(op: Any) -> bytes:
     """An op as the agent sends it: its marshal dump after its length."""
     data = marshal.dumps(op)
     return len(data).to_bytes(4, "big") + data

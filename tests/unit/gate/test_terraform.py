@@ -134,6 +134,7 @@ async def test_an_apply_without_a_plan_file_applies_the_plan_it_showed(
     assert "Plan file: sha256 " in shown and "terraform apply -auto-approve" in shown
     assert [o.kind for o in options] == ["allow_once", "reject_once", "reject_always"]
     assert exchange.helpers[0][1:3] == ["plan", "-input=false"]
+    assert outcome.argv is not None
     assert outcome.argv[1:3] == ["apply", "-input=false"] and "-var" not in outcome.argv
     assert state(folder, "server", "input") == "small", "nothing applied before the gate runs"
 
@@ -190,7 +191,7 @@ async def test_a_saved_plan_is_shown_and_applied_from_the_private_copy(
               ).returncode == 0
     outcome = await handle(LocalExchange([terraform, "apply", "mine.tfplan"], folder,
                                          FakeEditor(["allow_once"])))
-    assert isinstance(outcome, Exec)
+    assert isinstance(outcome, Exec) and outcome.argv is not None
     copy = Path(outcome.argv[-1])
     assert copy.name != "mine.tfplan" and copy.parent.parent.name.startswith("iaccode-plans-")
     status, _ = await gate_runs(outcome, folder)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from iaccode.session.history_updates import history_updates
 
-RECORDS = [
+RECORDS: list[dict[str, Any]] = [
     {"type": "message", "message": {"role": "user", "content": "hi"},
      "prompt": [{"type": "text", "text": "hi"}]},
     {"type": "message", "message_id": "msg_live",

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import jsonschema
 import pytest
 import trio
@@ -125,7 +126,7 @@ def test_definitions_describe_every_input_field(tool: Tool) -> None:
     schema = tool.input_schema
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["additionalProperties"] is False
-    fields = {a.name for a in tool.input_type.__attrs_attrs__}
+    fields = {a.name for a in attrs.fields(tool.input_type)}
     assert set(schema["properties"]) == fields
     assert set(schema["required"]) <= fields
     assert all(prop.get("description") for prop in schema["properties"].values())
@@ -146,7 +147,7 @@ def test_definitions_describe_every_input_field(tool: Tool) -> None:
 ])
 def test_titles_kinds_and_paths(tool: Tool, args: dict[str, Any], title: str, kind: str,
                                 read_only: bool) -> None:
-    parsed = tool_input(args, tool.input_type)
+    parsed: Any = tool_input(args, tool.input_type)
     assert tool.title(parsed) == title
     assert (tool.kind, tool.read_only) == (kind, read_only)
     assert tool.paths(parsed) == [args.get("path", ".")]
@@ -210,7 +211,7 @@ async def test_local_read_checks_the_opened_file_too(cwd: Path,
     def stale_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         return real_stat(regular if Path(path) == fifo else path, *args, **kwargs)
 
-    monkeypatch.setattr(local_files.os, "stat", stale_stat)
+    monkeypatch.setattr(os, "stat", stale_stat)
     with trio.fail_after(10), pytest.raises(ToolFailure, match="named pipe"):
         await LocalFiles(100).read_text(fifo)
 
@@ -276,7 +277,7 @@ async def test_failed_replace_leaves_the_old_file_and_no_temp_file(
     def broken_replace(*_: Any, **__: Any) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(local_files.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     with trio.fail_after(10), pytest.raises(ToolFailure, match="Input/output error"):
         await LocalFiles(1000).write_text(target, "new")
     assert target.read_text() == "old"

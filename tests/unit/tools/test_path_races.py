@@ -75,7 +75,7 @@ def swap_dir(folder: Path, target: Path) -> Path:
 
 
 def hook(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
-         swap: Callable[[], None]) -> list[int]:
+         swap: Callable[[], object]) -> list[int]:
     """Run ``swap`` on the first call of ``owner.name``, before the call itself."""
     real = getattr(owner, name)
     calls: list[int] = []

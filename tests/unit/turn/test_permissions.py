@@ -41,14 +41,17 @@ def decide(cwd: Path, name: str, mode: str, *, remembered: dict[str, bool] | Non
                               confirm_infra_changes=confirm_infra_changes, gates=gates)
 
 
-READ_INSIDE = ("read_file", {"path": "main.tf"})
-READ_OUTSIDE = ("read_file", {"path": "/etc/hostname"})
-EDIT_INSIDE = ("write_file", {"path": "main.tf", "content": "x"})
-EDIT_OUTSIDE = ("write_file", {"path": "../elsewhere.tf", "content": "x"})
-COMMAND = ("bash", {"command": "ls"})
-INFRA = ("bash", {"command": "aws cloudformation delete-stack --stack-name shop"})
+Call = tuple[str, dict[str, Any]]
+"""A tool call: the tool's name and its input."""
+
+READ_INSIDE: Call = ("read_file", {"path": "main.tf"})
+READ_OUTSIDE: Call = ("read_file", {"path": "/etc/hostname"})
+EDIT_INSIDE: Call = ("write_file", {"path": "main.tf", "content": "x"})
+EDIT_OUTSIDE: Call = ("write_file", {"path": "../elsewhere.tf", "content": "x"})
+COMMAND: Call = ("bash", {"command": "ls"})
+INFRA: Call = ("bash", {"command": "aws cloudformation delete-stack --stack-name shop"})
 """A change whose CLI has no handler of its own: the line's question asks for it."""
-PLAN_BOUND = ("bash", {"command": "cd infra && terraform apply -auto-approve"})
+PLAN_BOUND: Call = ("bash", {"command": "cd infra && terraform apply -auto-approve"})
 """A change the gate asks for itself, with the plan (iaccode/gate/terraform.py)."""
 
 R, A, X = Decision.RUN, Decision.ASK, Decision.REFUSE
@@ -103,7 +106,7 @@ def test_reads_of_our_own_saved_output_run_without_asking(cwd: Path, tmp_path: P
     ours = Path(os.path.realpath(tmp_path)) / "saved"
     ours.mkdir()
     (ours / "call.txt").write_text("long output")
-    args = {"path": str(ours / "call.txt")}
+    args: dict[str, Any] = {"path": str(ours / "call.txt")}
     assert decide(cwd, "read_file", "default", **args).decision is A
     assert decide(cwd, "read_file", "default", ours=ours, **args).decision is R
 
@@ -152,7 +155,7 @@ def test_added_folders_count_as_the_project_by_their_real_paths(cwd: Path,
     assert verdict(added / "out" / "a.tf", added) is A  # a link out of it is outside
     assert verdict(tmp_path / "added-not" / "a.tf", added) is A  # a prefix is not a folder
     edit = TOOLS["write_file"]
-    args = tool_input({"path": str(added / "a.tf"), "content": ""}, edit.input_type)
+    args: Any = tool_input({"path": str(added / "a.tf"), "content": ""}, edit.input_type)
     assert permissions.decide(edit, args, mode="accept_edits", cwd=cwd, remembered={},
                               additional=(added,)).decision is R
 

@@ -140,7 +140,7 @@ def test_a_recorded_or_played_tool_keeps_the_hooks_of_the_one_it_wraps(tmp_path:
     recorder.close()
     bash = recorded["bash"]
     assert type(bash) is not type(builtin_tools()["bash"])  # wrapped: its results are kept
-    args = tool_input({"command": INFRA_LINE}, bash.input_type)
+    args: Any = tool_input({"command": INFRA_LINE}, bash.input_type)
     assert bash.command_line(args) == INFRA_LINE and bash.gated and bash.machine_dependent
     assert decide(bash, "bypass", tmp_path, command=INFRA_LINE).decision is Decision.ASK
     assert [name for name, tool in builtin_tools().items() if tool.machine_dependent] == [

@@ -166,7 +166,9 @@ async def test_a_cancel_while_the_user_is_asked_leaves_a_final_failed_update(
         end = editor.tool_updates(call_id)[-1]
         assert isinstance(end, ToolCallProgress) and end.status == "failed"
         assert end.raw_output["output"].startswith("Cancelled: the turn ended")
-    assert "asked for permission" in editor.tool_updates("t1")[-1].raw_output["output"]
+    asked = editor.tool_updates("t1")[-1]
+    assert isinstance(asked, ToolCallProgress)
+    assert "asked for permission" in asked.raw_output["output"]
     assert not (cwd / "a.txt").exists()
     # The history stays valid for the API: each tool_use has its (synthetic) result.
     results = tool_results(transcript.messages[-1])
@@ -185,7 +187,9 @@ async def test_a_permission_answered_cancelled_cancels_the_turn(cwd: Path) -> No
 
     assert scope.cancelled_caught
     assert editor.statuses("t1") == ["pending", "failed"]
-    assert editor.tool_updates("t1")[-1].raw_output == {"output": "Cancelled by the user."}
+    last = editor.tool_updates("t1")[-1]
+    assert isinstance(last, ToolCallProgress)
+    assert last.raw_output == {"output": "Cancelled by the user."}
     assert not (cwd / "a.txt").exists()
 
 

@@ -19,9 +19,8 @@ import trio
 from acp_conformance.fakes.messages import NO_EXCHANGE_LEFT, FakeModelServer
 from acp_conformance.script import ToolUse, error_status, hang, reply, reset, stream_error
 
-from iaccode.llm.script import dump_script
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+"""The harness's project folder: ``python -m acp_conformance...`` runs from it."""
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 
@@ -354,9 +353,10 @@ async def test_non_stream_request_gets_a_folded_message(server: FakeModelServer)
             message = await client.messages.create(model="m", max_tokens=10, messages=MESSAGES)
             with pytest.raises(anthropic.OverloadedError):
                 await client.messages.create(model="m", max_tokens=10, messages=MESSAGES)
-    assert [b.type for b in message.content] == ["thinking", "text", "tool_use"]
-    assert message.content[1].text == "ab"
-    assert message.content[2].input == {"pattern": "x"}
+    thinking, text, tool_use = message.content
+    assert thinking.type == "thinking"
+    assert text.type == "text" and text.text == "ab"
+    assert tool_use.type == "tool_use" and tool_use.input == {"pattern": "x"}
     assert message.stop_reason == "tool_use"
     assert message.usage.output_tokens == 5
     assert message.usage.cache_read_input_tokens == 3
@@ -400,7 +400,7 @@ def test_sync_client_works() -> None:
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_cli_serves_a_script_until_signalled(tmp_path: Path, stop_signal: int) -> None:
     script = tmp_path / "script.json"
-    dump_script([reply(["from ", "cli"]), error_status(529)], script)
+    script.write_text(json.dumps([reply(["from ", "cli"]), error_status(529)]))
     command = [sys.executable, "-m", "acp_conformance.fakes.messages", "--script", str(script)]
     with subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

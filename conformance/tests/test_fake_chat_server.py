@@ -1,8 +1,8 @@
 """The fake Chat Completions API, driven by the real openai SDK (its own typed stream helper,
-not our provider), so the fake is checked against what the SDK expects of the real API.
+not an agent's provider), so the fake is checked against what the SDK expects of the real API.
 
 The SDK's synchronous client: its async typed stream leaves async generators for the garbage
-collector under trio (a ResourceWarning; our provider reads the raw lines instead)."""
+collector under trio (a ResourceWarning)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 import pytest
-from acp_conformance.fakes.chat import CHAT_PATH, FakeChatServer
+from acp_conformance.fakes.chat import CHAT_PATH, FakeChatServer, refusal
 from acp_conformance.script import ToolUse, error_status, reply
 
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
@@ -40,7 +40,7 @@ def test_the_sdk_assembles_text_tool_calls_and_usage(server: FakeChatServer) -> 
     assert choice.message.content == "Hello"
     assert choice.finish_reason == "tool_calls"
     calls = choice.message.tool_calls or []
-    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [  # type: ignore[union-attr]
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [
         ("c1", "grep", '{"pattern": "x"}'), ("c2", "bash", '{"command": "ls"}')]
     assert final.usage is not None
     assert (final.usage.prompt_tokens, final.usage.completion_tokens) == (9, 3)
@@ -71,3 +71,21 @@ def test_errors_have_the_apis_shape(server: FakeChatServer) -> None:
     assert "must be a response to a preceeding message" in refused.value.message
     assert server.requests[-1].path == CHAT_PATH
     assert len(server.problems) == 1  # the refusal is recorded for the test to see
+
+
+def test_the_fake_refuses_what_the_real_api_refuses() -> None:
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    unanswered = [{"role": "user", "content": "x"}, call, {"role": "user", "content": "y"}]
+    assert "did not have response messages: c1" in str(refusal({"model": "m",
+                                                               "messages": unanswered}))
+    orphan = [{"role": "user", "content": "x"},
+              {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    assert "must be a response to a preceeding message" in str(
+        refusal({"model": "m", "messages": orphan}))
+    anthropic_block = [{"role": "user", "content": [{"type": "tool_result"}]}]
+    assert "Invalid value" in str(refusal({"model": "m", "messages": anthropic_block}))
+    assert "thinking" in str(refusal({"model": "m", "thinking": {}, "messages": unanswered[:1]}))
+    anthropic_tool = {"name": "bash", "input_schema": {"type": "object"}}
+    assert "tools[0].type" in str(refusal({"model": "m", "messages": unanswered[:1],
+                                           "tools": [anthropic_tool]}))

@@ -46,7 +46,7 @@ INITIALIZE_RESULT: dict[str, Any] = {
         "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
         "sessionCapabilities": {"list": {}, "close": {}},
     },
-    "agentInfo": {"name": "iac-code", "title": "iac-code", "version": "0.1.0"},
+    "agentInfo": {"name": "example-agent", "title": "Example agent", "version": "0.1.0"},
     "authMethods": [{"id": "api-key", "name": "Anthropic API key"}],
 }
 
@@ -213,7 +213,7 @@ def test_agent_requests_to_client_pass() -> None:
     )
     c.assert_agent_sent(
         _req(
-            3, "terminal/create", {"sessionId": "sess-1", "command": "terraform", "args": ["plan"]}
+            3, "terminal/create", {"sessionId": "sess-1", "command": "make", "args": ["test"]}
         )
     )
     assert c.pending_agent_requests == {
@@ -228,10 +228,10 @@ def test_agent_requests_to_client_pass() -> None:
 
 def test_extension_methods_only_check_envelope() -> None:
     c = WireChecker()
-    c.client_sent(_req(7, "_iac/debug", {"x": 1}))
+    c.client_sent(_req(7, "_example/debug", {"x": 1}))
     assert c.agent_sent(_ok(["anything", 1, None], 7)) == []
-    assert c.agent_sent({"jsonrpc": "2.0", "method": "_iac/notice", "params": {"a": 1}}) == []
-    c.client_sent(_req(8, "_iac/debug"))
+    assert c.agent_sent({"jsonrpc": "2.0", "method": "_example/notice", "params": {"a": 1}}) == []
+    c.client_sent(_req(8, "_example/debug"))
     problems = c.agent_sent({"id": 8, "result": {}, "extra": 1})
     assert "jsonrpc" in _joined(problems)
     assert "extra" in _joined(problems)
