@@ -1,6 +1,7 @@
-"""The README and docs/ point only inside the repository.
+"""The README, docs/ and the other READMEs point only inside the repository.
 
-Every relative Markdown link in ``README.md`` and ``docs/*.md`` names a file of the repository
+Every relative Markdown link in ``README.md``, ``docs/*.md``, ``tests/README.md`` and
+``conformance/README.md`` names a file of the repository
 (and, with ``#anchor``, a heading of that file), and no text names a path of one machine
 (``/work/...``, ``/tmp/...``, the home of whoever ran the tests): a newcomer's clone has
 neither.
@@ -25,7 +26,8 @@ temporary files, root's and macOS users' homes."""
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")),
+            root / "tests" / "README.md", root / "conformance" / "README.md"]
 
 
 def anchors(path: Path) -> set[str]:
@@ -48,6 +50,7 @@ def broken_links(path: Path, root: Path = ROOT) -> list[str]:
     """The relative links of one document that lead nowhere in the repository, and the paths
     in code spans that leave it."""
     problems = []
+    name = path.relative_to(root).as_posix()  # three of them are README.md
     text = FENCE.sub("", path.read_text(encoding="utf-8"))
     for target in LINK.findall(text):
         if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
@@ -55,22 +58,23 @@ def broken_links(path: Path, root: Path = ROOT) -> list[str]:
         file_part, _, anchor = target.partition("#")
         where = (path.parent / file_part).resolve() if file_part else path
         if not where.is_relative_to(root.resolve()):
-            problems.append(f"{path.name}: {target} leads outside the repository")
+            problems.append(f"{name}: {target} leads outside the repository")
         elif not where.exists():
-            problems.append(f"{path.name}: {target} names no file")
+            problems.append(f"{name}: {target} names no file")
         elif anchor and where.suffix == ".md" and anchor not in anchors(where):
-            problems.append(f"{path.name}: {target} names no heading of {where.name}")
+            problems.append(f"{name}: {target} names no heading of {where.name}")
     for named in CODE_PATH.findall(text):
         if not (path.parent / named).resolve().is_relative_to(root.resolve()):
-            problems.append(f"{path.name}: `{named}` is outside the repository")
+            problems.append(f"{name}: `{named}` is outside the repository")
     return problems
 
 
-def machine_paths(path: Path) -> list[str]:
+def machine_paths(path: Path, root: Path = ROOT) -> list[str]:
     """Lines of one document that name a path of some machine."""
     home = str(Path.home())
     places = (*MACHINE_PATHS, *([home + "/"] if home not in ("/", "/home/you") else []))
-    return [f"{path.name}:{number}: {line.strip()}"
+    name = path.relative_to(root).as_posix()
+    return [f"{name}:{number}: {line.strip()}"
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
             if any(place in line for place in places)]
 
@@ -99,5 +103,5 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
         "README.md: ../elsewhere/NOTES.md leads outside the repository",
         "README.md: docs/there.md#nowhere names no heading of there.md",
         "README.md: `../shared/NOTES.md` is outside the repository"]
-    assert machine_paths(readme) == [
+    assert machine_paths(readme, tmp_path) == [
         "README.md:6: run it from /work/main or /tmp/x; notes in `../shared/NOTES.md`"]
