@@ -51,13 +51,20 @@ WIRE_ROWS = {
 
 
 def _absolute(command: list[str], base: Path) -> list[str]:
-    """The agent runs in the test's workspace: make relative paths in its command absolute
-    (the program when it has a slash, and arguments naming existing files)."""
+    """The agent runs in the test's workspace: make relative paths in its command absolute.
+
+    A path is the program when it has a slash (``.venv/bin/agent``), an argument with a slash
+    that exists (``examples/agent.js``), or an argument naming an existing file
+    (``agent.py``). A folder named like a word is left alone: in ``python -m iaccode acp``,
+    run where an ``iaccode/`` folder is, ``iaccode`` is a module's name."""
     out = []
     for number, arg in enumerate(command):
         path = base / arg
         relative = not Path(arg).is_absolute() and not arg.startswith("-")
-        if relative and (("/" in arg and number == 0) or (number > 0 and path.exists())):
+        after_module_flag = number > 0 and command[number - 1] == "-m"
+        if relative and not after_module_flag and (
+                ("/" in arg and (number == 0 or path.exists()))
+                or (number > 0 and path.is_file())):
             arg = str(path)
         out.append(arg)
     return out

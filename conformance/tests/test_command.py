@@ -39,3 +39,23 @@ def test_a_profile_file_that_does_not_load_is_a_usage_error(tmp_path: Path) -> N
     result = run("--agent", "true", "--tools", "tools.json", cwd=tmp_path)
     assert result.returncode == 4, result.stderr  # pytest's usage error
     assert '"write" never uses' in result.stderr
+
+
+def test_the_agent_command_names_its_files_absolutely_but_not_its_module(tmp_path: Path) -> None:
+    """The agent runs in each test's own workspace, so the paths of the command line it was
+    given (relative to where the suite started) are made absolute; a module's name after
+    ``-m`` stays a name even where a folder of that name is (``python -m agent`` run from the
+    agent's own checkout)."""
+    from acp_conformance.harness import _absolute
+
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "main.js").write_text("")
+    (tmp_path / "agent.py").write_text("")
+    assert _absolute(["python", "-m", "agent", "acp"], tmp_path) == [
+        "python", "-m", "agent", "acp"]
+    assert _absolute([".venv/bin/agent", "acp"], tmp_path) == [
+        str(tmp_path / ".venv/bin/agent"), "acp"]
+    assert _absolute(["node", "agent/main.js", "--acp"], tmp_path) == [
+        "node", str(tmp_path / "agent/main.js"), "--acp"]
+    assert _absolute(["python", "agent.py", "agent"], tmp_path) == [
+        "python", str(tmp_path / "agent.py"), "agent"]
