@@ -81,7 +81,8 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
 
 @pytest.fixture
 async def agent(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[AgentConnection]:
-    """A spawned ``iaccode acp`` whose every message is checked against the official schema."""
+    """The agent (in the test's process, or spawned for a test marked ``process``: see
+    ``spawn_agent``), its every message checked against the official schema."""
     checker = WireChecker(aliases=METHOD_ALIASES)
     async with spawn_agent(agent_env, tmp_path / "agent.stderr", checker) as process:
         yield process
