@@ -68,7 +68,10 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 TIERS = {
     "3.11": ["tests"],
     "3.12": ["-m", "not process", "tests/unit"],
-    "3.13": ["-m", "not process", "tests"],
+    # The remote server's tests ran in the process tier (3.11 only) until iaccode serve ran
+    # in the test's process; kept to 3.11 (about 23 s of CPU on 3.13, measured 2026-12-02).
+    "3.13": ["-m", "not process", "--ignore=tests/e2e/test_remote.py",
+             "--ignore=tests/e2e/test_remote_sdks.py", "tests"],
 }
 """What ``tests-X.Y`` runs (the module docstring says why)."""
 
