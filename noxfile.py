@@ -14,7 +14,9 @@ Default (``nox``), in this order:
   process tier runs the same code started another way.
 - ``conformance``, ``conformance_openai``, ``conformance_remote``: the ACP conformance suite on
   ``iaccode acp`` with each model API (two workers), and on ``iaccode serve`` (one server).
-  Every test spawns its agents (the suite is agent-agnostic): ~2 s of CPU each.
+  Every test spawns its agents (the suite is agent-agnostic): ~2 s of CPU each. They run in
+  ``tests-3.11``'s environment (as do ``fuzz`` and ``remote_clients``: :class:`_Shared`), so a
+  fresh clone builds six environments, not nine.
 - ``adversarial``: two workers, a module on each; agents in-process but where the process is
   the point (``tests/adversarial/conftest.py``). One minute of it is the load test by design.
 - ``lint``, ``typecheck``.
@@ -32,6 +34,12 @@ suite spawn agents by design (an ``iaccode acp`` with the Anthropic SDK costs ~2
 the SDK's import most
 of it), and the adversarial suite's kill -9 and load tests are long by design.
 
+Measured since (2026-12-02, CPU seconds user+sys, quiet machine): ``iaccode serve`` in the
+test's process (``tests/support/serve.py``) took ``tests/e2e/test_remote.py`` from 35.8 s to
+19.6 s and ``test_remote_sdks.py`` from 13.1 s to 6.8 s; a fresh ``tests-3.11`` environment
+costs ~17 s (virtualenv 0.5, pip install the rest), where each conformance session's own
+environment cost ~15 s more (three of them: ~45 s saved on a fresh clone).
+
 Python 3.11, 3.12 and 3.13 (``pyproject.toml``: ``>=3.11``): nox finds each on PATH or as
 pyenv's selected version; one pyenv has installed but not selected is put on PATH here (this
 machine's image has 3.11.7, 3.12.1 and 3.13.0, 3.11 selected). A missing one fails the run
@@ -45,8 +53,10 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import nox
+from nox.virtualenv import VirtualEnv
 
 nox.options.sessions = ["tests", "conformance", "conformance_openai", "conformance_remote",
                         "adversarial", "lint", "typecheck"]
@@ -59,7 +69,10 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 TIERS = {
     "3.11": ["tests", "conformance/tests"],
     "3.12": ["-m", "not process", "tests/unit", "conformance/tests"],
-    "3.13": ["-m", "not process", "tests", "conformance/tests"],
+    # The remote server's tests ran in the process tier (3.11 only) until iaccode serve ran
+    # in the test's process; kept to 3.11 (about 23 s of CPU on 3.13, measured 2026-12-02).
+    "3.13": ["-m", "not process", "--ignore=tests/e2e/test_remote.py",
+             "--ignore=tests/e2e/test_remote_sdks.py", "tests", "conformance/tests"],
 }
 """What ``tests-X.Y`` runs (the module docstring says why); ``conformance/tests`` are the
 harness's own tests (its fakes, scripts, schema checker, command), unit tests on every Python."""
@@ -98,44 +111,90 @@ def _install(session: nox.Session, *args: str) -> None:
     in the session (this machine sets PYTHONDONTWRITEBYTECODE): else every spawned agent and
     every pytest worker compiles the project and rewrites the tests' asserts again."""
     session.env["PYTHONDONTWRITEBYTECODE"] = None
+    if not _installed(session, Path(session.virtualenv.location), args):
+        session.install(*args)
+        _stamp(Path(session.virtualenv.location), args)
+
+
+def _digest(args: tuple[str, ...]) -> str:
     digest = hashlib.sha256("\0".join(args).encode())
     for name in DECLARED:
         digest.update(Path(name).read_bytes())
-    stamp = Path(session.virtualenv.location) / ".installed"
-    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+    return digest.hexdigest()
+
+
+def _installed(session: nox.Session, location: Path, args: tuple[str, ...]) -> bool:
+    stamp = location / ".installed"
+    if stamp.exists() and stamp.read_text() == _digest(args):
         session.log("installed already: %s", " ".join(args))
-        return
-    session.install(*args)
-    stamp.write_text(digest.hexdigest())
+        return True
+    return False
+
+
+def _stamp(location: Path, args: tuple[str, ...]) -> None:
+    (location / ".installed").write_text(_digest(args))
+
+
+TEST_INSTALL = ("-e", ".[test]", "-e", "./conformance")
+"""What the test sessions install. The conformance sessions need a part of it (the project and
+the harness), ``fuzz`` and ``remote_clients`` all of it: they run in the environment of
+``tests-3.11`` (:class:`_Shared`) instead of one each, which a fresh clone would build and
+install (about 15 s of CPU each)."""
+
+SHARED_ENV = Path(".nox") / "tests-3-11"
+"""The environment of ``tests-3.11`` (nox's name for it under the default ``--envdir``)."""
+
+
+class _Shared:
+    """The environment of ``tests-3.11`` for a session declared ``venv_backend="none"``: made
+    as nox makes it when ``tests-3.11`` has not run yet (nox reuses it then), installed with
+    :data:`TEST_INSTALL` once (the same stamp as ``tests-3.11``'s); its programs run by path."""
+
+    def __init__(self, session: nox.Session) -> None:
+        location = SHARED_ENV
+        self.bin = str(location.resolve() / "bin")
+        # The interpreter is looked up as nox does for its own (a missing one fails the run:
+        # error_on_missing_interpreters).
+        VirtualEnv(str(location), interpreter=PYTHON, reuse_existing=True).create()
+        session.env["PYTHONDONTWRITEBYTECODE"] = None
+        session.env["VIRTUAL_ENV"] = str(location.resolve())
+        session.env["PATH"] = f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
+        if not _installed(session, location, TEST_INSTALL):
+            session.run(f"{self.bin}/python", "-m", "pip", "install", *TEST_INSTALL)
+            _stamp(location, TEST_INSTALL)
+        self.session = session
+
+    def run(self, program: str, *args: str, **kwargs: Any) -> None:
+        self.session.run(f"{self.bin}/{program}", *args, **kwargs)
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Unit and end-to-end tests (the real server against fake model APIs), two at a time;
-    which tiers on which Python: :data:`TIERS`."""
-    _install(session, "-e", ".[test]", "-e", "./conformance")
+    which tiers on which Python: :data:`TIERS`. ``tests-3.11``'s environment is
+    :class:`_Shared`."""
+    _install(session, *TEST_INSTALL)
     # worksteal: a worker that runs out takes queued tests from the other (the process tier,
     # put first by tests/conftest.py, holds the long ones).
     session.run("pytest", "-n", "2", "--dist", "worksteal", *TIERS[str(session.python)],
                 *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def fuzz(session: nox.Session) -> None:
     """Hypothesis with new random examples each run (the ``fuzz`` profile of
     ``tests/conftest.py``; every other session is derandomised): the property tests of
     ``tests/``, the adversarial protocol fuzzing and the command reader's tests (5000 examples
     each). ``-- --hypothesis-seed=N`` replays a run;
     a case it finds belongs in its test as an ``@example``."""
-    _install(session, "-e", ".[test]", "-e", "./conformance")
-    session.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
-                "conformance/tests",
-                *session.posargs)
-    session.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
-                *session.posargs)
+    env = _Shared(session)
+    env.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
+            "conformance/tests", *session.posargs)
+    env.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
+            *session.posargs)
     # The command reader's tests name their profiles (tests/unit/iac/conftest.py).
-    session.run("pytest", "tests/unit/iac", "-p", "no:cacheprovider", *session.posargs,
-                env={"IAC_HYPOTHESIS": "reader-fuzz"})
+    env.run("pytest", "tests/unit/iac", "-p", "no:cacheprovider", *session.posargs,
+            env={"IAC_HYPOTHESIS": "reader-fuzz"})
 
 
 ACP_CONFORMANCE_OPTIONS = ("--tools", "tests/support/conformance_tools.json",
@@ -150,7 +209,7 @@ def _without_our_settings() -> dict[str, str | None]:
     return {name: None for name in os.environ if name.startswith("IAC_CODE_")}
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def conformance(session: nox.Session) -> None:
     """The agent-agnostic ACP conformance suite (the `acp-conformance` command of the package
     in conformance/) on `iaccode acp`; `-- --agent "CMD ARGS"` checks another agent.
@@ -158,25 +217,25 @@ def conformance(session: nox.Session) -> None:
     Two agents run at a time (pytest-xdist); `-- -n 0` runs them one by one. The results table
     is printed at the end; `.conformance/report.json` has the failures' wire transcripts.
     """
-    _install(session, "-e", ".", "-e", "./conformance")
-    session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
-                *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
+    env = _Shared(session)
+    env.run("acp-conformance", "--agent", f"{env.bin}/iaccode acp", "-n", "2",
+            *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def conformance_openai(session: nox.Session) -> None:
     """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
     a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK; iac-code
     reads its address from IAC_CODE_BASE_URL (the suite's `{model_url}`)."""
-    _install(session, "-e", ".", "-e", "./conformance")
-    session.run("acp-conformance", "--agent", f"{session.bin}/iaccode acp", "-n", "2",
-                "--model-api", "chat", "--agent-env", "IAC_CODE_PROVIDER=openai",
-                "--agent-env", "IAC_CODE_BASE_URL={model_url}",
-                "--report", ".conformance/report-openai.json",
-                *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
+    env = _Shared(session)
+    env.run("acp-conformance", "--agent", f"{env.bin}/iaccode acp", "-n", "2",
+            "--model-api", "chat", "--agent-env", "IAC_CODE_PROVIDER=openai",
+            "--agent-env", "IAC_CODE_BASE_URL={model_url}",
+            "--report", ".conformance/report-openai.json",
+            *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def conformance_remote(session: nox.Session) -> None:
     """The conformance suite against `iaccode serve` (remote ACP), as a remote client sees it:
     over WebSocket by default, `-- --transport http2` or `http1` for the others. The server
@@ -184,7 +243,7 @@ def conformance_remote(session: nox.Session) -> None:
     (WebSocket, not HTTP/2, in CI: over h2c the 10 MiB prompt's upload sometimes stalls in the
     client's flow control (httpx/httpcore) while the event stream shares the connection; the
     e2e tests cover HTTP/2, with a 20 MiB prompt.)"""
-    _install(session, "-e", ".", "-e", "./conformance")
+    shared = _Shared(session)
     import re
     import secrets
     import socket
@@ -204,7 +263,7 @@ def conformance_remote(session: nox.Session) -> None:
     (Path(home) / "config.toml").write_text("[serve]\nmax_body_bytes = 33554432\n")
     stderr_path = Path(home) / "serve.stderr"
     with stderr_path.open("wb") as stderr:
-        server = subprocess.Popen([session.bin + "/python", "-m", "iaccode", "serve", "--port",
+        server = subprocess.Popen([shared.bin + "/python", "-m", "iaccode", "serve", "--port",
                                    "0"], env=env, stdout=stderr, stderr=stderr, cwd=home)
     try:
         deadline = time.monotonic() + 30
@@ -212,27 +271,27 @@ def conformance_remote(session: nox.Session) -> None:
             if server.poll() is not None or time.monotonic() > deadline:
                 session.error(f"iaccode serve did not start:\n{stderr_path.read_text()}")
             time.sleep(0.1)
-        session.run("acp-conformance", "-p", "no:xdist", "--url", found.group(1),
-                    f"--token={token}",  # "=": a token may start with "-"
-                    "--model-port", str(model_port),
-                    "--report", ".conformance/report-remote.json", "--transport", "websocket",
-                    *ACP_CONFORMANCE_OPTIONS, *session.posargs)
+        shared.run("acp-conformance", "-p", "no:xdist", "--url", found.group(1),
+                   f"--token={token}",  # "=": a token may start with "-"
+                   "--model-port", str(model_port),
+                   "--report", ".conformance/report-remote.json", "--transport", "websocket",
+                   *ACP_CONFORMANCE_OPTIONS, *session.posargs)
     finally:
         server.terminate()
         server.wait(15)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend="none")
 def remote_clients(session: nox.Session) -> None:
     """`iaccode serve` driven by the official ACP SDKs' remote clients: the TypeScript SDK's
     (`@agentclientprotocol/sdk` 2.4.0 from npm, on node) and the Python SDK's, over HTTP and
     WebSocket (tests/e2e/test_remote_sdks.py; also part of `tests`)."""
     import shutil
 
-    _install(session, "-e", ".[test]", "-e", "./conformance")
+    env = _Shared(session)
     if shutil.which("node") is None or shutil.which("npm") is None:
         session.log("skipped: no node (the TypeScript SDK's clients; the Python SDK's run)")
-    session.run("pytest", "tests/e2e/test_remote_sdks.py", "-ra", *session.posargs)
+    env.run("pytest", "tests/e2e/test_remote_sdks.py", "-ra", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -202,6 +202,11 @@ class AnthropicProvider:
         if self._client is None or stored != self._client_key:
             # In a thread: if the preload is still importing, we wait without blocking the loop.
             anthropic = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+            if self._client is not None and stored == self._client_key:
+                # Made by another turn while this one waited for the import (two first
+                # prompts at once under `iaccode serve`): a second client would be dropped
+                # with its connections open.
+                return self._client
             # The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
             self._client_key = stored
             self._client = anthropic.AsyncAnthropic(

@@ -79,6 +79,8 @@ class OpenAIProvider:
         key = self._endpoint.api_key()  # the environment's, else the stored one: read each time
         if self._client is None or key != self._client_key:
             openai = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+            if self._client is not None and key == self._client_key:
+                return self._client  # made by another turn meanwhile (anthropic_provider.py)
             self._client_key = key
             self._client = openai.AsyncOpenAI(
                 api_key=key,

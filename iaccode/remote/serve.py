@@ -70,8 +70,12 @@ def _bind(host: str, port: int) -> str:
 
 
 async def serve_remote(config: Config, host: str, port: int, token: str,
-                       announce_token: bool) -> None:
-    """Serve until a signal; the URL (and a generated token) go to stderr once listening.
+                       announce_token: bool, *, stop: trio.Event | None = None,
+                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
+                       ) -> None:
+    """Serve until SIGTERM / SIGINT, or, when ``stop`` is given, until it is set (the same
+    shutdown; the caller owns the signals then: a server inside another program, the tests).
+    Once listening, the URLs go to stderr (with a generated token) and to ``task_status``.
     OSError before anything else when the address cannot be bound."""
     from hypercorn.config import Config as HypercornConfig
 
@@ -84,7 +88,8 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
     settings.graceful_timeout = 1.0
     sockets = bind_sockets(settings)
     provider = make_provider(config)
-    stop = trio.Event()
+    on_signal = stop is None
+    stop = trio.Event() if stop is None else stop
 
     async with trio.open_nursery() as nursery:
         registry = ConnectionRegistry(config, provider, nursery, Doorman())
@@ -101,7 +106,8 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
                                 task_status=task_status)
             nursery.cancel_scope.cancel()
 
-        nursery.start_soon(_stop_on_signal, stop)
+        if on_signal:
+            nursery.start_soon(_stop_on_signal, stop)
         binds = await nursery.start(serve_http)
         app.access.allow_own_origins(binds)
         nursery.start_soon(registry.reap_idle)
@@ -114,6 +120,13 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
         if announce_token:
             print(f"iaccode: bearer token (shown once; set IAC_CODE_SERVE_TOKEN to choose "
                   f"one): {token}", file=sys.stderr, flush=True)
+        task_status.started([f"{url}{ENDPOINT}" for url in binds])
+    # Its pooled connections closed: a program that goes on after the server (the tests run
+    # it in their own process) would find them open.
+    aclose = getattr(provider, "aclose", None)
+    if aclose is not None:
+        with trio.CancelScope(shield=True):
+            await aclose()
     log.info("server stopped")
 
 

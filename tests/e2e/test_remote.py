@@ -1,6 +1,10 @@
-"""``iaccode serve`` end to end: a real server process on loopback, driven over HTTP/1.1,
-HTTP/2 (h2c) and WebSocket by real client libraries (httpx, httpx-sse, trio-websocket), with the
-fake Messages API as the model. Every agent message is checked against the ACP schema."""
+"""``iaccode serve`` end to end: the real server on loopback, driven over HTTP/1.1, HTTP/2 (h2c)
+and WebSocket by real client libraries (httpx, httpx-sse, trio-websocket), with the fake
+Messages API as the model. Every agent message is checked against the ACP schema.
+
+The server runs in the test's process (``serve_remote`` with its stop hook:
+``tests/support/serve.py``) but where the process is the point (``process``): SIGTERM and the
+exit status, the token it prints, the refusal to start, what ``iaccode acp`` imports."""
 
 from __future__ import annotations
 
@@ -24,9 +28,7 @@ from acp_conformance.schema import WireChecker
 from acp_conformance.script import ToolUse, reply
 
 from tests.support.agent_process import METHOD_ALIASES, AgentConnection
-from tests.support.serve import ServerProcess, spawn_server
-
-pytestmark = pytest.mark.process  # iaccode serve, a process of its own
+from tests.support.serve import Server, ServerProcess, start_server
 
 TOKEN = "remote-test-token-0123456789"
 IDLE_TIMEOUT = 2
@@ -41,14 +43,14 @@ def write_config(home: Path, **serve: Any) -> None:
 
 
 @pytest.fixture
-async def server(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[ServerProcess]:
+async def server(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[Server]:
     write_config(tmp_path / "home", idle_timeout=IDLE_TIMEOUT, send_timeout=SEND_TIMEOUT)
-    async with spawn_server(agent_env, tmp_path / "serve.stderr", TOKEN) as process:
-        yield process
+    async with start_server(agent_env, tmp_path / "serve.stderr", TOKEN) as started:
+        yield started
 
 
 @contextlib.asynccontextmanager
-async def client(server: ServerProcess, transport: str,
+async def client(server: Server, transport: str,
                  checker: WireChecker | None = None) -> AsyncIterator[AgentConnection]:
     """A remote connection driven like a spawned agent (schema-checked)."""
     async with connect(server.url, server.token, transport) as remote:
@@ -79,7 +81,7 @@ def allow_once(message: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_session_from_start_to_load_from_another_connection(
-        server: ServerProcess, model_server: FakeModelServer, workspace: Path,
+        server: Server, model_server: FakeModelServer, workspace: Path,
         transport: str) -> None:
     model_server.enqueue(
         reply(["Hello ", "from ", "far ", "away."]),
@@ -127,7 +129,7 @@ async def test_a_session_from_start_to_load_from_another_connection(
         assert "Hello from far away." in text_of(before, session)
 
 
-async def test_http2_is_spoken_without_tls(server: ServerProcess) -> None:
+async def test_http2_is_spoken_without_tls(server: Server) -> None:
     async with http_client("http2") as http:
         response = await http.post(server.url, headers={
             "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
@@ -163,7 +165,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolV
 
 
 @pytest.mark.parametrize("transport", ["http1", "http2"])
-async def test_every_error_status(server: ServerProcess, workspace: Path,
+async def test_every_error_status(server: Server, workspace: Path,
                                   transport: str) -> None:
     url = server.url
     auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -262,7 +264,7 @@ async def test_a_20_mib_prompt_within_a_raised_limit(
     # HTTP/1.1: over h2c, httpx's upload of a body this big sometimes stalls in its flow
     # control while another task reads the event stream on the same connection (the server
     # side of HTTP/2 is covered above: the flow, and the 413 for a 20 MiB body).
-    async with spawn_server(agent_env, tmp_path / "serve.stderr", TOKEN) as server, \
+    async with start_server(agent_env, tmp_path / "serve.stderr", TOKEN) as server, \
             client(server, "http1") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
@@ -279,7 +281,7 @@ BIG_STREAM = 20_000
 """Deltas of 1 KiB: more than the stream's queues and the sockets' buffers hold."""
 
 
-async def test_a_slow_reader_gets_every_message(server: ServerProcess,
+async def test_a_slow_reader_gets_every_message(server: Server,
                                                 model_server: FakeModelServer,
                                                 workspace: Path) -> None:
     deltas = [f"{i:06d}" + "x" * 1018 for i in range(BIG_STREAM)]
@@ -303,7 +305,7 @@ async def test_a_slow_reader_gets_every_message(server: ServerProcess,
     assert "read none of its stream" not in server.stderr
 
 
-async def test_a_reader_that_stops_is_closed_with_a_reason(server: ServerProcess,
+async def test_a_reader_that_stops_is_closed_with_a_reason(server: Server,
                                                           model_server: FakeModelServer,
                                                           workspace: Path) -> None:
     model_server.enqueue(reply(["x" * 1024] * BIG_STREAM), reply("still here"))
@@ -344,11 +346,12 @@ async def test_a_reader_that_stops_is_closed_with_a_reason(server: ServerProcess
                 response, updates = await agent.prompt(other, "hello?")
                 assert response["result"]["stopReason"] == "end_turn"
                 assert text_of(updates, other) == "still here"
-            # The server still stops on SIGTERM, with that client connected and not reading
-            # (its socket was closed with the connection: nothing is left waiting for it).
-            server.process.send_signal(signal.SIGTERM)
+            # The server still stops (the shutdown of a SIGTERM), with that client connected
+            # and not reading (its socket was closed with the connection: nothing is left
+            # waiting for it).
+            server.terminate()
             with trio.fail_after(30):
-                assert await server.process.wait() == 0
+                assert await server.wait() == 0
 
 
 # -- vanishing clients, isolation -----------------------------------------------------------
@@ -368,7 +371,7 @@ async def wait_for_pid(pid_file: Path) -> int:
 
 
 @pytest.mark.parametrize("transport", ["http1", "websocket"])
-async def test_a_client_that_vanishes_mid_turn(server: ServerProcess, tmp_path: Path,
+async def test_a_client_that_vanishes_mid_turn(server: Server, tmp_path: Path,
                                                model_server: FakeModelServer,
                                                workspace: Path, transport: str) -> None:
     pid_file = tmp_path / "sleep.pid"
@@ -402,7 +405,7 @@ async def test_a_client_that_vanishes_mid_turn(server: ServerProcess, tmp_path: 
         assert text_of(updates, other_session) == "still fine"
 
 
-async def test_two_connections_prompting_at_once(server: ServerProcess, workspace: Path,
+async def test_two_connections_prompting_at_once(server: Server, workspace: Path,
                                                  model_server: FakeModelServer) -> None:
     model_server.enqueue(SLOW, SLOW)
     async with client(server, "http2") as one, client(server, "websocket") as two:
@@ -433,6 +436,7 @@ async def test_two_connections_prompting_at_once(server: ServerProcess, workspac
 # -- starting the server ----------------------------------------------------------------------
 
 
+@pytest.mark.process  # what the command prints
 async def test_without_a_token_one_is_made_and_printed_once(
         agent_env: dict[str, str], tmp_path: Path) -> None:
     stderr_path = tmp_path / "serve.stderr"
@@ -459,6 +463,7 @@ async def test_without_a_token_one_is_made_and_printed_once(
                 assert await process.wait() == 0
 
 
+@pytest.mark.process  # an exit status
 async def test_a_public_address_without_a_token_is_refused(agent_env: dict[str, str]) -> None:
     env = {k: v for k, v in agent_env.items() if k != "IAC_CODE_SERVE_TOKEN"}
     command = [sys.executable, "-m", "iaccode", "serve", "--host", "0.0.0.0", "--port", "0"]
@@ -467,7 +472,8 @@ async def test_a_public_address_without_a_token_is_refused(agent_env: dict[str, 
     assert b"refusing to listen on 0.0.0.0 without a token" in done.stderr
 
 
-async def test_sigterm_ends_turns_and_exits(server: ServerProcess, workspace: Path,
+@pytest.mark.process  # a signal, an exit status
+async def test_sigterm_ends_turns_and_exits(server: Server, workspace: Path,
                                             model_server: FakeModelServer) -> None:
     model_server.enqueue(SLOW)
     async with client(server, "websocket") as agent:
@@ -476,6 +482,7 @@ async def test_sigterm_ends_turns_and_exits(server: ServerProcess, workspace: Pa
         request_id = await agent.send_request("session/prompt", {
             "sessionId": session, "prompt": [{"type": "text", "text": "long"}]})
         await agent.receive_update("agent_message_chunk")
+        assert isinstance(server, ServerProcess)
         os.kill(server.process.pid, signal.SIGTERM)
         response, _ = await agent.response(request_id)
         assert response["result"]["stopReason"] == "cancelled"
@@ -483,6 +490,7 @@ async def test_sigterm_ends_turns_and_exits(server: ServerProcess, workspace: Pa
             assert await server.process.wait() == 0
 
 
+@pytest.mark.process  # what a fresh process imports
 async def test_acp_never_imports_hypercorn() -> None:
     code = ("import sys, iaccode.cli, iaccode.server.stdio, iaccode.server.agent; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "

@@ -33,7 +33,7 @@ from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.schema import cache_dir
 from acp_conformance.script import ToolUse, reply
 
-from tests.support.serve import ServerProcess, spawn_server
+from tests.support.serve import Server, start_server
 
 TOKEN = "remote-sdk-test-token-0123456789"
 CLIENTS = Path(__file__).resolve().parent / "remote_clients"
@@ -54,12 +54,13 @@ def script_the_flow(model_server: FakeModelServer) -> None:
 
 
 @pytest.fixture
-async def server(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[ServerProcess]:
-    async with spawn_server(agent_env, tmp_path / "serve.stderr", TOKEN) as process:
-        yield process
+async def server(agent_env: dict[str, str], tmp_path: Path) -> AsyncIterator[Server]:
+    """``iaccode serve`` in the test's process (``tests/support/serve.py``)."""
+    async with start_server(agent_env, tmp_path / "serve.stderr", TOKEN) as started:
+        yield started
 
 
-def refusals(server: ServerProcess) -> list[str]:
+def refusals(server: Server) -> list[str]:
     return [match.group(0) for match in REFUSAL.finditer(server.stderr)]
 
 
@@ -68,7 +69,7 @@ def texts(updates: list[dict[str, Any]]) -> str:
                    if u["sessionUpdate"] == "agent_message_chunk")
 
 
-async def load_when_released(server: ServerProcess, count: int) -> None:
+async def load_when_released(server: Server, count: int) -> None:
     """The first connection ended (its sessions released) before another loads one."""
     with trio.fail_after(15):
         while len(re.findall(r"connection \S+ closed", server.stderr)) < count:  # noqa: ASYNC110
@@ -97,7 +98,7 @@ def ts_clients() -> Path:
     return folder
 
 
-async def run_flow(ts_clients: Path, server: ServerProcess, transport: str, workspace: Path,
+async def run_flow(ts_clients: Path, server: Server, transport: str, workspace: Path,
                    *load: str) -> dict[str, Any]:
     done = await trio.run_process(
         ["node", str(ts_clients / "flow.mjs"), server.url, TOKEN, transport, str(workspace),
@@ -108,7 +109,7 @@ async def run_flow(ts_clients: Path, server: ServerProcess, transport: str, work
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_the_typescript_sdk_clients(ts_clients: Path, server: ServerProcess,
+async def test_the_typescript_sdk_clients(ts_clients: Path, server: Server,
                                           model_server: FakeModelServer, workspace: Path,
                                           transport: str) -> None:
     script_the_flow(model_server)
@@ -156,14 +157,14 @@ class Recorder(acp.Client):
                        if isinstance(u, AgentMessageChunk))
 
 
-async def python_transport(server: ServerProcess, transport: str) -> Any:
+async def python_transport(server: Server, transport: str) -> Any:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     if transport == "http":
         return create_http_stream(server.url, headers=headers)
     return await create_websocket_stream("ws" + server.url[len("http"):], headers=headers)
 
 
-async def python_flow(server: ServerProcess, transport: str, workspace: Path,
+async def python_flow(server: Server, transport: str, workspace: Path,
                       client: Recorder) -> dict[str, Any]:
     async with acp.connect_to_agent(client, await python_transport(server, transport)) as conn:
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
@@ -182,7 +183,7 @@ async def python_flow(server: ServerProcess, transport: str, workspace: Path,
         r.stop_reason for r in (hello, write, cancelled, other)]}
 
 
-async def python_load(server: ServerProcess, transport: str, workspace: Path, session: str,
+async def python_load(server: Server, transport: str, workspace: Path, session: str,
                       client: Recorder) -> None:
     async with acp.connect_to_agent(client, await python_transport(server, transport)) as conn:
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
@@ -194,7 +195,7 @@ def in_asyncio(coroutine: Any) -> Any:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_the_python_sdk_clients(server: ServerProcess, model_server: FakeModelServer,
+async def test_the_python_sdk_clients(server: Server, model_server: FakeModelServer,
                                       workspace: Path, transport: str) -> None:
     """The SDK is asyncio; it runs in a thread of its own beside the test's trio."""
     script_the_flow(model_server)

@@ -35,7 +35,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 from acp_conformance.driver import AgentConnection
@@ -48,9 +48,18 @@ SHUTDOWN_WAIT = 10.0
 KILLED = -9
 """The return code of an agent cancelled at the end (as ``trio.Process`` reports a SIGKILL)."""
 
-_AGENT: contextvars.ContextVar[InProcessAgent | None] = contextvars.ContextVar(
+
+
+class Hosted(Protocol):
+    """A server run in the test's process: an agent, or ``iaccode serve``'s
+    (``tests/support/serve.py``)."""
+
+    stderr_path: Path
+
+
+_AGENT: contextvars.ContextVar[Hosted | None] = contextvars.ContextVar(
     "in_process_agent", default=None)
-"""The agent whose task (or worker thread) is running: its log records go to its stderr."""
+"""The server whose task (or worker thread) is running: its log records go to its stderr."""
 
 
 class InProcessAgent:
@@ -236,7 +245,7 @@ class _AgentRecords(logging.Filter):
     """The records of one agent: emitted in its tasks or threads, or, from a thread of no
     agent's (one the server started itself), by an ``iaccode`` logger."""
 
-    def __init__(self, agent: InProcessAgent) -> None:
+    def __init__(self, agent: Hosted) -> None:
         super().__init__()
         self.agent = agent
 
@@ -248,7 +257,7 @@ class _AgentRecords(logging.Filter):
 
 
 @contextlib.contextmanager
-def _log_to(path: Path, agent: InProcessAgent) -> Iterator[None]:
+def _log_to(path: Path, agent: Hosted) -> Iterator[None]:
     handler = logging.FileHandler(path, mode="a", encoding="utf-8", errors="backslashreplace")
     handler.setFormatter(logging.Formatter(FORMAT))
     handler.addFilter(_AgentRecords(agent))
@@ -295,14 +304,33 @@ def _log_file(path: Path) -> Iterator[None]:
 
 
 @contextlib.asynccontextmanager
+async def hosting(server: Hosted, env: Mapping[str, str]) -> AsyncIterator[None]:
+    """What a process gives a server, for one in the test's process while the block runs: a
+    new stderr, the modules the preload imports, ``os.environ`` as ``env``, its log records
+    to its stderr (from tasks run :func:`as_server_task`)."""
+    await trio.Path(server.stderr_path).write_bytes(b"")  # as a spawned agent's stderr starts
+    await trio.to_thread.run_sync(_preload, env)
+    with PROCESS.entered(env), _log_to(server.stderr_path, server):
+        yield
+
+
+@contextlib.contextmanager
+def as_server_task(server: Hosted, log_level: str, log_file: Path) -> Iterator[None]:
+    """In the server's own task: its records (and those of the tasks and threads it starts)
+    go to its stderr and to its log file, at its configured level."""
+    _AGENT.set(server)
+    with _log_level(log_level), _log_file(log_file):
+        yield
+
+
+
+@contextlib.asynccontextmanager
 async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any | None = None,
                          **connection: Any) -> AsyncIterator[AgentConnection]:
     """The server in a task of the test's run, driven as a spawned agent; ``connection``:
     more arguments for :class:`AgentConnection` (``timeout``, ``services``, ...)."""
     agent = InProcessAgent(env, stderr_path)
-    await trio.Path(stderr_path).write_bytes(b"")  # as a spawned agent's stderr starts
-    await trio.to_thread.run_sync(_preload, env)
-    with PROCESS.entered(env), _log_to(stderr_path, agent):
+    async with hosting(agent, env):
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(agent.serve)
