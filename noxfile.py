@@ -294,10 +294,15 @@ def remote_clients(session: nox.Session) -> None:
     env.run("pytest", "tests/e2e/test_remote_sdks.py", "-ra", *session.posargs)
 
 
+LINTED = ("iaccode", "tests", "conformance", "noxfile.py")
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    _install(session, "ruff>=0.6")
-    session.run("ruff", "check", "iaccode", "tests", "conformance", "noxfile.py")
+    # One version everywhere (pyproject's dev extra too): another may format differently.
+    _install(session, "ruff==0.17.6")
+    session.run("ruff", "check", *LINTED)
+    session.run("ruff", "format", "--check", *LINTED)
 
 
 @nox.session(python=PYTHON)
