@@ -58,8 +58,15 @@ from typing import Any
 import nox
 from nox.virtualenv import VirtualEnv
 
-nox.options.sessions = ["tests", "conformance", "conformance_openai", "conformance_remote",
-                        "adversarial", "lint", "typecheck"]
+nox.options.sessions = [
+    "tests",
+    "conformance",
+    "conformance_openai",
+    "conformance_remote",
+    "adversarial",
+    "lint",
+    "typecheck",
+]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
@@ -71,8 +78,14 @@ TIERS = {
     "3.12": ["-m", "not process", "tests/unit", "conformance/tests"],
     # The remote server's tests ran in the process tier (3.11 only) until iaccode serve ran
     # in the test's process; kept to 3.11 (about 23 s of CPU on 3.13, measured 2026-12-02).
-    "3.13": ["-m", "not process", "--ignore=tests/e2e/test_remote.py",
-             "--ignore=tests/e2e/test_remote_sdks.py", "tests", "conformance/tests"],
+    "3.13": [
+        "-m",
+        "not process",
+        "--ignore=tests/e2e/test_remote.py",
+        "--ignore=tests/e2e/test_remote_sdks.py",
+        "tests",
+        "conformance/tests",
+    ],
 }
 """What ``tests-X.Y`` runs (the module docstring says why); ``conformance/tests`` are the
 harness's own tests (its fakes, scripts, schema checker, command), unit tests on every Python."""
@@ -92,8 +105,9 @@ def _put_pyenv_pythons_on_path(versions: list[str]) -> None:
         found = shutil.which(f"python{version}")
         if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
             continue
-        builds = sorted((p for p in root.glob(f"{version}.*/bin/python{version}")
-                         if _release(p)), key=_release)
+        builds = sorted(
+            (p for p in root.glob(f"{version}.*/bin/python{version}") if _release(p)), key=_release
+        )
         if builds:
             os.environ["PATH"] = f"{builds[-1].parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
@@ -176,8 +190,9 @@ def tests(session: nox.Session) -> None:
     _install(session, *TEST_INSTALL)
     # worksteal: a worker that runs out takes queued tests from the other (the process tier,
     # put first by tests/conftest.py, holds the long ones).
-    session.run("pytest", "-n", "2", "--dist", "worksteal", *TIERS[str(session.python)],
-                *session.posargs)
+    session.run(
+        "pytest", "-n", "2", "--dist", "worksteal", *TIERS[str(session.python)], *session.posargs
+    )
 
 
 @nox.session(python=PYTHON, venv_backend="none")
@@ -188,17 +203,40 @@ def fuzz(session: nox.Session) -> None:
     each). ``-- --hypothesis-seed=N`` replays a run;
     a case it finds belongs in its test as an ``@example``."""
     env = _Shared(session)
-    env.run("pytest", "-n", "2", "-m", "hypothesis", "--hypothesis-profile=fuzz", "tests",
-            "conformance/tests", *session.posargs)
-    env.run("pytest", "--hypothesis-profile=fuzz", "tests/adversarial/test_protocol.py",
-            *session.posargs)
+    env.run(
+        "pytest",
+        "-n",
+        "2",
+        "-m",
+        "hypothesis",
+        "--hypothesis-profile=fuzz",
+        "tests",
+        "conformance/tests",
+        *session.posargs,
+    )
+    env.run(
+        "pytest",
+        "--hypothesis-profile=fuzz",
+        "tests/adversarial/test_protocol.py",
+        *session.posargs,
+    )
     # The command reader's tests name their profiles (tests/unit/iac/conftest.py).
-    env.run("pytest", "tests/unit/iac", "-p", "no:cacheprovider", *session.posargs,
-            env={"IAC_HYPOTHESIS": "reader-fuzz"})
+    env.run(
+        "pytest",
+        "tests/unit/iac",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"IAC_HYPOTHESIS": "reader-fuzz"},
+    )
 
 
-ACP_CONFORMANCE_OPTIONS = ("--tools", "tests/support/conformance_tools.json",
-                           "--agent-debug-env", "IAC_CODE_LOG_LEVEL=DEBUG")
+ACP_CONFORMANCE_OPTIONS = (
+    "--tools",
+    "tests/support/conformance_tools.json",
+    "--agent-debug-env",
+    "IAC_CODE_LOG_LEVEL=DEBUG",
+)
 """What the agent-agnostic suite is told of iac-code: its tools (by their names and inputs)
 and how it logs verbosely."""
 
@@ -218,8 +256,16 @@ def conformance(session: nox.Session) -> None:
     is printed at the end; `.conformance/report.json` has the failures' wire transcripts.
     """
     env = _Shared(session)
-    env.run("acp-conformance", "--agent", f"{env.bin}/iaccode acp", "-n", "2",
-            *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
+    env.run(
+        "acp-conformance",
+        "--agent",
+        f"{env.bin}/iaccode acp",
+        "-n",
+        "2",
+        *ACP_CONFORMANCE_OPTIONS,
+        *session.posargs,
+        env=_without_our_settings(),
+    )
 
 
 @nox.session(python=PYTHON, venv_backend="none")
@@ -228,11 +274,24 @@ def conformance_openai(session: nox.Session) -> None:
     a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK; iac-code
     reads its address from IAC_CODE_BASE_URL (the suite's `{model_url}`)."""
     env = _Shared(session)
-    env.run("acp-conformance", "--agent", f"{env.bin}/iaccode acp", "-n", "2",
-            "--model-api", "chat", "--agent-env", "IAC_CODE_PROVIDER=openai",
-            "--agent-env", "IAC_CODE_BASE_URL={model_url}",
-            "--report", ".conformance/report-openai.json",
-            *ACP_CONFORMANCE_OPTIONS, *session.posargs, env=_without_our_settings())
+    env.run(
+        "acp-conformance",
+        "--agent",
+        f"{env.bin}/iaccode acp",
+        "-n",
+        "2",
+        "--model-api",
+        "chat",
+        "--agent-env",
+        "IAC_CODE_PROVIDER=openai",
+        "--agent-env",
+        "IAC_CODE_BASE_URL={model_url}",
+        "--report",
+        ".conformance/report-openai.json",
+        *ACP_CONFORMANCE_OPTIONS,
+        *session.posargs,
+        env=_without_our_settings(),
+    )
 
 
 @nox.session(python=PYTHON, venv_backend="none")
@@ -255,27 +314,47 @@ def conformance_remote(session: nox.Session) -> None:
         model_port = probe.getsockname()[1]
     token = secrets.token_urlsafe(24)
     home = tempfile.mkdtemp(prefix="conformance-remote-")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))},
-           "HOME": home, "IAC_CODE_HOME": home, "IAC_CODE_SERVE_TOKEN": token,
-           "ANTHROPIC_API_KEY": "conformance-dummy-key",
-           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))},
+        "HOME": home,
+        "IAC_CODE_HOME": home,
+        "IAC_CODE_SERVE_TOKEN": token,
+        "ANTHROPIC_API_KEY": "conformance-dummy-key",
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
+    }
     # As over stdio (IAC_CODE_MAX_LINE_BYTES), a 10 MiB prompt must fit in one message.
     (Path(home) / "config.toml").write_text("[serve]\nmax_body_bytes = 33554432\n")
     stderr_path = Path(home) / "serve.stderr"
     with stderr_path.open("wb") as stderr:
-        server = subprocess.Popen([shared.bin + "/python", "-m", "iaccode", "serve", "--port",
-                                   "0"], env=env, stdout=stderr, stderr=stderr, cwd=home)
+        server = subprocess.Popen(
+            [shared.bin + "/python", "-m", "iaccode", "serve", "--port", "0"],
+            env=env,
+            stdout=stderr,
+            stderr=stderr,
+            cwd=home,
+        )
     try:
         deadline = time.monotonic() + 30
         while not (found := re.search(r"serving ACP on (http://\S+)", stderr_path.read_text())):
             if server.poll() is not None or time.monotonic() > deadline:
                 session.error(f"iaccode serve did not start:\n{stderr_path.read_text()}")
             time.sleep(0.1)
-        shared.run("acp-conformance", "-p", "no:xdist", "--url", found.group(1),
-                   f"--token={token}",  # "=": a token may start with "-"
-                   "--model-port", str(model_port),
-                   "--report", ".conformance/report-remote.json", "--transport", "websocket",
-                   *ACP_CONFORMANCE_OPTIONS, *session.posargs)
+        shared.run(
+            "acp-conformance",
+            "-p",
+            "no:xdist",
+            "--url",
+            found.group(1),
+            f"--token={token}",  # "=": a token may start with "-"
+            "--model-port",
+            str(model_port),
+            "--report",
+            ".conformance/report-remote.json",
+            "--transport",
+            "websocket",
+            *ACP_CONFORMANCE_OPTIONS,
+            *session.posargs,
+        )
     finally:
         server.terminate()
         server.wait(15)
@@ -311,8 +390,18 @@ def typecheck(session: nox.Session) -> None:
     the conformance package and its own tests (conformance/pyproject.toml)."""
     # keyring is optional at run time (stored keys fall back to a 0600 file) but typed here;
     # the test extra and the harness: what the tests import.
-    _install(session, "-e", ".[test]", "-e", "./conformance[test]", "mypy>=1.11", "types-PyYAML",
-             "types-jsonschema", "types-psutil", "keyring>=25")
+    _install(
+        session,
+        "-e",
+        ".[test]",
+        "-e",
+        "./conformance[test]",
+        "mypy>=1.11",
+        "types-PyYAML",
+        "types-jsonschema",
+        "types-psutil",
+        "keyring>=25",
+    )
     # Caches of their own: the one in .mypy_cache is rebuilt by whichever mypy ran last.
     cache = f"{session.virtualenv.location}/mypy-cache"
     session.run("mypy", "--cache-dir", cache, "iaccode", "tests")

@@ -25,8 +25,13 @@ from typing import Any, TypeGuard, TypeVar
 T = TypeVar("T")
 
 _JSON_NAMES: dict[type, str] = {
-    bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-    list: "an array", dict: "an object", type(None): "null",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
 }
 _TOML_NAMES = {**_JSON_NAMES, float: "a float", dict: "a table"}
 
@@ -82,8 +87,14 @@ def boolean(value: object, where: str, *, toml: bool = False) -> bool:
     return value
 
 
-def integer(value: object, where: str, *, minimum: int | None = None,
-            maximum: int | None = None, toml: bool = False) -> int:
+def integer(
+    value: object,
+    where: str,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    toml: bool = False,
+) -> int:
     """An integer (not a boolean), within ``minimum`` and ``maximum`` when they are given."""
     if minimum is not None and maximum is not None:
         what = f"an integer from {minimum} to {maximum}"
@@ -102,8 +113,7 @@ def integer(value: object, where: str, *, minimum: int | None = None,
     return value
 
 
-def number(value: object, where: str, *, minimum: float | None = None,
-           toml: bool = False) -> float:
+def number(value: object, where: str, *, minimum: float | None = None, toml: bool = False) -> float:
     """A finite number (an integer counts), at least ``minimum`` when given; as a float."""
     if not is_number(value):
         raise fail(where, "a number", type_name(value, toml=toml))
@@ -136,8 +146,9 @@ def strings(value: object, where: str) -> list[str]:
     return list(value)
 
 
-def table_of(value: object, where: str, check: Callable[[object, str], T],
-             what: str) -> dict[str, T]:
+def table_of(
+    value: object, where: str, check: Callable[[object, str], T], what: str
+) -> dict[str, T]:
     """An object whose every value passes ``check`` (``what`` says what the object must be:
     ``"an object of booleans"``); the value itself is shown when it is not one."""
     if not isinstance(value, dict):
@@ -159,8 +170,12 @@ def deeper_than(value: Any, limit: int) -> bool:
     """
     level = [value]
     for _ in range(limit + 1):
-        level = [child for item in level if isinstance(item, dict | list)
-                 for child in (item.values() if isinstance(item, dict) else item)]
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
         if not level:
             return False
     return True

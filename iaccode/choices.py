@@ -26,15 +26,18 @@ MODES = _by_id(
     Choice("default", "Default", "Reads inside the project run; edits and commands ask first."),
     Choice("accept_edits", "Accept edits", "File edits inside the project run without asking."),
     Choice("plan", "Plan", "Read-only: edits and commands are refused."),
-    Choice("bypass", "Bypass permissions",
-           "Nothing asks: every tool runs, outside the project too."),
+    Choice(
+        "bypass", "Bypass permissions", "Nothing asks: every tool runs, outside the project too."
+    ),
 )
 """The session modes, in the order the editor shows them (what each allows:
 :func:`iaccode.turn.permissions.decide`)."""
 DEFAULT_MODE = "default"
 
 THOUGHT_LEVELS = _by_id(
-    Choice("off", "Off"), Choice("low", "Low"), Choice("medium", "Medium"),
+    Choice("off", "Off"),
+    Choice("low", "Low"),
+    Choice("medium", "Medium"),
     Choice("high", "High"),
 )
 """How hard the model thinks before it answers, least first."""

@@ -31,43 +31,84 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"iaccode {iaccode.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     acp = commands.add_parser("acp", help="serve the Agent Client Protocol on stdin/stdout")
-    acp.add_argument("--model-script", type=Path, metavar="PATH",
-                     help="play a scripted model from PATH instead of calling the API "
-                          "(same as IAC_CODE_MODEL_SCRIPT)")
+    acp.add_argument(
+        "--model-script",
+        type=Path,
+        metavar="PATH",
+        help="play a scripted model from PATH instead of calling the API "
+        "(same as IAC_CODE_MODEL_SCRIPT)",
+    )
     acp.add_argument("--model", help="model id for new sessions (same as IAC_CODE_MODEL)")
-    acp.add_argument("--provider", help="the model API: anthropic, openai, dashscope, deepseek, "
-                     "openrouter, ollama or openai_compatible (same as IAC_CODE_PROVIDER)")
-    acp.add_argument("--record", type=Path, metavar="PATH",
-                     help="write a transcript of the whole session to PATH (docs/transcripts.md)")
-    acp.add_argument("account", nargs="?", choices=["login", "logout"],
-                     help="run `iaccode login` / `logout` instead of serving (editors with "
-                          "terminal auth append `login` to the agent's arguments)")
-    for name, verb in (("login", "save an API key for the agent (the OS keyring, or "
-                                 "credentials.toml in IAC_CODE_HOME)"),
-                       ("logout", "forget the API key `iaccode login` saved")):
+    acp.add_argument(
+        "--provider",
+        help="the model API: anthropic, openai, dashscope, deepseek, "
+        "openrouter, ollama or openai_compatible (same as IAC_CODE_PROVIDER)",
+    )
+    acp.add_argument(
+        "--record",
+        type=Path,
+        metavar="PATH",
+        help="write a transcript of the whole session to PATH (docs/transcripts.md)",
+    )
+    acp.add_argument(
+        "account",
+        nargs="?",
+        choices=["login", "logout"],
+        help="run `iaccode login` / `logout` instead of serving (editors with "
+        "terminal auth append `login` to the agent's arguments)",
+    )
+    for name, verb in (
+        (
+            "login",
+            "save an API key for the agent (the OS keyring, or credentials.toml in IAC_CODE_HOME)",
+        ),
+        ("logout", "forget the API key `iaccode login` saved"),
+    ):
         account = commands.add_parser(name, help=verb)
-        account.add_argument("--provider", help="the provider whose key it is (default: ask "
-                             "for login, the configured one for logout)")
+        account.add_argument(
+            "--provider",
+            help="the provider whose key it is (default: ask "
+            "for login, the configured one for logout)",
+        )
     serve = commands.add_parser(
-        "serve", help="serve ACP over Streamable HTTP and WebSocket on /acp (remote editors)")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default 127.0.0.1; any other needs "
-                            "IAC_CODE_SERVE_TOKEN or [serve] token_file)")
-    serve.add_argument("--port", type=int, default=8765,
-                       help="port to listen on (default 8765; 0 picks a free one)")
-    serve.add_argument("--model-script", type=Path, metavar="PATH",
-                       help="play a scripted model from PATH (same as IAC_CODE_MODEL_SCRIPT)")
+        "serve", help="serve ACP over Streamable HTTP and WebSocket on /acp (remote editors)"
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other needs "
+        "IAC_CODE_SERVE_TOKEN or [serve] token_file)",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=8765,
+        help="port to listen on (default 8765; 0 picks a free one)",
+    )
+    serve.add_argument(
+        "--model-script",
+        type=Path,
+        metavar="PATH",
+        help="play a scripted model from PATH (same as IAC_CODE_MODEL_SCRIPT)",
+    )
     serve.add_argument("--model", help="model id for new sessions (same as IAC_CODE_MODEL)")
     replay = commands.add_parser(
-        "replay", help="replay a recorded transcript offline and compare every agent message")
+        "replay", help="replay a recorded transcript offline and compare every agent message"
+    )
     replay.add_argument("transcript", type=Path)
-    replay.add_argument("--agent", metavar="CMD",
-                        help="the agent command to replay against (default: this iaccode)")
-    replay.add_argument("--update", action="store_true",
-                        help="rewrite the transcript with what the agent sends now")
+    replay.add_argument(
+        "--agent", metavar="CMD", help="the agent command to replay against (default: this iaccode)"
+    )
+    replay.add_argument(
+        "--update", action="store_true", help="rewrite the transcript with what the agent sends now"
+    )
     demo = commands.add_parser("demo", help="watch iac-code do a recorded task (no key needed)")
-    demo.add_argument("--speed", type=float, default=1.0,
-                      help="pace relative to the recording (2 = twice as fast)")
+    demo.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="pace relative to the recording (2 = twice as fast)",
+    )
     demo.add_argument("--transcript", type=Path, help="another transcript to show")
     return parser
 
@@ -97,8 +138,11 @@ def run_account(args: argparse.Namespace) -> int:
     from iaccode.login import run_login, run_logout
 
     if args.command == "acp":  # the agent's own options: its provider is the default
-        return (run_login(None, configured=args.provider) if args.account == "login"
-                else run_logout(args.provider))
+        return (
+            run_login(None, configured=args.provider)
+            if args.account == "login"
+            else run_logout(args.provider)
+        )
     return run_login(args.provider) if args.command == "login" else run_logout(args.provider)
 
 
@@ -111,8 +155,12 @@ def run_acp(args: argparse.Namespace) -> int:
     from iaccode.config import Config, ConfigError
 
     try:
-        config = Config.from_env(model_script=args.model_script, model=args.model,
-                                 provider=args.provider, record_path=args.record)
+        config = Config.from_env(
+            model_script=args.model_script,
+            model=args.model,
+            provider=args.provider,
+            record_path=args.record,
+        )
     except ConfigError as exc:
         print(f"iaccode: {exc}", file=sys.stderr)
         return 2
@@ -131,14 +179,17 @@ def run_acp(args: argparse.Namespace) -> int:
     from iaccode.server.stdio import serve_stdio
 
     log = logging.getLogger("iaccode")
-    log.info("iaccode %s serving ACP on stdio (%s, model %s%s)", iaccode.__version__,
-             config.provider, config.model,
-             f", script {config.model_script}" if config.model_script else "")
+    log.info(
+        "iaccode %s serving ACP on stdio (%s, model %s%s)",
+        iaccode.__version__,
+        config.provider,
+        config.model,
+        f", script {config.model_script}" if config.model_script else "",
+    )
     from iaccode.llm.script import ScriptError
 
     try:
-        trio.run(serve_stdio, config, protocol_in, protocol_out,
-                 instruments=[preload.instrument()])
+        trio.run(serve_stdio, config, protocol_in, protocol_out, instruments=[preload.instrument()])
     except ScriptError as exc:  # the user's file: say what is wrong with it, not where we were
         log.error("the model script cannot be played: %s", exc)
         return 1
@@ -210,8 +261,11 @@ def run_serve(args: argparse.Namespace) -> int:
     setup_logging(config.log_level, config.log_file)
     seal_secrets(config)
     logging.getLogger("iaccode").info(
-        "iaccode %s serving ACP over HTTP (model %s%s)", iaccode.__version__, config.model,
-        f", script {config.model_script}" if config.model_script else "")
+        "iaccode %s serving ACP over HTTP (model %s%s)",
+        iaccode.__version__,
+        config.model,
+        f", script {config.model_script}" if config.model_script else "",
+    )
     from iaccode.llm.script import ScriptError
 
     try:

@@ -150,8 +150,11 @@ class Config:
     def from_env(cls, env: Mapping[str, str] = os.environ, **overrides: object) -> Config:
         """Defaults < ``<home>/config.toml`` < ``env`` < ``overrides`` (None values are skipped)."""
         overrides = {k: v for k, v in overrides.items() if v is not None}
-        home = Path(overrides.get("home") or env.get("IAC_CODE_HOME")  # type: ignore[arg-type]
-                    or Path.home() / ".iac-code").expanduser()
+        home = Path(
+            overrides.get("home")
+            or env.get("IAC_CODE_HOME")  # type: ignore[arg-type]
+            or Path.home() / ".iac-code"
+        ).expanduser()
         values: dict[str, object] = {"home": home, **read_config_file(home / CONFIG_FILE)}
         for attr, setting in SETTINGS.items():
             raw = env.get(setting.env) if setting.env else None
@@ -169,8 +172,9 @@ class Config:
             known = SETTINGS.get(attr)
             values[attr] = _from_value(f"{attr} ", value, known) if known else value
         if "model" not in values:
-            values["model"] = default_model(str(values.get("provider", DEFAULT_PROVIDER)),
-                                            values.get("models"))  # type: ignore[arg-type]
+            values["model"] = default_model(
+                str(values.get("provider", DEFAULT_PROVIDER)), values.get("models")
+            )  # type: ignore[arg-type]
         config = cls(**values)  # type: ignore[arg-type]
         return config
 
@@ -207,7 +211,7 @@ def _host_ports(hosts: frozenset[str]) -> str | None:
     for entry in sorted(hosts):
         host, _, port = entry.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            return f"must hold \"host:port\" entries, like \"docs.intranet:443\"; {entry!r} is not"
+            return f'must hold "host:port" entries, like "docs.intranet:443"; {entry!r} is not'
     return None
 
 
@@ -225,20 +229,28 @@ def _model_ids(value: tuple[str, ...]) -> str | None:
 
 SETTINGS: dict[str, _Setting] = {
     "provider": _Setting("provider", "IAC_CODE_PROVIDER", str, _one_of(tuple(PRESETS))),
-    "base_url": _Setting("base_url", "IAC_CODE_BASE_URL", str,
-                         lambda v: None if v.startswith(("http://", "https://"))
-                         else "must be an http:// or https:// URL"),
+    "base_url": _Setting(
+        "base_url",
+        "IAC_CODE_BASE_URL",
+        str,
+        lambda v: (
+            None if v.startswith(("http://", "https://")) else "must be an http:// or https:// URL"
+        ),
+    ),
     "api_key_env": _Setting("api_key_env", None, str, _variable_name),
     "models": _Setting("models", None, tuple, _model_ids),
     "model": _Setting("model", "IAC_CODE_MODEL", str, lambda v: None if v else "must not be empty"),
     "default_mode": _Setting("mode", "IAC_CODE_MODE", str, _one_of(tuple(MODES))),
-    "thought_level": _Setting("thought_level", "IAC_CODE_THOUGHT_LEVEL", str,
-                              _one_of(tuple(THOUGHT_LEVELS))),
-    "max_turn_requests": _Setting("max_turn_requests", "IAC_CODE_MAX_TURN_REQUESTS", int,
-                                  _at_least(0)),
+    "thought_level": _Setting(
+        "thought_level", "IAC_CODE_THOUGHT_LEVEL", str, _one_of(tuple(THOUGHT_LEVELS))
+    ),
+    "max_turn_requests": _Setting(
+        "max_turn_requests", "IAC_CODE_MAX_TURN_REQUESTS", int, _at_least(0)
+    ),
     "max_tokens": _Setting("max_tokens", "IAC_CODE_MAX_TOKENS", int, _at_least(0)),
-    "compaction_threshold": _Setting("compaction_threshold", "IAC_CODE_COMPACTION_THRESHOLD",
-                                     float, _share),
+    "compaction_threshold": _Setting(
+        "compaction_threshold", "IAC_CODE_COMPACTION_THRESHOLD", float, _share
+    ),
     "log_level": _Setting("log_level", "IAC_CODE_LOG_LEVEL", str, _log_level),
     "mcp_startup_timeout": _Setting("mcp_startup_timeout", None, float, _positive),
     "max_retries": _Setting(None, "IAC_CODE_MAX_RETRIES", int, _at_least(0)),
@@ -258,16 +270,24 @@ TOOL_SETTINGS: dict[str, _Setting] = {
 IAC_SETTINGS: dict[str, _Setting] = {
     "confirm_infra_changes": _Setting("confirm_infra_changes", None, bool, lambda v: None),
     "hold_credentials": _Setting("hold_credentials", None, bool, lambda v: None),
-    "protected": _Setting("protected", None, tuple,
-                          lambda v: None if all(g.strip() for g in v) else "must hold globs, "
-                          "none empty (\"prod*\", \"production\")"),
+    "protected": _Setting(
+        "protected",
+        None,
+        tuple,
+        lambda v: (
+            None
+            if all(g.strip() for g in v)
+            else 'must hold globs, none empty ("prod*", "production")'
+        ),
+    ),
 }
 """Config attribute -> its key in config.toml's ``[iac]`` table."""
+
 
 def _secret_patterns(names: tuple[str, ...]) -> str | None:
     for name in names:
         if not name.removesuffix("*").replace("_", "a").isalnum() or "*" in name[:-1]:
-            return f"must hold variable names or \"PREFIX_*\" patterns; {name!r} is not"
+            return f'must hold variable names or "PREFIX_*" patterns; {name!r} is not'
     return None
 
 
@@ -281,14 +301,14 @@ def _origins(origins: frozenset[str]) -> str | None:
     for origin in sorted(origins):
         scheme, sep, rest = origin.rstrip("/").partition("://")
         if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
-            return f"must hold origins like \"https://acp.example.com\"; {origin!r} is not"
+            return f'must hold origins like "https://acp.example.com"; {origin!r} is not'
     return None
 
 
 def _host_names(hosts: frozenset[str]) -> str | None:
     for host in sorted(hosts):
         if not host or any(c in host for c in "/:[]@ ") or not host.isprintable():
-            return f"must hold host names like \"acp.example.com\"; {host!r} is not"
+            return f'must hold host names like "acp.example.com"; {host!r} is not'
     return None
 
 
@@ -307,8 +327,9 @@ SERVE_SETTINGS: dict[str, _Setting] = {
 def _checked_token(label: str, token: str) -> str:
     token = token.strip()
     if len(token) < MIN_TOKEN_CHARS or any(c.isspace() or not c.isprintable() for c in token):
-        raise ConfigError(f"{label}must be at least {MIN_TOKEN_CHARS} printable characters "
-                          "without spaces")
+        raise ConfigError(
+            f"{label}must be at least {MIN_TOKEN_CHARS} printable characters without spaces"
+        )
     return token
 
 
@@ -326,8 +347,9 @@ def _read_token_file(path: Path, file: Path) -> str:
     return _checked_token(label, text)
 
 
-def _read_table(path: Path, name: str, table: object,
-                settings: dict[str, _Setting]) -> dict[str, Any]:
+def _read_table(
+    path: Path, name: str, table: object, settings: dict[str, _Setting]
+) -> dict[str, Any]:
     """The checked values of one config.toml table (``[tools]``, ``[serve]``)."""
     try:
         table = checks.table(table, f"{path}: {name}", toml=True)
@@ -336,8 +358,9 @@ def _read_table(path: Path, name: str, table: object,
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in settings:
-            raise ConfigError(f"{path}: unknown key '{name}.{key}'; the [{name}] keys are "
-                              f"{', '.join(settings)}")
+            raise ConfigError(
+                f"{path}: unknown key '{name}.{key}'; the [{name}] keys are {', '.join(settings)}"
+            )
         values[key] = _from_value(f"{path}: {name}.{key} ", value, settings[key])
     return values
 
@@ -355,7 +378,10 @@ def _serve_settings(path: Path, table: object) -> ServeSettings:
 
 
 _CHECKS: dict[type, Callable[..., Any]] = {
-    bool: checks.boolean, int: checks.integer, float: checks.number, str: checks.string,
+    bool: checks.boolean,
+    int: checks.integer,
+    float: checks.number,
+    str: checks.string,
 }
 
 
@@ -416,9 +442,11 @@ def read_config_file(path: Path) -> dict[str, object]:
             raise ConfigError(f"{path}: {exc}") from None
     for key, value in data.items():
         if key not in attrs:
-            raise ConfigError(f"{path}: unknown key {key!r}; the keys are "
-                              f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac], "
-                              "[secrets] and [serve] tables")
+            raise ConfigError(
+                f"{path}: unknown key {key!r}; the keys are "
+                f"{', '.join(attrs)}, the [tools], [mcp_servers], [iac], "
+                "[secrets] and [serve] tables"
+            )
         values[attrs[key]] = _from_value(f"{path}: {key} ", value, SETTINGS[attrs[key]])
     values.update(_read_table(path, "iac", iac, IAC_SETTINGS))
     if extra := _read_table(path, "secrets", secrets, SECRET_SETTINGS).get("extra"):
@@ -431,5 +459,6 @@ def read_config_file(path: Path) -> dict[str, object]:
         if tool_limits.bash_timeout > tool_limits.bash_max_timeout:
             raise ConfigError(
                 f"{path}: tools.bash_timeout ({tool_limits.bash_timeout:g}) must not exceed "
-                f"tools.bash_max_timeout ({tool_limits.bash_max_timeout:g})")
+                f"tools.bash_max_timeout ({tool_limits.bash_max_timeout:g})"
+            )
     return values

@@ -52,8 +52,11 @@ def which(name: str, avoid: Iterable[Path] = (), path: str | None = None) -> str
 def outside(value: str, avoid: Iterable[Path]) -> str:
     """A PATH-like ``value`` with only its absolute folders outside ``avoid``."""
     avoided = [Path(os.path.realpath(folder)) for folder in avoid]
-    return os.pathsep.join(entry for entry in value.split(os.pathsep)
-                           if os.path.isabs(entry) and not inside(entry, avoided))
+    return os.pathsep.join(
+        entry
+        for entry in value.split(os.pathsep)
+        if os.path.isabs(entry) and not inside(entry, avoided)
+    )
 
 
 def forget_imports_from(project: Path) -> list[str]:
@@ -62,8 +65,10 @@ def forget_imports_from(project: Path) -> list[str]:
     repository's ``yaml.py`` or ``anthropic/`` the first time it needs its own. The
     interpreter's own folders (a venv inside the project) and iac-code's stay. Returns what
     was taken out."""
-    own = [Path(os.path.realpath(folder)) for folder in
-           {sys.prefix, sys.base_prefix, sys.exec_prefix, str(_OWN_ROOT)}]
+    own = [
+        Path(os.path.realpath(folder))
+        for folder in {sys.prefix, sys.base_prefix, sys.exec_prefix, str(_OWN_ROOT)}
+    ]
     kept, dropped = [], []
     for entry in sys.path:
         real = os.path.realpath(entry or os.getcwd())

@@ -31,9 +31,14 @@ def key_providers() -> list[str]:
     return [name for name, preset in PRESETS.items() if preset.key_variable]
 
 
-def run_login(provider: str | None, *, configured: str | None = None,
-              stdin: TextIO | None = None, out: TextIO | None = None,
-              read_secret: Callable[[str], str] = getpass.getpass) -> int:
+def run_login(
+    provider: str | None,
+    *,
+    configured: str | None = None,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+    read_secret: Callable[[str], str] = getpass.getpass,
+) -> int:
     """Ask for ``provider``'s key (None: ask which provider, ``configured`` or the configured
     one by default) and save it."""
     stdin, out = stdin or sys.stdin, out or sys.stdout
@@ -44,17 +49,24 @@ def run_login(provider: str | None, *, configured: str | None = None,
     interactive = stdin.isatty()
     try:
         if provider is None:
-            provider = _choose(config.provider, choices, stdin, out) if interactive else (
-                config.provider)
+            provider = (
+                _choose(config.provider, choices, stdin, out) if interactive else (config.provider)
+            )
         if provider not in choices:
-            print(f"iaccode login: {provider!r} takes no key of its own; the providers with "
-                  f"keys are {', '.join(choices)}.", file=out)
+            print(
+                f"iaccode login: {provider!r} takes no key of its own; the providers with "
+                f"keys are {', '.join(choices)}.",
+                file=out,
+            )
             return 1
         preset = PRESETS[provider]
         variable = endpoint(_with_provider(config, provider)).key_variable
         if variable and os.environ.get(variable):
-            print(f"Note: {variable} is set in this environment; where it is set, it wins over "
-                  "the key saved here.", file=out)
+            print(
+                f"Note: {variable} is set in this environment; where it is set, it wins over "
+                "the key saved here.",
+                file=out,
+            )
         prompt = f"Paste your {preset.title} API key (it is not shown): "
         key = (read_secret(prompt) if interactive else stdin.readline()).strip()
     except (EOFError, KeyboardInterrupt):
@@ -71,9 +83,11 @@ def run_login(provider: str | None, *, configured: str | None = None,
         return 1
     print(f"Saved the {preset.title} API key in {where}.", file=out)
     if provider != config.provider:
-        print(f"iac-code is set to use {config.provider}: to use {provider}, set provider = "
-              f"\"{provider}\" in {config.home / 'config.toml'} (or IAC_CODE_PROVIDER).",
-              file=out)
+        print(
+            f"iac-code is set to use {config.provider}: to use {provider}, set provider = "
+            f'"{provider}" in {config.home / "config.toml"} (or IAC_CODE_PROVIDER).',
+            file=out,
+        )
     return 0
 
 
@@ -90,8 +104,10 @@ def run_logout(provider: str | None, *, out: TextIO | None = None) -> int:
         print(f"iaccode logout: {exc}", file=out)
         return 1
     title = PRESETS[provider].title if provider in PRESETS else provider
-    print(f"Removed the saved {title} API key." if removed
-          else f"No {title} API key was saved.", file=out)
+    print(
+        f"Removed the saved {title} API key." if removed else f"No {title} API key was saved.",
+        file=out,
+    )
     return 0
 
 
@@ -117,8 +133,7 @@ def _choose(current: str, choices: list[str], stdin: TextIO, out: TextIO) -> str
         mark = "  (default)" if name == default else ""
         print(f"  {number}. {PRESETS[name].title} [{name}]{mark}", file=out)
     while True:
-        print(f"Provider [1-{len(choices)}, Enter for {default}]: ", end="", file=out,
-              flush=True)
+        print(f"Provider [1-{len(choices)}, Enter for {default}]: ", end="", file=out, flush=True)
         line = stdin.readline()
         if not line:
             raise EOFError

@@ -45,8 +45,10 @@ class _LogFile(logging.FileHandler):
         if not self.failing:
             self.failing = True
             with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(f"iaccode: cannot write the log file {self.baseFilename}: "
-                                 f"{sys.exc_info()[1]}; logging to stderr only until it can\n")
+                sys.stderr.write(
+                    f"iaccode: cannot write the log file {self.baseFilename}: "
+                    f"{sys.exc_info()[1]}; logging to stderr only until it can\n"
+                )
 
     def emit(self, record: logging.LogRecord) -> None:  # under the handler's lock
         self._failed = False

@@ -50,10 +50,19 @@ QUIET = 0.05
 SWITCH_INTERVAL = 0.001
 """The interpreter's thread switch interval while the thread imports (Python's default: 5 ms)."""
 
-TURN_MODULES = ("iaccode.turn.turn", "iaccode.tools.bash", "iaccode.tools.edit_file",
-                "iaccode.tools.glob", "iaccode.tools.grep", "iaccode.tools.list_files",
-                "iaccode.tools.read_file", "iaccode.tools.todo_write",
-                "iaccode.tools.web_fetch", "iaccode.tools.write_file", "iaccode.context")
+TURN_MODULES = (
+    "iaccode.turn.turn",
+    "iaccode.tools.bash",
+    "iaccode.tools.edit_file",
+    "iaccode.tools.glob",
+    "iaccode.tools.grep",
+    "iaccode.tools.list_files",
+    "iaccode.tools.read_file",
+    "iaccode.tools.todo_write",
+    "iaccode.tools.web_fetch",
+    "iaccode.tools.write_file",
+    "iaccode.context",
+)
 """What the first prompt needs that opening a session does not (``tools.registry`` names the
 tools)."""
 

@@ -42,8 +42,7 @@ def private_home(home: Path) -> None:
     the caller goes on without."""
     private_dir(home)
     info = home.stat()
-    if (info.st_uid == os.geteuid() and info.st_mode & 0o077
-            and not info.st_mode & stat.S_ISVTX):
+    if info.st_uid == os.geteuid() and info.st_mode & 0o077 and not info.st_mode & stat.S_ISVTX:
         os.chmod(home, DIR_MODE)
 
 

@@ -69,24 +69,26 @@ def seal(extra_names: Iterable[str] = ()) -> Sealed:
     environment (see the module docstring). Call it once, before any command or server
     starts; never in a process that must keep its environment (an in-process test)."""
     secret_env.declare(extra_names)
-    names = sorted(name for name, value in os.environ.items()
-                   if secret_env.is_secret(name, value))
+    names = sorted(name for name, value in os.environ.items() if secret_env.is_secret(name, value))
     for name in names:
         os.unsetenv(name)  # os.environ (the interpreter's copy) keeps it for the SDKs
     scrubbed = dumpable = False
     if sys.platform.startswith("linux"):
         scrubbed = _scrub_start_block(names)
         dumpable = not _no_dumps()
-    log.info("took %d secret variable(s) out of the process environment%s%s", len(names),
-             "" if scrubbed or not names else " (its start-up block could not be rewritten)",
-             "; the process is not dumpable" if not dumpable else "")
+    log.info(
+        "took %d secret variable(s) out of the process environment%s%s",
+        len(names),
+        "" if scrubbed or not names else " (its start-up block could not be rewritten)",
+        "; the process is not dumpable" if not dumpable else "",
+    )
     return Sealed(names, scrubbed, dumpable)
 
 
 def _env_range() -> tuple[int, int]:
     with open("/proc/self/stat", "rb") as file:
         data = file.read()
-    fields = data[data.rfind(b")") + 2:].split()  # from field 3 (the state) on
+    fields = data[data.rfind(b")") + 2 :].split()  # from field 3 (the state) on
     start = _ENV_START_FIELD - 3
     return int(fields[start]), int(fields[start + 1])
 
@@ -97,8 +99,9 @@ def _scrub_start_block(names: list[str]) -> bool:
     still points at them). True when there is nothing left to hide."""
     if not names:
         return True
-    prefixes = tuple(f"{name}=".encode(sys.getfilesystemencoding(), "surrogateescape")
-                     for name in names)
+    prefixes = tuple(
+        f"{name}=".encode(sys.getfilesystemencoding(), "surrogateescape") for name in names
+    )
     try:
         start, end = _env_range()
         with open("/proc/self/mem", "r+b", buffering=0) as memory:
@@ -124,8 +127,7 @@ def _no_dumps() -> bool:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return False
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                      ctypes.c_ulong]
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
     if prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         log.warning("prctl(PR_SET_DUMPABLE, 0) failed: errno %d", ctypes.get_errno())

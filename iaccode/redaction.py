@@ -106,7 +106,7 @@ class Redactor:
                 if self._names.setdefault(form, name) != name:
                     continue
                 third = max(len(form) // 3, 1)
-                self._probes += [(form[i:i + third], form) for i in (0, third, len(form) - third)]
+                self._probes += [(form[i : i + third], form) for i in (0, third, len(form) - third)]
             for form in [*forms(value), *_base32_cores(value.encode("utf-8"))]:
                 if len(squashed := _squashed(form)) >= SPREAD_MIN_CHARS:
                     self._spread.setdefault(squashed, name)
@@ -148,8 +148,10 @@ class Redactor:
         if isinstance(data, str):
             return self(data)
         if isinstance(data, dict):
-            return {self(key) if isinstance(key, str) else key: self.value(item)
-                    for key, item in data.items()}
+            return {
+                self(key) if isinstance(key, str) else key: self.value(item)
+                for key, item in data.items()
+            }
         if isinstance(data, list | tuple):
             return [self.value(item) for item in data]
         return data

@@ -32,8 +32,18 @@ import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
 
-SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_PASSWD", "_PWD", "_PAT",
-                   "_APIKEY", "_AUTH", "_CREDENTIALS")
+SECRET_SUFFIXES = (
+    "_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_PASSWD",
+    "_PWD",
+    "_PAT",
+    "_APIKEY",
+    "_AUTH",
+    "_CREDENTIALS",
+)
 SECRET_PARTS = ("SECRET", "PASSWORD", "PASSWD")
 SECRET_PREFIXES = ("ANTHROPIC_AUTH", "TF_TOKEN_")
 PROXY_VARIABLES = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "FTP_PROXY"})
@@ -70,9 +80,12 @@ def declare(names: Iterable[str]) -> None:
 def is_secret(name: str, value: str | None = None) -> bool:
     """Whether the variable ``name`` (holding ``value``, when given) is a credential."""
     upper = name.upper()
-    if (upper.endswith(SECRET_SUFFIXES) or any(part in upper for part in SECRET_PARTS)
-            or upper.startswith(SECRET_PREFIXES)
-            or any(fnmatch.fnmatchcase(upper, pattern) for pattern in _declared)):
+    if (
+        upper.endswith(SECRET_SUFFIXES)
+        or any(part in upper for part in SECRET_PARTS)
+        or upper.startswith(SECRET_PREFIXES)
+        or any(fnmatch.fnmatchcase(upper, pattern) for pattern in _declared)
+    ):
         return True
     return value is not None and upper not in PROXY_VARIABLES and url_password(value) is not None
 
@@ -80,8 +93,11 @@ def is_secret(name: str, value: str | None = None) -> bool:
 def url_password(value: str) -> str | None:
     """The password of ``value`` when it is a URL with one (``scheme://user:pw@host``)."""
     scheme, found, rest = value.partition("://")
-    if not found or "@" not in rest or not scheme.replace("+", "").replace(".", "").replace(
-            "-", "").isalnum():
+    if (
+        not found
+        or "@" not in rest
+        or not scheme.replace("+", "").replace(".", "").replace("-", "").isalnum()
+    ):
         return None
     userinfo = rest.split("/", 1)[0].rpartition("@")[0]
     _, colon, password = userinfo.partition(":")
@@ -92,15 +108,19 @@ def _nothing(name: str) -> bool:
     return False
 
 
-def scrubbed(env: Mapping[str, str], *, secrets: bool = True,
-             also: Callable[[str], bool] = _nothing) -> dict[str, str]:
+def scrubbed(
+    env: Mapping[str, str], *, secrets: bool = True, also: Callable[[str], bool] = _nothing
+) -> dict[str, str]:
     """``env`` as a program we start gets it: without the secret variables (``secrets``: this
     module's rule) and without every variable ``also`` names (the cloud credentials, the
     gate's own variables). The one filter of a child's environment: the commands'
     (:mod:`iaccode.iac.command_env`), a stdio MCP server's (:mod:`iaccode.mcp.transport`)
     and the command ``iaccode supervise`` runs in the editor's terminal."""
-    return {name: value for name, value in env.items()
-            if not (secrets and is_secret(name, value)) and not also(name)}
+    return {
+        name: value
+        for name, value in env.items()
+        if not (secrets and is_secret(name, value)) and not also(name)
+    }
 
 
 def secret_items(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
@@ -111,8 +131,9 @@ def secret_items(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     items: dict[str, str] = {}
     if env is None:
         env = os.environ
-        items = {value: name for value, name in sorted(_held.items())
-                 if len(value) >= MIN_SCRUBBED_CHARS}
+        items = {
+            value: name for value, name in sorted(_held.items()) if len(value) >= MIN_SCRUBBED_CHARS
+        }
     for name, value in sorted(env.items()):
         found = [value] if is_secret(name, value) else []
         if (password := url_password(value)) is not None:
@@ -120,8 +141,9 @@ def secret_items(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
         for secret in found:
             if len(secret) >= MIN_SCRUBBED_CHARS:
                 items.setdefault(secret, name)
-    return sorted(((name, value) for value, name in items.items()),
-                  key=lambda item: (-len(item[1]), item[1]))
+    return sorted(
+        ((name, value) for value, name in items.items()), key=lambda item: (-len(item[1]), item[1])
+    )
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:

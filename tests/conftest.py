@@ -29,14 +29,21 @@ settings.load_profile("ci")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--agent-processes", action="store_true", default=False,
-                     help="spawn every agent as a process (default: in the test's process "
-                          "unless the test is marked process)")
+    parser.addoption(
+        "--agent-processes",
+        action="store_true",
+        default=False,
+        help="spawn every agent as a process (default: in the test's process "
+        "unless the test is marked process)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "process: the test's agents are spawned processes "
-                            "(signals, exit codes, stdio, process trees, start-up)")
+    config.addinivalue_line(
+        "markers",
+        "process: the test's agents are spawned processes "
+        "(signals, exit codes, stdio, process trees, start-up)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,8 +57,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _agent_kind(request: pytest.FixtureRequest) -> Iterator[None]:
     """Whether ``spawn_agent`` (and the ``agent`` fixture) spawn a process in this test."""
     agent_process.SPAWN_BY_DEFAULT = bool(
-        request.node.get_closest_marker("process")
-        or request.config.getoption("--agent-processes"))
+        request.node.get_closest_marker("process") or request.config.getoption("--agent-processes")
+    )
     yield
     agent_process.SPAWN_BY_DEFAULT = False
 
@@ -72,11 +79,14 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
     """An agent that talks to the fake model server, with quick retries."""
-    return agent_environment(tmp_path / "home", {
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": model_server.base_url,
-        "IAC_CODE_MAX_RETRIES": "2",
-    })
+    return agent_environment(
+        tmp_path / "home",
+        {
+            "ANTHROPIC_API_KEY": "test-key",
+            "ANTHROPIC_BASE_URL": model_server.base_url,
+            "IAC_CODE_MAX_RETRIES": "2",
+        },
+    )
 
 
 @pytest.fixture

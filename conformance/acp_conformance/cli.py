@@ -14,9 +14,22 @@ from pathlib import Path
 
 SUITE = Path(__file__).resolve().parent / "suite"
 
-VALUE_OPTIONS = frozenset({"--agent", "--agent-env", "--agent-debug-env", "--tools",
-                           "--model-api", "--agent-timeout", "--report", "--markdown", "--url",
-                           "--token", "--transport", "--model-port"})
+VALUE_OPTIONS = frozenset(
+    {
+        "--agent",
+        "--agent-env",
+        "--agent-debug-env",
+        "--tools",
+        "--model-api",
+        "--agent-timeout",
+        "--report",
+        "--markdown",
+        "--url",
+        "--token",
+        "--transport",
+        "--model-port",
+    }
+)
 """The suite's options that take a value (``suite/conftest.py``)."""
 
 
@@ -40,14 +53,21 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     wants_help = any(a in ("-h", "--help") for a in args)
-    if not wants_help and not any(a == "--agent" or a.startswith("--agent=") or a == "--url"
-                                  or a.startswith("--url=") for a in args):
-        print('acp-conformance: give the agent to check: --agent "CMD ARGS" (or --url URL)',
-              file=sys.stderr)
+    if not wants_help and not any(
+        a == "--agent" or a.startswith("--agent=") or a == "--url" or a.startswith("--url=")
+        for a in args
+    ):
+        print(
+            'acp-conformance: give the agent to check: --agent "CMD ARGS" (or --url URL)',
+            file=sys.stderr,
+        )
         return 2
     # The suite's own settings (suite/pytest.ini), no cache folder in the installed package.
-    return int(pytest.main([str(SUITE), "-c", str(SUITE / "pytest.ini"),
-                            "-p", "no:cacheprovider", *joined(args)]))
+    return int(
+        pytest.main(
+            [str(SUITE), "-c", str(SUITE / "pytest.ini"), "-p", "no:cacheprovider", *joined(args)]
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -30,11 +30,13 @@ class ErrorAnswer:
 def choose(kind: str) -> Callable[[dict[str, Any]], Any]:
     """Policy: select the first option of ``kind`` (``allow_once``, ``reject_always``, ...);
     answer ``cancelled`` when the agent offered none of that kind."""
+
     def policy(request: dict[str, Any]) -> Any:
         for option in request.get("params", {}).get("options", []):
             if option.get("kind") == kind:
                 return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
         return {"outcome": {"outcome": "cancelled"}}
+
     return policy
 
 
@@ -76,16 +78,19 @@ class ClientServices:
         needed = capability_for(method)
         if needed is not None and not advertised(self.capabilities, needed):
             self.violations.append(
-                f"agent called {method} but the client did not advertise {needed}")
+                f"agent called {method} but the client did not advertise {needed}"
+            )
             return ErrorAnswer(-32601, f"client does not support {method}")
         if method == "session/request_permission":
             return self.permission(request)
         if method == "elicitation/create":
             mode = params.get("mode")
             if not isinstance((self.capabilities.get("elicitation") or {}).get(mode), dict):
-                self.violations.append(f"agent asked for input in {mode!r} mode, which the "
-                                       "client did not advertise (clientCapabilities."
-                                       "elicitation)")
+                self.violations.append(
+                    f"agent asked for input in {mode!r} mode, which the "
+                    "client did not advertise (clientCapabilities."
+                    "elicitation)"
+                )
                 return ErrorAnswer(-32601, f"client does not support {mode} elicitation")
             return self.elicitation(request)
         handler = _HANDLERS.get(method)
@@ -103,7 +108,7 @@ class ClientServices:
         lines = text.splitlines(keepends=True)
         start = max(int(params.get("line") or 1), 1) - 1
         limit = params.get("limit")
-        chosen = lines[start:start + int(limit)] if limit is not None else lines[start:]
+        chosen = lines[start : start + int(limit)] if limit is not None else lines[start:]
         return {"content": "".join(chosen)}
 
     async def write_text_file(self, params: dict[str, Any]) -> Any:
@@ -121,18 +126,26 @@ class ClientServices:
         env.update({e["name"]: e["value"] for e in params.get("env") or []})
         output, exit_code = b"", None
         with trio.move_on_after(30):
-            done = await trio.run_process(command, cwd=params.get("cwd") or None, env=env,
-                                          capture_stdout=True, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, check=False)
+            done = await trio.run_process(
+                command,
+                cwd=params.get("cwd") or None,
+                env=env,
+                capture_stdout=True,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
             output, exit_code = done.stdout, done.returncode
         limit = params.get("outputByteLimit")
         truncated = limit is not None and len(output) > int(limit)
         if limit is not None and truncated:
-            output = output[-int(limit):]
+            output = output[-int(limit) :]
         terminal_id = f"term_{len(self._terminals) + 1}"
         self._terminals[terminal_id] = {
-            "output": output.decode(errors="replace"), "truncated": truncated,
-            "exitStatus": {"exitCode": exit_code, "signal": None}}
+            "output": output.decode(errors="replace"),
+            "truncated": truncated,
+            "exitStatus": {"exitCode": exit_code, "signal": None},
+        }
         return {"terminalId": terminal_id}
 
     async def terminal_output(self, params: dict[str, Any]) -> Any:

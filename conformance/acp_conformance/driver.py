@@ -69,9 +69,13 @@ class ConnectionTranscript:
         stderr = ""
         if self.stderr_path is not None and self.stderr_path.exists():
             stderr = self.stderr_path.read_text(errors="replace")[-4000:]
-        return {"label": self.label, "command": self.command, "exitCode": self.exit_code,
-                "messages": [{"t": t, "dir": d, "line": line} for t, d, line in self.entries],
-                "stderrTail": stderr}
+        return {
+            "label": self.label,
+            "command": self.command,
+            "exitCode": self.exit_code,
+            "messages": [{"t": t, "dir": d, "line": line} for t, d, line in self.entries],
+            "stderrTail": stderr,
+        }
 
 
 # -- which schema checks which message ----------------------------------------------------
@@ -83,14 +87,26 @@ class ConnectionTranscript:
 
 def _stable_methods() -> frozenset[str]:
     tables = method_tables(False)
-    return frozenset({*tables.client_requests, *tables.client_notifications,
-                      *tables.agent_requests, *tables.agent_notifications})
+    return frozenset(
+        {
+            *tables.client_requests,
+            *tables.client_notifications,
+            *tables.agent_requests,
+            *tables.agent_notifications,
+        }
+    )
 
 
 def _unstable_methods() -> frozenset[str]:
     tables = method_tables(True)
-    return frozenset({*tables.client_requests, *tables.client_notifications,
-                      *tables.agent_requests, *tables.agent_notifications})
+    return frozenset(
+        {
+            *tables.client_requests,
+            *tables.client_notifications,
+            *tables.agent_requests,
+            *tables.agent_notifications,
+        }
+    )
 
 
 class SchemaRouter:
@@ -122,8 +138,11 @@ class SchemaRouter:
                 method = message["method"]
             elif "id" in message and message.get("id") is not None:
                 method = self._client_requests.pop(_id_key(message["id"]), None)
-        kind, checker = (("unstable", self.unstable) if method in self._unstable_only
-                         else ("stable", self.stable))
+        kind, checker = (
+            ("unstable", self.unstable)
+            if method in self._unstable_only
+            else ("stable", self.stable)
+        )
         return [f"[{kind} schema] {problem}" for problem in checker.agent_sent(message)]
 
 
@@ -157,12 +176,18 @@ class AgentConnection:
     (:mod:`acp_conformance.remote`).
     """
 
-    def __init__(self, process: trio.Process, checker: Any | None = None,
-                 stderr_path: Path | None = None, *,
-                 transcript: ConnectionTranscript | None = None,
-                 timeout: float = RECEIVE_TIMEOUT, services: ClientServices | None = None,
-                 record_violations: bool = False,
-                 client_info: Mapping[str, str] = TESTS_CLIENT) -> None:
+    def __init__(
+        self,
+        process: trio.Process,
+        checker: Any | None = None,
+        stderr_path: Path | None = None,
+        *,
+        transcript: ConnectionTranscript | None = None,
+        timeout: float = RECEIVE_TIMEOUT,
+        services: ClientServices | None = None,
+        record_violations: bool = False,
+        client_info: Mapping[str, str] = TESTS_CLIENT,
+    ) -> None:
         self.process = process
         self.checker = checker
         self.stderr_path = stderr_path
@@ -217,11 +242,11 @@ class AgentConnection:
     async def send_request(self, method: str, params: Any = None) -> int: ...
 
     @overload
-    async def send_request(self, method: str, params: Any = None, *,
-                           request_id: RequestId) -> RequestId: ...
+    async def send_request(
+        self, method: str, params: Any = None, *, request_id: RequestId
+    ) -> RequestId: ...
 
-    async def send_request(self, method: str, params: Any = None, *,
-                           request_id: Any = None) -> Any:
+    async def send_request(self, method: str, params: Any = None, *, request_id: Any = None) -> Any:
         """Send a request; its id: the next number, or ``request_id`` (any JSON value)."""
         if request_id is None:
             request_id = next(self._ids)
@@ -260,8 +285,10 @@ class AgentConnection:
                     chunk = await self.process.stdout.receive_some(1 << 20)
                     if not chunk:
                         if self._buffer.strip():
-                            self._violation(self.stdout_violations, "output ended inside a "
-                                            f"line: {bytes(self._buffer[:120])!r}")
+                            self._violation(
+                                self.stdout_violations,
+                                f"output ended inside a line: {bytes(self._buffer[:120])!r}",
+                            )
                             if self.transcript is not None:
                                 self.transcript.add("<-", bytes(self._buffer))
                         self._buffer.clear()
@@ -280,8 +307,10 @@ class AgentConnection:
             problems = self.checker.agent_sent(message)
             if problems and not self.record_violations:
                 listing = "\n".join(f"  - {p}" for p in problems)
-                raise AssertionError(f"the agent sent a message the ACP schema rejects:\n"
-                                     f"{listing}\nmessage: {_short(message, 4000)}")
+                raise AssertionError(
+                    f"the agent sent a message the ACP schema rejects:\n"
+                    f"{listing}\nmessage: {_short(message, 4000)}"
+                )
             self.schema_violations.extend(f"{p} in {_short(message)}" for p in problems)
         if "method" in message and "id" in message:
             self.agent_requests.append(message)
@@ -306,8 +335,7 @@ class AgentConnection:
             self._violation(self.stdout_violations, f"not a JSON line on stdout: {line[:160]!r}")
             return None
         if not isinstance(message, dict):
-            self._violation(self.stdout_violations,
-                            f"not a JSON object on stdout: {line[:160]!r}")
+            self._violation(self.stdout_violations, f"not a JSON object on stdout: {line[:160]!r}")
             return None
         return message
 
@@ -320,23 +348,27 @@ class AgentConnection:
             with trio.move_on_after(1):
                 await self.process.wait()
             lines = [line for line in self.stderr_tail().splitlines() if line.strip()]
-            raise AgentExited(f"the agent closed its stdout (exit status "
-                              f"{self.process.returncode}); last stderr line: "
-                              f"{lines[-1].strip() if lines else ''!r}")
+            raise AgentExited(
+                f"the agent closed its stdout (exit status "
+                f"{self.process.returncode}); last stderr line: "
+                f"{lines[-1].strip() if lines else ''!r}"
+            )
         return message
 
-    async def receive_update(self, *kinds: str, timeout: float | None = None
-                             ) -> dict[str, Any]:
+    async def receive_update(self, *kinds: str, timeout: float | None = None) -> dict[str, Any]:
         """The next ``session/update`` of one of ``kinds`` (others are skipped)."""
         with deadline(timeout or self.timeout, f"no update of kind {kinds}"):
             while True:
                 message = await self.receive(timeout)
-                if (message.get("method") == "session/update"
-                        and message["params"]["update"]["sessionUpdate"] in kinds):
+                if (
+                    message.get("method") == "session/update"
+                    and message["params"]["update"]["sessionUpdate"] in kinds
+                ):
                     return message
 
-    async def response(self, request_id: Any, timeout: float | None = None
-                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def response(
+        self, request_id: Any, timeout: float | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Wait for the answer to ``request_id``; also return what came before it."""
         before: list[dict[str, Any]] = []
         with deadline(timeout or self.timeout, f"no answer to request {request_id!r}"):
@@ -346,8 +378,9 @@ class AgentConnection:
                     return message, before
                 before.append(message)
 
-    async def request(self, method: str, params: Any = None, timeout: float | None = None
-                      ) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: Any = None, timeout: float | None = None
+    ) -> dict[str, Any]:
         """Send a request, return its whole answer (what came before stays to be received)."""
         request_id = await self.send_request(method, params)
         answer, before = await self.response(request_id, timeout)
@@ -365,9 +398,14 @@ class AgentConnection:
     async def initialize(self, **client_capabilities: Any) -> dict[str, Any]:
         if self.services is not None:
             self.services.capabilities = client_capabilities
-        self.init_result = await self.call("initialize", {
-            "protocolVersion": 1, "clientCapabilities": client_capabilities,
-            "clientInfo": self.client_info})
+        self.init_result = await self.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": client_capabilities,
+                "clientInfo": self.client_info,
+            },
+        )
         return self.init_result
 
     def capability(self, path: str) -> Any:
@@ -381,18 +419,27 @@ class AgentConnection:
         result = await self.call("session/new", {"cwd": str(cwd), "mcpServers": []})
         return str(result["sessionId"])
 
-    async def prompt(self, session_id: str, prompt: str | list[dict[str, Any]],
-                     timeout: float | None = None, **extra: Any
-                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def prompt(
+        self,
+        session_id: str,
+        prompt: str | list[dict[str, Any]],
+        timeout: float | None = None,
+        **extra: Any,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Prompt; return the answer and every message that came before it."""
         blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
-        request_id = await self.send_request("session/prompt",
-                                             {"sessionId": session_id, "prompt": blocks, **extra})
+        request_id = await self.send_request(
+            "session/prompt", {"sessionId": session_id, "prompt": blocks, **extra}
+        )
         return await self.response(request_id, timeout)
 
-    async def run_prompt(self, session_id: str, prompt: str | list[dict[str, Any]],
-                         on_request: Any = None, timeout: float | None = None
-                         ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    async def run_prompt(
+        self,
+        session_id: str,
+        prompt: str | list[dict[str, Any]],
+        on_request: Any = None,
+        timeout: float | None = None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
         """Prompt and serve the agent's requests until the prompt is answered.
 
         ``on_request(message) -> result`` answers each agent request (permission questions,
@@ -400,8 +447,9 @@ class AgentConnection:
         error. Returns (the prompt's answer, the messages before it, the agent's requests).
         """
         blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
-        request_id = await self.send_request("session/prompt",
-                                             {"sessionId": session_id, "prompt": blocks})
+        request_id = await self.send_request(
+            "session/prompt", {"sessionId": session_id, "prompt": blocks}
+        )
         others: list[dict[str, Any]] = []
         requests: list[dict[str, Any]] = []
         with deadline(timeout or self.timeout, "no answer to the prompt"):
@@ -453,8 +501,9 @@ class AgentConnection:
         return messages
 
 
-def updates(messages: Iterable[dict[str, Any]], session_id: str | None = None,
-            *kinds: str) -> list[dict[str, Any]]:
+def updates(
+    messages: Iterable[dict[str, Any]], session_id: str | None = None, *kinds: str
+) -> list[dict[str, Any]]:
     """The ``update`` objects of the ``session/update``s among ``messages``."""
     found = []
     for message in messages:
@@ -472,33 +521,56 @@ def updates(messages: Iterable[dict[str, Any]], session_id: str | None = None,
 
 def text_of(messages: Iterable[dict[str, Any]], session_id: str, kind: str) -> str:
     """The concatenated text of the ``kind`` chunks (``agent_message_chunk``, ...)."""
-    return "".join(u.get("content", {}).get("text", "")
-                   for u in updates(messages, session_id, kind)
-                   if isinstance(u.get("content"), dict))
+    return "".join(
+        u.get("content", {}).get("text", "")
+        for u in updates(messages, session_id, kind)
+        if isinstance(u.get("content"), dict)
+    )
 
 
 def _short(message: Any, limit: int = 300) -> str:
     text = json.dumps(message, default=repr)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @contextlib.asynccontextmanager
-async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *,
-                cwd: Path | None = None, checker: Any | None = None,
-                transcript: ConnectionTranscript | None = None, timeout: float = RECEIVE_TIMEOUT,
-                services: ClientServices | None = None, record_violations: bool = False,
-                client_info: Mapping[str, str] = TESTS_CLIENT) -> AsyncIterator[AgentConnection]:
+async def spawn(
+    command: list[str],
+    env: Mapping[str, str],
+    stderr_path: Path,
+    *,
+    cwd: Path | None = None,
+    checker: Any | None = None,
+    transcript: ConnectionTranscript | None = None,
+    timeout: float = RECEIVE_TIMEOUT,
+    services: ClientServices | None = None,
+    record_violations: bool = False,
+    client_info: Mapping[str, str] = TESTS_CLIENT,
+) -> AsyncIterator[AgentConnection]:
     """Start the agent in its own process group, stderr to ``stderr_path``; kill the whole
     group at the end."""
     if transcript is not None:
         transcript.stderr_path = stderr_path
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(
-            command, stdin=-1, stdout=-1, stderr=stderr, env=dict(env),
-            cwd=str(cwd) if cwd is not None else None, start_new_session=True)
+            command,
+            stdin=-1,
+            stdout=-1,
+            stderr=stderr,
+            env=dict(env),
+            cwd=str(cwd) if cwd is not None else None,
+            start_new_session=True,
+        )
         connection = AgentConnection(
-            process, checker, stderr_path, transcript=transcript, timeout=timeout,
-            services=services, record_violations=record_violations, client_info=client_info)
+            process,
+            checker,
+            stderr_path,
+            transcript=transcript,
+            timeout=timeout,
+            services=services,
+            record_violations=record_violations,
+            client_info=client_info,
+        )
         try:
             yield connection
         finally:
@@ -516,12 +588,18 @@ async def spawn(command: list[str], env: Mapping[str, str], stderr_path: Path, *
 
 
 @contextlib.asynccontextmanager
-async def connect_remote(url: str, token: str | None, transport: str,
-                         transcript: ConnectionTranscript, timeout: float
-                         ) -> AsyncIterator[AgentConnection]:
+async def connect_remote(
+    url: str, token: str | None, transport: str, transcript: ConnectionTranscript, timeout: float
+) -> AsyncIterator[AgentConnection]:
     """A conformance connection to a remote agent, driven as a spawned one: its stdin and
     stdout are the transport's (:mod:`acp_conformance.remote`); ending stdin ends it."""
     async with connect(url, token, transport) as remote:
-        yield AgentConnection(remote, SchemaRouter(), transcript=transcript,  # type: ignore[arg-type]
-                              timeout=timeout, services=ClientServices(),
-                              record_violations=True, client_info=SUITE_CLIENT)
+        yield AgentConnection(
+            remote,
+            SchemaRouter(),
+            transcript=transcript,  # type: ignore[arg-type]
+            timeout=timeout,
+            services=ClientServices(),
+            record_violations=True,
+            client_info=SUITE_CLIENT,
+        )

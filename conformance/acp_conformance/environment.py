@@ -10,8 +10,9 @@ CREDENTIAL_PREFIXES = ("ANTHROPIC_", "OPENAI_")
 endpoint) of the developer's must not reach a test's agent."""
 
 
-def agent_environment(extra: Mapping[str, str] | None = None, *,
-                      drop_prefixes: Iterable[str] = CREDENTIAL_PREFIXES) -> dict[str, str]:
+def agent_environment(
+    extra: Mapping[str, str] | None = None, *, drop_prefixes: Iterable[str] = CREDENTIAL_PREFIXES
+) -> dict[str, str]:
     """Our environment minus the variables starting with ``drop_prefixes`` (an agent's own
     settings can be added there), with unbuffered output and the test's ``extra`` settings."""
     prefixes = tuple(drop_prefixes)

@@ -42,11 +42,16 @@ MODEL_URL = "{model_url}"
 """In an ``--agent-env`` value: the fake model's base URL."""
 
 WIRE_ROWS = {
-    "schema": ("WIRE-SCHEMA", "every message the agent sends validates against the official "
-               "v1 schema (the unstable one for unstable methods it advertises)"),
+    "schema": (
+        "WIRE-SCHEMA",
+        "every message the agent sends validates against the official "
+        "v1 schema (the unstable one for unstable methods it advertises)",
+    ),
     "stdout": ("WIRE-STDOUT", "stdout carries only newline-terminated JSON-RPC objects"),
-    "caps": ("WIRE-CLIENT-CAPS", "the agent calls fs/* and terminal/* only when the client "
-             "advertised them"),
+    "caps": (
+        "WIRE-CLIENT-CAPS",
+        "the agent calls fs/* and terminal/* only when the client advertised them",
+    ),
 }
 
 
@@ -62,20 +67,27 @@ def _absolute(command: list[str], base: Path) -> list[str]:
         path = base / arg
         relative = not Path(arg).is_absolute() and not arg.startswith("-")
         after_module_flag = number > 0 and command[number - 1] == "-m"
-        if relative and not after_module_flag and (
-                ("/" in arg and (number == 0 or path.exists()))
-                or (number > 0 and path.is_file())):
+        if (
+            relative
+            and not after_module_flag
+            and (("/" in arg and (number == 0 or path.exists())) or (number > 0 and path.is_file()))
+        ):
             arg = str(path)
         out.append(arg)
     return out
 
 
-MODEL_APIS: dict[str, tuple[type[PaddedModelServer | PaddedChatServer],
-                            Callable[[str], dict[str, str]]]] = {
-    "messages": (PaddedModelServer, lambda url: {
-        "ANTHROPIC_API_KEY": "conformance-dummy-key", "ANTHROPIC_BASE_URL": url}),
-    "chat": (PaddedChatServer, lambda url: {
-        "OPENAI_API_KEY": "conformance-dummy-key", "OPENAI_BASE_URL": url}),
+MODEL_APIS: dict[
+    str, tuple[type[PaddedModelServer | PaddedChatServer], Callable[[str], dict[str, str]]]
+] = {
+    "messages": (
+        PaddedModelServer,
+        lambda url: {"ANTHROPIC_API_KEY": "conformance-dummy-key", "ANTHROPIC_BASE_URL": url},
+    ),
+    "chat": (
+        PaddedChatServer,
+        lambda url: {"OPENAI_API_KEY": "conformance-dummy-key", "OPENAI_BASE_URL": url},
+    ),
 }
 """--model-api -> (the fake model server, the environment that points an agent at it: the
 variables the API's official SDKs read)."""
@@ -104,27 +116,33 @@ class Harness:
         self.root = root
         given = config.getoption("--agent")
         self.command = _absolute(shlex.split(given), config.invocation_params.dir) if given else []
-        self.extra_env = {key: value.replace(MODEL_URL, model.base_url) for key, value in
-                          _settings(config.getoption("--agent-env"), "--agent-env").items()}
-        self.debug_env = {**DEBUG_ENV, **_settings(config.getoption("--agent-debug-env"),
-                                                   "--agent-debug-env")}
+        self.extra_env = {
+            key: value.replace(MODEL_URL, model.base_url)
+            for key, value in _settings(config.getoption("--agent-env"), "--agent-env").items()
+        }
+        self.debug_env = {
+            **DEBUG_ENV,
+            **_settings(config.getoption("--agent-debug-env"), "--agent-debug-env"),
+        }
         self.timeout = float(config.getoption("--agent-timeout"))
         self.tools_choice = config.stash[TOOLS]
         self.model_env = MODEL_APIS[str(config.getoption("--model-api"))][1](model.base_url)
         self.credential_variables = (
             ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-            if "ANTHROPIC_API_KEY" in self.model_env else ("OPENAI_API_KEY",))
+            if "ANTHROPIC_API_KEY" in self.model_env
+            else ("OPENAI_API_KEY",)
+        )
         """What to leave out of the environment for an agent without credentials."""
         self.url: str | None = config.getoption("--url")
         self.token: str | None = config.getoption("--token")
         self.transport = str(config.getoption("--transport"))
         self.transcripts: list[ConnectionTranscript] = []
         self.connections: list[AgentConnection] = []
-        item.stash.setdefault(EVIDENCE, []).append(
-            lambda: [t.dump() for t in self.transcripts])
+        item.stash.setdefault(EVIDENCE, []).append(lambda: [t.dump() for t in self.transcripts])
 
-    def environment(self, extra: dict[str, str] | None = None,
-                    without: tuple[str, ...] = ()) -> dict[str, str]:
+    def environment(
+        self, extra: dict[str, str] | None = None, without: tuple[str, ...] = ()
+    ) -> dict[str, str]:
         env = agent_environment({"HOME": str(self.home), **self.model_env})
         env.update(self.extra_env)
         env.update(extra or {})
@@ -133,28 +151,38 @@ class Harness:
         return env
 
     @contextlib.asynccontextmanager
-    async def spawn(self, extra_env: dict[str, str] | None = None,
-                    without: tuple[str, ...] = ()) -> AsyncIterator[AgentConnection]:
+    async def spawn(
+        self, extra_env: dict[str, str] | None = None, without: tuple[str, ...] = ()
+    ) -> AsyncIterator[AgentConnection]:
         number = len(self.transcripts) + 1
         if self.url is not None:
             if extra_env or without:
-                not_applicable("the test sets the agent's environment; a remote agent's is "
-                               "not ours to set")
+                not_applicable(
+                    "the test sets the agent's environment; a remote agent's is not ours to set"
+                )
             transcript = ConnectionTranscript(f"connection#{number}", [self.url, self.transport])
             self.transcripts.append(transcript)
-            async with connect_remote(self.url, self.token, self.transport, transcript,
-                                      self.timeout) as connection:
+            async with connect_remote(
+                self.url, self.token, self.transport, transcript, self.timeout
+            ) as connection:
                 self.connections.append(connection)
                 yield connection
             return
         transcript = ConnectionTranscript(f"agent#{number}", self.command)
         self.transcripts.append(transcript)
         self.home.mkdir(exist_ok=True)
-        async with spawn(self.command, self.environment(extra_env, without),
-                         self.root / f"agent{number}.stderr", cwd=self.workspace,
-                         checker=SchemaRouter(), transcript=transcript, timeout=self.timeout,
-                         services=ClientServices(), record_violations=True,
-                         client_info=SUITE_CLIENT) as connection:
+        async with spawn(
+            self.command,
+            self.environment(extra_env, without),
+            self.root / f"agent{number}.stderr",
+            cwd=self.workspace,
+            checker=SchemaRouter(),
+            transcript=transcript,
+            timeout=self.timeout,
+            services=ClientServices(),
+            record_violations=True,
+            client_info=SUITE_CLIENT,
+        ) as connection:
             self.connections.append(connection)
             yield connection
 
@@ -187,8 +215,17 @@ class Harness:
             reason = problems[0] if problems else "ok"
             if len(problems) > 1:
                 reason = f"{len(problems)} violations; first: {reason}"
-            note(self.item.user_properties, req_id, "MUST", summary, self.item.nodeid, status,
-                 reason, "\n".join(problems[:50]), evidence if problems else [])
+            note(
+                self.item.user_properties,
+                req_id,
+                "MUST",
+                summary,
+                self.item.nodeid,
+                status,
+                reason,
+                "\n".join(problems[:50]),
+                evidence if problems else [],
+            )
         broken = [f"{WIRE_ROWS[k][0]}: {v[0]}" for k, v in found.items() if v]
         if broken:
             raise WireViolation("; ".join(broken))
@@ -203,8 +240,14 @@ class Checks:
 
     def should(self, req_id: str, summary: str, ok: bool, reason: str = "") -> bool:
         evidence = [] if ok else [t.dump() for t in self.harness.transcripts]
-        note(self.item.user_properties, req_id, "SHOULD", summary, self.item.nodeid,
-             "pass" if ok else "fail", "ok" if ok else (reason or summary), evidence=evidence)
+        note(
+            self.item.user_properties,
+            req_id,
+            "SHOULD",
+            summary,
+            self.item.nodeid,
+            "pass" if ok else "fail",
+            "ok" if ok else (reason or summary),
+            evidence=evidence,
+        )
         return ok
-
-

@@ -33,15 +33,26 @@ class LineClient:
     """A spawned process spoken to in JSON lines over its stdin/stdout (see the module
     docstring). ``on_line``: each line as it arrives goes there instead of to :meth:`line`."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-                 stderr: Path | None = None, cwd: Path | None = None,
-                 on_line: Callable[[bytes], None] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        stderr: Path | None = None,
+        cwd: Path | None = None,
+        on_line: Callable[[bytes], None] | None = None,
+    ) -> None:
         self.stderr_path = stderr
         err = open(stderr, "wb") if stderr is not None else subprocess.DEVNULL  # noqa: SIM115
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-            env=dict(env) if env is not None else None, cwd=cwd, bufsize=0)
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            bufsize=0,
+        )
         if stderr is not None:
             err.close()  # type: ignore[union-attr]
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -84,18 +95,20 @@ class LineClient:
         deadline = None if timeout is None else time.perf_counter() + timeout
         while view:
             try:
-                view = view[os.write(self._in, view[:1 << 20]):]
+                view = view[os.write(self._in, view[: 1 << 20]) :]
                 continue
             except BlockingIOError:
                 pass
             except BrokenPipeError:
-                raise AgentGone(f"the process closed its input; stderr:\n"
-                                f"{self.stderr_tail()}") from None
+                raise AgentGone(
+                    f"the process closed its input; stderr:\n{self.stderr_tail()}"
+                ) from None
             left = None if deadline is None else deadline - time.perf_counter()
             if left is not None and left <= 0:
                 raise TimeoutError(f"could not write to the process for {timeout} s")
-            readable, _, _ = select.select([self._out], [self._in], [],
-                                           1.0 if left is None else min(left, 1.0))
+            readable, _, _ = select.select(
+                [self._out], [self._in], [], 1.0 if left is None else min(left, 1.0)
+            )
             if readable:
                 self._fill(0)
 
@@ -158,9 +171,13 @@ class LineClient:
     def message(self, timeout: float | None = 60.0) -> dict[str, Any]:
         return json.loads(self.line(timeout))  # type: ignore[no-any-return]
 
-    def response(self, request_id: int, timeout: float = 60.0,
-                 on_request: Callable[[dict[str, Any]], Any] | None = None,
-                 on_update: Callable[[bytes], None] | None = None) -> dict[str, Any]:
+    def response(
+        self,
+        request_id: int,
+        timeout: float = 60.0,
+        on_request: Callable[[dict[str, Any]], Any] | None = None,
+        on_update: Callable[[bytes], None] | None = None,
+    ) -> dict[str, Any]:
         """Read until the answer to ``request_id``; updates go to ``on_update`` (raw), the
         agent's requests to ``on_request`` (its return value is sent as the result)."""
         deadline = time.perf_counter() + timeout
@@ -182,8 +199,9 @@ class LineClient:
             if message.get("id") == request_id:
                 return message
 
-    def count_until_response(self, request_id: int, timeout: float = 300.0
-                             ) -> tuple[dict[str, Any], int]:
+    def count_until_response(
+        self, request_id: int, timeout: float = 300.0
+    ) -> tuple[dict[str, Any], int]:
         """Read until the answer to ``request_id`` as cheaply as we can (whole chunks, lines
         counted with ``bytes.count``, only the chunk holding the answer split): returns the
         answer and how many lines came before it. For throughput, where a client that looks
@@ -216,7 +234,7 @@ class LineClient:
                 if marker in raw and not raw.startswith(UPDATE_PREFIX):
                     message = json.loads(raw)
                     assert "method" not in message, raw[:300]
-                    self._lines.extend(lines[index + 1:])
+                    self._lines.extend(lines[index + 1 :])
                     return message, before
                 before += 1
 
@@ -229,16 +247,22 @@ class LineClient:
     # -- ACP --
 
     def initialize(self, client_name: str = "bench") -> dict[str, Any]:
-        return self.call("initialize", {  # type: ignore[no-any-return]
-            "protocolVersion": 1, "clientCapabilities": {},
-            "clientInfo": {"name": client_name, "version": "0"}})
+        return self.call(
+            "initialize",
+            {  # type: ignore[no-any-return]
+                "protocolVersion": 1,
+                "clientCapabilities": {},
+                "clientInfo": {"name": client_name, "version": "0"},
+            },
+        )
 
     def new_session(self, cwd: Path) -> str:
         return str(self.call("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"])
 
     def prompt_request(self, session_id: str, text: str = "go") -> int:
-        return self.send_request("session/prompt", {
-            "sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+        return self.send_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
 
     def close(self, timeout: float = 5.0) -> None:
         try:

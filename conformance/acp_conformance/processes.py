@@ -17,7 +17,7 @@ def stat_fields(pid: int | str) -> list[bytes] | None:
         data = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
-    return data[data.rfind(b")") + 2:].split()
+    return data[data.rfind(b")") + 2 :].split()
 
 
 def state(pid: int) -> str | None:
@@ -72,8 +72,7 @@ async def wait_until(condition: Callable[[], bool], timeout: float = 15.0) -> No
 
 def pid_files_written(folder: Path, *names: str) -> bool:
     """Each of the files holds a pid (a command wrote ``echo $! > NAME``)."""
-    return all((folder / name).exists() and (folder / name).read_text().strip()
-               for name in names)
+    return all((folder / name).exists() and (folder / name).read_text().strip() for name in names)
 
 
 def tcp_peer_ports(pid: int) -> set[int]:
@@ -85,7 +84,7 @@ def tcp_peer_ports(pid: int) -> set[int]:
             with contextlib.suppress(OSError):
                 target = os.readlink(f"/proc/{pid}/fd/{fd}")
                 if target.startswith("socket:["):
-                    inodes.add(target[len("socket:["):-1])
+                    inodes.add(target[len("socket:[") : -1])
     except OSError:
         return set()
     ports = set()

@@ -74,8 +74,12 @@ class Arrival:
         if not isinstance(message, dict):
             return cls(stream, None, None, None)
         method = message.get("method")
-        return cls(stream, method if isinstance(method, str) else None, message.get("id"),
-                   _session_of(message))
+        return cls(
+            stream,
+            method if isinstance(method, str) else None,
+            message.get("id"),
+            _session_of(message),
+        )
 
 
 class _Stdin:
@@ -115,8 +119,15 @@ class RemoteAgent:
 
     pid = None
 
-    def __init__(self, url: str, token: str | None, transport: str, nursery: trio.Nursery,
-                 client: httpx.AsyncClient | None, session_streams: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        transport: str,
+        nursery: trio.Nursery,
+        client: httpx.AsyncClient | None,
+        session_streams: bool = True,
+    ) -> None:
         assert transport in TRANSPORTS, transport
         self.url = url
         self.token = token
@@ -177,8 +188,9 @@ class RemoteAgent:
             self.connection_id = connection_id
             await self._nursery.start(self._read_sse, None)
 
-    async def _read_sse(self, session: str | None,
-                        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _read_sse(
+        self, session: str | None, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Read one stream (the connection's, or ``session``'s) into stdout; started once its
         GET is answered. The end of the connection's stream ends stdout; a session's stream
         may end alone."""
@@ -186,8 +198,9 @@ class RemoteAgent:
         headers = {"Accept": "text/event-stream", **self.headers(session=session)}
         started = False
         try:
-            async with aconnect_sse(self._client, "GET", self.url, headers=headers,
-                                    timeout=httpx.Timeout(30, read=None)) as source:
+            async with aconnect_sse(
+                self._client, "GET", self.url, headers=headers, timeout=httpx.Timeout(30, read=None)
+            ) as source:
                 status = source.response.status_code
                 if session is not None:
                     self.streams[session] = status
@@ -281,12 +294,17 @@ class RemoteAgent:
         return self.returncode
 
     async def _open_websocket(self) -> None:
-        url = "ws" + self.url[len("http"):]
+        url = "ws" + self.url[len("http") :]
         headers = [(b"authorization", f"Bearer {self.token}".encode())] if self.token else []
-        self._socket = await connect_websocket_url(self._nursery, url, extra_headers=headers,
-                                                   max_message_size=MAX_MESSAGE)
-        self.connection_id = dict(self._socket.handshake_headers).get(
-            CONNECTION_HEADER.lower().encode(), b"").decode() or None
+        self._socket = await connect_websocket_url(
+            self._nursery, url, extra_headers=headers, max_message_size=MAX_MESSAGE
+        )
+        self.connection_id = (
+            dict(self._socket.handshake_headers)
+            .get(CONNECTION_HEADER.lower().encode(), b"")
+            .decode()
+            or None
+        )
         self._nursery.start_soon(self._read_websocket)
 
 
@@ -298,8 +316,9 @@ def http_client(transport: str) -> httpx.AsyncClient:
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, token: str | None, transport: str = "http2",
-                  session_streams: bool = True) -> AsyncIterator[RemoteAgent]:
+async def connect(
+    url: str, token: str | None, transport: str = "http2", session_streams: bool = True
+) -> AsyncIterator[RemoteAgent]:
     """A remote connection (opened lazily over HTTP, by ``initialize``; at once over WebSocket);
     ended and cleaned up on exit. ``session_streams=False``: a client of before the RFD's
     revision of 2026-05-04, which reads everything on the connection's stream."""

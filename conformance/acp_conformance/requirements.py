@@ -97,17 +97,37 @@ class Row:
         return self.tier != "SHOULD"
 
 
-def note(properties: list[tuple[str, object]], req_id: str, tier: str, summary: str,
-         nodeid: str, status: str, reason: str, details: str = "",
-         evidence: list[dict[str, Any]] | None = None) -> None:
+def note(
+    properties: list[tuple[str, object]],
+    req_id: str,
+    tier: str,
+    summary: str,
+    nodeid: str,
+    status: str,
+    reason: str,
+    details: str = "",
+    evidence: list[dict[str, Any]] | None = None,
+) -> None:
     """Add one outcome to a test's (or a report's) ``user_properties``: they travel with the
     reports, to the :class:`Recorder` of this process or of the pytest-xdist controller."""
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r} for {req_id}")
-    properties.append((PROPERTY, {
-        "uid": uuid.uuid4().hex, "req_id": req_id, "tier": tier, "summary": summary,
-        "nodeid": nodeid, "status": status, "reason": _one_line(reason), "details": details,
-        "evidence": evidence or []}))
+    properties.append(
+        (
+            PROPERTY,
+            {
+                "uid": uuid.uuid4().hex,
+                "req_id": req_id,
+                "tier": tier,
+                "summary": summary,
+                "nodeid": nodeid,
+                "status": status,
+                "reason": _one_line(reason),
+                "details": details,
+                "evidence": evidence or [],
+            },
+        )
+    )
 
 
 class Recorder:
@@ -126,14 +146,23 @@ class Recorder:
             if name != PROPERTY or not isinstance(value, dict) or value["uid"] in self._seen:
                 continue
             self._seen.add(value["uid"])
-            row = self.rows.setdefault(value["req_id"],
-                                       Row(value["req_id"], value["tier"], value["summary"]))
-            row.outcomes.append(Outcome(value["nodeid"], value["status"], value["reason"],
-                                        value["details"], value["evidence"]))
+            row = self.rows.setdefault(
+                value["req_id"], Row(value["req_id"], value["tier"], value["summary"])
+            )
+            row.outcomes.append(
+                Outcome(
+                    value["nodeid"],
+                    value["status"],
+                    value["reason"],
+                    value["details"],
+                    value["evidence"],
+                )
+            )
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
-                                  ) -> Generator[None, Any, None]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
         outcome = yield
         report: pytest.TestReport = outcome.get_result()
         marker = item.get_closest_marker("requirement")
@@ -143,8 +172,11 @@ class Recorder:
         if report.when == "setup":
             _skip_reasons.clear()
         if report.when == "call" and report.skipped and _skip_reasons:
-            report.longrepr = (str(item.path), item.location[1] or 0,
-                               "Skipped: " + _skip_reasons[-1])
+            report.longrepr = (
+                str(item.path),
+                item.location[1] or 0,
+                "Skipped: " + _skip_reasons[-1],
+            )
         if report.when == "call" or (report.when == "setup" and not report.passed):
             status, reason = _status_of(report, call)
             evidence: list[dict[str, Any]] = []
@@ -156,13 +188,32 @@ class Recorder:
                 if tier == "SHOULD":
                     # Reported, never fails the run.
                     report.outcome = "skipped"
-                    report.longrepr = (str(item.path), item.location[1] or 0,
-                                       "Skipped: " + SHOULD_PREFIX + reason)
-            note(report.user_properties, req_id, tier, summary, item.nodeid, status, reason,
-                 details, evidence)
+                    report.longrepr = (
+                        str(item.path),
+                        item.location[1] or 0,
+                        "Skipped: " + SHOULD_PREFIX + reason,
+                    )
+            note(
+                report.user_properties,
+                req_id,
+                tier,
+                summary,
+                item.nodeid,
+                status,
+                reason,
+                details,
+                evidence,
+            )
         elif report.when == "teardown" and report.failed and not _is_wire_violation(call):
-            note(report.user_properties, req_id, tier, summary, item.nodeid, "fail",
-                 "teardown: " + _crash_message(report, call))
+            note(
+                report.user_properties,
+                req_id,
+                tier,
+                summary,
+                item.nodeid,
+                "fail",
+                "teardown: " + _crash_message(report, call),
+            )
 
     # -- results -----------------------------------------------------------------------------
 
@@ -175,8 +226,9 @@ class Recorder:
             return
         if not self.conformant() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        path = Path(self.config.getoption("--report") or
-                    self.config.invocation_params.dir / DEFAULT_REPORT)
+        path = Path(
+            self.config.getoption("--report") or self.config.invocation_params.dir / DEFAULT_REPORT
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.report(), indent=1) + "\n")
         self.report_path = path
@@ -205,17 +257,39 @@ class Recorder:
             "schema": f"{SDK_PACKAGE}@{SDK_VERSION} (schema/v1)",
             "conformant": self.conformant(),
             "totals": _totals(rows),
-            "requirements": [{
-                "id": row.id, "tier": row.tier, "summary": row.summary,
-                "status": row.status, "reason": row.reason,
-                "tests": [{"nodeid": o.nodeid, "status": o.status, "reason": o.reason,
-                           **({"transcripts": o.evidence} if o.status != "fail" and o.evidence
-                              else {})}
-                          for o in row.outcomes],
-                "failures": [{"nodeid": o.nodeid, "reason": o.reason, "details": o.details,
-                              "transcripts": o.evidence}
-                             for o in row.outcomes if o.status == "fail"],
-            } for row in rows],
+            "requirements": [
+                {
+                    "id": row.id,
+                    "tier": row.tier,
+                    "summary": row.summary,
+                    "status": row.status,
+                    "reason": row.reason,
+                    "tests": [
+                        {
+                            "nodeid": o.nodeid,
+                            "status": o.status,
+                            "reason": o.reason,
+                            **(
+                                {"transcripts": o.evidence}
+                                if o.status != "fail" and o.evidence
+                                else {}
+                            ),
+                        }
+                        for o in row.outcomes
+                    ],
+                    "failures": [
+                        {
+                            "nodeid": o.nodeid,
+                            "reason": o.reason,
+                            "details": o.details,
+                            "transcripts": o.evidence,
+                        }
+                        for o in row.outcomes
+                        if o.status == "fail"
+                    ],
+                }
+                for row in rows
+            ],
         }
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -235,8 +309,12 @@ class Recorder:
             tr.write_line(line[:220], **colour)
         totals = ", ".join(f"{n} {status}" for status, n in _totals(rows).items() if n)
         verdict = "CONFORMANT" if self.conformant() else "NOT CONFORMANT"
-        tr.write_line(f"{verdict}: {totals} (SHOULD failures never fail the run)",
-                      bold=True, red=not self.conformant(), green=self.conformant())
+        tr.write_line(
+            f"{verdict}: {totals} (SHOULD failures never fail the run)",
+            bold=True,
+            red=not self.conformant(),
+            green=self.conformant(),
+        )
         path = getattr(self, "report_path", None)
         if path is not None:
             tr.write_line(f"report with failure transcripts: {os.path.relpath(path)}")
@@ -290,7 +368,7 @@ def _crash_message(report: pytest.TestReport, call: pytest.CallInfo[None]) -> st
 
 def _one_line(text: str, limit: int = 160) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= limit else line[:limit - 3] + "..."
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _row_order(row: Row) -> tuple[int, str]:

@@ -86,16 +86,18 @@ class Model:
 
     def asked_text(self, start: int = 0) -> str:
         """Everything the agent sent the model (request bodies, from request ``start`` on)."""
-        return "\n".join(r.raw_body.decode(errors="replace")
-                         for r in self.server.requests[start:])
+        return "\n".join(r.raw_body.decode(errors="replace") for r in self.server.requests[start:])
 
     def offered_tool_names(self) -> list[str]:
         """The tool names of the latest model request, in either API's shape (Messages:
         ``{"name"}``; Chat Completions: ``{"type": "function", "function": {"name"}}``)."""
         requests = [r.body for r in self.server.requests if isinstance(r.body, dict)]
         tools = (requests[-1].get("tools") or []) if requests else []
-        return [str((t["function"] if isinstance(t.get("function"), dict) else t).get("name"))
-                for t in tools if isinstance(t, dict)]
+        return [
+            str((t["function"] if isinstance(t.get("function"), dict) else t).get("name"))
+            for t in tools
+            if isinstance(t, dict)
+        ]
 
     def last_messages_text(self) -> str:
         """The conversation (``messages``) of the latest model request, as JSON text."""
@@ -177,10 +179,14 @@ def load_profile(path: Path) -> ToolProfile:
 
 def _filler(path: Path, what: str, spec: object) -> Callable[[dict[str, str]], ToolCall]:
     """The tool call ``spec`` describes, with its placeholders filled from the values given."""
-    if not (isinstance(spec, dict) and isinstance(spec.get("tool"), str)
-            and isinstance(spec.get("arguments"), dict)):
-        raise ProfileError(f'tool profile {path}: "{what}" needs "tool" (a name) and '
-                           f'"arguments" (an object)')
+    if not (
+        isinstance(spec, dict)
+        and isinstance(spec.get("tool"), str)
+        and isinstance(spec.get("arguments"), dict)
+    ):
+        raise ProfileError(
+            f'tool profile {path}: "{what}" needs "tool" (a name) and "arguments" (an object)'
+        )
     tool: str = spec["tool"]
     arguments: dict[str, Any] = spec["arguments"]
     placeholders = {f"{{{name}}}": name for name in PLACEHOLDERS[what]}
@@ -189,9 +195,13 @@ def _filler(path: Path, what: str, spec: object) -> Callable[[dict[str, str]], T
         raise ProfileError(f'tool profile {path}: "{what}" never uses {sorted(missing)}')
 
     def fill(values: dict[str, str]) -> ToolCall:
-        return tool, {key: values[placeholders[value]]
-                      if isinstance(value, str) and value in placeholders else copy.deepcopy(value)
-                      for key, value in arguments.items()}
+        return tool, {
+            key: values[placeholders[value]]
+            if isinstance(value, str) and value in placeholders
+            else copy.deepcopy(value)
+            for key, value in arguments.items()
+        }
+
     return fill
 
 
@@ -218,8 +228,13 @@ def profile_for(choice: ToolProfile | str, init_result: Mapping[str, Any]) -> To
 # -- steps many tests share --------------------------------------------------------------
 
 STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
-HISTORY_KINDS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk",
-                 "tool_call", "tool_call_update")
+HISTORY_KINDS = (
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+)
 """Update kinds that replay a conversation."""
 
 

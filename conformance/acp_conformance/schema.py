@@ -358,8 +358,9 @@ _BRANCH_KEYS: dict[int, tuple[list[Any], tuple[str, dict[Any, list[int]]] | None
 :func:`_discriminator`."""
 
 
-def _one_of(validator: Any, branches: list[Any], instance: Any, schema: Any
-            ) -> Iterator[ValidationError]:
+def _one_of(
+    validator: Any, branches: list[Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     """jsonschema's ``oneOf``, first tried on the branches whose discriminator matches the
     instance (``sessionUpdate`` of a SessionUpdate, ``type`` of a ContentBlock): the others
     fail on their ``const``, so when one of those is valid the answer is the same, found
@@ -388,7 +389,8 @@ def _hashable(value: Any) -> bool:
 _ONE_OF = jsonschema.Draft202012Validator.VALIDATORS["oneOf"]
 # extend() has no annotations in types-jsonschema (its result is a validator class).
 _Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-    jsonschema.Draft202012Validator, {"oneOf": _one_of})
+    jsonschema.Draft202012Validator, {"oneOf": _one_of}
+)
 
 
 @functools.cache
@@ -649,8 +651,7 @@ class WireChecker:
     :meth:`agent_sent` / :meth:`assert_agent_sent` for what the agent wrote.
     """
 
-    def __init__(self, *, unstable: bool = True,
-                 aliases: Mapping[str, str] | None = None) -> None:
+    def __init__(self, *, unstable: bool = True, aliases: Mapping[str, str] | None = None) -> None:
         self.unstable = unstable
         self.tables = method_tables(unstable)
         self._client_pending: dict[tuple[str, Any], str] = {}

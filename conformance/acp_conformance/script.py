@@ -84,7 +84,6 @@ class ToolUse:
     input: dict[str, Any] = field(default_factory=dict)
 
 
-
 # ---------------------------------------------------------------------------------------
 # Builders
 
@@ -260,20 +259,26 @@ def read_exchange(obj: object, index: int = 0) -> Exchange:
     if kind == "events":
         events = obj["events"]
         if not isinstance(events, list) or not all(
-                isinstance(e, dict) and isinstance(e.get("type"), str) for e in events):
+            isinstance(e, dict) and isinstance(e.get("type"), str) for e in events
+        ):
             raise ScriptError(f"{where}: 'events' must be a list of objects with a 'type'")
         try:
             _check_timing(obj.get("delay") or 0.0, obj.get("cut_after"), len(events))
         except ScriptError as exc:
             raise ScriptError(f"{where}: {exc}") from None
-        out.update(events=[dict(e) for e in events], delay=obj.get("delay") or 0.0,
-                   cut_after=obj.get("cut_after"))
+        out.update(
+            events=[dict(e) for e in events],
+            delay=obj.get("delay") or 0.0,
+            cut_after=obj.get("cut_after"),
+        )
     elif kind == "status":
         status = obj["status"]
         if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
             raise ScriptError(f"{where}: 'status' must be an integer from 400 to 599")
-        out.update(headers=dict(obj.get("headers") or {}),
-                   body=obj["body"] if "body" in obj else error_body(status))
+        out.update(
+            headers=dict(obj.get("headers") or {}),
+            body=obj["body"] if "body" in obj else error_body(status),
+        )
     elif kind in ("hang", "reset") and obj[kind] is not True:
         raise ScriptError(f"{where}: {kind!r} must be true, not {obj[kind]!r}")
     return out
@@ -300,13 +305,21 @@ def load_script(path: str | os.PathLike[str]) -> list[Exchange]:
 
 
 def _check_timing(delay: object, cut_after: object, events: int) -> None:
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(
-            delay) or delay < 0:
+    if (
+        isinstance(delay, bool)
+        or not isinstance(delay, int | float)
+        or not math.isfinite(delay)
+        or delay < 0
+    ):
         raise ScriptError(f"'delay' must be a non-negative number, not {delay!r}")
-    if cut_after is not None and (isinstance(cut_after, bool) or not isinstance(cut_after, int)
-                                  or not 0 <= cut_after <= events):
-        raise ScriptError(f"'cut_after' must be null or an integer from 0 to {events}, "
-                          f"not {cut_after!r}")
+    if cut_after is not None and (
+        isinstance(cut_after, bool)
+        or not isinstance(cut_after, int)
+        or not 0 <= cut_after <= events
+    ):
+        raise ScriptError(
+            f"'cut_after' must be null or an integer from 0 to {events}, not {cut_after!r}"
+        )
 
 
 def _message_start(model: str, message_id: str | None, usage: dict[str, Any]) -> dict[str, Any]:

@@ -130,15 +130,17 @@ async def test_usage_with_cache_tokens(server: FakeModelServer) -> None:
 async def test_prompt_cache_usage_replaces_the_scripts(tmp_path: Path) -> None:
     """With prompt_cache the usage is computed from what was sent, not taken from the script."""
     system = [{"type": "text", "text": "s" * 8000, "cache_control": {"type": "ephemeral"}}]
-    with FakeModelServer([reply("one", input_tokens=7), reply("two", input_tokens=7)],
-                         prompt_cache=True) as fake:
+    with FakeModelServer(
+        [reply("one", input_tokens=7), reply("two", input_tokens=7)], prompt_cache=True
+    ) as fake:
         with trio.fail_after(10):
             async with client_for(fake) as client:
                 _, first = await collect(client, system=system)
                 _, second = await collect(client, system=system)
         computed = fake.cache_usage
-    assert first.usage.cache_creation_input_tokens == computed[0][
-        "cache_creation_input_tokens"] > 2000
+    assert (
+        first.usage.cache_creation_input_tokens == computed[0]["cache_creation_input_tokens"] > 2000
+    )
     assert first.usage.cache_read_input_tokens == 0
     assert second.usage.cache_read_input_tokens == computed[0]["cache_creation_input_tokens"]
     assert second.usage.input_tokens == computed[1]["input_tokens"] > 0  # the unmarked message

@@ -21,8 +21,11 @@ def body(messages: list[Body], system: str = SYSTEM, marked: bool = True) -> Bod
         return {"model": "m", "system": system, "messages": messages}
     *older, newest = messages
     last = {**newest["content"][-1], "cache_control": MARK}
-    return {"model": "m", "system": [{"type": "text", "text": system, "cache_control": MARK}],
-            "messages": [*older, {**newest, "content": [*newest["content"][:-1], last]}]}
+    return {
+        "model": "m",
+        "system": [{"type": "text", "text": system, "cache_control": MARK}],
+        "messages": [*older, {**newest, "content": [*newest["content"][:-1], last]}],
+    }
 
 
 def user(text: str) -> Body:
@@ -42,8 +45,11 @@ def test_no_breakpoints_nothing_cached() -> None:
     request = body([user("hi")], marked=False)
     for _ in range(2):
         usage = cache.account(request)
-        assert usage == {"input_tokens": total_tokens(request), "cache_read_input_tokens": 0,
-                         "cache_creation_input_tokens": 0}
+        assert usage == {
+            "input_tokens": total_tokens(request),
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
 
 
 def test_a_tool_loop_reads_the_previous_requests_prefix() -> None:

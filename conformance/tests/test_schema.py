@@ -212,9 +212,7 @@ def test_agent_requests_to_client_pass() -> None:
         _req(2, "fs/write_text_file", {"sessionId": "sess-1", "path": "/a.tf", "content": "x"})
     )
     c.assert_agent_sent(
-        _req(
-            3, "terminal/create", {"sessionId": "sess-1", "command": "make", "args": ["test"]}
-        )
+        _req(3, "terminal/create", {"sessionId": "sess-1", "command": "make", "args": ["test"]})
     )
     assert c.pending_agent_requests == {
         0: "session/request_permission",
@@ -275,7 +273,8 @@ def test_the_first_branch_tried_does_not_change_what_is_found(checker: WireCheck
     wrong = {**chunk, "content": {"type": "text", "text": 3}}
     assert checker.agent_sent(_update(wrong)) == [
         "params of 'session/update' (SessionNotification): $.update.content.text: "
-        "3 is not of type 'string'"]
+        "3 is not of type 'string'"
+    ]
 
 
 def test_wrong_content_inside_right_variant(checker: WireChecker) -> None:

@@ -28,17 +28,22 @@ def test_a_profile_file_fills_its_placeholders(tmp_path: Path) -> None:
     profile = load_profile(path)
     assert profile.name == "my-agent"
     assert profile.write(Path("/w/a.txt"), "hi") == (
-        "put", {"file": "/w/a.txt", "text": "hi", "mode": 1})
+        "put",
+        {"file": "/w/a.txt", "text": "hi", "mode": 1},
+    )
     assert profile.read(Path("/w/a.txt")) == ("get", {"file": "/w/a.txt"})
     # only a whole value is a placeholder: nested ones are sent as written
     assert profile.shell("ls") == ("sh", {"cmd": "ls", "env": {"A": "{path}"}})
 
 
-@pytest.mark.parametrize(("spec", "problem"), [
-    ([], "not a JSON object"),
-    ({**SPEC, "read": {"tool": "get"}}, '"read" needs "tool"'),
-    ({**SPEC, "shell": {"tool": "sh", "arguments": {"cmd": "ls"}}}, "never uses ['{command}']"),
-])
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ([], "not a JSON object"),
+        ({**SPEC, "read": {"tool": "get"}}, '"read" needs "tool"'),
+        ({**SPEC, "shell": {"tool": "sh", "arguments": {"cmd": "ls"}}}, "never uses ['{command}']"),
+    ],
+)
 def test_a_bad_profile_file_says_what_is_wrong(tmp_path: Path, spec: object, problem: str) -> None:
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(spec))

@@ -60,19 +60,26 @@ def environment(facts: SessionFacts) -> str:
     env = facts.environment
     git = env.git
     where = f"{git.status} (repository root: {git.root})" if git.root is not None else git.status
-    more = ([f"- Also part of the project (the editor added them; reads there need no "
-             f"permission, relative paths still start at the working directory): "
-             f"{', '.join(str(folder) for folder in env.additional)}"]
-            if env.additional else [])
-    return "\n".join([
-        "# Environment",
-        f"- Working directory: {env.cwd}",
-        *more,
-        f"- Platform: {env.platform}",
-        f"- Shell: {env.shell}",
-        f"- Today's date: {env.today}",
-        f"- Git: {where}",
-    ])
+    more = (
+        [
+            f"- Also part of the project (the editor added them; reads there need no "
+            f"permission, relative paths still start at the working directory): "
+            f"{', '.join(str(folder) for folder in env.additional)}"
+        ]
+        if env.additional
+        else []
+    )
+    return "\n".join(
+        [
+            "# Environment",
+            f"- Working directory: {env.cwd}",
+            *more,
+            f"- Platform: {env.platform}",
+            f"- Shell: {env.shell}",
+            f"- Today's date: {env.today}",
+            f"- Git: {where}",
+        ]
+    )
 
 
 def tool_guidance(facts: SessionFacts) -> str:
@@ -83,10 +90,12 @@ def project_instructions(facts: SessionFacts) -> str | None:
     found = facts.instructions
     if not found.files:
         return None
-    parts = ["# Project instructions",
-             "Instructions from the project's AGENTS.md files and the user's own rules, "
-             "outermost first. Follow them. Where two disagree, the later one wins: a folder's "
-             "file over its parents', and the user's own rules (last) over the project's."]
+    parts = [
+        "# Project instructions",
+        "Instructions from the project's AGENTS.md files and the user's own rules, "
+        "outermost first. Follow them. Where two disagree, the later one wins: a folder's "
+        "file over its parents', and the user's own rules (last) over the project's.",
+    ]
     for file in found.files:
         parts.append(f"## {file.path}\n\n{file.text}")
     if found.cut:

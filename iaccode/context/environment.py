@@ -63,19 +63,25 @@ def git_state(cwd: Path) -> GitState:
     if root is None:
         return GitState(None, "not a git repository")
     try:  # no optional locks (git_env): a status must not take git's lock
-        done = run_git(["status", "--porcelain=v1", "-b", "--ignore-submodules=all"], cwd,
-                       GIT_TIMEOUT)
+        done = run_git(
+            ["status", "--porcelain=v1", "-b", "--ignore-submodules=all"], cwd, GIT_TIMEOUT
+        )
     except FileNotFoundError:
         return GitState(root, "a git repository (git is not installed, so no branch or status)")
     except subprocess.TimeoutExpired:
-        return GitState(root, f"a git repository (git status took over {GIT_TIMEOUT:g} s; "
-                              "branch and status unknown)")
+        return GitState(
+            root,
+            f"a git repository (git status took over {GIT_TIMEOUT:g} s; branch and status unknown)",
+        )
     except OSError as exc:
         return GitState(root, f"a git repository (git could not run: {exc.strerror})")
     if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip().splitlines()
-        return GitState(root, "a git repository (git status failed: "
-                              f"{reason[0] if reason else f'exit {done.returncode}'})")
+        return GitState(
+            root,
+            "a git repository (git status failed: "
+            f"{reason[0] if reason else f'exit {done.returncode}'})",
+        )
     return GitState(root, describe_status(done.stdout.decode(errors="replace")))
 
 

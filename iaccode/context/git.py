@@ -49,8 +49,11 @@ NEUTRAL_SETTINGS: tuple[tuple[str, str], ...] = (
 )
 """Settings that start a program, set to start none (command scope wins over every file)."""
 
-DRIVER_KEYS = {"filter": ("clean", "smudge", "process"), "diff": ("textconv", "command"),
-               "merge": ("driver",)}
+DRIVER_KEYS = {
+    "filter": ("clean", "smudge", "process"),
+    "diff": ("textconv", "command"),
+    "merge": ("driver",),
+}
 """Per driver section, the keys that name a program."""
 
 
@@ -80,8 +83,13 @@ def repository_root(cwd: Path) -> Path | None:
 def git_env(avoid: Sequence[Path] = ()) -> dict[str, str]:
     """The clean environment git calls get (without the overriding settings); its PATH
     without the folders in ``avoid`` (the project: iaccode/installed.py)."""
-    env = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0",
-           "GIT_PAGER": "cat", "PAGER": "cat"}
+    env = {
+        "LC_ALL": "C",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+    }
     for name in ("PATH", "HOME"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -131,11 +139,25 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
     base = _with_settings(git_env(project), NEUTRAL_SETTINGS)
     listed = subprocess.run(
         [program, "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
-        cwd=cwd, env=base, capture_output=True, stdin=subprocess.DEVNULL, check=False,
-        timeout=timeout)
-    names = [n for n in listed.stdout.decode("utf-8", "replace").split("\0") if n] \
-        if listed.returncode == 0 else []  # exit 1: no such key
+        cwd=cwd,
+        env=base,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        timeout=timeout,
+    )
+    names = (
+        [n for n in listed.stdout.decode("utf-8", "replace").split("\0") if n]
+        if listed.returncode == 0
+        else []
+    )  # exit 1: no such key
     env = _with_settings(git_env(project), [*NEUTRAL_SETTINGS, *driver_settings(names)])
-    return subprocess.run([program, *args], cwd=cwd, env=env, capture_output=True,
-                          stdin=subprocess.DEVNULL, check=False,
-                          timeout=max(0.1, deadline - time.monotonic()))
+    return subprocess.run(
+        [program, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        timeout=max(0.1, deadline - time.monotonic()),
+    )

@@ -61,8 +61,7 @@ def folders(cwd: Path, root: Path | None) -> list[Path]:
 
 def candidates(cwd: Path, root: Path | None, home: Path) -> list[Path]:
     """Every path whose appearance or change matters, in reading order."""
-    paths = [folder / name for folder in folders(cwd, root)
-             for name in (*MAIN_NAMES, EXTRA_NAME)]
+    paths = [folder / name for folder in folders(cwd, root) for name in (*MAIN_NAMES, EXTRA_NAME)]
     return [*paths, home / "AGENTS.md"]
 
 
@@ -84,8 +83,11 @@ def _projects_own(path: Path, top: Path, owners: frozenset[int]) -> bool:
     except OSError:
         return False
     real = Path(os.path.realpath(path))
-    return (stat.S_ISREG(info.st_mode) and info.st_uid in owners
-            and (real == top or top in real.parents))
+    return (
+        stat.S_ISREG(info.st_mode)
+        and info.st_uid in owners
+        and (real == top or top in real.parents)
+    )
 
 
 def chosen(cwd: Path, root: Path | None, home: Path) -> list[Path]:
@@ -94,8 +96,10 @@ def chosen(cwd: Path, root: Path | None, home: Path) -> list[Path]:
     chain = folders(cwd, root)
     top, owners = Path(os.path.realpath(chain[0])), trusted_owners(cwd)
     for folder in chain:
-        main = next((folder / name for name in MAIN_NAMES
-                     if _projects_own(folder / name, top, owners)), None)
+        main = next(
+            (folder / name for name in MAIN_NAMES if _projects_own(folder / name, top, owners)),
+            None,
+        )
         if main is not None:
             files.append(main)
         if _projects_own(folder / EXTRA_NAME, top, owners):
@@ -127,8 +131,7 @@ def read(cwd: Path, root: Path | None, home: Path, cap: int = CAP_CHARS) -> Inst
             continue
         if len(text) > left:
             size = f"{'over ' if more else ''}{len(text)}"
-            partly.append(f"{path} ({len(text) - left}{'+' if more else ''} of {size} "
-                          "characters)")
+            partly.append(f"{path} ({len(text) - left}{'+' if more else ''} of {size} characters)")
             included.append(InstructionFile(path, text[:left]))
             left = 0
         else:
@@ -139,6 +142,8 @@ def read(cwd: Path, root: Path | None, home: Path, cap: int = CAP_CHARS) -> Inst
         what = [f"cut short: {', '.join(partly)}"] if partly else []
         if dropped:
             what.append(f"left out: {', '.join(dropped)}")
-        cut = (f"[Instructions are capped at {cap} characters; {'; '.join(what)}. "
-               "Read those files with read_file if you need the rest.]")
+        cut = (
+            f"[Instructions are capped at {cap} characters; {'; '.join(what)}. "
+            "Read those files with read_file if you need the rest.]"
+        )
     return Instructions(included, cut)

@@ -22,14 +22,14 @@ from iaccode.iac.inventory import inventory_version
 log = logging.getLogger(__name__)
 
 
-def _build(cwd: Path, home: Path, session: Any, additional: tuple[Path, ...] = ()
-           ) -> tuple[SystemPrompt, list[Path], tuple[Any, ...]]:
+def _build(
+    cwd: Path, home: Path, session: Any, additional: tuple[Path, ...] = ()
+) -> tuple[SystemPrompt, list[Path], tuple[Any, ...]]:
     env = environment.gather(cwd, additional)
     paths = instructions.candidates(cwd, env.git.root, home)
     stamp = _signature(cwd, paths)
     found = instructions.read(cwd, env.git.root, home)
-    facts = SessionFacts(cwd=cwd, home=home, environment=env, instructions=found,
-                         session=session)
+    facts = SessionFacts(cwd=cwd, home=home, environment=env, instructions=found, session=session)
     return build(facts), paths, stamp
 
 
@@ -40,8 +40,9 @@ def _signature(cwd: Path, paths: list[Path]) -> tuple[Any, ...]:
 
 
 class SessionContext:
-    def __init__(self, cwd: Path, home: Path, session: Any = None,
-                 additional: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, cwd: Path, home: Path, session: Any = None, additional: tuple[Path, ...] = ()
+    ) -> None:
         self._cwd = cwd
         self._additional = additional
         """The client's extra project folders (the environment section names them)."""
@@ -78,14 +79,20 @@ class SessionContext:
         """
         async with self._lock:
             if self._prompt is not None and not self._stale:
-                stamp = await trio.to_thread.run_sync(_signature, self._cwd, self._paths,
-                                                      abandon_on_cancel=True)
+                stamp = await trio.to_thread.run_sync(
+                    _signature, self._cwd, self._paths, abandon_on_cancel=True
+                )
                 if stamp == self._stamp:
                     return self._prompt
                 log.info("instruction or IaC files changed: rebuilding the system prompt")
             prompt, self._paths, self._stamp = await trio.to_thread.run_sync(
-                _build, self._cwd, self._home, self._session, self._additional,
-                abandon_on_cancel=True)
+                _build,
+                self._cwd,
+                self._home,
+                self._session,
+                self._additional,
+                abandon_on_cancel=True,
+            )
             self._prompt = prompt
             self._stale = False
             self.builds += 1

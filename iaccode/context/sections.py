@@ -88,8 +88,10 @@ def build(facts: SessionFacts, sections: list[Section] | None = None) -> SystemP
     """Render every section (blocking: run it in a thread). A section that raises is left out
     and logged: the session must not fail to start over one section."""
     texts: dict[str, str] = {}
-    ordered = sorted(enumerate(sections if sections is not None else SECTIONS),
-                     key=lambda pair: (pair[1].order, pair[0]))
+    ordered = sorted(
+        enumerate(sections if sections is not None else SECTIONS),
+        key=lambda pair: (pair[1].order, pair[0]),
+    )
     for _, section in ordered:
         try:
             text = section.render(facts)
@@ -101,7 +103,6 @@ def build(facts: SessionFacts, sections: list[Section] | None = None) -> SystemP
     by_name = {section.name: section for _, section in ordered}
 
     def join(audience: str) -> str:
-        return "\n\n".join(text for name, text in texts.items()
-                           if getattr(by_name[name], audience))
+        return "\n\n".join(text for name, text in texts.items() if getattr(by_name[name], audience))
 
     return SystemPrompt(join("main"), join("subagent"), texts)

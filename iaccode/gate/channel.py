@@ -95,14 +95,23 @@ class GatePolicy:
 
 
 class CallChannel:
-    def __init__(self, policy: GatePolicy, folder: GateFolder, *, terminal: bool = False,
-                 credentials_from: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        policy: GatePolicy,
+        folder: GateFolder,
+        *,
+        terminal: bool = False,
+        credentials_from: dict[str, str] | None = None,
+    ) -> None:
         self.policy = policy
         self.folder = folder
         self.socket_path = folder.new_socket()
         self.token = secrets.token_urlsafe(24)
-        self.env = {SOCKET_VARIABLE: str(self.socket_path), TOKEN_VARIABLE: self.token,
-                    FOLDER_VARIABLE: str(folder.bin)}
+        self.env = {
+            SOCKET_VARIABLE: str(self.socket_path),
+            TOKEN_VARIABLE: self.token,
+            FOLDER_VARIABLE: str(folder.bin),
+        }
         self._terminal = terminal
         self._root: int | None = None
         self._token_only = False
@@ -110,8 +119,9 @@ class CallChannel:
         self._asking = trio.Lock()
         self._drivers: dict[int, str] = {}
         """The pid of each driver CLI run as an allowed change -> its CLI (see DRIVERS)."""
-        self._credentials = credentials.held(os.environ if credentials_from is None
-                                             else credentials_from)
+        self._credentials = credentials.held(
+            os.environ if credentials_from is None else credentials_from
+        )
         self._held_back: set[str] = set()
         """The programs that ran without the held credentials."""
         self._untold: list[str] = []
@@ -137,8 +147,11 @@ class CallChannel:
     def command_env(self, env: dict[str, str]) -> dict[str, str]:
         """``env`` for a command of this call: the channel's variables, the gates first on
         PATH."""
-        return {**env, **self.env,
-                "PATH": self.folder.path_for_commands(env.get("PATH") or os.defpath)}
+        return {
+            **env,
+            **self.env,
+            "PATH": self.folder.path_for_commands(env.get("PATH") or os.defpath),
+        }
 
     def listen(self) -> trio.socket.SocketType:
         """The channel's socket, bound and listening (gates that come before :meth:`serve`
@@ -199,8 +212,9 @@ class CallChannel:
         with trio.move_on_after(ROOT_WAIT):
             await self._root_known.wait()
         if not self._token_only and (self._root is None or not _below(pid, self._root)):
-            return Refuse("iac-code gate: refused: not a process of the command that owns "
-                          "this channel")
+            return Refuse(
+                "iac-code gate: refused: not a process of the command that owns this channel"
+            )
         request, refusal = self._request(message, pid)
         if refusal is not None:
             return refusal
@@ -208,28 +222,48 @@ class CallChannel:
         self.requests += 1
         return await self._decide(request, pid, lines)
 
-    def _request(self, message: dict[str, Any], pid: int
-                 ) -> tuple[GateRequest | None, Refuse | None]:
+    def _request(
+        self, message: dict[str, Any], pid: int
+    ) -> tuple[GateRequest | None, Refuse | None]:
         cli, argv, cwd, path = (message.get(key) for key in ("cli", "argv", "cwd", "path"))
         env = message.get("env", {})
-        if not (isinstance(cli, str) and cli in CLIS and isinstance(argv, list) and argv
-                and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                and isinstance(path, str) and isinstance(env, dict)
-                and all(isinstance(v, str) for v in env.values())):
+        if not (
+            isinstance(cli, str)
+            and cli in CLIS
+            and isinstance(argv, list)
+            and argv
+            and all(isinstance(a, str) for a in argv)
+            and isinstance(cwd, str)
+            and isinstance(path, str)
+            and isinstance(env, dict)
+            and all(isinstance(v, str) for v in env.values())
+        ):
             raise ValueError("a gate request without cli, argv, cwd and path")
         program = self.folder.real_program(cli, path)
         if program is None:
             return None, Refuse(f"{cli}: command not found", 127)
         # What the program reads besides its argv counts (TF_CLI_ARGS, the AWS CLI's aliases).
-        return GateRequest(cli, list(argv), cwd, program, classify_run(cli, argv[1:], env),
-                           _started_by(pid, self._root), path, dict(env)), None
+        return GateRequest(
+            cli,
+            list(argv),
+            cwd,
+            program,
+            classify_run(cli, argv[1:], env),
+            _started_by(pid, self._root),
+            path,
+            dict(env),
+        ), None
 
     async def _decide(self, request: GateRequest, pid: int, lines: _Lines) -> Op:
         exchange = _Exchange(self, request, lines)
         change = request.change.label if request.change is not None else None
         op: Op
-        if not change or not self.policy.confirm or self._line_allowed(request) \
-                or self._driven(request.cli, pid):
+        if (
+            not change
+            or not self.policy.confirm
+            or self._line_allowed(request)
+            or self._driven(request.cli, pid)
+        ):
             op = exchange.exec()
         else:
             async with self._asking:
@@ -243,8 +277,9 @@ class CallChannel:
         """Whether the question about the command line allowed this run: its argv, with
         nothing its environment adds (an allowed ``terraform apply`` with
         ``TF_CLI_ARGS_apply=-destroy`` exported by a script is not what the user saw)."""
-        return tuple(request.argv) in self.policy.approved \
-            and request.change == classify(request.cli, request.argv[1:])
+        return tuple(request.argv) in self.policy.approved and request.change == classify(
+            request.cli, request.argv[1:]
+        )
 
     async def _advise_held_back(self) -> None:
         """Tell the user, once per program, that it runs without the held credentials."""
@@ -253,8 +288,10 @@ class CallChannel:
 
     def _driven(self, cli: str, pid: int) -> bool:
         """Whether ``pid`` runs below an allowed driver of ``cli`` (terragrunt -> terraform)."""
-        return any(cli in DRIVERS[driver] and _below(pid, driver_pid, strict=True)
-                   for driver_pid, driver in self._drivers.items())
+        return any(
+            cli in DRIVERS[driver] and _below(pid, driver_pid, strict=True)
+            for driver_pid, driver in self._drivers.items()
+        )
 
     def resolve(self, program: str, request: GateRequest) -> str:
         """A handler's program: a path as it is, a name looked up on the command's PATH past
@@ -263,8 +300,9 @@ class CallChannel:
             return program
         return self.folder.real_program(program, request.path) or program
 
-    def exec_op(self, request: GateRequest, argv: list[str] | None = None,
-                message: str | None = None) -> Exec:
+    def exec_op(
+        self, request: GateRequest, argv: list[str] | None = None, message: str | None = None
+    ) -> Exec:
         env: dict[str, str] = {}
         program = request.program
         if argv is not None and argv[:1] != [request.cli]:
@@ -274,8 +312,10 @@ class CallChannel:
             if ours is not None and _same_file(ours, program):
                 env = dict(self._credentials)
             else:
-                why = (f"{program} is not the {request.cli} on iac-code's PATH "
-                       f"({ours or 'none'}): it runs without the held cloud credentials")
+                why = (
+                    f"{program} is not the {request.cli} on iac-code's PATH "
+                    f"({ours or 'none'}): it runs without the held cloud credentials"
+                )
                 if program not in self._held_back:
                     self._held_back.add(program)
                     self._untold.append(f"{why} ({', '.join(sorted(self._credentials))}).")
@@ -296,10 +336,14 @@ class _Exchange:
     def protected(self) -> tuple[str, ...]:
         return self._channel.policy.protected
 
-    async def ask(self, detail: str | None = None, *, title: str | None = None,
-                  confirm: tuple[str, str] | None = None) -> str | None:
-        return await self._channel.policy.ask(GateQuestion(self.request, detail, title,
-                                                           confirm))
+    async def ask(
+        self,
+        detail: str | None = None,
+        *,
+        title: str | None = None,
+        confirm: tuple[str, str] | None = None,
+    ) -> str | None:
+        return await self._channel.policy.ask(GateQuestion(self.request, detail, title, confirm))
 
     async def run(self, argv: list[str], env: dict[str, str] | None = None) -> RunResult:
         program = self._channel.resolve(argv[0], self.request)
@@ -309,9 +353,12 @@ class _Exchange:
         if answer is None:
             raise GateGone
         status = answer.get("status")
-        return RunResult(status if isinstance(status, int) else -1,
-                         str(answer.get("stdout", "")), str(answer.get("stderr", "")),
-                         bool(answer.get("truncated")))
+        return RunResult(
+            status if isinstance(status, int) else -1,
+            str(answer.get("stdout", "")),
+            str(answer.get("stderr", "")),
+            bool(answer.get("truncated")),
+        )
 
     def exec(self, argv: list[str] | None = None, message: str | None = None) -> Exec:
         return self._channel.exec_op(self.request, argv, message)
@@ -359,7 +406,7 @@ class _Lines:
                 return None
             self._buffer += chunk
         line = bytes(self._buffer[:end])
-        del self._buffer[:end + 1]
+        del self._buffer[: end + 1]
         message = json.loads(line)
         if not isinstance(message, dict):
             raise ValueError("a message that is not an object")
@@ -377,8 +424,7 @@ def _peer_pid(connection: trio.socket.SocketType, message: dict[str, Any]) -> in
     if option is None or not sys.platform.startswith("linux"):
         pid = message.get("pid")  # elsewhere the token alone stands (docs/security.md)
         return pid if isinstance(pid, int) else -1
-    pid, uid, _gid = struct.unpack("3i", connection.getsockopt(trio.socket.SOL_SOCKET,
-                                                               option, 12))
+    pid, uid, _gid = struct.unpack("3i", connection.getsockopt(trio.socket.SOL_SOCKET, option, 12))
     if uid != os.getuid():
         raise ValueError("a gate of another user")
     return int(pid)
@@ -427,8 +473,9 @@ def _same_file(a: str, b: str) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def open_channel(policy: GatePolicy, *, terminal: bool = False,
-                       folder: GateFolder | None = None) -> AsyncIterator[CallChannel]:
+async def open_channel(
+    policy: GatePolicy, *, terminal: bool = False, folder: GateFolder | None = None
+) -> AsyncIterator[CallChannel]:
     """A listening channel for one call, closed (and its socket removed) when it ends; the
     gates are checked (and put back) before and after."""
     folder = folder or gate_folder()

@@ -75,7 +75,8 @@ class GateFolder:
         for path, data in self._written.items():
             try:
                 intact = path.read_bytes() == data and os.access(path, os.X_OK) == (
-                    path.parent == self.bin)
+                    path.parent == self.bin
+                )
             except OSError:
                 intact = False
             if not intact:
@@ -120,8 +121,11 @@ class GateFolder:
             if not folder or folder == str(self.bin):
                 continue
             candidate = os.path.join(folder, cli)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK) \
-                    and not is_gate(candidate):
+            if (
+                os.path.isfile(candidate)
+                and os.access(candidate, os.X_OK)
+                and not is_gate(candidate)
+            ):
                 return candidate
         return None
 
@@ -149,8 +153,9 @@ exec(marshal.loads(_code))
 
 def _gate_text(cli: str, code: Path) -> str:
     python = sys.executable or "/usr/bin/python3"
-    body = (f"# {shim.MARK} for {cli}: see iaccode/gate/shim.py\nCLI = {cli!r}\n"
-            + _RUN.format(code=str(code)))
+    body = f"# {shim.MARK} for {cli}: see iaccode/gate/shim.py\nCLI = {cli!r}\n" + _RUN.format(
+        code=str(code)
+    )
     if " " in python or len(python) > SHEBANG_MAX or "\n" in python:
         # The shell reads the file up to "exec"; Python reads it whole (the first lines are a
         # string it evaluates and drops).

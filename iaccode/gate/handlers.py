@@ -104,8 +104,13 @@ class Exchange(Protocol):
         """``[iac] protected``: the globs of targets whose changes need their name typed."""
         ...
 
-    async def ask(self, detail: str | None = None, *, title: str | None = None,
-                  confirm: tuple[str, str] | None = None) -> str | None:
+    async def ask(
+        self,
+        detail: str | None = None,
+        *,
+        title: str | None = None,
+        confirm: tuple[str, str] | None = None,
+    ) -> str | None:
         """The permission question for ``request``; None: allowed, else the refusal.
         ``title`` names the target (else the argv does); ``confirm`` = (what, name): a
         protected target, whose name the user types in an elicitation form instead."""
@@ -136,8 +141,11 @@ async def ask_then_exec(exchange: Exchange) -> Op:
     return exchange.exec() if refusal is None else exchange.refuse(refusal)
 
 
-HANDLER_MODULES: tuple[str, ...] = ("iaccode.gate.terraform", "iaccode.gate.pulumi",
-                                     "iaccode.gate.kube")
+HANDLER_MODULES: tuple[str, ...] = (
+    "iaccode.gate.terraform",
+    "iaccode.gate.pulumi",
+    "iaccode.gate.kube",
+)
 """Modules that register handlers, imported before the first change is handled: the
 plan-bound apply (terraform, tofu, terragrunt), Pulumi's preview, the kube context."""
 

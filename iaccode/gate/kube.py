@@ -21,8 +21,21 @@ from iaccode.gate.terraform import Question, ask, command_env
 from iaccode.iac.target import kube_target, title
 
 PROGRAMS = frozenset({"kubectl", "oc", "helm"})
-_VALUE_OPTIONS = frozenset({"-n", "--namespace", "--context", "--kube-context", "--kubeconfig",
-                            "--cluster", "--user", "-s", "--server", "--as", "-v"})
+_VALUE_OPTIONS = frozenset(
+    {
+        "-n",
+        "--namespace",
+        "--context",
+        "--kube-context",
+        "--kubeconfig",
+        "--cluster",
+        "--user",
+        "-s",
+        "--server",
+        "--as",
+        "-v",
+    }
+)
 
 
 def _command(argv: list[str]) -> str:
@@ -44,16 +57,22 @@ async def handle(exchange: Exchange) -> Op:
     env = await command_env(exchange)
     target = await trio.to_thread.run_sync(kube_target, argv, env)
     explicit = any(word.startswith(("--context", "--kube-context")) for word in argv) or (
-        name == "helm" and env.get("HELM_KUBECONTEXT"))
+        name == "helm" and env.get("HELM_KUBECONTEXT")
+    )
     if exchange.protected and not explicit:
-        kubeconfig = [w for i, w in enumerate(argv) if w.startswith("--kubeconfig")
-                      or (i and argv[i - 1] == "--kubeconfig")]
-        current = await exchange.run(["oc" if name == "oc" else "kubectl", "config",
-                                      "current-context", *kubeconfig])
+        kubeconfig = [
+            w
+            for i, w in enumerate(argv)
+            if w.startswith("--kubeconfig") or (i and argv[i - 1] == "--kubeconfig")
+        ]
+        current = await exchange.run(
+            ["oc" if name == "oc" else "kubectl", "config", "current-context", *kubeconfig]
+        )
         if current.status == 0 and current.stdout.strip():
             target = evolve(target, kube_context=current.stdout.strip())
-    asked = Question(title(_command(argv), target),
-                     f"What runs on Allow once: `{' '.join(argv)}`.", target)
+    asked = Question(
+        title(_command(argv), target), f"What runs on Allow once: `{' '.join(argv)}`.", target
+    )
     refusal = await ask(exchange, asked)
     return exchange.exec() if refusal is None else exchange.refuse(refusal)
 

@@ -33,18 +33,59 @@ PREVIEW_SECONDS = 30.0
 """How long the question waits for the preview ("when the CLI can give it quickly")."""
 
 _VERBS = {"up": "up", "update": "up", "destroy": "destroy"}
-_DROPPED = frozenset({"--yes", "-y", "--skip-preview", "-f", "--json", "-j",
-                      "--non-interactive", "--preview-only", "--refresh"})
-_VALUE_OPTIONS = frozenset({"-s", "--stack", "-C", "--cwd", "-t", "--target", "-c", "--config",
-                            "--config-file", "-m", "--message", "--parallel", "-p",
-                            "--replace", "--exclude", "--policy-pack", "--secrets-provider",
-                            "--color", "-v", "--verbose"})
-_GLOBAL_VALUE_OPTIONS = frozenset({"-C", "--cwd", "--color", "-v", "--verbose", "--profiling",
-                                   "--tracing"})
-_OPS = {"create": "create", "update": "update", "delete": "delete", "replace": "replace",
-        "create-replacement": "replace", "delete-replaced": "replace", "read": "read",
-        "import": "import", "import-replacement": "replace", "discard": "forget",
-        "read-discard": "forget"}
+_DROPPED = frozenset(
+    {
+        "--yes",
+        "-y",
+        "--skip-preview",
+        "-f",
+        "--json",
+        "-j",
+        "--non-interactive",
+        "--preview-only",
+        "--refresh",
+    }
+)
+_VALUE_OPTIONS = frozenset(
+    {
+        "-s",
+        "--stack",
+        "-C",
+        "--cwd",
+        "-t",
+        "--target",
+        "-c",
+        "--config",
+        "--config-file",
+        "-m",
+        "--message",
+        "--parallel",
+        "-p",
+        "--replace",
+        "--exclude",
+        "--policy-pack",
+        "--secrets-provider",
+        "--color",
+        "-v",
+        "--verbose",
+    }
+)
+_GLOBAL_VALUE_OPTIONS = frozenset(
+    {"-C", "--cwd", "--color", "-v", "--verbose", "--profiling", "--tracing"}
+)
+_OPS = {
+    "create": "create",
+    "update": "update",
+    "delete": "delete",
+    "replace": "replace",
+    "create-replacement": "replace",
+    "delete-replaced": "replace",
+    "read": "read",
+    "import": "import",
+    "import-replacement": "replace",
+    "discard": "forget",
+    "read-discard": "forget",
+}
 
 
 def _verb(argv: list[str]) -> tuple[int, str] | None:
@@ -67,7 +108,7 @@ def preview_argv(argv: list[str]) -> tuple[str, list[str]] | None:
         return None
     index, verb = found
     kept: list[str] = []
-    rest = argv[index + 1:]
+    rest = argv[index + 1 :]
     skip = False
     for position, word in enumerate(rest):
         if skip:
@@ -105,7 +146,8 @@ def read_preview(document: Any) -> Plan:
             known.reason = known.reason or ("cannot_update" if reasons else None)
         elif known is None or action == "replace":
             plan.changes[address] = ResourceChange(
-                action, "cannot_update" if reasons else None, reasons)
+                action, "cannot_update" if reasons else None, reasons
+            )
     return plan
 
 
@@ -125,23 +167,31 @@ async def handle(exchange: Exchange) -> Op:
             if plan is None:
                 log.info("pulumi preview failed (%s): %s", ran.status, ran.stderr[-500:])
     if found is not None and plan is not None and plan.empty:
-        return exchange.refuse(f"No changes: pulumi {found[0]} has nothing to do (the preview "
-                               "is empty), so nothing was asked and nothing run.", 0)
+        return exchange.refuse(
+            f"No changes: pulumi {found[0]} has nothing to do (the preview "
+            "is empty), so nothing was asked and nothing run.",
+            0,
+        )
     env = await command_env(exchange)
     target = await trio.to_thread.run_sync(pulumi_target, argv, Path(exchange.request.cwd), env)
     what = exchange.request.change.label if exchange.request.change else "pulumi"
     detail = f"What runs on Allow once: `{' '.join(argv)}`."
     if plan is not None:
-        detail += (" The preview shows what it would do now; Pulumi cannot bind the update to "
-                   f"it, so what runs is Pulumi's plan at that moment:\n\n{plan.summary()}")
-    refusal = await ask(exchange, Question(title(f"pulumi {found[0]}" if found else what,
-                                                 target), detail, target))
+        detail += (
+            " The preview shows what it would do now; Pulumi cannot bind the update to "
+            f"it, so what runs is Pulumi's plan at that moment:\n\n{plan.summary()}"
+        )
+    refusal = await ask(
+        exchange, Question(title(f"pulumi {found[0]}" if found else what, target), detail, target)
+    )
     if refusal is not None:
         return exchange.refuse(refusal)
     if plan is None:
         return exchange.exec()
-    return exchange.exec(message=f"iac-code: running what the user approved after the "
-                                 f"preview: {(plan.summary() or '').splitlines()[0]}")
+    return exchange.exec(
+        message=f"iac-code: running what the user approved after the "
+        f"preview: {(plan.summary() or '').splitlines()[0]}"
+    )
 
 
 def _json(text: str) -> Any:

@@ -55,7 +55,7 @@ def _environ() -> dict[str, str]:
 def _say(message: str) -> None:
     data = (message.rstrip("\n") + "\n").encode("utf-8", "surrogateescape")
     while data:
-        data = data[posix.write(2, data):]
+        data = data[posix.write(2, data) :]
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -93,8 +93,9 @@ def _dumps(value: object) -> str:
     if isinstance(value, list | tuple):
         return "[" + ",".join(_dumps(item) for item in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{quote(str(key))}:{_dumps(item)}"
-                              for key, item in value.items()) + "}"
+        return (
+            "{" + ",".join(f"{quote(str(key))}:{_dumps(item)}" for key, item in value.items()) + "}"
+        )
     raise TypeError(f"cannot send {type(value).__name__}")
 
 
@@ -122,7 +123,7 @@ class _Channel:
         size = int.from_bytes(self.buffer[:4], "big")
         if not self._read(4 + size):
             return None
-        data, self.buffer = self.buffer[4:4 + size], self.buffer[4 + size:]
+        data, self.buffer = self.buffer[4 : 4 + size], self.buffer[4 + size :]
         message = marshal.loads(data)
         if not isinstance(message, dict):
             raise ValueError("not an object")
@@ -158,14 +159,23 @@ def _run(op: dict[str, object], env: dict[str, str]) -> dict[str, object]:
     if not isinstance(program, str):
         raise ValueError("run: no program")
     try:
-        done = subprocess.run(_strings(op.get("argv")), executable=program,
-                              env={**env, **_mapping(op.get("env"))}, stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
+        done = subprocess.run(
+            _strings(op.get("argv")),
+            executable=program,
+            env={**env, **_mapping(op.get("env"))},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
     except OSError as exc:
         return {"status": NOT_FOUND, "stdout": "", "stderr": str(exc), "truncated": False}
     out, err = done.stdout, done.stderr
-    return {"status": done.returncode, "stdout": _text(out[:limit]),
-            "stderr": _text(err[:limit]), "truncated": len(out) > limit or len(err) > limit}
+    return {
+        "status": done.returncode,
+        "stdout": _text(out[:limit]),
+        "stderr": _text(err[:limit]),
+        "truncated": len(out) > limit or len(err) > limit,
+    }
 
 
 def hello(socket_path: str, token: str) -> str | None:
@@ -186,15 +196,22 @@ def main(cli: str) -> int:
     env = _environ()
     socket_path, token = env.get("IAC_CODE_GATE_SOCKET"), env.get("IAC_CODE_GATE_TOKEN")
     if not socket_path or not token:
-        return _refuse(cli, "this gate only runs inside a command of iac-code (no channel "
-                            "to the agent)")
+        return _refuse(
+            cli, "this gate only runs inside a command of iac-code (no channel to the agent)"
+        )
     try:
         channel = _Channel(socket_path)
-        channel.send({"token": token, "cli": cli, "argv": [cli, *sys.argv[1:]],
-                      "cwd": _text(posix.getcwdb()),
-                      "path": env.get("PATH", ""), "pid": posix.getpid(),
-                      "env": {name: value for name, value in env.items()
-                              if name.startswith(REPORTED)}})
+        channel.send(
+            {
+                "token": token,
+                "cli": cli,
+                "argv": [cli, *sys.argv[1:]],
+                "cwd": _text(posix.getcwdb()),
+                "path": env.get("PATH", ""),
+                "pid": posix.getpid(),
+                "env": {name: value for name, value in env.items() if name.startswith(REPORTED)},
+            }
+        )
     except OSError as exc:
         return _refuse(cli, f"iac-code cannot be reached ({exc.strerror or exc})")
     while True:
@@ -230,8 +247,11 @@ def _exec(cli: str, op: dict[str, object], env: dict[str, str]) -> int:
     try:
         posix.execve(program, argv, {**env, **_mapping(op.get("env"))})
     except OSError as exc:
-        return _refuse(cli, f"{program}: {exc.strerror or exc}",
-                       NOT_FOUND if isinstance(exc, FileNotFoundError) else REFUSED)
+        return _refuse(
+            cli,
+            f"{program}: {exc.strerror or exc}",
+            NOT_FOUND if isinstance(exc, FileNotFoundError) else REFUSED,
+        )
     return REFUSED  # not reached: execve returns only by raising
 
 

@@ -54,12 +54,30 @@ from iaccode.iac.target import Target, protected_name, terraform_target, title
 log = logging.getLogger(__name__)
 
 PROGRAMS = ("terraform", "tofu", "terragrunt")
-_ENV_NAMES = ("TF_WORKSPACE", "TF_DATA_DIR", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE",
-              "ALIBABA_CLOUD_REGION_ID", "ALICLOUD_REGION", "ALIBABA_CLOUD_PROFILE",
-              "ALICLOUD_PROFILE", "ARM_SUBSCRIPTION_ID", "GOOGLE_PROJECT",
-              "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT",
-              "GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION", "KUBE_CTX",
-              "KUBECONFIG", "HELM_KUBECONTEXT", "PULUMI_STACK", "HOME")
+_ENV_NAMES = (
+    "TF_WORKSPACE",
+    "TF_DATA_DIR",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "ALIBABA_CLOUD_REGION_ID",
+    "ALICLOUD_REGION",
+    "ALIBABA_CLOUD_PROFILE",
+    "ALICLOUD_PROFILE",
+    "ARM_SUBSCRIPTION_ID",
+    "GOOGLE_PROJECT",
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    "CLOUDSDK_CORE_PROJECT",
+    "GOOGLE_REGION",
+    "GCLOUD_REGION",
+    "CLOUDSDK_COMPUTE_REGION",
+    "KUBE_CTX",
+    "KUBECONFIG",
+    "HELM_KUBECONTEXT",
+    "PULUMI_STACK",
+    "HOME",
+)
 """The command's variables the target is named from."""
 
 
@@ -72,19 +90,25 @@ class Question:
     target: Target
 
 
-def question(call: ChangeCall, plan: Plan, data: bytes, target: Target,
-             env: Mapping[str, str] | None = None) -> Question:
+def question(
+    call: ChangeCall, plan: Plan, data: bytes, target: Target, env: Mapping[str, str] | None = None
+) -> Question:
     """The target in the title, the plan and its hash below (and the ``TF_CLI_ARGS*``
     variables that add to what Terraform runs)."""
     summary = plan.summary() or (
-        "No resource changes; output values change (the apply writes them to the state).")
-    added = "".join(f"\nSet in the environment (Terraform adds it): {name}={value}"
-                    for name, value in sorted((env or {}).items())
-                    if name.startswith("TF_CLI_ARGS") and value.strip())
-    detail = (f"What runs on Allow once is this saved plan, and nothing else:\n\n{summary}\n\n"
-              f"Plan file: sha256 {digest(data)[:16]}… ({len(data):,} bytes). It is applied "
-              "from a private copy; a plan file changed after this question is refused."
-              f"{added}")
+        "No resource changes; output values change (the apply writes them to the state)."
+    )
+    added = "".join(
+        f"\nSet in the environment (Terraform adds it): {name}={value}"
+        for name, value in sorted((env or {}).items())
+        if name.startswith("TF_CLI_ARGS") and value.strip()
+    )
+    detail = (
+        f"What runs on Allow once is this saved plan, and nothing else:\n\n{summary}\n\n"
+        f"Plan file: sha256 {digest(data)[:16]}… ({len(data):,} bytes). It is applied "
+        "from a private copy; a plan file changed after this question is refused."
+        f"{added}"
+    )
     return Question(title(call.command, target), detail, target)
 
 
@@ -110,31 +134,43 @@ async def _handle(exchange: Exchange, call: ChangeCall, scratch: Path) -> Op:
             return exchange.refuse(
                 f"iac-code: the plan step (`{call.program} plan -out=...` with the command's "
                 f"options) failed, so nothing was asked and nothing applied:\n"
-                f"{_tail(planned.stderr or planned.stdout)}", planned.status or 1)
+                f"{_tail(planned.stderr or planned.stdout)}",
+                planned.status or 1,
+            )
     else:
         original = call.folder(cwd) / call.plan_file
         try:
             data = await trio.Path(original).read_bytes()
         except OSError as exc:
-            return exchange.refuse(f"iac-code: cannot read the plan file {call.plan_file}: "
-                                   f"{exc.strerror or exc}", 1)
+            return exchange.refuse(
+                f"iac-code: cannot read the plan file {call.plan_file}: {exc.strerror or exc}", 1
+            )
         await trio.Path(copy).write_bytes(data)
     try:
         data = await trio.Path(copy).read_bytes()
     except OSError as exc:
-        return exchange.refuse(f"iac-code: the plan step (`{call.program} plan -out=...`) made "
-                               f"no plan file ({exc.strerror or exc}), so nothing was asked and "
-                               "nothing applied.", 1)
+        return exchange.refuse(
+            f"iac-code: the plan step (`{call.program} plan -out=...`) made "
+            f"no plan file ({exc.strerror or exc}), so nothing was asked and "
+            "nothing applied.",
+            1,
+        )
     shown = await exchange.run(call.show_argv(copy))
     document = _json(shown.stdout) if shown.status == 0 else None
     if document is None:
-        return exchange.refuse(f"iac-code: `{call.program} show -json` could not read the "
-                               f"plan, so nothing was applied:\n"
-                               f"{_tail(shown.stderr or shown.stdout)}", 1)
+        return exchange.refuse(
+            f"iac-code: `{call.program} show -json` could not read the "
+            f"plan, so nothing was applied:\n"
+            f"{_tail(shown.stderr or shown.stdout)}",
+            1,
+        )
     plan = read_plan_document(document)
     if plan.empty and document.get("errored") is not True:
-        return exchange.refuse(f"No changes: {call.command} has nothing to apply (the plan is "
-                               "empty), so nothing was asked and nothing applied.", 0)
+        return exchange.refuse(
+            f"No changes: {call.command} has nothing to apply (the plan is "
+            "empty), so nothing was asked and nothing applied.",
+            0,
+        )
     env = await command_env(exchange)
     target = await trio.to_thread.run_sync(terraform_target, call.folder(cwd), env)
     if exchange.protected:  # what Terraform itself says, whatever the files and variables say
@@ -149,16 +185,19 @@ async def _handle(exchange: Exchange, call: ChangeCall, scratch: Path) -> Op:
     if changed is not None:
         return exchange.refuse(changed)
     summary = plan.summary() or "output values only"
-    return exchange.exec(call.apply_argv(copy),
-                         f"iac-code: applying the saved plan the user approved (sha256 "
-                         f"{digest(data)[:16]}…): {summary.splitlines()[0]}")
+    return exchange.exec(
+        call.apply_argv(copy),
+        f"iac-code: applying the saved plan the user approved (sha256 "
+        f"{digest(data)[:16]}…): {summary.splitlines()[0]}",
+    )
 
 
 async def ask(exchange: Exchange, asked: Question) -> str | None:
     """The gate's question for ``asked``; for a target a glob of ``[iac] protected`` matches,
     its name typed in. None: approved, else what the model is told."""
-    return await exchange.ask(asked.detail, title=asked.title,
-                              confirm=protected_name(asked.target, exchange.protected))
+    return await exchange.ask(
+        asked.detail, title=asked.title, confirm=protected_name(asked.target, exchange.protected)
+    )
 
 
 async def command_env(exchange: Exchange) -> dict[str, str]:
@@ -166,12 +205,14 @@ async def command_env(exchange: Exchange) -> dict[str, str]:
     through the gate: the command may have set them itself); empty when ``env`` fails."""
     ran = await exchange.run(["env", "-0"])
     if ran.status != 0:
-        log.info("env -0 through the gate failed (%s): the target from the files only",
-                 ran.status)
+        log.info("env -0 through the gate failed (%s): the target from the files only", ran.status)
         return {}
     found = dict(item.split("=", 1) for item in ran.stdout.split("\0") if "=" in item)
-    return {name: value for name, value in found.items()
-            if name in _ENV_NAMES or name.startswith("TF_CLI_ARGS")}
+    return {
+        name: value
+        for name, value in found.items()
+        if name in _ENV_NAMES or name.startswith("TF_CLI_ARGS")
+    }
 
 
 _plans: Path | None = None
@@ -197,9 +238,11 @@ async def _changed(copy: Path, original: Path | None, data: bytes) -> str | None
         return f"iac-code: the approved plan file cannot be read again ({exc}); nothing applied."
     for which, found in ((original, theirs), ("the private copy", now)):
         if digest(found) != digest(data):
-            return (f"iac-code: the plan file ({which}) changed after the user approved it "
-                    f"(sha256 {digest(data)[:16]}… then, {digest(found)[:16]}… now), so it "
-                    "was not applied. Make a new plan and ask again.")
+            return (
+                f"iac-code: the plan file ({which}) changed after the user approved it "
+                f"(sha256 {digest(data)[:16]}… then, {digest(found)[:16]}… now), so it "
+                "was not applied. Make a new plan and ask again."
+            )
     return None
 
 

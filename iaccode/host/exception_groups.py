@@ -15,8 +15,9 @@ def leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     return found
 
 
-def sole(group: BaseExceptionGroup[BaseException],
-         kind: type[BaseException]) -> BaseException | None:
+def sole(
+    group: BaseExceptionGroup[BaseException], kind: type[BaseException]
+) -> BaseException | None:
     """The first exception in ``group`` when all of them are ``kind``; else None (raise the
     group: something else went wrong too)."""
     found = leaves(group)

@@ -72,15 +72,18 @@ def _kind_refusal(mode: int) -> str | None:
     return "is not a regular file"
 
 
-_DIR_FLAGS = (os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-              | getattr(os, "O_PATH", os.O_RDONLY))  # O_PATH: search permission is enough
+_DIR_FLAGS = (
+    os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+)  # O_PATH: search permission is enough
 """How each folder on the way to a file is opened: never through a symbolic link."""
 
 
 def changed(path: Path, verb: str) -> ToolFailure:
-    return ToolFailure(f"Cannot {verb} {path}: it changed while being opened (part of the path "
-                       "is now a symbolic link, which may lead somewhere that was not checked): "
-                       "refused.")
+    return ToolFailure(
+        f"Cannot {verb} {path}: it changed while being opened (part of the path "
+        "is now a symbolic link, which may lead somewhere that was not checked): "
+        "refused."
+    )
 
 
 def _is_link(name: str, dir_fd: int) -> bool:
@@ -124,8 +127,9 @@ def open_parent(path: Path, verb: str, create: bool = False) -> int:
     return fd
 
 
-def open_verified(path: Path, flags: int, verb: str,
-                  check: Callable[[os.stat_result], None] | None = None) -> int:
+def open_verified(
+    path: Path, flags: int, verb: str, check: Callable[[os.stat_result], None] | None = None
+) -> int:
     """Open the real path ``path`` with ``flags`` following no symbolic link on the way (see
     the module's docstring). ``check`` sees the entry's ``lstat`` before it is opened (to
     refuse FIFOs and devices unopened); a link there is refused as :func:`changed`."""
@@ -174,7 +178,8 @@ class LocalFiles:
             raise ToolFailure(
                 f"Cannot read {path}: it is {st.st_size:,} bytes, over the {self.max_bytes:,} "
                 "byte limit. Search it with grep, or read parts of it with bash (head, tail, "
-                "sed -n).")
+                "sed -n)."
+            )
 
     async def read_bytes(self, path: Path) -> bytes:
         """The file's bytes (any content), with the same refusals as text but binary."""
@@ -201,8 +206,10 @@ class LocalFiles:
         finally:
             os.close(fd)
         if size > self.max_bytes:
-            raise ToolFailure(f"Cannot read {path}: it grew past the {self.max_bytes:,} byte "
-                              "limit while being read.")
+            raise ToolFailure(
+                f"Cannot read {path}: it grew past the {self.max_bytes:,} byte "
+                "limit while being read."
+            )
         return b"".join(chunks)
 
     def _read(self, path: Path) -> str:
@@ -212,9 +219,11 @@ class LocalFiles:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ToolFailure(f"Cannot read {path}: it is not UTF-8 text (invalid byte at "
-                              f"offset {exc.start}); it may be binary or in another "
-                              "encoding.") from exc
+            raise ToolFailure(
+                f"Cannot read {path}: it is not UTF-8 text (invalid byte at "
+                f"offset {exc.start}); it may be binary or in another "
+                "encoding."
+            ) from exc
 
     async def write_text(self, path: Path, text: str) -> None:
         data = text.encode("utf-8")
@@ -223,8 +232,9 @@ class LocalFiles:
             try:
                 view = memoryview(data)
                 for start in range(0, len(data), WRITE_CHUNK_BYTES):
-                    await trio.to_thread.run_sync(_write_all, fd,
-                                                  view[start:start + WRITE_CHUNK_BYTES])
+                    await trio.to_thread.run_sync(
+                        _write_all, fd, view[start : start + WRITE_CHUNK_BYTES]
+                    )
                 await trio.to_thread.run_sync(os.fsync, fd)
             finally:
                 os.close(fd)
@@ -250,8 +260,9 @@ def _open_folder(path: Path) -> int:
     try:
         return open_parent(path, "write", create=True)
     except (FileExistsError, NotADirectoryError) as exc:
-        raise ToolFailure(f"Cannot write {path}: a parent of it is a file, not a "
-                          "directory.") from exc
+        raise ToolFailure(
+            f"Cannot write {path}: a parent of it is a file, not a directory."
+        ) from exc
     except OSError as exc:
         raise _os_failure(exc, path, "write") from exc
 
@@ -264,8 +275,9 @@ def _open_temp(path: Path) -> tuple[int, int, str]:
     folder = _open_folder(path)
     try:
         try:
-            existing: os.stat_result | None = os.stat(path.name, dir_fd=folder,
-                                                      follow_symlinks=False)
+            existing: os.stat_result | None = os.stat(
+                path.name, dir_fd=folder, follow_symlinks=False
+            )
         except FileNotFoundError:
             existing = None
         if existing is not None and stat.S_ISLNK(existing.st_mode):
@@ -274,8 +286,12 @@ def _open_temp(path: Path) -> tuple[int, int, str]:
             raise ToolFailure(f"Cannot write {path}: it {_kind_refusal(existing.st_mode)}.")
         temp = f".{path.name}.{secrets.token_hex(6)}.tmp"
         # 0o666 less the umask, as a new file would get; an existing file's mode is kept.
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o666, dir_fd=folder)
+        fd = os.open(
+            temp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o666,
+            dir_fd=folder,
+        )
     except OSError as exc:
         os.close(folder)
         raise _os_failure(exc, path, "write") from exc

@@ -63,8 +63,7 @@ def _load_prctl() -> Callable[..., int] | None:
         prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                      ctypes.c_ulong]
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     prctl.restype = ctypes.c_int
     return prctl  # type: ignore[no-any-return]
 
@@ -109,8 +108,7 @@ async def open_shell(argv: list[str], **options: Any) -> trio.Process:
         return await trio.lowlevel.open_process(argv, **options)
     async with _spawn_lock():
         before = _our_children(processes())
-        proc = await trio.lowlevel.open_process(argv, preexec_fn=_subreaper_in_child,
-                                                **options)
+        proc = await trio.lowlevel.open_process(argv, preexec_fn=_subreaper_in_child, **options)
         _shells[proc.pid] = before
     return proc
 
@@ -145,9 +143,14 @@ def _adopted(table: dict[int, Stat]) -> list[int]:
         return []
     me, our_session = os.getpid(), os.getsid(0)
     earlier = next(iter(_shells.values()))  # (pid, start time): pids are reused
-    return [pid for pid, stat in table.items()
-            if stat.ppid == me and stat.session != our_session and pid not in _shells
-            and (pid, stat.start) not in earlier]
+    return [
+        pid
+        for pid, stat in table.items()
+        if stat.ppid == me
+        and stat.session != our_session
+        and pid not in _shells
+        and (pid, stat.start) not in earlier
+    ]
 
 
 class Tree:
@@ -175,8 +178,11 @@ class Tree:
                 # Reap this pid only: trio waits for its own children itself.
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
-        return {pid: table[pid] for pid in _descendants(table, roots)
-                if not table[pid].zombie and pid not in self.unkillable}
+        return {
+            pid: table[pid]
+            for pid in _descendants(table, roots)
+            if not table[pid].zombie and pid not in self.unkillable
+        }
 
     async def alive(self) -> bool:
         return bool(await self._members())
@@ -288,8 +294,9 @@ def _live_members(pgid: int) -> list[int] | None:
         table = processes()
     except OSError:
         return None
-    return [pid for pid, stat in table.items()
-            if pgid in (stat.pgrp, stat.session) and not stat.zombie]
+    return [
+        pid for pid, stat in table.items() if pgid in (stat.pgrp, stat.session) and not stat.zombie
+    ]
 
 
 # --- synchronous, for the terminal supervisor (iaccode.tools.supervise) -------------------------
@@ -308,8 +315,7 @@ def set_parent_death_signal(sig: signal.Signals) -> bool:
 def live_descendants(root: int) -> set[int]:
     """Every live process below ``root`` (not ``root`` itself) by the ``/proc`` parent links."""
     table = processes()
-    return {pid for pid in _descendants(table, [root])
-            if pid != root and not table[pid].zombie}
+    return {pid for pid in _descendants(table, [root]) if pid != root and not table[pid].zombie}
 
 
 def end_descendants(grace: float, poll: float = 0.02) -> None:

@@ -31,10 +31,15 @@ def read_stat(pid: int | str) -> Stat | None:
     except OSError:  # gone meanwhile
         return None
     # "pid (comm) state ppid pgrp session ... starttime(22nd)"; comm may hold ") ".
-    fields = data[data.rfind(b")") + 2:].split()
+    fields = data[data.rfind(b")") + 2 :].split()
     try:
-        return Stat(ppid=int(fields[1]), pgrp=int(fields[2]), session=int(fields[3]),
-                    zombie=fields[0] in (b"Z", b"X"), start=int(fields[19]))
+        return Stat(
+            ppid=int(fields[1]),
+            pgrp=int(fields[2]),
+            session=int(fields[3]),
+            zombie=fields[0] in (b"Z", b"X"),
+            start=int(fields[19]),
+        )
     except (IndexError, ValueError):
         return None
 

@@ -76,7 +76,7 @@ def parse(args: list[str], value_options: frozenset[str] = frozenset()) -> Parse
     while index < len(args):
         arg = args[index]
         if arg == "--":
-            return Parsed(positionals, options, args[index + 1:], args[:index])
+            return Parsed(positionals, options, args[index + 1 :], args[:index])
         if arg.startswith("-") and len(arg) > 1:
             options.append(arg)
             if arg in value_options and index + 1 < len(args):
@@ -104,8 +104,12 @@ def options(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-def verbs(changes: str = "", reads: str = "", groups: dict[str, Verbs] | None = None,
-          otherwise: str = "change") -> Verbs:
+def verbs(
+    changes: str = "",
+    reads: str = "",
+    groups: dict[str, Verbs] | None = None,
+    otherwise: str = "change",
+) -> Verbs:
     """A :class:`Verbs` from space-separated words."""
     return Verbs(frozenset(changes.split()), frozenset(reads.split()), groups or {}, otherwise)
 
@@ -179,14 +183,17 @@ def flag_dry_run(*names: str) -> Callable[[Parsed], bool]:
     return lambda parsed: parsed.has(*names)
 
 
-def valued_dry_run(option: str, real: frozenset[str] = frozenset({"none", "false"})
-                   ) -> Callable[[Parsed], bool]:
+def valued_dry_run(
+    option: str, real: frozenset[str] = frozenset({"none", "false"})
+) -> Callable[[Parsed], bool]:
     """``--dry-run`` alone or ``--dry-run=client|server|true`` is a dry run; ``=none`` and
     ``=false`` run for real (kubectl, helm)."""
+
     def dry(parsed: Parsed) -> bool:
         for given in parsed.options:
             bare, _, value = given.partition("=")
             if bare == option:
                 return value.strip().lower() not in real
         return False
+
     return dry

@@ -45,8 +45,11 @@ def _terraform(cli: str, args: list[str], env: Mapping[str, str]) -> Change | No
     if not command:
         return classify(cli, args)
     extra: list[str] = []
-    names = list(dict.fromkeys(["TF_CLI_ARGS", f"TF_CLI_ARGS_{command[0]}",
-                                "TF_CLI_ARGS_" + "_".join(command)]))
+    names = list(
+        dict.fromkeys(
+            ["TF_CLI_ARGS", f"TF_CLI_ARGS_{command[0]}", "TF_CLI_ARGS_" + "_".join(command)]
+        )
+    )
     for name in names:
         if value := env.get(name, "").strip():
             try:
@@ -59,8 +62,9 @@ def _terraform(cli: str, args: list[str], env: Mapping[str, str]) -> Change | No
     change = classify(cli, [*args[:at], *extra, *args[at:]])
     if change is None:
         return None
-    used = ", ".join(f"{name}={shlex.quote(env[name].strip())}" for name in names
-                     if env.get(name, "").strip())
+    used = ", ".join(
+        f"{name}={shlex.quote(env[name].strip())}" for name in names if env.get(name, "").strip()
+    )
     return Change(f"{change.label} (with {used})", change.unknown)
 
 
@@ -82,10 +86,13 @@ def _aws(args: list[str], env: Mapping[str, str]) -> Change | None:
     if words[:1] and words[0] in aliases:  # an alias of an alias: not followed
         return Change(f"aws {command} (an alias of {where})", unknown=True)
     at = args.index(command)
-    expanded = [*args[:at], *words, *args[at + 1:]]
+    expanded = [*args[:at], *words, *args[at + 1 :]]
     change = classify("aws", expanded)
-    return None if change is None else Change(
-        f"{change.label} (aws {command}, an alias of {where})", change.unknown)
+    return (
+        None
+        if change is None
+        else Change(f"{change.label} (aws {command}, an alias of {where})", change.unknown)
+    )
 
 
 def _positionals(cli: str, args: list[str]) -> list[str]:

@@ -41,9 +41,12 @@ def classify(name: str, args: list[str]) -> Change | None:
 _TERRAFORM = verbs(
     changes="apply destroy import taint untaint force-unlock refresh test",
     reads="plan validate fmt show init output providers graph version console get login "
-          "logout metadata modules query",
-    groups={"state": verbs("rm mv push replace-provider", "list show pull identities"),
-            "workspace": verbs("delete", "list select show new", otherwise="read")})
+    "logout metadata modules query",
+    groups={
+        "state": verbs("rm mv push replace-provider", "list show pull identities"),
+        "workspace": verbs("delete", "list select show new", otherwise="read"),
+    },
+)
 
 
 def _terraform(name: str, parsed: Parsed) -> Decision:
@@ -54,12 +57,33 @@ def _terraform(name: str, parsed: Parsed) -> Decision:
 
 _TERRAGRUNT = Verbs(
     _TERRAFORM.changes | {"apply-all", "destroy-all", "run-all"},
-    _TERRAFORM.reads | {"plan-all", "output-all", "validate-all", "render", "render-json",
-                        "find", "list", "info", "dag", "hcl", "catalog", "scaffold",
-                        "graph-dependencies", "hclfmt", "hclvalidate", "exec"},
-    {**_TERRAFORM.groups, "run": _TERRAFORM, "stack": verbs(reads="generate output clean",
-                                                             groups={"run": _TERRAFORM}),
-     "run-all": _TERRAFORM, "backend": verbs("delete migrate", "bootstrap")})
+    _TERRAFORM.reads
+    | {
+        "plan-all",
+        "output-all",
+        "validate-all",
+        "render",
+        "render-json",
+        "find",
+        "list",
+        "info",
+        "dag",
+        "hcl",
+        "catalog",
+        "scaffold",
+        "graph-dependencies",
+        "hclfmt",
+        "hclvalidate",
+        "exec",
+    },
+    {
+        **_TERRAFORM.groups,
+        "run": _TERRAFORM,
+        "stack": verbs(reads="generate output clean", groups={"run": _TERRAFORM}),
+        "run-all": _TERRAFORM,
+        "backend": verbs("delete migrate", "bootstrap"),
+    },
+)
 
 
 def _terragrunt(name: str, parsed: Parsed) -> Decision:
@@ -76,83 +100,113 @@ _TERRAGRUNT_OPTIONS = options(
     "--terragrunt-log-level --queue-include-dir --terragrunt-include-dir --queue-exclude-dir "
     "--terragrunt-exclude-dir --iam-assume-role --terragrunt-iam-role --download-dir "
     "--tf-path --terragrunt-tfpath --parallelism --terragrunt-parallelism --filter --out-dir "
-    "--json-out-dir --provider-cache-dir --source --terragrunt-source --feature")
+    "--json-out-dir --provider-cache-dir --source --terragrunt-source --feature"
+)
 
 # --- Pulumi ------------------------------------------------------------------------------------
 
 _PULUMI = verbs(
     changes="up update destroy import refresh watch cancel",
     reads="preview about whoami login logout logs schema convert gen-completion new "
-          "install console org ai version help",
-    groups={"stack": verbs("rm import rename change-secrets-provider init",
-                           "ls output export history select tag graph unselect",
-                           otherwise="read"),
-            "state": verbs("delete unprotect move rename edit upgrade repair protect", ""),
-            "env": verbs("set rm init edit rotate", "get ls open diff version",
-                         otherwise="read"),
-            "deployment": verbs("run", "settings", otherwise="read"),
-            "config": verbs(otherwise="read"), "plugin": verbs(otherwise="read"),
-            "policy": verbs("enable disable publish rm", "ls validate-config group new",
-                            otherwise="read")})
-_PULUMI_OPTIONS = options("--color -C --cwd -s --stack -v --verbose --tracing --profiling "
-                           "--memprofilerate")
+    "install console org ai version help",
+    groups={
+        "stack": verbs(
+            "rm import rename change-secrets-provider init",
+            "ls output export history select tag graph unselect",
+            otherwise="read",
+        ),
+        "state": verbs("delete unprotect move rename edit upgrade repair protect", ""),
+        "env": verbs("set rm init edit rotate", "get ls open diff version", otherwise="read"),
+        "deployment": verbs("run", "settings", otherwise="read"),
+        "config": verbs(otherwise="read"),
+        "plugin": verbs(otherwise="read"),
+        "policy": verbs(
+            "enable disable publish rm", "ls validate-config group new", otherwise="read"
+        ),
+    },
+)
+_PULUMI_OPTIONS = options(
+    "--color -C --cwd -s --stack -v --verbose --tracing --profiling --memprofilerate"
+)
 
 # --- Kubernetes: kubectl, oc, helm, helmfile, kustomize-style tools ----------------------------
 
 _KUBECTL = verbs(
     changes="apply create delete replace patch scale edit label annotate set drain cordon "
-            "uncordon taint autoscale expose run exec cp attach debug "
-            # oc (OpenShift)
-            "new-app new-project new-build start-build cancel-build import-image tag rsh "
-            "rsync adm policy idle secrets serviceaccounts",
+    "uncordon taint autoscale expose run exec cp attach debug "
+    # oc (OpenShift)
+    "new-app new-project new-build start-build cancel-build import-image tag rsh "
+    "rsync adm policy idle secrets serviceaccounts",
     reads="get describe logs explain diff top version cluster-info api-resources "
-          "api-versions config wait kustomize completion plugin options events "
-          "port-forward proxy alpha-events extract login logout project projects whoami "
-          "status process observe help",
-    groups={"rollout": verbs("restart undo pause resume", "status history"),
-            "certificate": verbs("approve deny"),
-            "auth": verbs("reconcile", "can-i whoami"),
-            "image": verbs("mirror append", "info extract")})
+    "api-versions config wait kustomize completion plugin options events "
+    "port-forward proxy alpha-events extract login logout project projects whoami "
+    "status process observe help",
+    groups={
+        "rollout": verbs("restart undo pause resume", "status history"),
+        "certificate": verbs("approve deny"),
+        "auth": verbs("reconcile", "can-i whoami"),
+        "image": verbs("mirror append", "info extract"),
+    },
+)
 _KUBECTL_OPTIONS = options(
     "-n --namespace --context --kubeconfig --cluster --user -s --server --token --as "
     "--as-group --as-uid -v --v --request-timeout --certificate-authority --client-certificate "
     "--client-key --tls-server-name --cache-dir --log-file --profile --profile-output "
     "--password --username --vmodule --log-dir --log-file-max-size --stderrthreshold "
-    "--kuberc")
+    "--kuberc"
+)
 
 _HELM = verbs(
     changes="install upgrade uninstall delete del un rollback test push",
     reads="template lint list ls status history hist get show inspect search dependency dep "
-          "package pull fetch verify version env completion create repo registry plugin "
-          "diff help")
+    "package pull fetch verify version env completion create repo registry plugin "
+    "diff help",
+)
 _HELM_OPTIONS = options(
     "-n --namespace --kube-context --kubeconfig --burst-limit --qps --kube-apiserver "
     "--kube-as-user --kube-as-group --kube-ca-file --kube-token --kube-tls-server-name "
-    "--registry-config --repository-cache --repository-config --content-cache")
+    "--registry-config --repository-cache --repository-config --content-cache"
+)
 
-_HELMFILE = verbs(changes="apply sync destroy delete test",
-                  reads="diff template lint list status build show-dag version deps fetch "
-                        "cache init write-values repos help")
+_HELMFILE = verbs(
+    changes="apply sync destroy delete test",
+    reads="diff template lint list status build show-dag version deps fetch "
+    "cache init write-values repos help",
+)
 _HELMFILE_OPTIONS = options(
     "-f --file -e --environment --state-values-set --state-values-file -n --namespace "
     "--kube-context -l --selector -b --helm-binary -k --kustomize-binary --log-level --chart "
-    "--args")
+    "--args"
+)
 
 # --- Deployment tools --------------------------------------------------------------------------
 
-_CDK = verbs(changes="deploy destroy bootstrap import watch gc rollback refactor",
-             reads="synth synthesize diff list ls doctor docs doc metadata notices context "
-                   "init acknowledge ack drift version flags migrate cli-telemetry help")
-_CDK_OPTIONS = options("-a --app -c --context --profile -o --output --plugin -p -r "
-                        "--role-arn --toolkit-stack-name --ca-bundle-path --proxy")
-_CDKTF = verbs(changes="deploy apply destroy watch",
-               reads="synth synthesize diff plan list get init convert output outputs debug "
-                     "provider login version help")
+_CDK = verbs(
+    changes="deploy destroy bootstrap import watch gc rollback refactor",
+    reads="synth synthesize diff list ls doctor docs doc metadata notices context "
+    "init acknowledge ack drift version flags migrate cli-telemetry help",
+)
+_CDK_OPTIONS = options(
+    "-a --app -c --context --profile -o --output --plugin -p -r "
+    "--role-arn --toolkit-stack-name --ca-bundle-path --proxy"
+)
+_CDKTF = verbs(
+    changes="deploy apply destroy watch",
+    reads="synth synthesize diff plan list get init convert output outputs debug "
+    "provider login version help",
+)
 
 
 def _ansible(name: str, parsed: Parsed) -> Decision:
-    if parsed.has("--check", "-C", "--syntax-check", "--list-tasks", "--list-hosts",
-                  "--list-tags", clusters=True):
+    if parsed.has(
+        "--check",
+        "-C",
+        "--syntax-check",
+        "--list-tasks",
+        "--list-hosts",
+        "--list-tags",
+        clusters=True,
+    ):
         return None
     if not parsed.positionals:
         return None
@@ -167,54 +221,79 @@ _ANSIBLE_OPTIONS = options(
     "-i --inventory -e --extra-vars -l --limit -t --tags --skip-tags -u --user -m "
     "--module-name -a --args -f --forks -M --module-path --vault-id --vault-password-file "
     "-c --connection -T --timeout --become-method --become-user --private-key "
-    "--start-at-task -U --url -d --directory")
+    "--start-at-task -U --url -d --directory"
+)
 
-_SAM = verbs(changes="deploy delete sync package publish",
-             reads="build validate logs traces list init local docs help",
-             groups={"remote": verbs("invoke", otherwise="change",
-                                     groups={"test-event": verbs("put delete", "get list")}),
-                     "pipeline": verbs("bootstrap", "init")})
-_SERVERLESS = verbs(changes="deploy remove rollback invoke prune create_domain delete_domain "
-                            "dev reconcile",
-                    reads="info logs print package metrics doctor plugin offline help "
-                          "version config login logout support",
-                    groups={"invoke": verbs("", "local", otherwise="change")})
-_SERVERLESS_OPTIONS = options("--stage -s --region -r --aws-profile --config -c --param "
-                               "--app --org")
-_EKSCTL = verbs(changes="create delete upgrade scale drain set unset enable register "
-                        "deregister associate disassociate update install anywhere",
-                reads="get info version completion help describe write")
-_ARGOCD = verbs(changes="sync create delete set unset patch rollback terminate edit add rm "
-                        "remove update run generate",
-                reads="list get diff history manifests logs resources wait version context "
-                      "login logout relogin can-i help")
-_FLUX = verbs(changes="create delete reconcile suspend resume bootstrap install uninstall "
-                      "push tag migrate",
-              reads="get logs check export trace tree version events stats build pull "
-                    "envsubst debug diff completion help")
-_NOMAD = verbs(changes="run stop revert dispatch scale promote force exec drain eligibility "
-                       "fail pause resume unblock apply delete put purge lock create update "
-                       "bootstrap gc reconcile restore remove-peer set-config register "
-                       "deregister detach dismiss signal restart transfer-leadership",
-               reads="status inspect history validate plan allocs deployments logs fs "
-                     "monitor ui version agent-info members list get info init checks save "
-                     "get-config list-peers state eval help")
-_DOCTL = verbs(changes="create delete update import resize power-on power-off power-cycle "
-                       "reboot shutdown rebuild restore snapshot enable disable attach detach "
-                       "assign unassign add remove tag untag deploy",
-               reads="list get auth version help completion kubeconfig show")
-_VAULT = verbs(changes="write delete put patch destroy undelete rollback enable disable tune "
-                       "revoke renew unseal seal rekey register deregister reload ssh "
-                       "generate-root init step-down",
-               reads="read list get status version print path-help lookup capabilities "
-                     "login metadata help server agent",
-               groups={"operator": verbs("unseal seal rekey init step-down generate-root "
-                                         "raft migrate", "key-status members diagnose")})
-_PACKER = verbs(changes="build", reads="init validate fmt inspect console version "
-                                       "hcl2_upgrade plugins help fix")
-_SKAFFOLD = verbs(changes="run deploy delete dev apply build debug verify",
-                  reads="render diagnose fix init version config inspect lint schema survey "
-                        "test completion help")
+_SAM = verbs(
+    changes="deploy delete sync package publish",
+    reads="build validate logs traces list init local docs help",
+    groups={
+        "remote": verbs(
+            "invoke", otherwise="change", groups={"test-event": verbs("put delete", "get list")}
+        ),
+        "pipeline": verbs("bootstrap", "init"),
+    },
+)
+_SERVERLESS = verbs(
+    changes="deploy remove rollback invoke prune create_domain delete_domain dev reconcile",
+    reads="info logs print package metrics doctor plugin offline help "
+    "version config login logout support",
+    groups={"invoke": verbs("", "local", otherwise="change")},
+)
+_SERVERLESS_OPTIONS = options(
+    "--stage -s --region -r --aws-profile --config -c --param --app --org"
+)
+_EKSCTL = verbs(
+    changes="create delete upgrade scale drain set unset enable register "
+    "deregister associate disassociate update install anywhere",
+    reads="get info version completion help describe write",
+)
+_ARGOCD = verbs(
+    changes="sync create delete set unset patch rollback terminate edit add rm "
+    "remove update run generate",
+    reads="list get diff history manifests logs resources wait version context "
+    "login logout relogin can-i help",
+)
+_FLUX = verbs(
+    changes="create delete reconcile suspend resume bootstrap install uninstall push tag migrate",
+    reads="get logs check export trace tree version events stats build pull "
+    "envsubst debug diff completion help",
+)
+_NOMAD = verbs(
+    changes="run stop revert dispatch scale promote force exec drain eligibility "
+    "fail pause resume unblock apply delete put purge lock create update "
+    "bootstrap gc reconcile restore remove-peer set-config register "
+    "deregister detach dismiss signal restart transfer-leadership",
+    reads="status inspect history validate plan allocs deployments logs fs "
+    "monitor ui version agent-info members list get info init checks save "
+    "get-config list-peers state eval help",
+)
+_DOCTL = verbs(
+    changes="create delete update import resize power-on power-off power-cycle "
+    "reboot shutdown rebuild restore snapshot enable disable attach detach "
+    "assign unassign add remove tag untag deploy",
+    reads="list get auth version help completion kubeconfig show",
+)
+_VAULT = verbs(
+    changes="write delete put patch destroy undelete rollback enable disable tune "
+    "revoke renew unseal seal rekey register deregister reload ssh "
+    "generate-root init step-down",
+    reads="read list get status version print path-help lookup capabilities "
+    "login metadata help server agent",
+    groups={
+        "operator": verbs(
+            "unseal seal rekey init step-down generate-root raft migrate",
+            "key-status members diagnose",
+        )
+    },
+)
+_PACKER = verbs(
+    changes="build", reads="init validate fmt inspect console version hcl2_upgrade plugins help fix"
+)
+_SKAFFOLD = verbs(
+    changes="run deploy delete dev apply build debug verify",
+    reads="render diagnose fix init version config inspect lint schema survey test completion help",
+)
 
 
 CLIS: dict[str, Spec] = {
@@ -232,35 +311,60 @@ CLIS: dict[str, Spec] = {
     "ansible-playbook": Spec(verbs(), _ANSIBLE_OPTIONS, special=_ansible),
     "ansible": Spec(verbs(), _ANSIBLE_OPTIONS, special=_ansible),
     "ansible-pull": Spec(verbs(), _ANSIBLE_OPTIONS, special=_ansible),
-    "sam": Spec(_SAM, options("--profile --region --config-file --config-env"),
-                otherwise="change"),
+    "sam": Spec(_SAM, options("--profile --region --config-file --config-env"), otherwise="change"),
     "serverless": Spec(_SERVERLESS, _SERVERLESS_OPTIONS, otherwise="change"),
     "sls": Spec(_SERVERLESS, _SERVERLESS_OPTIONS, otherwise="change"),
-    "eksctl": Spec(_EKSCTL, options("--profile --region -r -f --config-file"),
-                   flag_dry_run("--dry-run"), hyphen_prefix=True, otherwise="change"),
-    "argocd": Spec(_ARGOCD, options("--server --auth-token --config --context "
-                                     "--grpc-web-root-path --header -H --port-forward-namespace"),
-                   flag_dry_run("--dry-run"), hyphen_prefix=True, otherwise="change"),
-    "flux": Spec(_FLUX, options("--context --kubeconfig -n --namespace --timeout"),
-                 flag_dry_run("--export", "--dry-run"), otherwise="change"),
+    "eksctl": Spec(
+        _EKSCTL,
+        options("--profile --region -r -f --config-file"),
+        flag_dry_run("--dry-run"),
+        hyphen_prefix=True,
+        otherwise="change",
+    ),
+    "argocd": Spec(
+        _ARGOCD,
+        options(
+            "--server --auth-token --config --context "
+            "--grpc-web-root-path --header -H --port-forward-namespace"
+        ),
+        flag_dry_run("--dry-run"),
+        hyphen_prefix=True,
+        otherwise="change",
+    ),
+    "flux": Spec(
+        _FLUX,
+        options("--context --kubeconfig -n --namespace --timeout"),
+        flag_dry_run("--export", "--dry-run"),
+        otherwise="change",
+    ),
     "nomad": Spec(_NOMAD, otherwise="change"),
-    "doctl": Spec(_DOCTL, options("-t --access-token --context -o --output --api-url"),
-                  hyphen_prefix=True, otherwise="change"),
-    "hcloud": Spec(_DOCTL, options("--context --config -o --output"), hyphen_prefix=True,
-                   otherwise="change"),
-    "vault": Spec(_VAULT, options("-address -namespace -format -output-curl-string"),
-                  otherwise="change"),
+    "doctl": Spec(
+        _DOCTL,
+        options("-t --access-token --context -o --output --api-url"),
+        hyphen_prefix=True,
+        otherwise="change",
+    ),
+    "hcloud": Spec(
+        _DOCTL, options("--context --config -o --output"), hyphen_prefix=True, otherwise="change"
+    ),
+    "vault": Spec(
+        _VAULT, options("-address -namespace -format -output-curl-string"), otherwise="change"
+    ),
     "packer": Spec(_PACKER, otherwise="change"),
-    "skaffold": Spec(_SKAFFOLD, options("-p --profile -f --filename --kube-context "
-                                         "-n --namespace -d --default-repo"),
-                     otherwise="change"),
+    "skaffold": Spec(
+        _SKAFFOLD,
+        options("-p --profile -f --filename --kube-context -n --namespace -d --default-repo"),
+        otherwise="change",
+    ),
 }
 """Every CLI with a gate, by the name it is run as."""
 
 GATED = frozenset(CLIS)
 
-DRIVERS = {"terragrunt": frozenset({"terraform", "tofu"}), "cdktf": frozenset({"terraform"}),
-           "helmfile": frozenset({"helm", "kubectl"})}
+DRIVERS = {
+    "terragrunt": frozenset({"terraform", "tofu"}),
+    "cdktf": frozenset({"terraform"}),
+    "helmfile": frozenset({"helm", "kubectl"}),
+}
 """CLIs that run others to carry out their change: an allowed ``terragrunt run --all apply``
 covers the ``terraform apply`` runs it starts (the question named the change once)."""
-

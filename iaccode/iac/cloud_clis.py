@@ -11,21 +11,46 @@ from iaccode.iac.argv import TABLE, Change, Decision, Parsed, Spec, options, ver
 
 _AWS_OPTIONS = options(
     "--region --profile --output --endpoint-url --query --cli-read-timeout "
-    "--cli-connect-timeout --ca-bundle --color --cli-binary-format")
+    "--cli-connect-timeout --ca-bundle --color --cli-binary-format"
+)
 _AWS_READ_PREFIXES = (
-    "describe-", "list-", "get-", "head-", "batch-get-", "lookup-", "search-", "validate-",
-    "estimate-", "detect-", "filter-", "test-", "preview-", "simulate-", "select-",
-    "view-", "check-", "verify-", "decode-", "discover-", "scan", "query", "wait", "tail",
-    "help")
+    "describe-",
+    "list-",
+    "get-",
+    "head-",
+    "batch-get-",
+    "lookup-",
+    "search-",
+    "validate-",
+    "estimate-",
+    "detect-",
+    "filter-",
+    "test-",
+    "preview-",
+    "simulate-",
+    "select-",
+    "view-",
+    "check-",
+    "verify-",
+    "decode-",
+    "discover-",
+    "scan",
+    "query",
+    "wait",
+    "tail",
+    "help",
+)
 _AWS_LOCAL = frozenset({"configure", "help", "history", "sts"})
 """Services (or commands) that change nothing in the account: the CLI's own settings and
 ``sts`` (who am I, a role's temporary credentials)."""
-_AWS_LOCAL_OPERATIONS = frozenset({"update-kubeconfig", "get-login-password", "get-token",
-                                   "wizard", "presign"})
+_AWS_LOCAL_OPERATIONS = frozenset(
+    {"update-kubeconfig", "get-login-password", "get-token", "wizard", "presign"}
+)
 
 
-def _object_store(label: str, verb: str, words: list[str], reads: tuple[str, ...],
-                  scheme: str) -> Decision:
+def _object_store(
+    label: str, verb: str, words: list[str], reads: tuple[str, ...], scheme: str
+) -> Decision:
     """A cloud CLI's object-store command (``aws s3``, ``aliyun oss``, ``gsutil``): a read, a
     copy towards the store (a change; a download changes nothing there), or a change."""
     if verb in reads:
@@ -57,9 +82,23 @@ def _aws(name: str, parsed: Parsed) -> Decision:
 _ALIYUN_OPTIONS = options(
     "--profile -p --region --endpoint --mode --access-key-id --access-key-secret --sts-token "
     "--ram-role-name --ram-role-arn --role-session-name --config-path --retry-count "
-    "--connect-timeout --read-timeout --output -o --waiter")
-_ALIYUN_READS = ("describe", "list", "get", "query", "check", "preview", "validate", "search",
-                 "estimate", "detect", "inquire", "verify", "scan")
+    "--connect-timeout --read-timeout --output -o --waiter"
+)
+_ALIYUN_READS = (
+    "describe",
+    "list",
+    "get",
+    "query",
+    "check",
+    "preview",
+    "validate",
+    "search",
+    "estimate",
+    "detect",
+    "inquire",
+    "verify",
+    "scan",
+)
 
 
 def _aliyun(name: str, parsed: Parsed) -> Decision:
@@ -73,8 +112,13 @@ def _aliyun(name: str, parsed: Parsed) -> Decision:
     product, api = words[0], words[1]
     label = f"aliyun {product} {api}"
     if product == "oss":
-        return _object_store(label, api, words, ("ls", "cat", "stat", "du", "hash", "sign",
-                                                 "probe", "help", "config"), "oss://")
+        return _object_store(
+            label,
+            api,
+            words,
+            ("ls", "cat", "stat", "du", "hash", "sign", "probe", "help", "config"),
+            "oss://",
+        )
     if api.upper() == "GET":  # ROA style: aliyun cs GET /clusters
         return None
     if api.upper() in ("POST", "PUT", "DELETE", "PATCH"):
@@ -86,19 +130,21 @@ def _aliyun(name: str, parsed: Parsed) -> Decision:
 
 _GCLOUD = verbs(
     changes="create delete update deploy set add remove start stop reset resize ssh scp "
-            "import patch enable disable rollback cancel undelete restore apply submit "
-            "execute attach detach move promote publish acknowledge abandon recreate "
-            "rolling-action suspend resume upgrade replace rotate revoke cp rm mv rsync mb rb "
-            "push tag untag sign insert invoke call migrate failover switchover reboot "
-            "recover release reserve purge",
+    "import patch enable disable rollback cancel undelete restore apply submit "
+    "execute attach detach move promote publish acknowledge abandon recreate "
+    "rolling-action suspend resume upgrade replace rotate revoke cp rm mv rsync mb rb "
+    "push tag untag sign insert invoke call migrate failover switchover reboot "
+    "recover release reserve purge",
     reads="list describe get read show info version help print config auth components init "
-          "feedback cheat-sheet interactive topic survey ls cat du hash docker "
-          "configure-docker diff explain lookup search test-iam-permissions wait tail "
-          "validate")
+    "feedback cheat-sheet interactive topic survey ls cat du hash docker "
+    "configure-docker diff explain lookup search test-iam-permissions wait tail "
+    "validate",
+)
 _GCLOUD_OPTIONS = options(
     "--project --account --configuration --format --verbosity --billing-project "
     "--impersonate-service-account --flags-file --flatten --trace-token --access-token-file "
-    "--zone --region --filter --limit --sort-by --page-size")
+    "--zone --region --filter --limit --sort-by --page-size"
+)
 
 
 def _gcloud(name: str, parsed: Parsed) -> Decision:
@@ -108,12 +154,33 @@ def _gcloud(name: str, parsed: Parsed) -> Decision:
     return TABLE
 
 
-_GSUTIL = verbs(changes="cp mv rm rb mb rsync setmeta compose rewrite retention",
-                reads="ls cat du hash stat version help signurl config",
-                groups={group: verbs("set ch", "get") for group in
-                        ("acl", "defacl", "iam", "lifecycle", "cors", "versioning", "web",
-                         "logging", "label", "notification", "requesterpays", "ubla",
-                         "defstorageclass", "autoclass", "pap", "rpo", "kms", "hmac")})
+_GSUTIL = verbs(
+    changes="cp mv rm rb mb rsync setmeta compose rewrite retention",
+    reads="ls cat du hash stat version help signurl config",
+    groups={
+        group: verbs("set ch", "get")
+        for group in (
+            "acl",
+            "defacl",
+            "iam",
+            "lifecycle",
+            "cors",
+            "versioning",
+            "web",
+            "logging",
+            "label",
+            "notification",
+            "requesterpays",
+            "ubla",
+            "defstorageclass",
+            "autoclass",
+            "pap",
+            "rpo",
+            "kms",
+            "hmac",
+        )
+    },
+)
 
 
 def _gsutil(name: str, parsed: Parsed) -> Decision:
@@ -125,13 +192,14 @@ def _gsutil(name: str, parsed: Parsed) -> Decision:
 
 _AZ = verbs(
     changes="create delete update set add remove start stop restart deallocate deploy import "
-            "upload purge invoke ssh assign enable disable scale swap redeploy reimage resize "
-            "rotate renew restore sync apply cancel grant revoke move copy attach detach lock "
-            "unlock run generalize capture convert regenerate reset approve reject failover "
-            "promote install uninstall",
+    "upload purge invoke ssh assign enable disable scale swap redeploy reimage resize "
+    "rotate renew restore sync apply cancel grant revoke move copy attach detach lock "
+    "unlock run generalize capture convert regenerate reset approve reject failover "
+    "promote install uninstall",
     reads="list show get wait exists check what-if validate version find help query download "
-          "export login logout account config configure extension interactive feedback "
-          "cloud init bicep upgrade browse logs tail")
+    "export login logout account config configure extension interactive feedback "
+    "cloud init bicep upgrade browse logs tail",
+)
 _AZ_OPTIONS = options("--subscription --output -o --query")
 
 
@@ -162,9 +230,11 @@ def _az_words(args: list[str]) -> list[str]:
 CLOUD_CLIS: dict[str, Spec] = {
     "aws": Spec(verbs(), _AWS_OPTIONS, special=_aws),
     "aliyun": Spec(verbs(), _ALIYUN_OPTIONS, special=_aliyun),
-    "gcloud": Spec(_GCLOUD, _GCLOUD_OPTIONS, special=_gcloud, hyphen_prefix=True,
-                   otherwise="change"),
+    "gcloud": Spec(
+        _GCLOUD, _GCLOUD_OPTIONS, special=_gcloud, hyphen_prefix=True, otherwise="change"
+    ),
     "gsutil": Spec(_GSUTIL, options("-o -h -p -u"), special=_gsutil, otherwise="change"),
-    "az": Spec(_AZ, _AZ_OPTIONS, special=_az, hyphen_prefix=True, otherwise="change",
-               words=_az_words),
+    "az": Spec(
+        _AZ, _AZ_OPTIONS, special=_az, hyphen_prefix=True, otherwise="change", words=_az_words
+    ),
 }

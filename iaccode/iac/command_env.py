@@ -42,8 +42,7 @@ QUIET_ENV = {
 def command_env(hold_credentials: bool = True) -> dict[str, str]:
     """Our environment without secrets and cloud credentials (``hold_credentials`` False:
     with the cloud credentials), with pagers, prompts, editors and colours off."""
-    env = scrubbed(os.environ,
-                   also=lambda name: name in GATE_VARIABLES or is_credential(name))
+    env = scrubbed(os.environ, also=lambda name: name in GATE_VARIABLES or is_credential(name))
     if not hold_credentials:  # the user's choice: every command gets them, not just the CLIs
         env.update(held(os.environ))
     env.update(QUIET_ENV)

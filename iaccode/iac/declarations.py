@@ -1,8 +1,8 @@
 """What one IaC file declares, and the inventory's entries made from that.
 
-    read_file(root, rel) -> Reading      (parsed once; kept while its mtime and size stay)
-    entries({rel: Reading}) -> [Entry]   (a Terraform module per folder, a template per file,
-                                          a chart, a Pulumi project, a manifest)
+read_file(root, rel) -> Reading      (parsed once; kept while its mtime and size stay)
+entries({rel: Reading}) -> [Entry]   (a Terraform module per folder, a template per file,
+                                      a chart, a Pulumi project, a manifest)
 """
 
 from __future__ import annotations
@@ -39,8 +39,11 @@ class Entry:
 def is_candidate(rel: str) -> bool:
     """Whether a file may hold IaC (then it is read; reading decides)."""
     name = PurePosixPath(rel).name
-    return (is_terraform_file(name) or name in ("Chart.yaml", "Pulumi.yaml", "Pulumi.yml")
-            or name.endswith(_YAML_SUFFIXES))
+    return (
+        is_terraform_file(name)
+        or name in ("Chart.yaml", "Pulumi.yaml", "Pulumi.yml")
+        or name.endswith(_YAML_SUFFIXES)
+    )
 
 
 @define
@@ -111,8 +114,6 @@ def _template_kinds(text: str) -> list[str]:
     return kinds
 
 
-
-
 def _blocks(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
     value = data.get(key)
     if isinstance(value, dict):
@@ -122,8 +123,9 @@ def _blocks(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 def _labelled(data: dict[str, Any], key: str) -> list[tuple[str, Any]]:
     """``resource "a" "b" {}`` -> [("a", {"b": {...}})]: each block's first label and body."""
-    return [(str(unquote(label)), body) for block in _blocks(data, key)
-            for label, body in block.items()]
+    return [
+        (str(unquote(label)), body) for block in _blocks(data, key) for label, body in block.items()
+    ]
 
 
 def _expression(value: Any) -> str:
@@ -179,11 +181,18 @@ def terraform_entry(folder: str, files: dict[str, Reading]) -> Entry:
     if settings:
         lines.append("terraform: " + "; ".join(settings))
     if providers:
-        lines.append("providers: " + ", ".join(
-            f"{name} ({spec})" if spec else name for name, spec in providers.items()))
-    for label, items in (("resources", resources), ("data", data_sources),
-                         ("variables", variables), ("outputs", outputs),
-                         ("modules", modules), ("syntax errors", errors)):
+        lines.append(
+            "providers: "
+            + ", ".join(f"{name} ({spec})" if spec else name for name, spec in providers.items())
+        )
+    for label, items in (
+        ("resources", resources),
+        ("data", data_sources),
+        ("variables", variables),
+        ("outputs", outputs),
+        ("modules", modules),
+        ("syntax errors", errors),
+    ):
         if items:
             lines.append(f"{label}: " + ", ".join(items))
     kinds = {"OpenTofu" if ".tofu" in name else "Terraform" for name in files}
@@ -202,8 +211,10 @@ def _names(body: Any) -> list[str]:
 
 def template_entry(rel: str, family: str, document: dict[str, Any]) -> Entry:
     resources = section(document, "Resources")
-    listed = [f"{logical_id}: {body.get('Type', '?') if isinstance(body, dict) else '?'}"
-              for logical_id, body in resources.items()]
+    listed = [
+        f"{logical_id}: {body.get('Type', '?') if isinstance(body, dict) else '?'}"
+        for logical_id, body in resources.items()
+    ]
     lines = [f"resources: {', '.join(listed)}"] if listed else []
     for name in ("Parameters", "Outputs"):
         if items := list(section(document, name)):
@@ -228,11 +239,21 @@ def _other_entries(rel: str, parsed: Reading, charts: dict[str, list[str]]) -> E
     if parsed.kind == "pulumi" and isinstance(parsed.data, dict):
         folder = str(PurePosixPath(rel).parent)
         resources = parsed.data.get("resources")
-        listed = [f"{name}: {body.get('type', '?') if isinstance(body, dict) else '?'}"
-                  for name, body in resources.items()] if isinstance(resources, dict) else []
+        listed = (
+            [
+                f"{name}: {body.get('type', '?') if isinstance(body, dict) else '?'}"
+                for name, body in resources.items()
+            ]
+            if isinstance(resources, dict)
+            else []
+        )
         what = f"Pulumi project {parsed.data.get('name', '?')} ({parsed.data.get('runtime', '?')})"
-        return Entry(_folder(folder), what, [f"resources: {', '.join(listed)}"] if listed else [],
-                     len(listed) + 1)
+        return Entry(
+            _folder(folder),
+            what,
+            [f"resources: {', '.join(listed)}"] if listed else [],
+            len(listed) + 1,
+        )
     return None
 
 

@@ -68,20 +68,47 @@ OUTPUT_LINES = 40
 """Lines of a program's output (a fmt diff, say) kept in the report."""
 
 PSEUDO_PARAMETERS = {
-    "cloudformation": frozenset({"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue",
-                                 "AWS::Partition", "AWS::Region", "AWS::StackId",
-                                 "AWS::StackName", "AWS::URLSuffix"}),
-    "ros": frozenset({"ALIYUN::AccountId", "ALIYUN::NoValue", "ALIYUN::Region",
-                      "ALIYUN::StackId", "ALIYUN::StackName", "ALIYUN::TenantId",
-                      "ALIYUN::Index", "ALIYUN::ResourceGroupId"}),
+    "cloudformation": frozenset(
+        {
+            "AWS::AccountId",
+            "AWS::NotificationARNs",
+            "AWS::NoValue",
+            "AWS::Partition",
+            "AWS::Region",
+            "AWS::StackId",
+            "AWS::StackName",
+            "AWS::URLSuffix",
+        }
+    ),
+    "ros": frozenset(
+        {
+            "ALIYUN::AccountId",
+            "ALIYUN::NoValue",
+            "ALIYUN::Region",
+            "ALIYUN::StackId",
+            "ALIYUN::StackName",
+            "ALIYUN::TenantId",
+            "ALIYUN::Index",
+            "ALIYUN::ResourceGroupId",
+        }
+    ),
 }
-_FAMILY = {"ros": ("ROS template", "ROSTemplateFormatVersion", ROS_VERSIONS, ("ALIYUN::",
-                                                                             "DATASOURCE::")),
-           "cloudformation": ("CloudFormation template", "AWSTemplateFormatVersion",
-                              AWS_VERSIONS, ("AWS::", "Alexa::"))}
+_FAMILY = {
+    "ros": ("ROS template", "ROSTemplateFormatVersion", ROS_VERSIONS, ("ALIYUN::", "DATASOURCE::")),
+    "cloudformation": (
+        "CloudFormation template",
+        "AWSTemplateFormatVersion",
+        AWS_VERSIONS,
+        ("AWS::", "Alexa::"),
+    ),
+}
 _SUB_VARIABLE = re.compile(r"\$\{([^!}][^}]*)\}")
-_TEMPLATE_HINTS = ("ROSTemplateFormatVersion", "AWSTemplateFormatVersion", "Resources:",
-                   '"Resources"')
+_TEMPLATE_HINTS = (
+    "ROSTemplateFormatVersion",
+    "AWSTemplateFormatVersion",
+    "Resources:",
+    '"Resources"',
+)
 
 
 @frozen
@@ -97,8 +124,10 @@ class Report:
         if not count:
             lines = [f"IaC check of {shown} ({self.what}): no problems."]
         else:
-            lines = [f"IaC check of {shown} ({self.what}) found {count} "
-                     f"problem{'s' if count != 1 else ''}:"]
+            lines = [
+                f"IaC check of {shown} ({self.what}) found {count} "
+                f"problem{'s' if count != 1 else ''}:"
+            ]
         lines.extend(f"- {problem}" for problem in self.problems)
         lines.extend(self.notes)
         return "\n".join(lines)
@@ -119,8 +148,9 @@ async def annotate(result: ToolResult, cwd: Path, *, external: bool = True) -> T
     return evolve(result, text=f"{result.text}\n\n{text}", content=content)
 
 
-async def check_file(path: Path, text: str, *, external: bool = True,
-                     project: Path | None = None) -> Report | None:
+async def check_file(
+    path: Path, text: str, *, external: bool = True, project: Path | None = None
+) -> Report | None:
     """The check of ``text``, just written to ``path`` (in the session's folder ``project``);
     None when it is not an IaC file."""
     if is_terraform_file(path.name):
@@ -138,17 +168,23 @@ async def _check_terraform(path: Path, text: str, external: bool, project: Path)
     try:
         await trio.to_thread.run_sync(parse_terraform, text, path.name, abandon_on_cancel=True)
     except ParseError as error:
-        return Report(what, [f"line {error.line}, column {error.column}: syntax error: "
-                             f"{error.message}"])
+        return Report(
+            what, [f"line {error.line}, column {error.column}: syntax error: {error.message}"]
+        )
     problems: list[str] = []
     notes: list[str] = []
     program = _terraform_program(path, project) if external else None
     if program is not None:
         if not path.name.endswith(".json"):
             problems.extend(await _fmt(program, path, project))
-        verdict = await trio.to_thread.run_sync(validate_verdict, path.parent,
-                                                _check_env(project),
-                                                program, project, abandon_on_cancel=True)
+        verdict = await trio.to_thread.run_sync(
+            validate_verdict,
+            path.parent,
+            _check_env(project),
+            program,
+            project,
+            abandon_on_cancel=True,
+        )
         if verdict.run:
             problems.extend(await _validate(program, path, project))
         elif verdict.note:
@@ -173,19 +209,30 @@ def _check_env(project: Path) -> dict[str, str]:
     return env
 
 
-async def _run(argv: list[str], cwd: Path, seconds: float,
-               project: Path) -> tuple[int, str, str] | str:
+async def _run(
+    argv: list[str], cwd: Path, seconds: float, project: Path
+) -> tuple[int, str, str] | str:
     """(exit code, stdout, stderr), or why the program could not give them."""
     env = _check_env(project)
     name = Path(argv[0]).name
     with trio.move_on_after(seconds):
         try:
-            done = await trio.run_process(argv, cwd=cwd, env=env, check=False,
-                                          stdin=b"", capture_stdout=True, capture_stderr=True)
+            done = await trio.run_process(
+                argv,
+                cwd=cwd,
+                env=env,
+                check=False,
+                stdin=b"",
+                capture_stdout=True,
+                capture_stderr=True,
+            )
         except OSError as exc:
             return f"{name} could not be run: {exc.strerror or exc}"
-        return (done.returncode, done.stdout.decode("utf-8", "replace"),
-                done.stderr.decode("utf-8", "replace"))
+        return (
+            done.returncode,
+            done.stdout.decode("utf-8", "replace"),
+            done.stderr.decode("utf-8", "replace"),
+        )
     return f"{name} {argv[1]} did not finish within {seconds:g} s; skipped"
 
 
@@ -198,23 +245,29 @@ def _clip(text: str) -> str:
 
 async def _fmt(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
-    ran = await _run([program, "fmt", "-check", "-diff", "-no-color", path.name], path.parent,
-                     FMT_TIMEOUT, project)
+    ran = await _run(
+        [program, "fmt", "-check", "-diff", "-no-color", path.name],
+        path.parent,
+        FMT_TIMEOUT,
+        project,
+    )
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
     if code == 0:
         return []
     if code == 3 or out.strip():
-        return [f"not formatted as `{name} fmt` writes it (run `{name} fmt {path.name}`):\n"
-                f"{_clip(out)}"]
+        return [
+            f"not formatted as `{name} fmt` writes it (run `{name} fmt {path.name}`):\n{_clip(out)}"
+        ]
     return [f"`{name} fmt -check` failed (exit code {code}):\n{_clip(err or out)}"]
 
 
 async def _validate(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
-    ran = await _run([program, "validate", "-json", "-no-color"], path.parent,
-                     VALIDATE_TIMEOUT, project)
+    ran = await _run(
+        [program, "validate", "-json", "-no-color"], path.parent, VALIDATE_TIMEOUT, project
+    )
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran
@@ -230,20 +283,20 @@ async def _validate(program: str, path: Path, project: Path) -> list[str]:
         start = where.get("start") or {}
         place = f"{where.get('filename', '?')}:{start.get('line', '?')}: " if where else ""
         detail = str(item.get("detail") or "").strip()
-        problems.append(f"{place}{item.get('severity', 'error')}: {item.get('summary', '')}"
-                        f"{': ' + detail if detail else ''} ({name} validate)")
+        problems.append(
+            f"{place}{item.get('severity', 'error')}: {item.get('summary', '')}"
+            f"{': ' + detail if detail else ''} ({name} validate)"
+        )
     return problems
 
 
 # --- ROS / CloudFormation ------------------------------------------------------------------------
 
 
-async def _check_template(path: Path, text: str, external: bool,
-                          project: Path) -> Report | None:
+async def _check_template(path: Path, text: str, external: bool, project: Path) -> Report | None:
     if len(text) > MAX_TEMPLATE_CHARS or not any(hint in text for hint in _TEMPLATE_HINTS):
         return None  # some other YAML or JSON file (a lock file, a workflow): not ours
-    found = await trio.to_thread.run_sync(_template_report, text, path.name,
-                                          abandon_on_cancel=True)
+    found = await trio.to_thread.run_sync(_template_report, text, path.name, abandon_on_cancel=True)
     if found is None:
         return None
     family, report = found
@@ -257,8 +310,9 @@ def _template_report(text: str, name: str) -> tuple[str | None, Report] | None:
     try:
         documents = load_documents(text, name)
     except ParseError as error:
-        return None, Report("template", [f"line {error.line}, column {error.column}: "
-                                         f"{error.message}"])
+        return None, Report(
+            "template", [f"line {error.line}, column {error.column}: {error.message}"]
+        )
     document = documents[0] if len(documents) == 1 else None
     family = template_family(document)
     if family is None or not isinstance(document, dict):
@@ -273,30 +327,45 @@ def template_problems(document: dict[str, Any], family: str) -> list[str]:
     line_of = document.line_of if isinstance(document, Located) else (lambda key: 0)
     version = document.get(version_key)
     if version_key in document and str(version) not in versions:
-        problems.append((line_of(version_key), f"{version_key} {str(version)!r} is not a "
-                         f"known version (it is {' or '.join(sorted(versions))})"))
+        problems.append(
+            (
+                line_of(version_key),
+                f"{version_key} {str(version)!r} is not a "
+                f"known version (it is {' or '.join(sorted(versions))})",
+            )
+        )
     parameters = section(document, "Parameters")
     resources = section(document, "Resources")
     if not resources:
-        problems.append((line_of("Resources") if "Resources" in document else 1,
-                         "the template declares no Resources"))
+        problems.append(
+            (
+                line_of("Resources") if "Resources" in document else 1,
+                "the template declares no Resources",
+            )
+        )
     for logical_id, resource in resources.items():
         line = resources.line_of(logical_id) if isinstance(resources, Located) else 0
         kind = resource.get("Type") if isinstance(resource, dict) else None
         if not isinstance(kind, str):
             problems.append((line, f"resource {logical_id} has no Type"))
         elif not kind.startswith((*prefixes, "Custom::")):
-            problems.append((line, f"resource {logical_id} has type {kind}, which is not a "
-                             f"{_FAMILY[family][0].split()[0]} type (those start with "
-                             f"{' or '.join(prefixes)})"))
+            problems.append(
+                (
+                    line,
+                    f"resource {logical_id} has type {kind}, which is not a "
+                    f"{_FAMILY[family][0].split()[0]} type (those start with "
+                    f"{' or '.join(prefixes)})",
+                )
+            )
     names = set(parameters) | set(resources) | PSEUDO_PARAMETERS[family]
     for mapping in walk(document):
         problems.extend(_reference_problems(mapping, names, set(resources)))
     return [f"line {line}: {text}" if line else text for line, text in sorted(problems)]
 
 
-def _reference_problems(mapping: Located, names: set[str],
-                        resources: set[str]) -> list[tuple[int, str]]:
+def _reference_problems(
+    mapping: Located, names: set[str], resources: set[str]
+) -> list[tuple[int, str]]:
     """What ``mapping``'s Ref, Fn::GetAtt, Fn::Sub and DependsOn name that is not defined."""
     found: list[tuple[int, str]] = []
 
@@ -308,8 +377,9 @@ def _reference_problems(mapping: Located, names: set[str],
 
     defined = "a parameter, resource or pseudo-parameter"
     if "Ref" in mapping:
-        missing(mapping.line_of("Ref"), f"Ref target (it must be {defined}):", mapping["Ref"],
-                names)
+        missing(
+            mapping.line_of("Ref"), f"Ref target (it must be {defined}):", mapping["Ref"], names
+        )
     if "Fn::GetAtt" in mapping:
         target = mapping["Fn::GetAtt"]
         if isinstance(target, str):
@@ -328,8 +398,12 @@ def _reference_problems(mapping: Located, names: set[str],
                 head = variable.strip()
                 if "::" not in head:  # ${Vpc.VpcId} names the resource Vpc
                     head = head.split(".", 1)[0]
-                missing(mapping.line_of("Fn::Sub"), f"Fn::Sub variable (it must be {defined}):",
-                        head, names | local)
+                missing(
+                    mapping.line_of("Fn::Sub"),
+                    f"Fn::Sub variable (it must be {defined}):",
+                    head,
+                    names | local,
+                )
     if "DependsOn" in mapping and "Type" in mapping:
         targets = mapping["DependsOn"]
         for target in targets if isinstance(targets, list) else [targets]:
@@ -345,8 +419,12 @@ async def _cfn_lint(path: Path, project: Path) -> list[str]:
     # and its append_rules are Python modules it imports (the repository's code). The user's
     # own ~/.cfnlintrc still counts.
     with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as elsewhere:
-        ran = await _run([program, "--format", "parseable", "--", str(path)], Path(elsewhere),
-                         CFN_LINT_TIMEOUT, project)
+        ran = await _run(
+            [program, "--format", "parseable", "--", str(path)],
+            Path(elsewhere),
+            CFN_LINT_TIMEOUT,
+            project,
+        )
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran

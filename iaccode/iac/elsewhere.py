@@ -20,24 +20,71 @@ from pathlib import Path
 from iaccode.iac.clis import GATED
 
 _RUNNERS: dict[str, frozenset[str] | None] = {
-    "npx": None, "bunx": None, "pnpx": None, "uvx": None,
-    "npm": frozenset({"exec", "x"}), "pnpm": frozenset({"exec", "dlx"}),
-    "yarn": frozenset({"exec", "dlx"}), "bun": frozenset({"x"}), "uv": frozenset({"run"}),
-    "poetry": frozenset({"run"}), "pipenv": frozenset({"run"}), "pipx": frozenset({"run"}),
-    "bundle": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
-    "asdf": frozenset({"exec"}), "hatch": frozenset({"run"}), "pdm": frozenset({"run"}),
+    "npx": None,
+    "bunx": None,
+    "pnpx": None,
+    "uvx": None,
+    "npm": frozenset({"exec", "x"}),
+    "pnpm": frozenset({"exec", "dlx"}),
+    "yarn": frozenset({"exec", "dlx"}),
+    "bun": frozenset({"x"}),
+    "uv": frozenset({"run"}),
+    "poetry": frozenset({"run"}),
+    "pipenv": frozenset({"run"}),
+    "pipx": frozenset({"run"}),
+    "bundle": frozenset({"exec"}),
+    "mise": frozenset({"exec", "x"}),
+    "asdf": frozenset({"exec"}),
+    "hatch": frozenset({"run"}),
+    "pdm": frozenset({"run"}),
     "rye": frozenset({"run"}),
 }
 """Runner -> the subcommand that runs a program (None: the runner itself does)."""
-_RUNNER_VALUE_OPTIONS = frozenset({"-p", "--package", "-c", "--call", "--with", "--python",
-                                   "--from", "--env", "-e", "-C", "--cwd", "--directory"})
+_RUNNER_VALUE_OPTIONS = frozenset(
+    {
+        "-p",
+        "--package",
+        "-c",
+        "--call",
+        "--with",
+        "--python",
+        "--from",
+        "--env",
+        "-e",
+        "-C",
+        "--cwd",
+        "--directory",
+    }
+)
 _PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 _LIFECYCLE = frozenset({"start", "test", "stop", "restart"})
 _CONTAINERS = frozenset({"docker", "podman", "nerdctl", "finch"})
 _CONTAINER_RUNS = frozenset({"run", "exec", "create", "start", "compose"})
 _REMOTE = frozenset({"ssh", "mosh"})
-_SSH_VALUE_OPTIONS = frozenset({"-i", "-p", "-o", "-l", "-F", "-J", "-L", "-R", "-D", "-b",
-                                "-c", "-E", "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-B"})
+_SSH_VALUE_OPTIONS = frozenset(
+    {
+        "-i",
+        "-p",
+        "-o",
+        "-l",
+        "-F",
+        "-J",
+        "-L",
+        "-R",
+        "-D",
+        "-b",
+        "-c",
+        "-E",
+        "-e",
+        "-m",
+        "-O",
+        "-Q",
+        "-S",
+        "-W",
+        "-w",
+        "-B",
+    }
+)
 _LATER = frozenset({"at", "batch", "crontab", "systemd-run", "tmux", "screen"})
 _PART = re.compile(r"[A-Za-z0-9]+")
 
@@ -89,8 +136,11 @@ def package_script(words: list[str], cwd: Path | None) -> tuple[str, str] | None
         return None
     if not isinstance(scripts, dict):
         return None
-    text = "\n".join(str(scripts[key]) for key in (f"pre{target}", target, f"post{target}")
-                     if isinstance(scripts.get(key), str))
+    text = "\n".join(
+        str(scripts[key])
+        for key in (f"pre{target}", target, f"post{target}")
+        if isinstance(scripts.get(key), str)
+    )
     return (f"package.json's {target} script", text) if text else None
 
 
@@ -119,8 +169,9 @@ def elsewhere(words: list[str]) -> str | None:
         return "in a container, where no gate stands"
     if name in _REMOTE and _remote_command(rest):
         return "on another machine, where no gate stands"
-    if name in _LATER and (_names_a_cli(rest) or name in ("at", "batch")
-                           or (name == "crontab" and "-l" not in rest)):
+    if name in _LATER and (
+        _names_a_cli(rest) or name in ("at", "batch") or (name == "crontab" and "-l" not in rest)
+    ):
         return "later, outside this call, when its gate cannot ask"
     return None
 
@@ -141,5 +192,6 @@ def _remote_command(args: list[str]) -> bool:
 
 def _names_a_cli(words: list[str]) -> bool:
     """A word, or a part of one (``hashicorp/terraform:1.9``), is an infrastructure CLI."""
-    return any(word in GATED or any(part in GATED for part in _PART.findall(word))
-               for word in words)
+    return any(
+        word in GATED or any(part in GATED for part in _PART.findall(word)) for word in words
+    )

@@ -50,32 +50,63 @@ class Finding:
     """For a change a gate will see: the CLI (``terraform``), whose handler may ask itself."""
 
 
-CHANGING_VERBS = frozenset({
-    "apply", "destroy", "delete", "deploy", "up", "install", "upgrade", "uninstall",
-    "rollback", "import", "taint", "scale", "drain", "patch", "replace", "remove", "sync",
-    "refresh", "create-stack", "update-stack", "delete-stack", "execute-change-set",
-    "terminate-instances", "apply-all", "destroy-all", "run-all"})
+CHANGING_VERBS = frozenset(
+    {
+        "apply",
+        "destroy",
+        "delete",
+        "deploy",
+        "up",
+        "install",
+        "upgrade",
+        "uninstall",
+        "rollback",
+        "import",
+        "taint",
+        "scale",
+        "drain",
+        "patch",
+        "replace",
+        "remove",
+        "sync",
+        "refresh",
+        "create-stack",
+        "update-stack",
+        "delete-stack",
+        "execute-change-set",
+        "terminate-instances",
+        "apply-all",
+        "destroy-all",
+        "run-all",
+    }
+)
 """The words after a program we cannot name that make its command line count as a change."""
-_BUILD_WRAPPERS = frozenset({"gradlew", "mvnw", "configure", "mill", "sbt", "bazel",
-                             "bazelisk", "pants", "manage.py"})
+_BUILD_WRAPPERS = frozenset(
+    {"gradlew", "mvnw", "configure", "mill", "sbt", "bazel", "bazelisk", "pants", "manage.py"}
+)
 """Programs run by path whose verbs are a build's (``./gradlew install``), not a deploy's."""
 _UNREAD = re.compile(r"[$`*?\[{~]")
 """A word the shell still expands: the argv the CLI gets is not this word."""
 _VARIABLE = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 _NAMES = "|".join(re.escape(name) for name in sorted(GATED, key=len, reverse=True))
 _PATH_MENTION = re.compile(
-    rf"(?:^|(?<=[\s'\"=(:;|&`,\[{{<>]))((?:[\w.~$@{{}}+-]*/)+)({_NAMES})(?=$|[\s'\");|&`,\]}}>])")
+    rf"(?:^|(?<=[\s'\"=(:;|&`,\[{{<>]))((?:[\w.~$@{{}}+-]*/)+)({_NAMES})(?=$|[\s'\");|&`,\]}}>])"
+)
 _LOOKUPS = re.compile(
     r"\btype\s+(?:-\w+\s+)*-\w*[aP]|\bwhich\s+(?:-\w+\s+)*-\w*a|\bwhereis\b|\blocate\b"
     r"|/proc/[^;&|\n]*?/(?:exe|root)\b|\bcompgen\s+-c"
-    rf"|\bfind\b[^;&|\n]*-(?:i?name|path|regex)\s+['\"]?[*./]*(?:{_NAMES})\b")
-_LOOKUP = (r"\$\(\s*(?:command\s+-[vV]|which|type\s+-[pPa]+|whence)\s+(?:-\w+\s+)*[\"']?"
-           rf"(?:(?:{_NAMES})\b|\$)")
+    rf"|\bfind\b[^;&|\n]*-(?:i?name|path|regex)\s+['\"]?[*./]*(?:{_NAMES})\b"
+)
+_LOOKUP = (
+    r"\$\(\s*(?:command\s+-[vV]|which|type\s+-[pPa]+|whence)\s+(?:-\w+\s+)*[\"']?"
+    rf"(?:(?:{_NAMES})\b|\$)"
+)
 _TAMPERING = re.compile(
     r"IAC_CODE_GATE|iaccode-gates|\$\{PATH[%#/:]|environ\[\s*['\"]PATH['\"]\s*\]"
     r"|getenv\(\s*['\"]PATH|ENV\[['\"]PATH|process\.env\.PATH"
     rf"|\b(?:rm|mv|chmod|chattr|chown|truncate|unlink|shred|ln|install|cp|tee|dd|sed\s+-i)\b"
-    rf"[^;&|\n]*{_LOOKUP}|>\s*[\"']?{_LOOKUP}|\bdirname\s+[\"']?{_LOOKUP}")
+    rf"[^;&|\n]*{_LOOKUP}|>\s*[\"']?{_LOOKUP}|\bdirname\s+[\"']?{_LOOKUP}"
+)
 """A line that names the gates, or reaches for them: the gates' folder or variables, PATH
 taken apart, or a program's path looked up to delete, move or overwrite it."""
 _PATH_TEXT = re.compile(r"""(?:^|(?<=[\s;&|(`'"=]))PATH=("[^"]*"|'[^']*'|[^\s;&|'"`)]*)""")
@@ -83,13 +114,21 @@ _PATH_TEXT = re.compile(r"""(?:^|(?<=[\s;&|(`'"=]))PATH=("[^"]*"|'[^']*'|[^\s;&|
 _SCRIPT_BYTES = 256 * 1024
 """Longest script the reader opens to look inside; longer ones are read up to here."""
 _SCRIPT_DEPTH = 2
-_MAKEFILES = {"make": ("GNUmakefile", "makefile", "Makefile"), "gmake": ("GNUmakefile",
-              "makefile", "Makefile"), "just": ("justfile", "Justfile", ".justfile"),
-              "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml")}
+_MAKEFILES = {
+    "make": ("GNUmakefile", "makefile", "Makefile"),
+    "gmake": ("GNUmakefile", "makefile", "Makefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml"),
+}
 
 
-def infra_changes(command: str, *, env: Mapping[str, str] | None = None,
-                  cwd: Path | None = None, gates: Path | None = None) -> list[Finding]:
+def infra_changes(
+    command: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    gates: Path | None = None,
+) -> list[Finding]:
     """What in ``command`` changes (or may change) real infrastructure; empty: nothing.
 
     ``env``: the environment the command gets (variables naming programs, ``HOME``); ``cwd``
@@ -115,8 +154,9 @@ class _Reader:
         self.env, self.cwd, self.gates = env, cwd, gates
         self.findings: list[Finding] = []
 
-    def read(self, command: str, depth: int, script: str | None = None,
-             bins_first: bool = False) -> None:
+    def read(
+        self, command: str, depth: int, script: str | None = None, bins_first: bool = False
+    ) -> None:
         """Add what ``command`` changes. ``bins_first``: it runs with other program folders
         before the gates (a package.json script)."""
         simples = list(simple_commands(command))
@@ -133,26 +173,56 @@ class _Reader:
             self._elsewhere(simple.words, script)
             if depth < _SCRIPT_DEPTH and (inner := self._script_of(simple.words)) is not None:
                 self.read(inner[1], depth + 1, inner[0])
-            if depth < _SCRIPT_DEPTH and (
-                    found := package_script(simple.words, self.cwd)) is not None:
+            if (
+                depth < _SCRIPT_DEPTH
+                and (found := package_script(simple.words, self.cwd)) is not None
+            ):
                 self.read(found[1], depth + 1, found[0], bins_first=True)
         if path_change is None:  # a script the line writes, an interpreter's string
-            path_change = next((f"PATH={m.group(1)}" for m in _PATH_TEXT.finditer(command)
-                                if self._dangerous_path(m.group(1).strip("'\""))), None)
+            path_change = next(
+                (
+                    f"PATH={m.group(1)}"
+                    for m in _PATH_TEXT.finditer(command)
+                    if self._dangerous_path(m.group(1).strip("'\""))
+                ),
+                None,
+            )
         if path_change is not None:
-            self._add(Finding(f"{path_change} (a changed PATH: what the line runs may not pass "
-                              "the gate)", cannot_tell=True), script)
+            self._add(
+                Finding(
+                    f"{path_change} (a changed PATH: what the line runs may not pass the gate)",
+                    cannot_tell=True,
+                ),
+                script,
+            )
         for mention in _PATH_MENTION.finditer(command):
             path = mention.group(0)
             if path not in programs and not self._is_gate_or_folder(path):
-                self._add(Finding(f"{path} (an infrastructure CLI named by its path, which "
-                                  "the gate cannot watch)", cannot_tell=True), script)
+                self._add(
+                    Finding(
+                        f"{path} (an infrastructure CLI named by its path, which "
+                        "the gate cannot watch)",
+                        cannot_tell=True,
+                    ),
+                    script,
+                )
         if (tamper := _TAMPERING.search(command)) is not None:
-            self._add(Finding(f"{tamper.group(0).strip()} (reaches for the gates in front of "
-                              "the infrastructure CLIs)", cannot_tell=True), script)
+            self._add(
+                Finding(
+                    f"{tamper.group(0).strip()} (reaches for the gates in front of "
+                    "the infrastructure CLIs)",
+                    cannot_tell=True,
+                ),
+                script,
+            )
         if (lookup := _LOOKUPS.search(command)) is not None:
-            self._add(Finding(f"{lookup.group(0).strip()} (looks for the programs behind the "
-                              "gates)", cannot_tell=True), script)
+            self._add(
+                Finding(
+                    f"{lookup.group(0).strip()} (looks for the programs behind the gates)",
+                    cannot_tell=True,
+                ),
+                script,
+            )
 
     def _elsewhere(self, words: list[str], script: str | None) -> None:
         """Runners with program folders of their own, virtualenvs, containers, other
@@ -181,22 +251,41 @@ class _Reader:
             if name in GATED:
                 change = classify(name, args)
                 if change is not None:
-                    self._add(Finding(change.label, in_gates and not path_changed,
-                                      change.unknown, cli=name), script)
+                    self._add(
+                        Finding(
+                            change.label, in_gates and not path_changed, change.unknown, cli=name
+                        ),
+                        script,
+                    )
                 elif not in_gates and any("$" in arg or "`" in arg for arg in args):
-                    self._add(Finding(f"{program} {' '.join(args)} (an infrastructure CLI "
-                                      "named by its path, with arguments only the shell "
-                                      "knows)", cannot_tell=True), script)
+                    self._add(
+                        Finding(
+                            f"{program} {' '.join(args)} (an infrastructure CLI "
+                            "named by its path, with arguments only the shell "
+                            "knows)",
+                            cannot_tell=True,
+                        ),
+                        script,
+                    )
             elif name not in _BUILD_WRAPPERS and (verb := _changing_verb(args)):
-                self._add(Finding(f"{program} {verb} (a program iac-code cannot name, with a "
-                                  "changing verb)", cannot_tell=True), script)
+                self._add(
+                    Finding(
+                        f"{program} {verb} (a program iac-code cannot name, with a changing verb)",
+                        cannot_tell=True,
+                    ),
+                    script,
+                )
         elif name in GATED:
             change = classify(name, args)
             if change is not None:
                 seen = not (path_changed or simple.clean_env)
                 exact = seen and not any(_UNREAD.search(word) for word in args)
-                self._add(Finding(change.label, seen, change.unknown,
-                                  (name, *args) if exact else None, name), script)
+                self._add(
+                    Finding(
+                        change.label, seen, change.unknown, (name, *args) if exact else None, name
+                    ),
+                    script,
+                )
 
     def _through_variable(self, program: str, args: list[str], script: str | None) -> None:
         """``$TF apply``: the program the environment names, else a guess from the verbs."""
@@ -206,8 +295,13 @@ class _Reader:
         if words and os.path.basename(words[0]) in GATED:
             self._command(Simple([*words, *args]), False, script)
         elif verb := _changing_verb(args, anywhere=True):
-            self._add(Finding(f"{program} {verb} (a program named through a variable or a "
-                              "substitution)", cannot_tell=True), script)
+            self._add(
+                Finding(
+                    f"{program} {verb} (a program named through a variable or a substitution)",
+                    cannot_tell=True,
+                ),
+                script,
+            )
 
     def _is_gate_or_folder(self, path: str) -> bool:
         """Whether ``path`` is in the gates' folder, or is a folder (``infra/terraform``)."""
@@ -240,8 +334,7 @@ class _Reader:
             if simple.clean_env:
                 return "an emptied environment or the default PATH (env -i, command -p)"
             if clis := activated_clis(simple.words, self.cwd):
-                return (f"{' '.join(simple.words[:2])}, a virtualenv whose bin has "
-                        f"{', '.join(clis)}")
+                return f"{' '.join(simple.words[:2])}, a virtualenv whose bin has {', '.join(clis)}"
             assignments = list(simple.assignments)
             words = simple.words
             if words and words[0] in ("export", "declare", "typeset", "local", "readonly"):
@@ -261,10 +354,9 @@ class _Reader:
         keeps = [part for part in parts if part.strip("\"'") in ("$PATH", "${PATH}")]
         if not keeps:
             return not (self.gates is not None and parts[:1] == [str(self.gates)])
-        for part in parts[:parts.index(keeps[0])]:
+        for part in parts[: parts.index(keeps[0])]:
             folder = self._expand(part.strip("\"'")) if part else None
-            if folder is None or any(os.path.exists(os.path.join(folder, name))
-                                     for name in GATED):
+            if folder is None or any(os.path.exists(os.path.join(folder, name)) for name in GATED):
                 return True
         return False
 
@@ -277,13 +369,25 @@ class _Reader:
                 return None  # a virtualenv: what its bin puts first is activated_clis'
             candidates = [script]
         elif name in _MAKEFILES:
-            folder = next((words[i + 1] for i, w in enumerate(words[:-1])
-                           if w in ("-C", "--directory", "-d", "--dir")), ".")
-            given = next((words[i + 1] for i, w in enumerate(words[:-1])
-                          if w in ("-f", "--file", "--makefile", "--justfile", "-t",
-                                   "--taskfile")), None)
-            candidates = [given] if given else [os.path.join(folder, file)
-                                                for file in _MAKEFILES[name]]
+            folder = next(
+                (
+                    words[i + 1]
+                    for i, w in enumerate(words[:-1])
+                    if w in ("-C", "--directory", "-d", "--dir")
+                ),
+                ".",
+            )
+            given = next(
+                (
+                    words[i + 1]
+                    for i, w in enumerate(words[:-1])
+                    if w in ("-f", "--file", "--makefile", "--justfile", "-t", "--taskfile")
+                ),
+                None,
+            )
+            candidates = (
+                [given] if given else [os.path.join(folder, file) for file in _MAKEFILES[name]]
+            )
         elif "/" in words[0]:
             candidates = [words[0]]
         for candidate in candidates:

@@ -14,12 +14,24 @@ from iaccode.iac.parse_error import ParseError, TooDeep, check_depth
 TERRAFORM_SUFFIXES = (".tf", ".tofu", ".tf.json", ".tofu.json")
 
 _TOKEN_NAMES = {
-    "RBRACE": '"}"', "LBRACE": '"{"', "RSQB": '"]"', "LSQB": '"["', "RPAR": '")"',
-    "LPAR": '"("', "COMMA": '","', "EQ": '"="', "COLON": '":"', "DBLQUOTE": "a closing '\"'",
-    "NAME": "a name", "NL_OR_COMMENT": "a new line", "QMARK": '"?"', "DOT": '"."',
+    "RBRACE": '"}"',
+    "LBRACE": '"{"',
+    "RSQB": '"]"',
+    "LSQB": '"["',
+    "RPAR": '")"',
+    "LPAR": '"("',
+    "COMMA": '","',
+    "EQ": '"="',
+    "COLON": '":"',
+    "DBLQUOTE": "a closing '\"'",
+    "NAME": "a name",
+    "NL_OR_COMMENT": "a new line",
+    "QMARK": '"?"',
+    "DOT": '"."',
 }
-_EXPRESSION_START = frozenset({"INT_LITERAL", "FLOAT_LITERAL", "TRUE", "FALSE", "NULL",
-                               "HEREDOC_TEMPLATE", "TEMPLATE_STRING"})
+_EXPRESSION_START = frozenset(
+    {"INT_LITERAL", "FLOAT_LITERAL", "TRUE", "FALSE", "NULL", "HEREDOC_TEMPLATE", "TEMPLATE_STRING"}
+)
 
 
 def is_terraform_file(name: str) -> bool:
@@ -43,23 +55,27 @@ def parse_terraform(text: str, name: str = "main.tf") -> dict[str, Any]:
     import hcl2
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-    options = hcl2.SerializationOptions(with_comments=False, explicit_blocks=False,
-                                        strip_string_quotes=True)
+    options = hcl2.SerializationOptions(
+        with_comments=False, explicit_blocks=False, strip_string_quotes=True
+    )
     try:
         data = hcl2.loads(text, serialization_options=options)
     except UnexpectedToken as exc:
         opened = _unclosed_block(text) if _missing_brace(exc) else None
         if opened is not None:  # the end of the file is no place to look for the mistake
-            raise ParseError(*opened, f"unexpected end of file at line {exc.line}; expected "
-                             "\"}\" (the block that opens here is not closed: a \"}\" is "
-                             "missing)") from None
+            raise ParseError(
+                *opened,
+                f"unexpected end of file at line {exc.line}; expected "
+                '"}" (the block that opens here is not closed: a "}" is '
+                "missing)",
+            ) from None
         raise ParseError(exc.line, exc.column, _unexpected_token(exc)) from None
     except UnexpectedCharacters as exc:
-        raise ParseError(exc.line, exc.column,
-                       f"unexpected character {exc.char!r}") from None
+        raise ParseError(exc.line, exc.column, f"unexpected character {exc.char!r}") from None
     except UnexpectedInput as exc:
-        raise ParseError(getattr(exc, "line", 0), getattr(exc, "column", 0),
-                       "the file does not parse as HCL") from None
+        raise ParseError(
+            getattr(exc, "line", 0), getattr(exc, "column", 0), "the file does not parse as HCL"
+        ) from None
     except RecursionError:
         raise TooDeep(0, 0, "nested too deep to read") from None
     except Exception as exc:  # python-hcl2 raises plain errors for some invalid files
@@ -83,7 +99,7 @@ def _unexpected_token(exc: Any) -> str:
     if wanted:
         message += f"; expected {' or '.join(wanted[:4])}"
     if _missing_brace(exc):
-        message += " (a block is not closed: a \"}\" is missing)"
+        message += ' (a block is not closed: a "}" is missing)'
     return message
 
 
@@ -103,7 +119,7 @@ def _unclosed_block(text: str) -> tuple[int, int] | None:
         line, column = lines[number], 0
         number += 1
         while column < len(line):
-            char, pair = line[column], line[column:column + 2]
+            char, pair = line[column], line[column : column + 2]
             column += 1
             if opened and opened[-1][0] == "string":
                 if char == "\\":
@@ -123,7 +139,7 @@ def _unclosed_block(text: str) -> tuple[int, int] | None:
                     end = line.find("*/")
                 column = len(line) if end < 0 else end + 2
             elif pair == "<<":
-                marker = line[column + 1:].lstrip("-").strip()
+                marker = line[column + 1 :].lstrip("-").strip()
                 while marker.isidentifier() and number < len(lines):
                     number += 1
                     if lines[number - 1].strip() == marker:

@@ -82,32 +82,45 @@ def find_files(root: Path, seconds: float = WALK_SECONDS) -> tuple[list[str], bo
     return found, True
 
 
-def render(found: list[Entry], complete: bool = True, limit: int = MAX_CHARS,
-           skipped: dict[str, str] | None = None) -> str | None:
+def render(
+    found: list[Entry],
+    complete: bool = True,
+    limit: int = MAX_CHARS,
+    skipped: dict[str, str] | None = None,
+) -> str | None:
     """The section text, biggest entries first, at most ``limit`` characters (and a note
     naming the files ``skipped``: path -> why); None if empty."""
     note = _skipped_note(skipped or {})
     if not found and not note:
         return None
     limit -= len(note)
-    head = ("# Infrastructure as code in this project\n"
-            "What its files declare (read with real parsers; biggest folders first"
-            + ("" if complete else "; the project is too big to read whole, this is part of it")
-            + "). Read a file before relying on a detail.")
+    head = (
+        "# Infrastructure as code in this project\n"
+        "What its files declare (read with real parsers; biggest folders first"
+        + ("" if complete else "; the project is too big to read whole, this is part of it")
+        + "). Read a file before relying on a detail."
+    )
     parts = [head]
     size = len(head)
     ordered = sorted(found, key=lambda e: (-e.weight, e.where))
     for shown, entry in enumerate(ordered):
-        block = "\n".join([f"\n{entry.where} ({entry.what})", *(f"  {line}" for line in
-                                                                entry.lines)])
+        block = "\n".join(
+            [f"\n{entry.where} ({entry.what})", *(f"  {line}" for line in entry.lines)]
+        )
         rest = len(ordered) - shown
         tail = f"\n[... {rest} more not shown: the inventory is capped at {limit} characters]"
         if size + len(block) + len(tail) > limit:
             if shown == 0:  # one entry bigger than all the room: its start
-                parts.append(block[:limit - size - len(tail) - 4] + " ...")
+                parts.append(block[: limit - size - len(tail) - 4] + " ...")
                 rest -= 1
-                tail = (f"\n[... {rest} more not shown: the inventory is capped at {limit} "
-                        "characters]") if rest else ""
+                tail = (
+                    (
+                        f"\n[... {rest} more not shown: the inventory is capped at {limit} "
+                        "characters]"
+                    )
+                    if rest
+                    else ""
+                )
             parts.append(tail)
             break
         parts.append(block)
@@ -116,7 +129,7 @@ def render(found: list[Entry], complete: bool = True, limit: int = MAX_CHARS,
 
 
 def _skipped_note(skipped: dict[str, str]) -> str:
-    """"Not read: a.json (nested over 256 levels deep), ..." within NOTE_CHARS; "" for none."""
+    """ "Not read: a.json (nested over 256 levels deep), ..." within NOTE_CHARS; "" for none."""
     if not skipped:
         return ""
     note = "\n\nNot read (left out of this inventory): "
@@ -188,8 +201,7 @@ class ProjectInventory:
             self._build_logged()
 
         try:
-            await trio.to_thread.run_sync(build, limiter=_builders(),
-                                          abandon_on_cancel=True)
+            await trio.to_thread.run_sync(build, limiter=_builders(), abandon_on_cancel=True)
         finally:
             if not started:  # the run ended before a thread was free: the next call retries
                 with self._lock:
@@ -250,8 +262,9 @@ class ProjectInventory:
             reader.close()
         self._parsed, self._stamps, self._complete = parsed, stamps, complete
         self._skipped = skipped
-        text = render(entries(parsed), complete,
-                      skipped={rel: why for rel, (_, why) in skipped.items()})
+        text = render(
+            entries(parsed), complete, skipped={rel: why for rel, (_, why) in skipped.items()}
+        )
         if text != self._text:
             self._text = text
             self.version += 1

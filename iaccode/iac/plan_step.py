@@ -34,14 +34,38 @@ from attrs import frozen
 PROGRAMS = frozenset({"terraform", "tofu", "terragrunt"})
 VERBS = frozenset({"apply", "destroy"})
 
-_VALUE_OPTIONS = frozenset({"var", "var-file", "target", "replace", "parallelism",
-                            "lock-timeout", "state", "state-out", "backup", "out", "exclude",
-                            "generate-config-out"})
+_VALUE_OPTIONS = frozenset(
+    {
+        "var",
+        "var-file",
+        "target",
+        "replace",
+        "parallelism",
+        "lock-timeout",
+        "state",
+        "state-out",
+        "backup",
+        "out",
+        "exclude",
+        "generate-config-out",
+    }
+)
 """Options of plan/apply that take a value (``-var x=1`` or ``-var=x=1``)."""
 _APPLY_ONLY = frozenset({"auto-approve", "backup", "state-out"})
 """What plan does not take: left out of the plan step."""
-_SAVED_PLAN_OPTIONS = frozenset({"lock", "lock-timeout", "parallelism", "no-color",
-                                 "compact-warnings", "json", "backup", "state", "state-out"})
+_SAVED_PLAN_OPTIONS = frozenset(
+    {
+        "lock",
+        "lock-timeout",
+        "parallelism",
+        "no-color",
+        "compact-warnings",
+        "json",
+        "backup",
+        "state",
+        "state-out",
+    }
+)
 """What an apply of a saved plan takes (the rest is in the plan already)."""
 _NOT_FOR_OUR_PLAN = frozenset({"json", "out", "detailed-exitcode", "input"})
 """Left out of our plan step: we read the plan with ``show -json``, write it where we choose,
@@ -80,20 +104,26 @@ class ChangeCall:
     def plan_argv(self, out: Path) -> list[str]:
         """The plan that shows what this command would do, saved to ``out`` (absolute:
         Terragrunt runs Terraform in a cache folder of its own)."""
-        kept = [word for option in _options(self.options)
-                if option.name not in _APPLY_ONLY | _NOT_FOR_OUR_PLAN for word in option.words]
+        kept = [
+            word
+            for option in _options(self.options)
+            if option.name not in _APPLY_ONLY | _NOT_FOR_OUR_PLAN
+            for word in option.words
+        ]
         destroy = ["-destroy"] if self.verb == "destroy" else []
-        return [*self.head, "plan", "-input=false", "-no-color", f"-out={out}", *destroy,
-                *kept]
+        return [*self.head, "plan", "-input=false", "-no-color", f"-out={out}", *destroy, *kept]
 
     def show_argv(self, plan: Path) -> list[str]:
         return [*self.head, "show", "-json", "-no-color", str(plan)]
 
     def apply_argv(self, plan: Path) -> list[str]:
         """The apply of exactly the saved plan ``plan``."""
-        kept = [word for option in _options(self.options)
-                if option.name in _SAVED_PLAN_OPTIONS or option.name is None
-                for word in option.words]
+        kept = [
+            word
+            for option in _options(self.options)
+            if option.name in _SAVED_PLAN_OPTIONS or option.name is None
+            for word in option.words
+        ]
         return [*self.head, "apply", "-input=false", *kept, str(plan)]
 
     @property
@@ -124,8 +154,13 @@ def _options(options: Sequence[str]) -> list[_Option]:
     return found
 
 
-_KNOWN = _VALUE_OPTIONS | _APPLY_ONLY | _SAVED_PLAN_OPTIONS | _NOT_FOR_OUR_PLAN | frozenset({
-    "destroy", "refresh-only", "refresh", "input", "light"})
+_KNOWN = (
+    _VALUE_OPTIONS
+    | _APPLY_ONLY
+    | _SAVED_PLAN_OPTIONS
+    | _NOT_FOR_OUR_PLAN
+    | frozenset({"destroy", "refresh-only", "refresh", "input", "light"})
+)
 """Terraform's own options; any other word starting with ``-`` is Terragrunt's (or unknown:
 Terraform then refuses it in the plan step, before anything is applied)."""
 
@@ -160,11 +195,12 @@ def read_change(argv: Sequence[str]) -> ChangeCall | None:
         index += 1
     if index >= len(words) or words[index] not in VERBS:
         return None
-    return _call(program, tuple(words[:index]), words[index], words[index + 1:], chdir)
+    return _call(program, tuple(words[:index]), words[index], words[index + 1 :], chdir)
 
 
-def _call(program: str, head: tuple[str, ...], verb: str, rest: list[str],
-          chdir: str | None) -> ChangeCall | None:
+def _call(
+    program: str, head: tuple[str, ...], verb: str, rest: list[str], chdir: str | None
+) -> ChangeCall | None:
     options: list[str] = []
     index = 0
     while index < len(rest):
@@ -188,13 +224,23 @@ def _call(program: str, head: tuple[str, ...], verb: str, rest: list[str],
         problem = f"{program} destroy takes no plan file ({positional[0]!r} given)"
     elif len(positional) > 1:
         problem = f"words after the plan file: {' '.join(positional[1:])}"
-    if verb == "apply" and positional and any(_name(o)[0] in ("destroy", "refresh-only")
-                                              for o in options if o.startswith("-")):
-        problem = "a saved plan is applied as it was made (-destroy and -refresh-only belong " \
-                  "to the plan)"
-    return ChangeCall(program, head, verb, tuple(options),
-                      positional[0] if positional and verb == "apply" else None, chdir,
-                      problem)
+    if (
+        verb == "apply"
+        and positional
+        and any(_name(o)[0] in ("destroy", "refresh-only") for o in options if o.startswith("-"))
+    ):
+        problem = (
+            "a saved plan is applied as it was made (-destroy and -refresh-only belong to the plan)"
+        )
+    return ChangeCall(
+        program,
+        head,
+        verb,
+        tuple(options),
+        positional[0] if positional and verb == "apply" else None,
+        chdir,
+        problem,
+    )
 
 
 def _terragrunt(words: list[str]) -> ChangeCall | None:
@@ -213,23 +259,29 @@ def _terragrunt(words: list[str]) -> ChangeCall | None:
             chdir = word.split("=", 1)[1]
         elif previous in ("--working-dir", "--terragrunt-working-dir"):
             chdir = word
-        elif not (word in ("run", "--") or word.startswith("-")
-                  or (previous.startswith("-") and "=" not in previous)):
+        elif not (
+            word in ("run", "--")
+            or word.startswith("-")
+            or (previous.startswith("-") and "=" not in previous)
+        ):
             return None  # another command (plan, output, hclfmt ...)
         index += 1
     if index >= len(words):
         if any(word in ("apply-all", "destroy-all") for word in words):
             return ChangeCall("terragrunt", tuple(words), "apply", (), problem=_MANY)
         return None
-    call = _call("terragrunt", tuple(words[:index]), words[index], words[index + 1:], chdir)
+    call = _call("terragrunt", tuple(words[:index]), words[index], words[index + 1 :], chdir)
     if call is not None and many:
-        return ChangeCall(call.program, call.head, call.verb, call.options, chdir=chdir,
-                          problem=_MANY)
+        return ChangeCall(
+            call.program, call.head, call.verb, call.options, chdir=chdir, problem=_MANY
+        )
     return call
 
 
-_MANY = ("it runs in many modules at once (run --all), so no single plan can be shown; "
-         "it is asked for as a command")
+_MANY = (
+    "it runs in many modules at once (run --all), so no single plan can be shown; "
+    "it is asked for as a command"
+)
 
 
 def digest(data: bytes) -> str:
@@ -241,10 +293,14 @@ def explain_failure(output: str, command: str | None = None) -> str | None:
     """What a failed apply of a saved plan means, in plain words (None: nothing we know)."""
     again = f"`{command}`" if command else "the command"
     if STALE in output:
-        return (f"The state changed after this plan was made (another apply, a refresh or "
-                f"an import ran in between), so Terraform refused to apply the saved plan: "
-                f"nothing was applied. Run {again} again for a new plan and a new question.")
+        return (
+            f"The state changed after this plan was made (another apply, a refresh or "
+            f"an import ran in between), so Terraform refused to apply the saved plan: "
+            f"nothing was applied. Run {again} again for a new plan and a new question."
+        )
     if LOCKED in output:
-        return ("Another Terraform run holds the state lock, so nothing was applied. Wait "
-                "for it to finish (or ask the user) and run the command again.")
+        return (
+            "Another Terraform run holds the state lock, so nothing was applied. Wait "
+            "for it to finish (or ask the user) and run the command again."
+        )
     return None

@@ -44,10 +44,26 @@ _SUBCOMMANDS = frozenset({"plan", "show", "apply", "destroy"})
 
 ORDER = ("delete", "replace", "create", "update", "read", "move", "import", "forget")
 """Actions, most dangerous first: the order of the summary's lines."""
-_MARKS = {"delete": "-", "replace": "-/+", "create": "+", "update": "~", "read": "<=",
-          "move": "->", "import": "<-", "forget": "."}
-_WORDS = {"delete": "destroy", "replace": "replace", "create": "create", "update": "update",
-          "read": "read", "move": "move", "import": "import", "forget": "forget"}
+_MARKS = {
+    "delete": "-",
+    "replace": "-/+",
+    "create": "+",
+    "update": "~",
+    "read": "<=",
+    "move": "->",
+    "import": "<-",
+    "forget": ".",
+}
+_WORDS = {
+    "delete": "destroy",
+    "replace": "replace",
+    "create": "create",
+    "update": "update",
+    "read": "read",
+    "move": "move",
+    "import": "import",
+    "forget": "forget",
+}
 _DRIFT_WORDS = {"update": ("~", "changed"), "delete": ("-", "deleted")}
 
 REASONS = {
@@ -65,9 +81,12 @@ REASONS = {
 """Why Terraform replaces or destroys, in words (the same for every shape of output)."""
 _REASON_CODES = {
     # show -json's action_reason, plan -json's reason: both to one of REASONS.
-    "replace_because_tainted": "tainted", "tainted": "tainted",
-    "replace_by_request": "requested", "requested": "requested",
-    "replace_because_cannot_update": "cannot_update", "cannot_update": "cannot_update",
+    "replace_because_tainted": "tainted",
+    "tainted": "tainted",
+    "replace_by_request": "requested",
+    "requested": "requested",
+    "replace_because_cannot_update": "cannot_update",
+    "cannot_update": "cannot_update",
     "replace_by_triggers": "replace_triggered_by",
     "replace_triggered_by": "replace_triggered_by",
     "delete_because_no_resource_config": "no_resource_config",
@@ -83,10 +102,12 @@ _TEXT_ACTIONS = [
     (re.compile(r"^\s*# (\S+) will be destroyed"), "delete", None),
     (re.compile(r"^\s*# (\S+) is tainted, so must be replaced"), "replace", "tainted"),
     (re.compile(r"^\s*# (\S+) will be replaced, as requested"), "replace", "requested"),
-    (re.compile(r"^\s*# (\S+) will be replaced due to changes in replace_triggered_by"),
-     "replace", "replace_triggered_by"),
-    (re.compile(r"^\s*# (\S+) (?:must be replaced|will be replaced)"), "replace",
-     "cannot_update"),
+    (
+        re.compile(r"^\s*# (\S+) will be replaced due to changes in replace_triggered_by"),
+        "replace",
+        "replace_triggered_by",
+    ),
+    (re.compile(r"^\s*# (\S+) (?:must be replaced|will be replaced)"), "replace", "cannot_update"),
     (re.compile(r"^\s*# (\S+) will be created"), "create", None),
     (re.compile(r"^\s*# (\S+) will be updated in-place"), "update", None),
     (re.compile(r"^\s*# (\S+) will be read during apply"), "read", None),
@@ -96,24 +117,44 @@ _TEXT_ACTIONS = [
 ]
 _TEXT_DRIFT = re.compile(r"^\s*# (\S+) (?:has changed|has been changed|has been deleted)")
 _BECAUSE = [
-    (re.compile(r"^\s*# \(because (?:module\.\S+ is not in configuration|the containing "
-                r"module)"), "no_module"),
+    (
+        re.compile(
+            r"^\s*# \(because (?:module\.\S+ is not in configuration|the containing "
+            r"module)"
+        ),
+        "no_module",
+    ),
     (re.compile(r"^\s*# \(because \S+ is not in configuration\)"), "no_resource_config"),
     (re.compile(r"^\s*# \(because resource (?:does not use|uses) "), "wrong_repetition"),
     (re.compile(r"^\s*# \(because index \S+ is out of range"), "count_index"),
     (re.compile(r"^\s*# \(because key \S+ is not in for_each map"), "each_key"),
-    (re.compile(r"^\s*# \(because \S+ was moved to \S+, which is not in configuration"),
-     "no_move_target"),
+    (
+        re.compile(r"^\s*# \(because \S+ was moved to \S+, which is not in configuration"),
+        "no_move_target",
+    ),
 ]
 _FORCES = re.compile(r"^\s*[-+~]/?[-+~]?\s+(\S+)\s+=.*# forces replacement\s*$")
 _DRIFT_START = re.compile(r"^Note: Objects have changed outside of (?:Terraform|OpenTofu)")
-_DRIFT_END = ("Terraform will perform", "OpenTofu will perform", "Unless you have made",
-              "This is a refresh-only plan", "Terraform used the selected",
-              "OpenTofu used the selected")
+_DRIFT_END = (
+    "Terraform will perform",
+    "OpenTofu will perform",
+    "Unless you have made",
+    "This is a refresh-only plan",
+    "Terraform used the selected",
+    "OpenTofu used the selected",
+)
 _PLAN_LINE = re.compile(r"^(Plan: .*|No changes\..*)$")
-_JSON_ACTIONS = {"create": "create", "update": "update", "delete": "delete",
-                 "replace": "replace", "read": "read", "move": "move", "import": "import",
-                 "remove": "forget", "forget": "forget"}
+_JSON_ACTIONS = {
+    "create": "create",
+    "update": "update",
+    "delete": "delete",
+    "replace": "replace",
+    "read": "read",
+    "move": "move",
+    "import": "import",
+    "remove": "forget",
+    "forget": "forget",
+}
 
 
 def runs_plan(command: str) -> bool:
@@ -178,20 +219,29 @@ class Plan:
         if not self.changes and not self.drift:
             return None
         counts = self.counts()
-        head = ", ".join(f"{counts[a]} to {verb}" for a, verb in (
-            ("create", "add"), ("update", "change"), ("delete", "destroy"),
-            ("replace", "replace")))
-        extra = ", ".join(f"{counts[a]} to {_WORDS[a]}" for a in ("read", "move", "import",
-                                                                   "forget") if counts[a])
-        lines = [f"Plan summary: {head}{', ' + extra if extra else ''} "
-                 f"(read from {self.read_from})."]
+        head = ", ".join(
+            f"{counts[a]} to {verb}"
+            for a, verb in (
+                ("create", "add"),
+                ("update", "change"),
+                ("delete", "destroy"),
+                ("replace", "replace"),
+            )
+        )
+        extra = ", ".join(
+            f"{counts[a]} to {_WORDS[a]}" for a in ("read", "move", "import", "forget") if counts[a]
+        )
+        lines = [
+            f"Plan summary: {head}{', ' + extra if extra else ''} (read from {self.read_from})."
+        ]
         if self.stated:
             lines.append(f"Terraform says: {self.stated}")
         for action in ORDER:
             for address, change in self.changes.items():
                 if change.action == action:
-                    lines.append(f"  {_MARKS[action]:>3} {_WORDS[action]:<8} {address}"
-                                 f"{_detail(change)}")
+                    lines.append(
+                        f"  {_MARKS[action]:>3} {_WORDS[action]:<8} {address}{_detail(change)}"
+                    )
         if self.drift:
             lines.append(f"Changed outside of Terraform (drift): {len(self.drift)}")
             for address, action in self.drift.items():
@@ -218,7 +268,8 @@ def read_plan_document(document: Any) -> Plan:
     if isinstance(outputs, dict):
         plan.outputs_change = any(
             isinstance(o, dict) and (o.get("actions") or ["no-op"]) != ["no-op"]
-            for o in outputs.values())
+            for o in outputs.values()
+        )
     return plan
 
 
@@ -239,14 +290,18 @@ def _resource_change(plan: Plan, resource: Any) -> None:
     actions = change.get("actions") or []
     reason = _REASON_CODES.get(str(resource.get("action_reason")))
     if "delete" in actions and "create" in actions:
-        paths = [".".join(str(step) for step in path) for path in
-                 change.get("replace_paths") or [] if isinstance(path, list)]
+        paths = [
+            ".".join(str(step) for step in path)
+            for path in change.get("replace_paths") or []
+            if isinstance(path, list)
+        ]
         plan.changes[resource["address"]] = ResourceChange("replace", reason, paths)
         return
     if actions in (["no-op"], []):
         if resource.get("previous_address"):
             plan.changes[resource["previous_address"]] = ResourceChange(
-                "move", moved_to=resource["address"])
+                "move", moved_to=resource["address"]
+            )
         elif change.get("importing"):
             plan.changes[resource["address"]] = ResourceChange("import")
         return
@@ -357,7 +412,8 @@ class PlanReader:
                 self._plan.drift[address] = "delete" if action == "delete" else "update"
             else:
                 self._plan.changes[address] = ResourceChange(
-                    action, _REASON_CODES.get(str(change.get("reason"))))
+                    action, _REASON_CODES.get(str(change.get("reason")))
+                )
         elif kind == "change_summary" and isinstance(message.get("@message"), str):
             self._plan.stated = message["@message"]
         elif STALE in str(message.get("@message")):

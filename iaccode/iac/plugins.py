@@ -44,8 +44,9 @@ MAX_CONFIG_BYTES = 1024 * 1024
 MAX_PACKAGES = 1000
 """Provider packages looked at in one working directory (more: not validated)."""
 
-_BLOCK = re.compile(r'^\s*(resource|data|ephemeral|list|action)\s+"?([A-Za-z0-9_-]+)"?',
-                    re.MULTILINE)
+_BLOCK = re.compile(
+    r'^\s*(resource|data|ephemeral|list|action)\s+"?([A-Za-z0-9_-]+)"?', re.MULTILINE
+)
 _NEEDS_PROVIDERS = re.compile(r"^\s*(provider|module)\b|\brequired_providers\b", re.MULTILINE)
 _CACHE_SETTING = re.compile(r'^\s*plugin_cache_dir\s*=\s*"([^"]*)"', re.MULTILINE)
 
@@ -57,28 +58,37 @@ class ValidateVerdict:
     """For a check not run: the one line saying why (None: nothing worth saying)."""
 
 
-def validate_verdict(module: Path, env: Mapping[str, str], program: str,
-                     project: Path) -> ValidateVerdict:
+def validate_verdict(
+    module: Path, env: Mapping[str, str], program: str, project: Path
+) -> ValidateVerdict:
     """Whether ``PROGRAM validate`` may run in ``module`` (a real path) with ``env``, the
     environment it would get; ``project`` is the session's folder. Blocking (stats, reads)."""
     data_dir = module / env.get("TF_DATA_DIR", ".terraform")
     if not data_dir.is_dir():
         return ValidateVerdict(not needs_providers(module))  # not initialised: nothing to say
-    trusted = [folder for folder in trusted_folders(env, program)
-               if not _inside(folder, project)]
+    trusted = [folder for folder in trusted_folders(env, program) if not _inside(folder, project)]
     name = Path(program).name
     for count, package in enumerate(installed_packages(data_dir)):
         if count == MAX_PACKAGES:
-            return ValidateVerdict(False, f"`{name} validate` not run: {data_dir.name}/ holds over "
-                           f"{MAX_PACKAGES} provider packages.")
+            return ValidateVerdict(
+                False,
+                f"`{name} validate` not run: {data_dir.name}/ holds over "
+                f"{MAX_PACKAGES} provider packages.",
+            )
         real = Path(os.path.realpath(package))
         if not any(_inside(real, folder) for folder in trusted):
-            shown = "/".join(package.relative_to(data_dir / "providers").parts[:4]) \
-                if _inside(package, data_dir / "providers") else str(package.name)
-            return ValidateVerdict(False, f"`{name} validate` not run: the provider {shown} in "
-                           f"{data_dir.name}/ is not from your plugin cache, so it may have "
-                           "come with the repository (an automatic check starts only "
-                           f"programs you installed; run `{name} validate` to check anyway).")
+            shown = (
+                "/".join(package.relative_to(data_dir / "providers").parts[:4])
+                if _inside(package, data_dir / "providers")
+                else str(package.name)
+            )
+            return ValidateVerdict(
+                False,
+                f"`{name} validate` not run: the provider {shown} in "
+                f"{data_dir.name}/ is not from your plugin cache, so it may have "
+                "come with the repository (an automatic check starts only "
+                f"programs you installed; run `{name} validate` to check anyway).",
+            )
     return ValidateVerdict(True)
 
 
@@ -121,8 +131,11 @@ def _json_as_blocks(text: str) -> str:
         kinds = data.get(block)
         lines.extend(f'{block} "{kind}"' for kind in (kinds if isinstance(kinds, dict) else {}))
     terraform = data.get("terraform")
-    needs = "provider" in data or "module" in data or (
-        "required_providers" in json.dumps(terraform) if terraform is not None else False)
+    needs = (
+        "provider" in data
+        or "module" in data
+        or ("required_providers" in json.dumps(terraform) if terraform is not None else False)
+    )
     return "\n".join([*lines, *(["provider"] if needs else [])])
 
 
@@ -159,8 +172,9 @@ def trusted_folders(env: Mapping[str, str], program: str) -> list[Path]:
             continue
         found.extend(_CACHE_SETTING.findall(text))
     data_home = env.get("XDG_DATA_HOME") or str(home / ".local" / "share")
-    found.extend([str(home / ".terraform.d" / "plugins"),
-                  str(Path(data_home) / "terraform" / "plugins")])
+    found.extend(
+        [str(home / ".terraform.d" / "plugins"), str(Path(data_home) / "terraform" / "plugins")]
+    )
     folders = []
     for raw in found:
         expanded = os.path.expanduser(_expand(raw, env)) if raw else ""
@@ -182,8 +196,7 @@ def cli_config_files(env: Mapping[str, str], program: str, home: Path) -> list[P
 
 def _expand(raw: str, env: Mapping[str, str]) -> str:
     """``$NAME`` and ``${NAME}`` from ``env``, as Terraform expands them in its settings."""
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)",
-                  lambda m: env.get(m.group(1) or m.group(2), ""), raw)
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: env.get(m.group(1) or m.group(2), ""), raw)
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -46,7 +46,7 @@ FILE_SECONDS = 10.0
 """Longest one file may take to read (the child is ended past it)."""
 START_SECONDS = 30.0
 """Longest the child may take to start and import its parsers (a loaded machine)."""
-MEMORY_BYTES = 2 * 1024 ** 3
+MEMORY_BYTES = 2 * 1024**3
 """The child's address space."""
 PLAIN_DEPTH = 64
 """Levels of a file's data that come back from the child (the declarations are near the top)."""
@@ -122,7 +122,7 @@ class FileReader:
         """What ``rel`` declares; None when it is gone; Skipped when it cannot be read."""
         try:
             if os.stat(self.root / rel).st_size > MAX_FILE_BYTES:
-                return Skipped(f"over {MAX_FILE_BYTES // 1024 ** 2} MiB")
+                return Skipped(f"over {MAX_FILE_BYTES // 1024**2} MiB")
         except OSError:
             return None
         try:
@@ -140,7 +140,7 @@ class FileReader:
             if isinstance(exc, TimeoutError):
                 return Skipped(f"took over {FILE_SECONDS:g} s to read")
             if isinstance(exc, TooBig):
-                return Skipped(f"what it holds comes to over {MAX_ANSWER_BYTES // 1024 ** 2} MiB")
+                return Skipped(f"what it holds comes to over {MAX_ANSWER_BYTES // 1024**2} MiB")
             return Skipped("its reader stopped")
         if not line:  # the child died on this file
             self.close()
@@ -158,8 +158,13 @@ class FileReader:
         self._child = None
         child = subprocess.Popen(
             [sys.executable, "-P", "-m", "iaccode.iac.reader", str(self.root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.root, env=_child_env(self.root), start_new_session=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=self.root,
+            env=_child_env(self.root),
+            start_new_session=True,
+        )
         self._child = child
         assert child.stdout is not None
         try:
@@ -242,14 +247,23 @@ def _serve(root: Path) -> None:
         rel = json.loads(line)["rel"]
         try:
             reading = read_file(root, rel)
-            room = None if reading is None else max(MIN_EXPANSION_ROOM,
-                                                    EXPANSION * reading.stamp[1])
-            answer: Any = None if reading is None else {
-                "stamp": list(reading.stamp), "kind": reading.kind,
-                "data": plain(reading.data, room), "error": reading.error}
+            room = (
+                None if reading is None else max(MIN_EXPANSION_ROOM, EXPANSION * reading.stamp[1])
+            )
+            answer: Any = (
+                None
+                if reading is None
+                else {
+                    "stamp": list(reading.stamp),
+                    "kind": reading.kind,
+                    "data": plain(reading.data, room),
+                    "error": reading.error,
+                }
+            )
         except TooBig:
-            answer = {"skipped": f"its data expands to over {EXPANSION} times its size "
-                                 "(YAML aliases)"}
+            answer = {
+                "skipped": f"its data expands to over {EXPANSION} times its size (YAML aliases)"
+            }
         except TooDeep as exc:
             answer = {"skipped": exc.message.removesuffix("; not read")}
         except RecursionError:

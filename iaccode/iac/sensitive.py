@@ -52,8 +52,19 @@ from iaccode.tool_result import ToolResult
 log = logging.getLogger(__name__)
 
 HIDDEN = "(sensitive)"
-SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".terraform",
-                       ".terragrunt-cache", ".mypy_cache", ".tox"})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".terraform",
+        ".terragrunt-cache",
+        ".mypy_cache",
+        ".tox",
+    }
+)
 MAX_DIRS = 5_000
 """Folders a scan looks into at most (the rest are not read: said once in the log)."""
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -97,9 +108,13 @@ class ProjectValues:
             return
         self._values = values
         forms = {form for value in values for form in (value, json.dumps(value)[1:-1])}
-        self._pattern = re.compile("|".join(
-            re.escape(form) for form in sorted(forms, key=lambda f: (-len(f), f)))) \
-            if forms else None
+        self._pattern = (
+            re.compile(
+                "|".join(re.escape(form) for form in sorted(forms, key=lambda f: (-len(f), f)))
+            )
+            if forms
+            else None
+        )
 
     def scrub(self, text: str) -> tuple[str, int]:
         """``text`` with every known value replaced, and how many were."""
@@ -130,9 +145,15 @@ class ProjectValues:
         for _, (kind, data) in seen.values():
             if kind == "document":
                 values |= found.document_values(data, variables)
-                outputs |= {name for name, body in (data.get("outputs") or {}).items()
-                            if isinstance(body, dict) and body.get("sensitive") is True} \
-                    if isinstance(data, dict) else set()
+                outputs |= (
+                    {
+                        name
+                        for name, body in (data.get("outputs") or {}).items()
+                        if isinstance(body, dict) and body.get("sensitive") is True
+                    }
+                    if isinstance(data, dict)
+                    else set()
+                )
                 values |= found.parameter_values(data, noecho)
             elif kind == "tfvars":
                 values |= found.tfvars_values(data, variables)
@@ -149,8 +170,7 @@ class ProjectValues:
             folder = folders.pop()
             seen += 1
             if seen > MAX_DIRS or time.monotonic() > deadline:
-                log.info("sensitive values: the scan of %s stopped at %d folders", self.root,
-                         seen)
+                log.info("sensitive values: the scan of %s stopped at %d folders", self.root, seen)
                 return
             try:
                 entries = list(os.scandir(folder))
@@ -163,8 +183,7 @@ class ProjectValues:
                             folders.append(Path(entry.path))
                     elif entry.is_file(follow_symlinks=False) and _wanted(entry.name):
                         info = entry.stat(follow_symlinks=False)
-                        limit = MAX_FILE_BYTES if entry.name.endswith(_STATE) \
-                            else MAX_OTHER_BYTES
+                        limit = MAX_FILE_BYTES if entry.name.endswith(_STATE) else MAX_OTHER_BYTES
                         if info.st_size <= limit:
                             yield Path(entry.path), (info.st_mtime_ns, info.st_size)
                 except OSError:
@@ -186,8 +205,9 @@ def _read(path: Path) -> tuple[str, Any]:
         if name.endswith(".tf"):
             return "tf", found.sensitive_names(text)
         if name.endswith(_TFVARS):
-            return "tfvars", json.loads(text) if name.endswith(".json") \
-                else parse_terraform(text, name)
+            return "tfvars", json.loads(text) if name.endswith(".json") else parse_terraform(
+                text, name
+            )
         if name.endswith(_STATE) or (name.endswith(".json") and text.lstrip()[:1] in ("{", "[")):
             document = json.loads(text)
             if name.endswith(_STATE) or _terraform_json(document):
@@ -205,10 +225,12 @@ def _terraform_json(document: Any) -> bool:
     """A JSON file Terraform wrote (a saved ``output -json``, ``show -json``, a state) or a
     parameter file (kept whole: which of its values are NoEcho depends on the templates)."""
     if isinstance(document, list):
-        return bool(document) and all(isinstance(item, dict) and "ParameterKey" in item
-                                      for item in document)
+        return bool(document) and all(
+            isinstance(item, dict) and "ParameterKey" in item for item in document
+        )
     return bool(found.document_values(document)) or (
-        isinstance(document, dict) and isinstance(document.get("Parameters"), dict))
+        isinstance(document, dict) and isinstance(document.get("Parameters"), dict)
+    )
 
 
 _PROJECTS: dict[Path, ProjectValues] = {}
@@ -252,8 +274,9 @@ def _bare_outputs(command: str) -> list[str]:
     return names
 
 
-async def hide(command: str | None, result: ToolResult, cwd: Path,
-               paths: Iterable[Path] = ()) -> ToolResult:
+async def hide(
+    command: str | None, result: ToolResult, cwd: Path, paths: Iterable[Path] = ()
+) -> ToolResult:
     """``result`` of a tool call in the project ``cwd`` with the sensitive values hidden.
     ``command``: the shell line the call ran (None: it ran none); ``paths``: the files the
     call read (their Terraform JSON is learnt first)."""
@@ -278,12 +301,18 @@ def _prepare(values: ProjectValues, paths: list[Path]) -> None:
 
 def _hidden_whole(result: ToolResult, names: list[str]) -> ToolResult:
     which = ", ".join(names)
-    text = (f"{HIDDEN}: the output of this command is the value of {which}, which Terraform "
-            f"marks sensitive; it was hidden from you. Use it without printing it (pass it "
-            f"to the next command in the same shell line), or ask the user.")
+    text = (
+        f"{HIDDEN}: the output of this command is the value of {which}, which Terraform "
+        f"marks sensitive; it was hidden from you. Use it without printing it (pass it "
+        f"to the next command in the same shell line), or ask the user."
+    )
     note = f"The value of the sensitive output {which} was hidden from the model."
-    return ToolResult(text, is_error=result.is_error, raw_output={"output": HIDDEN},
-                      content=[ContentToolCallContent(TextContent(note))])
+    return ToolResult(
+        text,
+        is_error=result.is_error,
+        raw_output={"output": HIDDEN},
+        content=[ContentToolCallContent(TextContent(note))],
+    )
 
 
 def _scrubbed(values: ProjectValues, result: ToolResult) -> ToolResult:
@@ -291,20 +320,30 @@ def _scrubbed(values: ProjectValues, result: ToolResult) -> ToolResult:
     raw, raw_count = _scrub_json(values, result.raw_output)
     content = result.content
     if content is not None:
-        content = [evolve(item, content=TextContent(scrubbed))
-                   if isinstance(item, ContentToolCallContent)
-                   and isinstance(item.content, TextContent)
-                   and (scrubbed := values.scrub(item.content.text)[0]) != item.content.text
-                   else item for item in content]
+        content = [
+            evolve(item, content=TextContent(scrubbed))
+            if isinstance(item, ContentToolCallContent)
+            and isinstance(item.content, TextContent)
+            and (scrubbed := values.scrub(item.content.text)[0]) != item.content.text
+            else item
+            for item in content
+        ]
     model, model_count = _scrub_json(values, result.model_content)
     if not (count or raw_count or model_count or content != result.content):
         return result
     hidden = max(count, raw_count, model_count, 1)
-    note = (f"{hidden} value{'s' if hidden != 1 else ''} that Terraform marks sensitive "
-            f"{'were' if hidden != 1 else 'was'} hidden from the model (shown as {HIDDEN}).")
+    note = (
+        f"{hidden} value{'s' if hidden != 1 else ''} that Terraform marks sensitive "
+        f"{'were' if hidden != 1 else 'was'} hidden from the model (shown as {HIDDEN})."
+    )
     shown = content if content is not None else [ContentToolCallContent(TextContent(text))]
-    return evolve(result, text=f"{text}\n\n[{note}]", raw_output=raw, model_content=model,
-                  content=[*shown, ContentToolCallContent(TextContent(note))])
+    return evolve(
+        result,
+        text=f"{text}\n\n[{note}]",
+        raw_output=raw,
+        model_content=model,
+        content=[*shown, ContentToolCallContent(TextContent(note))],
+    )
 
 
 def _scrub_json(values: ProjectValues, value: Any) -> tuple[Any, int]:

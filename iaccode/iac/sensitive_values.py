@@ -62,8 +62,9 @@ def document_values(document: Any, sensitive_variables: Iterable[str] = ()) -> s
         _state(document, found)
     if "format_version" in document:
         _shown(document, found, set(sensitive_variables))
-    elif document and all(isinstance(v, dict) and "sensitive" in v and "value" in v
-                          for v in document.values()):
+    elif document and all(
+        isinstance(v, dict) and "sensitive" in v and "value" in v for v in document.values()
+    ):
         for output in document.values():  # output -json
             if output.get("sensitive") is True:
                 found.update(leaves(output.get("value")))
@@ -119,8 +120,11 @@ def _shown(document: dict[str, Any], found: set[str], variables: set[str]) -> No
     (``values``)."""
     configuration = (document.get("configuration") or {}).get("root_module") or {}
     declared = configuration.get("variables") or {}
-    variables |= {name for name, body in declared.items()
-                  if isinstance(body, dict) and body.get("sensitive") is True}
+    variables |= {
+        name
+        for name, body in declared.items()
+        if isinstance(body, dict) and body.get("sensitive") is True
+    }
     for name in variables:
         found.update(leaves(((document.get("variables") or {}).get(name) or {}).get("value")))
         found.update(leaves((declared.get(name) or {}).get("default")))
@@ -168,8 +172,11 @@ def tfvars_values(data: Any, names: Iterable[str]) -> set[str]:
 
 def template_values(document: Any) -> set[str]:
     """The ``Default`` of each ``NoEcho`` parameter of a ROS / CloudFormation template."""
-    return {value for parameter in _noecho(document).values()
-            for value in leaves(parameter.get("Default"))}
+    return {
+        value
+        for parameter in _noecho(document).values()
+        for value in leaves(parameter.get("Default"))
+    }
 
 
 def noecho_names(document: Any) -> set[str]:
@@ -180,8 +187,11 @@ def _noecho(document: Any) -> dict[str, dict[str, Any]]:
     parameters = document.get("Parameters") if isinstance(document, dict) else None
     if not isinstance(parameters, dict):
         return {}
-    return {str(name): body for name, body in parameters.items()
-            if isinstance(body, dict) and str(body.get("NoEcho")).lower() == "true"}
+    return {
+        str(name): body
+        for name, body in parameters.items()
+        if isinstance(body, dict) and str(body.get("NoEcho")).lower() == "true"
+    }
 
 
 def parameter_values(document: Any, names: Iterable[str]) -> set[str]:
@@ -189,12 +199,19 @@ def parameter_values(document: Any, names: Iterable[str]) -> set[str]:
     ``[{"ParameterKey": k, "ParameterValue": v}]`` or ``{"Parameters": {k: v}}``."""
     wanted = set(names)
     if isinstance(document, list):
-        return {value for item in document if isinstance(item, dict)
-                and item.get("ParameterKey") in wanted
-                for value in leaves(item.get("ParameterValue"))}
+        return {
+            value
+            for item in document
+            if isinstance(item, dict) and item.get("ParameterKey") in wanted
+            for value in leaves(item.get("ParameterValue"))
+        }
     if isinstance(document, dict) and isinstance(document.get("Parameters"), dict):
-        return {value for key, item in document["Parameters"].items() if key in wanted
-                for value in leaves(item)}
+        return {
+            value
+            for key, item in document["Parameters"].items()
+            if key in wanted
+            for value in leaves(item)
+        }
     return set()
 
 

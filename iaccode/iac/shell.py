@@ -29,16 +29,53 @@ from attrs import field, frozen
 from iaccode.iac.shell_words import PLACEHOLDER, inside, lift_substitutions, split, split_commands
 
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "fi", "done",
-                       "coproc", "function", "in", "case", "esac", "for", "select"})
+_KEYWORDS = frozenset(
+    {
+        "if",
+        "then",
+        "else",
+        "elif",
+        "do",
+        "while",
+        "until",
+        "!",
+        "fi",
+        "done",
+        "coproc",
+        "function",
+        "in",
+        "case",
+        "esac",
+        "for",
+        "select",
+    }
+)
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
 MAX_DEPTH = 8
 """Nested ``sh -c`` strings looked into; deeper ones count as a change (nobody writes them)."""
 
 # Wrappers that run the rest of their arguments as a command: options that take a value.
 _WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user",
-                       "--group", "--host", "--prompt", "--chdir", "--role", "--type"}),
+    "sudo": frozenset(
+        {
+            "-u",
+            "-g",
+            "-h",
+            "-p",
+            "-C",
+            "-D",
+            "-R",
+            "-T",
+            "-U",
+            "--user",
+            "--group",
+            "--host",
+            "--prompt",
+            "--chdir",
+            "--role",
+            "--type",
+        }
+    ),
     "doas": frozenset({"-u", "-C"}),
     "env": frozenset({"-u", "--unset", "-C", "--chdir", "-a", "--argv0"}),
     "time": frozenset({"-f", "--format", "-o", "--output"}),
@@ -46,9 +83,27 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "nice": frozenset({"-n", "--adjustment"}),
     "ionice": frozenset({"-c", "-n", "-p", "--class", "--classdata"}),
     "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "xargs": frozenset({"-I", "-n", "-P", "-L", "-d", "-s", "-a", "-E", "-e", "--max-args",
-                        "--max-procs", "--max-lines", "--delimiter", "--arg-file",
-                        "--replace", "--max-chars", "--eof"}),
+    "xargs": frozenset(
+        {
+            "-I",
+            "-n",
+            "-P",
+            "-L",
+            "-d",
+            "-s",
+            "-a",
+            "-E",
+            "-e",
+            "--max-args",
+            "--max-procs",
+            "--max-lines",
+            "--delimiter",
+            "--arg-file",
+            "--replace",
+            "--max-chars",
+            "--eof",
+        }
+    ),
     "exec": frozenset({"-a"}),
     "command": frozenset(),
     "builtin": frozenset(),
@@ -57,8 +112,9 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "caffeinate": frozenset(),
     "setsid": frozenset(),
     "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
-    "strace": frozenset({"-e", "-o", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-S",
-                         "-X", "-P"}),
+    "strace": frozenset(
+        {"-e", "-o", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-S", "-X", "-P"}
+    ),
     "ltrace": frozenset({"-e", "-o", "-p", "-s", "-u", "-a", "-n", "-l"}),
     "chroot": frozenset({"--userspec", "--groups"}),
     "runuser": frozenset({"-u", "-g", "-G", "--user", "--group"}),
@@ -68,12 +124,38 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "faketime": frozenset(),
     "firejail": frozenset(),
     "proot": frozenset(),
-    "unshare": frozenset({"--map-user", "--map-group", "--setuid", "--setgid", "-S", "-G",
-                          "--wd", "--root", "-R", "-w"}),
+    "unshare": frozenset(
+        {
+            "--map-user",
+            "--map-group",
+            "--setuid",
+            "--setgid",
+            "-S",
+            "-G",
+            "--wd",
+            "--root",
+            "-R",
+            "-w",
+        }
+    ),
     "nsenter": frozenset({"-t", "--target", "-S", "-G", "--wd", "-w", "--root", "-r"}),
-    "systemd-run": frozenset({"-p", "--property", "-u", "--unit", "-E", "--setenv",
-                              "--description", "--slice", "-M", "--machine", "--uid",
-                              "--gid", "--working-directory"}),
+    "systemd-run": frozenset(
+        {
+            "-p",
+            "--property",
+            "-u",
+            "--unit",
+            "-E",
+            "--setenv",
+            "--description",
+            "--slice",
+            "-M",
+            "--machine",
+            "--uid",
+            "--gid",
+            "--working-directory",
+        }
+    ),
     "catchsegv": frozenset(),
     "valgrind": frozenset(),
     "perf": frozenset({"-e", "-o", "-p"}),
@@ -85,17 +167,30 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 }
 _WATCH_OPTIONS = frozenset({"-n", "--interval", "-q", "--equexit"})
 """watch's options that take a value; it runs the rest of its words, joined, with ``sh -c``."""
-_POSITIONAL_FIRST = {"timeout": 1, "flock": 1, "chroot": 1, "taskset": 1, "chrt": 1,
-                     "faketime": 1, "perf": 1}
+_POSITIONAL_FIRST = {
+    "timeout": 1,
+    "flock": 1,
+    "chroot": 1,
+    "taskset": 1,
+    "chrt": 1,
+    "faketime": 1,
+    "perf": 1,
+}
 """Wrappers whose first positional arguments are theirs (a duration, a lock file, a new root,
 a CPU mask, a priority, a time, perf's subcommand), not the command."""
-_STRING_OPTIONS = {"su": ("-c", "--command"), "runuser": ("-c", "--command"),
-                   "script": ("-c", "--command"), "flock": ("-c", "--command"),
-                   "sudo": (), "ssh": ()}
+_STRING_OPTIONS = {
+    "su": ("-c", "--command"),
+    "runuser": ("-c", "--command"),
+    "script": ("-c", "--command"),
+    "flock": ("-c", "--command"),
+    "sudo": (),
+    "ssh": (),
+}
 """Programs whose option's value is a command line: ``su -c 'terraform apply'``."""
 
 TOO_DEEP = "\0too deep"
 """The one word :func:`simple_commands` yields for a command nested deeper than MAX_DEPTH."""
+
 
 @frozen
 class Simple:
@@ -124,8 +219,7 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[Simple]:
             yield _nested(inner)
     for words in split_commands(lifted):
         # A substitution is a word again: ``$(which terraform) apply`` is one command.
-        words = [PLACEHOLDER.sub(lambda m: substitutions[int(m.group(1))], word)
-                 for word in words]
+        words = [PLACEHOLDER.sub(lambda m: substitutions[int(m.group(1))], word) for word in words]
         found = _unwrap(words)
         if not found.words:
             if found.assignments:
@@ -142,14 +236,18 @@ def simple_commands(command: str, depth: int = 0) -> Iterator[Simple]:
 def _nested(inner: Simple, outer: Simple | None = None) -> Simple:
     if outer is None:
         return Simple(inner.words, inner.assignments, inner.clean_env, True)
-    return Simple(inner.words, [*outer.assignments, *inner.assignments],
-                  inner.clean_env or outer.clean_env, True)
+    return Simple(
+        inner.words,
+        [*outer.assignments, *inner.assignments],
+        inner.clean_env or outer.clean_env,
+        True,
+    )
 
 
 def _is_string_runner(words: list[str]) -> bool:
     """Whether the command only runs strings we looked into (``sh -c S``, ``eval S``)."""
     name = os.path.basename(words[0])
-    return (name == "eval" or (name in SHELLS and _shell_string(words[1:]) is not None))
+    return name == "eval" or (name in SHELLS and _shell_string(words[1:]) is not None)
 
 
 def _strings_run(words: list[str]) -> Iterator[str]:
@@ -169,12 +267,20 @@ def _strings_run(words: list[str]) -> Iterator[str]:
         index = 0
         while index < len(args) and args[index].startswith("-") and args[index] != "--":
             index += 2 if args[index] in _WATCH_OPTIONS else 1
-        yield " ".join(args[index + (args[index:index + 1] == ["--"]):])
+        yield " ".join(args[index + (args[index : index + 1] == ["--"]) :])
     elif name in ("find", "fd"):
         for index, word in enumerate(args):
-            if word in ("-exec", "-execdir", "-ok", "-okdir", "-x", "--exec", "-X",
-                        "--exec-batch") and index + 1 < len(args):
-                rest = args[index + 1:]
+            if word in (
+                "-exec",
+                "-execdir",
+                "-ok",
+                "-okdir",
+                "-x",
+                "--exec",
+                "-X",
+                "--exec-batch",
+            ) and index + 1 < len(args):
+                rest = args[index + 1 :]
                 end = next((i for i, w in enumerate(rest) if w in (";", "+", "\\;")), len(rest))
                 yield shlex.join(rest[:end])
     elif name == "git":
@@ -209,7 +315,7 @@ def _unwrap(words: list[str]) -> Simple:
             index += 1
         elif word in _KEYWORDS:
             index += 1
-        elif name == "flock" and _flock_string(words[index + 1:]):
+        elif name == "flock" and _flock_string(words[index + 1 :]):
             break  # flock runs the string of its -c (_strings_run), not the words after it
         elif name in _WRAPPERS:
             start = index + 1
@@ -217,19 +323,24 @@ def _unwrap(words: list[str]) -> Simple:
             wrapper_args = words[start:index]
             if name == "env":
                 assignments.extend(w for w in wrapper_args if ASSIGNMENT.match(w))
-                clean = clean or any(w in ("-i", "--ignore-environment", "-")
-                                     or (w.startswith("-") and not w.startswith("--")
-                                         and "i" in w[1:]) for w in wrapper_args)
-                clean = clean or any(w in ("-u", "--unset") and n == "PATH"
-                                     for w, n in zip(wrapper_args, wrapper_args[1:],
-                                                     strict=False))
+                clean = clean or any(
+                    w in ("-i", "--ignore-environment", "-")
+                    or (w.startswith("-") and not w.startswith("--") and "i" in w[1:])
+                    for w in wrapper_args
+                )
+                clean = clean or any(
+                    w in ("-u", "--unset") and n == "PATH"
+                    for w, n in zip(wrapper_args, wrapper_args[1:], strict=False)
+                )
                 if index < len(words) and words[index - 1] in ("-S", "--split-string"):
-                    words = [*words[:index], *split(words[index]), *words[index + 1:]]
+                    words = [*words[:index], *split(words[index]), *words[index + 1 :]]
             elif name == "command":
                 clean = clean or any(w.startswith("-") and "p" in w for w in wrapper_args)
             elif name == "sudo":
-                clean = clean or not any(w in ("-E", "--preserve-env") or
-                                         w.startswith("--preserve-env=") for w in wrapper_args)
+                clean = clean or not any(
+                    w in ("-E", "--preserve-env") or w.startswith("--preserve-env=")
+                    for w in wrapper_args
+                )
         else:
             break
     return Simple(words[index:], assignments, clean)
@@ -242,7 +353,7 @@ def _flock_string(args: list[str]) -> bool:
         if args[index] in ("-c", "--command"):
             return True
         index += 2 if args[index] in _WRAPPERS["flock"] else 1
-    return args[index + 1:index + 2] in (["-c"], ["--command"])
+    return args[index + 1 : index + 2] in (["-c"], ["--command"])
 
 
 def _after_wrapper(name: str, words: list[str], index: int) -> int:

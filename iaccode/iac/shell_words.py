@@ -10,8 +10,9 @@ import re
 import shlex
 from collections.abc import Iterator
 
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "{", "}", "$", "\n",
-                         "<(", ">("})
+_SEPARATORS = frozenset(
+    {";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "{", "}", "$", "\n", "<(", ">("}
+)
 _REDIRECTS = re.compile(r"^\d*(<<<|<<-?|<>|<&|>&|&>>?|>>?|<|>\|)$")
 PLACEHOLDER = re.compile("\0(\\d+)\0")
 """Where :func:`lift_substitutions` took a substitution out of a command line."""
@@ -40,7 +41,7 @@ def lift_substitutions(command: str) -> tuple[str, list[str]]:
         if quote == "'":
             quote = None if char == "'" else quote
         elif char == "\\" and index + 1 < len(command):
-            out.append(command[index:index + 2])
+            out.append(command[index : index + 2])
             index += 2
             continue
         elif quote is None and command.startswith("$'", index):
@@ -52,8 +53,11 @@ def lift_substitutions(command: str) -> tuple[str, list[str]]:
             quote = "'"
         elif char == '"':
             quote = None if quote == '"' else '"'
-        elif (command.startswith(("$(", "<(", ">("), index) and not command.startswith("$((", index)
-              and (quote is None or char == "$")):
+        elif (
+            command.startswith(("$(", "<(", ">("), index)
+            and not command.startswith("$((", index)
+            and (quote is None or char == "$")
+        ):
             index = lift(_closing(command, index + 2))
             continue
         elif char == "`":
@@ -101,8 +105,11 @@ def inside(substitution: str) -> str:
     """The command line of ``$(...)``, ``<(...)``, ``>(...)`` or ```...```."""
     if substitution.startswith(("$(", "<(", ">(")):
         return substitution[2:-1] if substitution.endswith(")") else substitution[2:]
-    return substitution[1:-1] if len(substitution) > 1 and substitution.endswith("`") \
+    return (
+        substitution[1:-1]
+        if len(substitution) > 1 and substitution.endswith("`")
         else substitution[1:]
+    )
 
 
 def split_commands(command: str) -> Iterator[list[str]]:
@@ -150,7 +157,7 @@ def _without_comments(line: str) -> str:
     while index < len(line):
         char = line[index]
         if char == "\\" and quote != "'" and index + 1 < len(line):
-            out.append(" " if line[index + 1] == "\n" else line[index:index + 2])
+            out.append(" " if line[index + 1] == "\n" else line[index : index + 2])
             previous, index = "x", index + 2
             continue
         if quote is None and line.startswith("$'", index):
@@ -176,8 +183,21 @@ def _without_comments(line: str) -> str:
     return "".join(out)
 
 
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
-                 "E": "\x1b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 
 
 def _ansi_c(line: str, index: int) -> tuple[int, str]:
@@ -188,11 +208,11 @@ def _ansi_c(line: str, index: int) -> tuple[int, str]:
         char = line[index]
         if char == "\\" and index + 1 < len(line):
             escape = line[index + 1]
-            if escape in "xX" and (hexa := re.match(r"[0-9a-fA-F]{1,2}", line[index + 2:])):
+            if escape in "xX" and (hexa := re.match(r"[0-9a-fA-F]{1,2}", line[index + 2 :])):
                 text.append(chr(int(hexa.group(), 16)))
                 index += 2 + len(hexa.group())
                 continue
-            if escape in "01234567" and (octal := re.match(r"[0-7]{1,3}", line[index + 1:])):
+            if escape in "01234567" and (octal := re.match(r"[0-7]{1,3}", line[index + 1 :])):
                 text.append(chr(int(octal.group(), 8)))
                 index += 1 + len(octal.group())
                 continue

@@ -51,24 +51,38 @@ MAX_FILE_BYTES = 1024 * 1024
 """Bigger configuration files are not read for the target."""
 
 _BACKEND_FIELDS: dict[str, tuple[str, ...]] = {
-    "s3": ("bucket", "key"), "gcs": ("bucket", "prefix"),
+    "s3": ("bucket", "key"),
+    "gcs": ("bucket", "prefix"),
     "azurerm": ("storage_account_name", "container_name", "key"),
-    "oss": ("bucket", "prefix", "key"), "cos": ("bucket", "prefix", "key"),
-    "local": ("path",), "consul": ("path",), "kubernetes": ("namespace", "secret_suffix"),
-    "pg": ("schema_name",), "http": ("address",),
+    "oss": ("bucket", "prefix", "key"),
+    "cos": ("bucket", "prefix", "key"),
+    "local": ("path",),
+    "consul": ("path",),
+    "kubernetes": ("namespace", "secret_suffix"),
+    "pg": ("schema_name",),
+    "http": ("address",),
 }
 """Per backend type, the fields that say where the state is (joined with "/")."""
 
 _PROVIDERS: dict[str, tuple[tuple[str, tuple[str, ...], str], ...]] = {
     # provider -> (argument, environment variables, how it is shown) ...
-    "aws": (("region", ("AWS_REGION", "AWS_DEFAULT_REGION"), "{}"),
-            ("profile", ("AWS_PROFILE",), "profile {}")),
-    "alicloud": (("region", ("ALIBABA_CLOUD_REGION_ID", "ALICLOUD_REGION"), "{}"),
-                 ("profile", ("ALIBABA_CLOUD_PROFILE", "ALICLOUD_PROFILE"), "profile {}")),
+    "aws": (
+        ("region", ("AWS_REGION", "AWS_DEFAULT_REGION"), "{}"),
+        ("profile", ("AWS_PROFILE",), "profile {}"),
+    ),
+    "alicloud": (
+        ("region", ("ALIBABA_CLOUD_REGION_ID", "ALICLOUD_REGION"), "{}"),
+        ("profile", ("ALIBABA_CLOUD_PROFILE", "ALICLOUD_PROFILE"), "profile {}"),
+    ),
     "azurerm": (("subscription_id", ("ARM_SUBSCRIPTION_ID",), "subscription {}"),),
-    "google": (("project", ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
-                            "CLOUDSDK_CORE_PROJECT"), "project {}"),
-               ("region", ("GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION"), "{}")),
+    "google": (
+        (
+            "project",
+            ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"),
+            "project {}",
+        ),
+        ("region", ("GOOGLE_REGION", "GCLOUD_REGION", "CLOUDSDK_COMPUTE_REGION"), "{}"),
+    ),
     "kubernetes": (("config_context", ("KUBE_CTX",), "context {}"),),
     "helm": (),
 }
@@ -98,10 +112,16 @@ class Target:
 
     def names(self) -> list[tuple[str, str]]:
         """(what, name) of each name a protected glob is matched against."""
-        found = [("workspace", self.workspace), ("kube context", self.kube_context),
-                 ("stack", self.stack)]
-        found += [("kube context", part.split(" ", 2)[2]) for part in self.providers
-                  if part.startswith("kubernetes context ")]
+        found = [
+            ("workspace", self.workspace),
+            ("kube context", self.kube_context),
+            ("stack", self.stack),
+        ]
+        found += [
+            ("kube context", part.split(" ", 2)[2])
+            for part in self.providers
+            if part.startswith("kubernetes context ")
+        ]
         return [(what, name) for what, name in found if name]
 
 
@@ -114,7 +134,7 @@ def _shown(text: str) -> str:
     """``text`` on one line, without control or direction-changing characters: the names
     come from files and variables anyone may have written (``prod\nAllowed by the user``)."""
     text = _UNSHOWN.sub("?", text.strip())
-    return text if len(text) <= MAX_PART else text[:MAX_PART - 1] + "…"
+    return text if len(text) <= MAX_PART else text[: MAX_PART - 1] + "…"
 
 
 def title(command: str, target: Target) -> str:
@@ -139,13 +159,20 @@ def terraform_target(folder: Path, env: Mapping[str, str]) -> Target:
     files)."""
     data_dir = folder / env.get("TF_DATA_DIR", ".terraform")
     configs = _module_files(folder)
-    kind, config = (_initialised_backend(data_dir) or _configured_backend(configs)
-                    or _terragrunt_backend(folder) or ("local", {}))
+    kind, config = (
+        _initialised_backend(data_dir)
+        or _configured_backend(configs)
+        or _terragrunt_backend(folder)
+        or ("local", {})
+    )
     workspace = _workspace(data_dir, env)
     if kind == "local" and not config.get("path") and workspace != "default":
         config = {"path": f"terraform.tfstate.d/{workspace}/terraform.tfstate"}
-    return Target(workspace=workspace, backend=_backend_text(kind, config),
-                  providers=tuple(_providers(configs, env)))
+    return Target(
+        workspace=workspace,
+        backend=_backend_text(kind, config),
+        providers=tuple(_providers(configs, env)),
+    )
 
 
 def _workspace(data_dir: Path, env: Mapping[str, str]) -> str:
@@ -244,7 +271,8 @@ def _backend_text(kind: str, config: Mapping[str, Any]) -> str:
         name = None
         if isinstance(workspaces, dict):
             name = _literal(workspaces.get("name")) or (
-                f"{prefix}*" if (prefix := _literal(workspaces.get("prefix"))) else None)
+                f"{prefix}*" if (prefix := _literal(workspaces.get("prefix"))) else None
+            )
         where = "/".join(part for part in (organisation, name) if part)
         label = "HCP Terraform" if kind == "cloud" else "remote"
         return f"{label} {where}" if where else label
@@ -283,7 +311,8 @@ def _providers(configs: list[dict[str, Any]], env: Mapping[str, str]) -> list[st
             words = []
             for argument, variables, form in arguments:
                 value = _literal(body.get(argument)) or next(
-                    (env[v] for v in variables if env.get(v, "").strip()), None)
+                    (env[v] for v in variables if env.get(v, "").strip()), None
+                )
                 if value:
                     words.append(form.format(value.strip()))
             if words and " ".join(words) not in settings:
@@ -346,8 +375,14 @@ def pulumi_target(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Tar
 def _selected_stack(folder: Path, env: Mapping[str, str]) -> str | None:
     """``pulumi stack select``'s choice, kept in Pulumi's workspace settings."""
     for directory in [folder, *folder.parents]:
-        project = next((directory / name for name in ("Pulumi.yaml", "Pulumi.yml")
-                        if (directory / name).is_file()), None)
+        project = next(
+            (
+                directory / name
+                for name in ("Pulumi.yaml", "Pulumi.yml")
+                if (directory / name).is_file()
+            ),
+            None,
+        )
         if project is None:
             continue
         text = _read(project) or ""

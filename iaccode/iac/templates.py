@@ -57,8 +57,9 @@ def _loader() -> Any:
         return located
 
     def intrinsic(loader: Any, suffix: str, node: Any) -> Located:
-        name = "Ref" if suffix == "Ref" else "Condition" if suffix == "Condition" \
-            else f"Fn::{suffix}"
+        name = (
+            "Ref" if suffix == "Ref" else "Condition" if suffix == "Condition" else f"Fn::{suffix}"
+        )
         if isinstance(node, yaml.ScalarNode):
             value: Any = loader.construct_scalar(node)
             if suffix == "GetAtt" and isinstance(value, str):
@@ -108,7 +109,7 @@ def load_documents(text: str, name: str) -> list[Any]:
 
 
 def template_family(document: Any) -> str | None:
-    """"ros", "cloudformation", or None when ``document`` is not such a template."""
+    """ "ros", "cloudformation", or None when ``document`` is not such a template."""
     if not isinstance(document, dict):
         return None
     if "ROSTemplateFormatVersion" in document:

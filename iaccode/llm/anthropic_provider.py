@@ -63,8 +63,10 @@ def thinking_config(model: str, level: str, max_tokens: int) -> dict[str, Any]:
     match = _VERSION.search(model)
     version = (int(match.group(1)), int(match.group(2) or 0)) if match else (0, 0)
     if version >= (4, 6) or "mythos" in model:
-        return {"thinking": {"type": "adaptive", "display": "summarized"},
-                "output_config": {"effort": level}}
+        return {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": level},
+        }
     budget = min(THINKING_BUDGETS[level], max_tokens - 1_024)
     if budget < 1_024:  # the API's minimum; too little room to think
         return {}
@@ -75,8 +77,12 @@ def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The history without thinking that has no signature (an OpenAI-compatible model's
     reasoning, kept for replay after a provider switch): the Messages API refuses it. A message
     left empty goes too (the API joins the turns around it)."""
-    if not any(_unsigned(block) for message in messages
-               if isinstance(message.get("content"), list) for block in message["content"]):
+    if not any(
+        _unsigned(block)
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+    ):
         return messages
     kept = []
     for message in messages:
@@ -91,8 +97,9 @@ def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _unsigned(block: Any) -> bool:
-    return (isinstance(block, dict) and block.get("type") == "thinking"
-            and not block.get("signature"))
+    return (
+        isinstance(block, dict) and block.get("type") == "thinking" and not block.get("signature")
+    )
 
 
 EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
@@ -116,8 +123,10 @@ def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
     if body.get("system"):
         system = body["system"]
         blocks: list[dict[str, Any]] = (
-                  [{"type": "text", "text": system}] if isinstance(system, str)
-                  else [dict(block) for block in system])
+            [{"type": "text", "text": system}]
+            if isinstance(system, str)
+            else [dict(block) for block in system]
+        )
         if not any("cache_control" in block for block in blocks):
             blocks[-1]["cache_control"] = dict(EPHEMERAL)
         body["system"] = blocks
@@ -135,15 +144,24 @@ def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _count_marks(messages: list[dict[str, Any]]) -> int:
-    return sum(1 for message in messages if isinstance(message.get("content"), list)
-               for block in message["content"]
-               if isinstance(block, dict) and "cache_control" in block)
+    return sum(
+        1
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and "cache_control" in block
+    )
 
 
 def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
     content = message.get("content")
-    blocks = ([{"type": "text", "text": content}] if isinstance(content, str) and content
-              else list(content) if isinstance(content, list) else [])
+    blocks = (
+        [{"type": "text", "text": content}]
+        if isinstance(content, str) and content
+        else list(content)
+        if isinstance(content, list)
+        else []
+    )
     for index in range(len(blocks) - 1, -1, -1):
         block = blocks[index]
         if not isinstance(block, dict) or block.get("type") in UNCACHEABLE:
@@ -156,9 +174,15 @@ def _mark_last_block(message: dict[str, Any]) -> dict[str, Any]:
 
 
 class AnthropicProvider:
-    def __init__(self, *, max_retries: int, timeout: float, base_url: str | None = None,
-                 key_variable: str | None = None,
-                 stored_key: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        *,
+        max_retries: int,
+        timeout: float,
+        base_url: str | None = None,
+        key_variable: str | None = None,
+        stored_key: Callable[[], str | None] = lambda: None,
+    ) -> None:
         """``base_url`` and ``key_variable`` (IAC_CODE_BASE_URL, IAC_CODE_API_KEY or config's
         ``api_key_env``) replace ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY when given;
         ``stored_key`` gives the key ``iaccode login`` saved, used while the variables are
@@ -197,8 +221,11 @@ class AnthropicProvider:
 
     async def _get_client(self) -> anthropic.AsyncAnthropic:
         # The environment wins; without it, the stored key (a new client when it changed).
-        stored = None if any(os.environ.get(name) for name in self._variables()) else (
-            self._stored_key())
+        stored = (
+            None
+            if any(os.environ.get(name) for name in self._variables())
+            else (self._stored_key())
+        )
         if self._client is None or stored != self._client_key:
             # In a thread: if the preload is still importing, we wait without blocking the loop.
             anthropic = await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
@@ -210,13 +237,14 @@ class AnthropicProvider:
             # The SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
             self._client_key = stored
             self._client = anthropic.AsyncAnthropic(
-                api_key=stored or (os.environ.get(self._key_variable)
-                                   if self._key_variable else None),
+                api_key=stored
+                or (os.environ.get(self._key_variable) if self._key_variable else None),
                 base_url=self._base_url,
                 max_retries=self._max_retries,
                 timeout=anthropic.Timeout(self._timeout, connect=10.0),
                 http_client=anthropic.DefaultAsyncHttpxClient(
-                    event_hooks={"response": [no_long_retry_waits]}),
+                    event_hooks={"response": [no_long_retry_waits]}
+                ),
             )
         return self._client
 
@@ -235,8 +263,9 @@ class AnthropicProvider:
         return with_cache_breakpoints(body)
 
     @asynccontextmanager
-    async def stream(self, request: ModelRequest, tap: RawTap | None = None
-                     ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    async def stream(
+        self, request: ModelRequest, tap: RawTap | None = None
+    ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         client = await self._get_client()
         # Raw SSE lines instead of the SDK's typed events: we need plain dicts for the
         # assembler (shared with the offline provider) and skip building pydantic objects

@@ -106,12 +106,18 @@ class StreamAssembler:
             self._usage = _usage(event.get("usage"), self._usage)
         elif kind == "message_stop":
             self.finished = True
-            return Finished(self._stop_reason or "end_turn", self.content(), self._usage,
-                            dict(self.invalid_tool_inputs))
+            return Finished(
+                self._stop_reason or "end_turn",
+                self.content(),
+                self._usage,
+                dict(self.invalid_tool_inputs),
+            )
         elif kind == "error":
             error = event.get("error") or {}
-            raise ModelError(f"The model API reported an error: "
-                             f"{error.get('type', 'error')}: {error.get('message', '')}".rstrip())
+            raise ModelError(
+                f"The model API reported an error: "
+                f"{error.get('type', 'error')}: {error.get('message', '')}".rstrip()
+            )
         return None
 
     def _delta(self, index: int, delta: dict[str, Any]) -> ModelEvent | None:

@@ -58,8 +58,12 @@ class TokenUsage:
     @property
     def context_tokens(self) -> int:
         """Tokens the request and its answer occupy in the context window."""
-        return (self.input_tokens + self.cache_read_input_tokens
-                + self.cache_creation_input_tokens + self.output_tokens)
+        return (
+            self.input_tokens
+            + self.cache_read_input_tokens
+            + self.cache_creation_input_tokens
+            + self.output_tokens
+        )
 
 
 @frozen

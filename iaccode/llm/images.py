@@ -11,10 +11,14 @@ import base64
 import binascii
 from typing import Any
 
-MEDIA_TYPES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF",
-               "image/webp": "WebP"}
-EXTENSIONS = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-              ".gif": "image/gif", ".webp": "image/webp"}
+MEDIA_TYPES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP"}
+EXTENSIONS = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
 MAX_BASE64_BYTES = 5 * 1024 * 1024
 """The API's limit on one image's base64 data (5 MB)."""
 
@@ -39,11 +43,15 @@ def sniff(data: bytes) -> str | None:
 def checked(media_type: str, encoded: str) -> bytes:
     """The decoded image; ImageError when the API would refuse it."""
     if media_type not in MEDIA_TYPES:
-        raise ImageError(f"unsupported image type {media_type!r}; the model takes "
-                         f"{', '.join(MEDIA_TYPES.values())} ({', '.join(MEDIA_TYPES)})")
+        raise ImageError(
+            f"unsupported image type {media_type!r}; the model takes "
+            f"{', '.join(MEDIA_TYPES.values())} ({', '.join(MEDIA_TYPES)})"
+        )
     if len(encoded) > MAX_BASE64_BYTES:
-        raise ImageError(f"the image is {len(encoded):,} bytes of base64, over the model's "
-                         f"limit of {MAX_BASE64_BYTES:,}")
+        raise ImageError(
+            f"the image is {len(encoded):,} bytes of base64, over the model's "
+            f"limit of {MAX_BASE64_BYTES:,}"
+        )
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -53,13 +61,17 @@ def checked(media_type: str, encoded: str) -> bytes:
     actual = sniff(data)
     if actual != media_type:
         found = f"a {MEDIA_TYPES[actual]} image" if actual else "not an image we know"
-        raise ImageError(f"the data is not {MEDIA_TYPES[media_type]} as its type "
-                         f"{media_type!r} says: it is {found}")
+        raise ImageError(
+            f"the data is not {MEDIA_TYPES[media_type]} as its type "
+            f"{media_type!r} says: it is {found}"
+        )
     return data
 
 
 def image_block(media_type: str, encoded: str) -> dict[str, Any]:
     """An API image block (checked: ImageError)."""
     checked(media_type, encoded)
-    return {"type": "image",
-            "source": {"type": "base64", "media_type": media_type, "data": encoded}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media_type, "data": encoded},
+    }

@@ -29,8 +29,9 @@ class ScriptedProvider:
         return None  # a script needs no key
 
     @asynccontextmanager
-    async def stream(self, request: ModelRequest, tap: RawTap | None = None
-                     ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    async def stream(
+        self, request: ModelRequest, tap: RawTap | None = None
+    ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         self.requests.append(request)
         if not self._exchanges:
             raise ModelError("The offline model script has no answer left for this request.")
@@ -45,16 +46,18 @@ class ScriptedProvider:
             body = exchange.get("body")
             error = (body.get("error") if isinstance(body, dict) else None) or {}
             message = error.get("message") if isinstance(error, dict) else None
-            raise ModelError(f"The model API answered {exchange['status']}"
-                             + (f": {message}" if message else ""))
+            raise ModelError(
+                f"The model API answered {exchange['status']}" + (f": {message}" if message else "")
+            )
         events = self._play(exchange, tap)
         try:
             yield events
         finally:
             await events.aclose()
 
-    async def _play(self, exchange: dict[str, Any],
-                    tap: RawTap | None) -> AsyncGenerator[ModelEvent, None]:
+    async def _play(
+        self, exchange: dict[str, Any], tap: RawTap | None
+    ) -> AsyncGenerator[ModelEvent, None]:
         assembler = StreamAssembler(tap)
         delay = float(exchange.get("delay") or 0.0)
         cut_after = exchange.get("cut_after")

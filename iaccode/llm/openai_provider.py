@@ -49,8 +49,9 @@ def _import_sdk() -> Any:
 
 
 class OpenAIProvider:
-    def __init__(self, endpoint: Endpoint, *, default_model: str, max_retries: int,
-                 timeout: float) -> None:
+    def __init__(
+        self, endpoint: Endpoint, *, default_model: str, max_retries: int, timeout: float
+    ) -> None:
         self._endpoint = endpoint
         self._default_model = default_model
         self._max_retries = max_retries
@@ -88,21 +89,26 @@ class OpenAIProvider:
                 max_retries=self._max_retries,
                 timeout=openai.Timeout(self._timeout, connect=10.0),
                 http_client=openai.DefaultAsyncHttpxClient(
-                    event_hooks={"response": [no_long_retry_waits]}),
+                    event_hooks={"response": [no_long_retry_waits]}
+                ),
             )
         return self._client
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         preset = self._endpoint.preset
-        body = chat_body(request, thinking=preset.thinking,
-                         max_tokens_field=preset.max_tokens_field,
-                         reasoning_back=preset.reasoning_back)
+        body = chat_body(
+            request,
+            thinking=preset.thinking,
+            max_tokens_field=preset.max_tokens_field,
+            reasoning_back=preset.reasoning_back,
+        )
         body["messages"] = encodable(body["messages"])
         return body
 
     @asynccontextmanager
-    async def stream(self, request: ModelRequest, tap: RawTap | None = None
-                     ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    async def stream(
+        self, request: ModelRequest, tap: RawTap | None = None
+    ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         client = await self._get_client()
         # The raw response, not the SDK's typed chunks: plain dicts for the translator.
         response = client.chat.completions.with_streaming_response.create(**self._body(request))

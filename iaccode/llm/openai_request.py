@@ -37,8 +37,9 @@ _NON_THINKING_QWEN = re.compile(r"coder")
 """Qwen models that never think (the Qwen3 Coder family): no ``enable_thinking`` for them."""
 
 
-def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str,
-              reasoning_back: bool = False) -> dict[str, Any]:
+def chat_body(
+    request: ModelRequest, *, thinking: str, max_tokens_field: str, reasoning_back: bool = False
+) -> dict[str, Any]:
     """The request body (streamed, with usage in the last chunk).
 
     ``thinking`` is the preset's style (see ``Preset.thinking``); provider-specific fields go
@@ -55,7 +56,8 @@ def chat_body(request: ModelRequest, *, thinking: str, max_tokens_field: str,
         body["tools"] = [chat_tool(tool) for tool in request.tools]
     if thinks(request.thinking):
         if thinking == "reasoning_effort_any" or (
-                thinking == "reasoning_effort" and _REASONING_MODEL.search(request.model)):
+            thinking == "reasoning_effort" and _REASONING_MODEL.search(request.model)
+        ):
             body["reasoning_effort"] = request.thinking
         elif thinking == "enable_thinking" and not _NON_THINKING_QWEN.search(request.model):
             body["extra_body"] = {"enable_thinking": True}
@@ -69,8 +71,9 @@ def chat_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def chat_messages(system: str | None, messages: list[dict[str, Any]],
-                  reasoning_back: bool = False) -> list[dict[str, Any]]:
+def chat_messages(
+    system: str | None, messages: list[dict[str, Any]], reasoning_back: bool = False
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     unanswered: list[str] = []
     """Ids of the last assistant message's tool calls not answered yet."""
@@ -121,10 +124,18 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def _assistant(blocks: list[dict[str, Any]], reasoning_back: bool) -> dict[str, Any] | None:
     text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     reasoning = "".join(str(b.get("thinking", "")) for b in blocks if b.get("type") == "thinking")
-    calls = [{"id": str(b["id"]), "type": "function",
-              "function": {"name": str(b.get("name", "")),
-                           "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
-             for b in blocks if b.get("type") == "tool_use" and b.get("id")]
+    calls = [
+        {
+            "id": str(b["id"]),
+            "type": "function",
+            "function": {
+                "name": str(b.get("name", "")),
+                "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False),
+            },
+        }
+        for b in blocks
+        if b.get("type") == "tool_use" and b.get("id")
+    ]
     if not text and not calls:
         return None  # only thinking: nothing the API wants back
     message: dict[str, Any] = {"role": "assistant", "content": text or None}

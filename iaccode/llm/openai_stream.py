@@ -28,8 +28,13 @@ from typing import Any
 
 from iaccode.checks import is_int
 
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
-                "function_call": "tool_use", "content_filter": "refusal"}
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
 
 
 def _text(value: Any, what: str) -> str:
@@ -47,8 +52,8 @@ def _count(value: Any) -> int:
 
 def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
     """A Chat Completions usage object in the Messages API's terms."""
-    prompt = (usage.get("prompt_tokens_details") or {})
-    completion = (usage.get("completion_tokens_details") or {})
+    prompt = usage.get("prompt_tokens_details") or {}
+    completion = usage.get("completion_tokens_details") or {}
     cached = _count(prompt.get("cached_tokens")) or _count(usage.get("prompt_cache_hit_tokens"))
     return {
         "input_tokens": max(0, _count(usage.get("prompt_tokens")) - cached),
@@ -76,15 +81,31 @@ class ChunkTranslator:
         events: list[dict[str, Any]] = []
         if not self._started:
             self._started = True
-            events.append({"type": "message_start", "message": {
-                "id": chunk.get("id"), "type": "message", "role": "assistant",
-                "model": chunk.get("model"), "content": [], "usage": {}}})
+            events.append(
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": chunk.get("id"),
+                        "type": "message",
+                        "role": "assistant",
+                        "model": chunk.get("model"),
+                        "content": [],
+                        "usage": {},
+                    },
+                }
+            )
         error = chunk.get("error")
         if error is not None:
             error = error if isinstance(error, dict) else {"message": str(error)}
-            events.append({"type": "error", "error": {
-                "type": str(error.get("type") or error.get("code") or "error"),
-                "message": str(error.get("message", ""))}})
+            events.append(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": str(error.get("type") or error.get("code") or "error"),
+                        "message": str(error.get("message", "")),
+                    },
+                }
+            )
             return events
         if isinstance(chunk.get("usage"), dict):
             self._usage = usage_fields(chunk["usage"])
@@ -92,8 +113,9 @@ class ChunkTranslator:
             if choice.get("index", 0) != 0:
                 continue  # we ask for one choice; a server sending more is ignored for them
             delta = choice.get("delta") or {}
-            reasoning = (_text(delta.get("reasoning_content"), "reasoning_content")
-                         or _text(delta.get("reasoning"), "reasoning"))
+            reasoning = _text(delta.get("reasoning_content"), "reasoning_content") or _text(
+                delta.get("reasoning"), "reasoning"
+            )
             if reasoning:
                 self._write("thinking", reasoning, events)
             content = _text(delta.get("content"), "content")
@@ -110,12 +132,19 @@ class ChunkTranslator:
             self._close(events)
             self._open = (kind, self._blocks)
             self._blocks += 1
-            block = {"type": "text", "text": ""} if kind == "text" else {
-                "type": "thinking", "thinking": ""}
-            events.append({"type": "content_block_start", "index": self._open[1],
-                           "content_block": block})
-        delta = ({"type": "text_delta", "text": text} if kind == "text"
-                 else {"type": "thinking_delta", "thinking": text})
+            block = (
+                {"type": "text", "text": ""}
+                if kind == "text"
+                else {"type": "thinking", "thinking": ""}
+            )
+            events.append(
+                {"type": "content_block_start", "index": self._open[1], "content_block": block}
+            )
+        delta = (
+            {"type": "text_delta", "text": text}
+            if kind == "text"
+            else {"type": "thinking_delta", "thinking": text}
+        )
         events.append({"type": "content_block_delta", "index": self._open[1], "delta": delta})
 
     def _close(self, events: list[dict[str, Any]]) -> None:
@@ -143,15 +172,34 @@ class ChunkTranslator:
             self._blocks += 1
             # A server that sends no id (some local ones): one we make, so it can be answered.
             call_id = call["id"] or f"call_{uuid.uuid4().hex[:24]}"
-            events.append({"type": "content_block_start", "index": index, "content_block": {
-                "type": "tool_use", "id": call_id, "name": call["name"], "input": {}}})
-            events.append({"type": "content_block_delta", "index": index, "delta": {
-                "type": "input_json_delta", "partial_json": "".join(call["arguments"])}})
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": call_id,
+                        "name": call["name"],
+                        "input": {},
+                    },
+                }
+            )
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": "".join(call["arguments"]),
+                    },
+                }
+            )
             events.append({"type": "content_block_stop", "index": index})
         stop = STOP_REASONS.get(self.finish_reason or "stop", "end_turn")
         if self._calls and stop == "end_turn":
             stop = "tool_use"  # some servers say "stop" after tool calls
-        events.append({"type": "message_delta", "delta": {"stop_reason": stop},
-                       "usage": self._usage})
+        events.append(
+            {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": self._usage}
+        )
         events.append({"type": "message_stop"})
         return events

@@ -50,9 +50,12 @@ def cost_usd(model: str, usage: TokenUsage) -> float | None:
     price = price_of(model)
     if price is None:
         return None
-    return (usage.input_tokens * price.input + usage.output_tokens * price.output
-            + usage.cache_creation_input_tokens * price.cache_write
-            + usage.cache_read_input_tokens * price.cache_read) / 1_000_000
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
 
 
 class CostMeter:

@@ -48,12 +48,28 @@ if TYPE_CHECKING:
 
 
 class Preset:
-    __slots__ = ("title", "base_url", "key_variable", "models", "api", "thinking",
-                 "max_tokens_field", "reasoning_back")
+    __slots__ = (
+        "title",
+        "base_url",
+        "key_variable",
+        "models",
+        "api",
+        "thinking",
+        "max_tokens_field",
+        "reasoning_back",
+    )
 
-    def __init__(self, title: str, base_url: str | None, key_variable: str | None,
-                 models: dict[str, str], api: str = "chat_completions", thinking: str = "none",
-                 max_tokens_field: str = "max_tokens", reasoning_back: bool = False) -> None:
+    def __init__(
+        self,
+        title: str,
+        base_url: str | None,
+        key_variable: str | None,
+        models: dict[str, str],
+        api: str = "chat_completions",
+        thinking: str = "none",
+        max_tokens_field: str = "max_tokens",
+        reasoning_back: bool = False,
+    ) -> None:
         self.title = title
         """The provider's name as a user knows it."""
         self.base_url = base_url
@@ -84,30 +100,60 @@ ANTHROPIC_MODELS = {
 }
 
 PRESETS: dict[str, Preset] = {
-    "anthropic": Preset("Anthropic", None, "ANTHROPIC_API_KEY", ANTHROPIC_MODELS,
-                        api="messages"),
-    "openai": Preset("OpenAI", "https://api.openai.com/v1", "OPENAI_API_KEY",
-                     {"gpt-5.1": "GPT-5.1", "gpt-5-mini": "GPT-5 mini", "o4-mini": "o4-mini",
-                      "gpt-4.1": "GPT-4.1"},
-                     thinking="reasoning_effort", max_tokens_field="max_completion_tokens"),
-    "dashscope": Preset("DashScope (Qwen)", "https://dashscope.aliyuncs.com/compatible-mode/v1",
-                        "DASHSCOPE_API_KEY",
-                        {"qwen3-coder-plus": "Qwen3 Coder Plus", "qwen3-max": "Qwen3 Max",
-                         "qwen-plus": "Qwen Plus", "qwen-flash": "Qwen Flash"},
-                        thinking="enable_thinking"),
-    "deepseek": Preset("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY",
-                       {"deepseek-chat": "DeepSeek Chat",
-                        "deepseek-reasoner": "DeepSeek Reasoner"}, reasoning_back=True),
-    "openrouter": Preset("OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
-                         {"qwen/qwen3-coder": "Qwen3 Coder", "openai/gpt-5.1": "GPT-5.1",
-                          "deepseek/deepseek-chat-v3.1": "DeepSeek V3.1",
-                          "anthropic/claude-sonnet-4.5": "Claude Sonnet 4.5"},
-                         thinking="reasoning_effort_any"),
-    "ollama": Preset("Ollama", "http://localhost:11434/v1", None,
-                     {"qwen3-coder": "Qwen3 Coder", "qwen3": "Qwen3",
-                      "gpt-oss:20b": "gpt-oss 20B"}),
-    "openai_compatible": Preset("OpenAI-compatible API", None, None, {},
-                                thinking="reasoning_effort"),
+    "anthropic": Preset("Anthropic", None, "ANTHROPIC_API_KEY", ANTHROPIC_MODELS, api="messages"),
+    "openai": Preset(
+        "OpenAI",
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+        {
+            "gpt-5.1": "GPT-5.1",
+            "gpt-5-mini": "GPT-5 mini",
+            "o4-mini": "o4-mini",
+            "gpt-4.1": "GPT-4.1",
+        },
+        thinking="reasoning_effort",
+        max_tokens_field="max_completion_tokens",
+    ),
+    "dashscope": Preset(
+        "DashScope (Qwen)",
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "DASHSCOPE_API_KEY",
+        {
+            "qwen3-coder-plus": "Qwen3 Coder Plus",
+            "qwen3-max": "Qwen3 Max",
+            "qwen-plus": "Qwen Plus",
+            "qwen-flash": "Qwen Flash",
+        },
+        thinking="enable_thinking",
+    ),
+    "deepseek": Preset(
+        "DeepSeek",
+        "https://api.deepseek.com/v1",
+        "DEEPSEEK_API_KEY",
+        {"deepseek-chat": "DeepSeek Chat", "deepseek-reasoner": "DeepSeek Reasoner"},
+        reasoning_back=True,
+    ),
+    "openrouter": Preset(
+        "OpenRouter",
+        "https://openrouter.ai/api/v1",
+        "OPENROUTER_API_KEY",
+        {
+            "qwen/qwen3-coder": "Qwen3 Coder",
+            "openai/gpt-5.1": "GPT-5.1",
+            "deepseek/deepseek-chat-v3.1": "DeepSeek V3.1",
+            "anthropic/claude-sonnet-4.5": "Claude Sonnet 4.5",
+        },
+        thinking="reasoning_effort_any",
+    ),
+    "ollama": Preset(
+        "Ollama",
+        "http://localhost:11434/v1",
+        None,
+        {"qwen3-coder": "Qwen3 Coder", "qwen3": "Qwen3", "gpt-oss:20b": "gpt-oss 20B"},
+    ),
+    "openai_compatible": Preset(
+        "OpenAI-compatible API", None, None, {}, thinking="reasoning_effort"
+    ),
 }
 """Provider name -> preset (the order is the one shown in help and errors)."""
 
@@ -126,9 +172,15 @@ class Endpoint:
 
     __slots__ = ("provider", "preset", "base_url", "key_variable", "models", "home")
 
-    def __init__(self, provider: str, preset: Preset, base_url: str | None,
-                 key_variable: str | None, models: dict[str, str],
-                 home: PathLike[str] | str | None = None) -> None:
+    def __init__(
+        self,
+        provider: str,
+        preset: Preset,
+        base_url: str | None,
+        key_variable: str | None,
+        models: dict[str, str],
+        home: PathLike[str] | str | None = None,
+    ) -> None:
         self.provider = provider
         self.preset = preset
         self.base_url = base_url
@@ -165,15 +217,21 @@ class Endpoint:
         """What must still be set before a request can be made (None: nothing)."""
         setting = f"(provider {self.provider}, {self.preset.title})"
         if self.base_url is None and self.preset.api != "messages":
-            return (f"No base URL for {setting}: set IAC_CODE_BASE_URL (or base_url in "
-                    f"config.toml) to the API's address, like http://localhost:8000/v1.")
+            return (
+                f"No base URL for {setting}: set IAC_CODE_BASE_URL (or base_url in "
+                f"config.toml) to the API's address, like http://localhost:8000/v1."
+            )
         if self.key_variable and not env.get(self.key_variable) and not self.key_stored():
-            return (f"No API key for {setting}: set {self.key_variable} in the environment the "
-                    f"editor starts iaccode with, or run `iaccode login` (or set "
-                    f"IAC_CODE_MODEL_SCRIPT to play a scripted model offline).")
+            return (
+                f"No API key for {setting}: set {self.key_variable} in the environment the "
+                f"editor starts iaccode with, or run `iaccode login` (or set "
+                f"IAC_CODE_MODEL_SCRIPT to play a scripted model offline)."
+            )
         if not model:
-            return (f"No model for {setting}: set IAC_CODE_MODEL (or models = [...] in "
-                    f"config.toml) to the model id the API serves.")
+            return (
+                f"No model for {setting}: set IAC_CODE_MODEL (or models = [...] in "
+                f"config.toml) to the model id the API serves."
+            )
         return None
 
 
@@ -186,10 +244,19 @@ def endpoint(config: ProviderSettings, env: Mapping[str, str] = os.environ) -> E
         key_variable = API_KEY_VARIABLE
     else:
         key_variable = preset.key_variable
-    models = ({model: preset.models.get(model, model) for model in config.models}
-              if config.models is not None else dict(preset.models))
-    return Endpoint(config.provider, preset, config.base_url or preset.base_url, key_variable,
-                    models, config.home)
+    models = (
+        {model: preset.models.get(model, model) for model in config.models}
+        if config.models is not None
+        else dict(preset.models)
+    )
+    return Endpoint(
+        config.provider,
+        preset,
+        config.base_url or preset.base_url,
+        key_variable,
+        models,
+        config.home,
+    )
 
 
 def default_model(provider: str, models: tuple[str, ...] | None) -> str:
@@ -240,20 +307,41 @@ def auth_methods(config: ProviderSettings, *, terminal: bool = False) -> list[di
     where = endpoint(config)
     if not where.key_variable:
         problem = where.missing(config.model)
-        return [] if problem is None else [
-            {"id": env_method_id(config), "name": f"{where.preset.title} settings",
-             "description": problem}]
-    methods: list[dict[str, object]] = [{
-        "id": env_method_id(config), "name": f"{where.preset.title} API key",
-        "description": (f"Set {where.key_variable} in the environment the editor starts "
-                        "`iaccode acp` with (it wins over a key saved by `iaccode login`).")}]
+        return (
+            []
+            if problem is None
+            else [
+                {
+                    "id": env_method_id(config),
+                    "name": f"{where.preset.title} settings",
+                    "description": problem,
+                }
+            ]
+        )
+    methods: list[dict[str, object]] = [
+        {
+            "id": env_method_id(config),
+            "name": f"{where.preset.title} API key",
+            "description": (
+                f"Set {where.key_variable} in the environment the editor starts "
+                "`iaccode acp` with (it wins over a key saved by `iaccode login`)."
+            ),
+        }
+    ]
     if terminal:
-        methods.append({  # in the order of protocol.messages.AuthMethod's fields
-            "id": LOGIN_METHOD_ID, "name": "Log in with an API key",
-            "description": (f"Runs `iaccode login`: choose the provider ({where.preset.title} "
-                            "now), paste its key; it is saved in the OS keyring or in "
-                            "credentials.toml under IAC_CODE_HOME (mode 0600)."),
-            "type": "terminal", "args": list(LOGIN_ARGS)})
+        methods.append(
+            {  # in the order of protocol.messages.AuthMethod's fields
+                "id": LOGIN_METHOD_ID,
+                "name": "Log in with an API key",
+                "description": (
+                    f"Runs `iaccode login`: choose the provider ({where.preset.title} "
+                    "now), paste its key; it is saved in the OS keyring or in "
+                    "credentials.toml under IAC_CODE_HOME (mode 0600)."
+                ),
+                "type": "terminal",
+                "args": list(LOGIN_ARGS),
+            }
+        )
     return methods
 
 
@@ -264,6 +352,6 @@ def terminal_auth(capabilities: Mapping[str, object] | None) -> bool:
     if not capabilities:
         return False
     auth, meta = capabilities.get("auth"), capabilities.get("_meta")
-    return ((isinstance(auth, dict) and auth.get("terminal") is True)
-            or (isinstance(meta, dict) and meta.get("terminal-auth") is True))
-
+    return (isinstance(auth, dict) and auth.get("terminal") is True) or (
+        isinstance(meta, dict) and meta.get("terminal-auth") is True
+    )

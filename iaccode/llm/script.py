@@ -107,14 +107,17 @@ def _checked_exchange(obj: object, where: str) -> Exchange:
     exchange = checks.table(obj, where)
     kinds = [kind for kind in _KINDS if kind in exchange]
     if len(kinds) != 1:
-        raise checks.Invalid(f"{where} must have exactly one of "
-                             f"{', '.join(repr(k) for k in _KINDS)} "
-                             f"(found {', '.join(repr(k) for k in kinds) or 'none'})")
+        raise checks.Invalid(
+            f"{where} must have exactly one of "
+            f"{', '.join(repr(k) for k in _KINDS)} "
+            f"(found {', '.join(repr(k) for k in kinds) or 'none'})"
+        )
     kind = kinds[0]
     unknown = sorted(str(key) for key in exchange if key not in _ALLOWED_KEYS[kind])
     if unknown:
-        raise checks.Invalid(f"{where} unknown key(s) for a {kind!r} exchange: "
-                             f"{', '.join(unknown)}")
+        raise checks.Invalid(
+            f"{where} unknown key(s) for a {kind!r} exchange: {', '.join(unknown)}"
+        )
     out: Exchange = {}
     if "comment" in exchange:
         out["comment"] = checks.string(exchange["comment"], f"{where} 'comment'")
@@ -126,18 +129,25 @@ def _checked_exchange(obj: object, where: str) -> Exchange:
         delay = exchange.get("delay")
         delay = 0.0 if delay is None else checks.number(delay, f"{where} 'delay'", minimum=0)
         cut_after = exchange.get("cut_after")
-        if cut_after is not None and not (checks.is_int(cut_after)
-                                          and 0 <= cut_after <= len(events)):
-            raise checks.fail(f"{where} 'cut_after'", f"null or an integer from 0 to "
-                              f"{len(events)}", repr(cut_after))
+        if cut_after is not None and not (
+            checks.is_int(cut_after) and 0 <= cut_after <= len(events)
+        ):
+            raise checks.fail(
+                f"{where} 'cut_after'",
+                f"null or an integer from 0 to {len(events)}",
+                repr(cut_after),
+            )
         out.update(events=[dict(event) for event in events], delay=delay, cut_after=cut_after)
         if exchange.get("then_hang"):
             out["then_hang"] = True
     elif kind == "status":
-        status = checks.integer(exchange["status"], f"{where} 'status'", minimum=400,
-                                maximum=599)
-        headers = checks.table_of(exchange.get("headers") or {}, f"{where} 'headers'",
-                                  checks.string, "an object of strings")
+        status = checks.integer(exchange["status"], f"{where} 'status'", minimum=400, maximum=599)
+        headers = checks.table_of(
+            exchange.get("headers") or {},
+            f"{where} 'headers'",
+            checks.string,
+            "an object of strings",
+        )
         out.update(status=status, headers=headers)
         if "body" in exchange:
             out["body"] = exchange["body"]
@@ -168,8 +178,9 @@ def validate_script(obj: object) -> list[Exchange]:
                 raise checks.Invalid("script: missing 'exchanges'")
             obj = obj["exchanges"]
         if not isinstance(obj, list):
-            raise checks.fail("script", "a list of exchanges or an object with 'exchanges'",
-                              checks.type_name(obj))
+            raise checks.fail(
+                "script", "a list of exchanges or an object with 'exchanges'", checks.type_name(obj)
+            )
     except checks.Invalid as exc:
         raise ScriptError(str(exc)) from None
     return [validate_exchange(item, index) for index, item in enumerate(obj)]

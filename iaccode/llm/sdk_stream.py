@@ -118,8 +118,9 @@ RawEvents = Callable[[AsyncIterator[str]], AsyncGenerator[dict[str, Any], None]]
 
 
 @asynccontextmanager
-async def open_stream(sdk: Any, response: AbstractAsyncContextManager[Any], raw_events: RawEvents,
-                      tap: RawTap | None) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+async def open_stream(
+    sdk: Any, response: AbstractAsyncContextManager[Any], raw_events: RawEvents, tap: RawTap | None
+) -> AsyncIterator[AsyncIterator[ModelEvent]]:
     """Enter the SDK's raw streaming ``response`` (``with_streaming_response.create(...)``:
     the SDK's retries happen here) and yield the assembled provider events.
 
@@ -142,9 +143,12 @@ async def open_stream(sdk: Any, response: AbstractAsyncContextManager[Any], raw_
             await response.__aexit__(None, None, None)
 
 
-async def _assembled(raws: AsyncGenerator[dict[str, Any], None], sdk: Any,
-                     errors: tuple[type[BaseException], ...],
-                     tap: RawTap | None) -> AsyncGenerator[ModelEvent, None]:
+async def _assembled(
+    raws: AsyncGenerator[dict[str, Any], None],
+    sdk: Any,
+    errors: tuple[type[BaseException], ...],
+    tap: RawTap | None,
+) -> AsyncGenerator[ModelEvent, None]:
     assembler = StreamAssembler(tap)
     try:
         async with aclosing(raws):

@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 FILE_NAME = "credentials.toml"
 KEYRING_SERVICE = "iac-code"
 """The keyring service name; the provider is the user name."""
-HEADER = ("# API keys saved by `iaccode login` (`iaccode logout` removes one).\n"
-          "# The environment wins: a key here is used only while the provider's variable is "
-          "unset.\n")
+HEADER = (
+    "# API keys saved by `iaccode login` (`iaccode logout` removes one).\n"
+    "# The environment wins: a key here is used only while the provider's variable is "
+    "unset.\n"
+)
 
 
 class StoreProblem(Exception):
@@ -126,8 +128,7 @@ def check_key(key: str) -> str | None:
     return None
 
 
-def save(home: PathLike[str] | str, provider: str, key: str, *,
-         use_keyring: bool = True) -> str:
+def save(home: PathLike[str] | str, provider: str, key: str, *, use_keyring: bool = True) -> str:
     """Store ``key`` for ``provider``: in the OS keyring when ``keyring`` is installed and has a
     working backend (and ``use_keyring``), else in the file. Returns where it went, in words.
     Raises StoreProblem (the file) or ValueError (a key that is not one)."""

@@ -71,16 +71,28 @@ def from_acp(servers: list[Any]) -> list[ServerSpec]:
         kind = raw.get("type", "stdio")
         name = _string(raw, "name", where)
         if kind == "stdio":
-            specs.append(ServerSpec(
-                name, "stdio", command=_string(raw, "command", where),
-                args=tuple(_strings(raw.get("args", []), f"{where}.args")),
-                env=_pairs(raw.get("env", []), f"{where}.env")))
+            specs.append(
+                ServerSpec(
+                    name,
+                    "stdio",
+                    command=_string(raw, "command", where),
+                    args=tuple(_strings(raw.get("args", []), f"{where}.args")),
+                    env=_pairs(raw.get("env", []), f"{where}.env"),
+                )
+            )
         elif kind in ("http", "sse"):
-            specs.append(ServerSpec(name, kind, url=_url(raw, where),
-                                    headers=_pairs(raw.get("headers", []), f"{where}.headers")))
+            specs.append(
+                ServerSpec(
+                    name,
+                    kind,
+                    url=_url(raw, where),
+                    headers=_pairs(raw.get("headers", []), f"{where}.headers"),
+                )
+            )
         else:
-            raise ServerConfigError(f"{where}.type", f"must be \"http\" or \"sse\" (or absent "
-                                    f"for stdio), got {kind!r}")
+            raise ServerConfigError(
+                f"{where}.type", f'must be "http" or "sse" (or absent for stdio), got {kind!r}'
+            )
     _unique(specs, "mcpServers")
     return specs
 
@@ -102,26 +114,43 @@ def from_toml(table: Any, where: str = "mcp_servers") -> list[ServerSpec]:
         remote_keys = {"type", "url", "headers"}
         unknown = set(raw) - stdio_keys - remote_keys
         if unknown:
-            raise ServerConfigError(f"{at}.{sorted(unknown)[0]}", "unknown key; the keys are "
-                                    "command, args, env (stdio) or type, url, headers, and "
-                                    "trusted")
+            raise ServerConfigError(
+                f"{at}.{sorted(unknown)[0]}",
+                "unknown key; the keys are "
+                "command, args, env (stdio) or type, url, headers, and "
+                "trusted",
+            )
         if "command" in raw:
             if set(raw) & remote_keys:
                 raise ServerConfigError(at, "has both command (stdio) and url/type/headers")
             env = raw.get("env", {})
-            specs.append(ServerSpec(
-                name, "stdio", command=_string(raw, "command", at),
-                args=tuple(_strings(raw.get("args", []), f"{at}.args")),
-                env=_table(env, f"{at}.env"), origin="config", trusted=trusted))
+            specs.append(
+                ServerSpec(
+                    name,
+                    "stdio",
+                    command=_string(raw, "command", at),
+                    args=tuple(_strings(raw.get("args", []), f"{at}.args")),
+                    env=_table(env, f"{at}.env"),
+                    origin="config",
+                    trusted=trusted,
+                )
+            )
             continue
         kind = raw.get("type", "http")
         if kind not in ("http", "sse"):
-            raise ServerConfigError(f"{at}.type", f"must be \"http\" or \"sse\", got {kind!r}")
+            raise ServerConfigError(f"{at}.type", f'must be "http" or "sse", got {kind!r}')
         if set(raw) & {"args", "env"}:
             raise ServerConfigError(at, "args and env are for stdio servers (with command)")
-        specs.append(ServerSpec(name, kind, url=_url(raw, at),
-                                headers=_table(raw.get("headers", {}), f"{at}.headers"),
-                                origin="config", trusted=trusted))
+        specs.append(
+            ServerSpec(
+                name,
+                kind,
+                url=_url(raw, at),
+                headers=_table(raw.get("headers", {}), f"{at}.headers"),
+                origin="config",
+                trusted=trusted,
+            )
+        )
     return specs
 
 
@@ -142,8 +171,14 @@ def spec_secrets(spec: ServerSpec) -> list[tuple[str, str]]:
     found = [(name, value) for name, value in spec.env.items() if is_secret(name, value)]
     for index, arg in enumerate(spec.args):
         if (password := url_password(arg)) is not None:  # a database URL, as in env
-            found.append((spec.args[index - 1] if index and spec.args[index - 1].startswith(
-                "-") else "argument", password))
+            found.append(
+                (
+                    spec.args[index - 1]
+                    if index and spec.args[index - 1].startswith("-")
+                    else "argument",
+                    password,
+                )
+            )
         option, equals, value = arg.partition("=")
         if not option.startswith("-"):
             continue
@@ -199,10 +234,14 @@ def _pairs(value: Any, where: str) -> dict[str, str]:
         raise ServerConfigError(where, "must be an array of {name, value} objects")
     pairs: dict[str, str] = {}
     for index, item in enumerate(value):
-        if (not isinstance(item, dict) or not isinstance(item.get("name"), str)
-                or not isinstance(item.get("value"), str)):
-            raise ServerConfigError(f"{where}[{index}]", "must be {\"name\": string, "
-                                    "\"value\": string}")
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("value"), str)
+        ):
+            raise ServerConfigError(
+                f"{where}[{index}]", 'must be {"name": string, "value": string}'
+            )
         pairs[item["name"]] = item["value"]
     return pairs
 

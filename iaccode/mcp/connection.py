@@ -68,8 +68,9 @@ class ServerGone(Exception):
 
 
 class ServerConnection:
-    def __init__(self, spec: ServerSpec, cwd: Path,
-                 on_change: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, spec: ServerSpec, cwd: Path, on_change: Callable[[], None] = lambda: None
+    ) -> None:
         self.spec = spec
         self._cwd = cwd
         self._on_change = on_change
@@ -129,19 +130,26 @@ class ServerConnection:
                         transport: Any = process.open()
                     else:
                         transport = remote(self.spec, stack)
-                    client = Client(transport, client_info=Implementation(
-                        name="iaccode", version=iaccode.__version__),
+                    client = Client(
+                        transport,
+                        client_info=Implementation(name="iaccode", version=iaccode.__version__),
                         message_handler=self._on_message,
-                        elicitation_callback=self._on_elicitation)
+                        elicitation_callback=self._on_elicitation,
+                    )
                     await stack.enter_async_context(client)
                     await self._list(client)
                     connecting.deadline = math.inf
                     self._client = client
                     self.status, self.was_connected = "connected", True
                     self.settled.set()
-                    log.info("MCP server %s connected (%s, protocol %s): %d tools, %d prompts",
-                             self.name, self.spec.transport, client.protocol_version,
-                             len(self.tools), len(self.prompts))
+                    log.info(
+                        "MCP server %s connected (%s, protocol %s): %d tools, %d prompts",
+                        self.name,
+                        self.spec.transport,
+                        client.protocol_version,
+                        len(self.tools),
+                        len(self.prompts),
+                    )
                     await self._until_gone(process, client)
             if connecting.cancelled_caught:
                 self._failed(f"no answer within {CONNECT_TIMEOUT:g} s", process)
@@ -161,9 +169,11 @@ class ServerConnection:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._follow_changes, client)
             if process is not None:
+
                 async def watch() -> None:
                     await process.ended.wait()
                     self._lost("exited")
+
                 nursery.start_soon(watch)
             await self._gone.wait()
             nursery.cancel_scope.cancel()
@@ -190,17 +200,21 @@ class ServerConnection:
         prompts = bool(capabilities.prompts and capabilities.prompts.list_changed)
         if tools or prompts:
             try:
-                async with client.listen(tools_list_changed=tools,
-                                         prompts_list_changed=prompts) as changes:
+                async with client.listen(
+                    tools_list_changed=tools, prompts_list_changed=prompts
+                ) as changes:
                     async for _ in changes:
                         await self._list_again(client)
                 return
             except ListenNotSupportedError:
                 pass
             except (MCPError, TimeoutError) as exc:  # refused, or never acknowledged
-                log.warning("MCP server %s: no subscriptions/listen stream (%s); its "
-                            "list_changed notifications are still heeded", self.name,
-                            _reason(exc))
+                log.warning(
+                    "MCP server %s: no subscriptions/listen stream (%s); its "
+                    "list_changed notifications are still heeded",
+                    self.name,
+                    _reason(exc),
+                )
             except SubscriptionLost as exc:  # the connection is going: _until_gone hears it
                 log.info("MCP server %s: its change stream ended: %s", self.name, exc)
                 return
@@ -233,11 +247,18 @@ class ServerConnection:
         try:
             await self._list(client)
         except (MCPError, ValidationError, TimeoutError) as exc:  # keep the old lists
-            log.warning("MCP server %s said its lists changed, then could not list them: %s",
-                        self.name, _reason(exc))
+            log.warning(
+                "MCP server %s said its lists changed, then could not list them: %s",
+                self.name,
+                _reason(exc),
+            )
             return
-        log.info("MCP server %s changed: %d tools, %d prompts", self.name, len(self.tools),
-                 len(self.prompts))
+        log.info(
+            "MCP server %s changed: %d tools, %d prompts",
+            self.name,
+            len(self.tools),
+            len(self.prompts),
+        )
         self._on_change()
 
     def _lost(self, reason: str) -> None:
@@ -250,8 +271,13 @@ class ServerConnection:
         self.tools, self.prompts = [], []
         self.settled.set()
         tail = process.stderr_tail if process is not None else ""
-        log.warning("MCP server %s (%s) failed: %s%s", self.name, self.spec.transport, reason,
-                    f"\n--- the end of its stderr ---\n{tail}" if tail else "")
+        log.warning(
+            "MCP server %s (%s) failed: %s%s",
+            self.name,
+            self.spec.transport,
+            reason,
+            f"\n--- the end of its stderr ---\n{tail}" if tail else "",
+        )
 
     async def check(self, timeout: float) -> None:  # noqa: ASYNC109 - a bound, not a deadline
         """For a connected HTTP or SSE server (a stdio one is watched all along): ping it, and
@@ -279,8 +305,9 @@ class ServerConnection:
             with trio.move_on_after(timeout):
                 await self.ended.wait()
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any],
-                        ask: UserAsker | None = None) -> CallToolResult:
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], ask: UserAsker | None = None
+    ) -> CallToolResult:
         """Call a tool. Raises ToolFailure when the server is not connected, answers an error
         or goes away meanwhile (then it is marked failed). Cancellation: the SDK tells the
         server (``notifications/cancelled``) and we do not wait for it. ``ask``: where the
@@ -325,28 +352,37 @@ class ServerConnection:
 
         client = self._client
         if client is None or self.status != "connected":
-            raise ToolFailure(f"MCP server {self.name} is not connected"
-                              f"{': ' + self.reason if self.reason else ''}.")
+            raise ToolFailure(
+                f"MCP server {self.name} is not connected"
+                f"{': ' + self.reason if self.reason else ''}."
+            )
         try:
             return await send(client)
         except MCPError as exc:
             if exc.error.code == CONNECTION_CLOSED:
                 self._lost("the connection closed")
                 raise ToolFailure(f"MCP server {self.name} went away during the call.") from exc
-            raise ToolFailure(f"MCP server {self.name} answered an error: "
-                              f"{exc.error.message}") from exc
+            raise ToolFailure(
+                f"MCP server {self.name} answered an error: {exc.error.message}"
+            ) from exc
         except ValidationError as exc:  # it answered, but not with a result: it is still there
-            raise ToolFailure(f"MCP server {self.name} answered with an invalid result: "
-                              f"{exc.error_count()} problem(s), the first: "
-                              f"{exc.errors()[0]['msg']}") from exc
+            raise ToolFailure(
+                f"MCP server {self.name} answered with an invalid result: "
+                f"{exc.error_count()} problem(s), the first: "
+                f"{exc.errors()[0]['msg']}"
+            ) from exc
         except Exception as exc:  # the transport's errors (OSError, httpx, anyio): it is gone
             self._lost(_reason(exc))
-            raise ToolFailure(f"MCP server {self.name} went away during the call: "
-                              f"{_reason(exc)}") from exc
+            raise ToolFailure(
+                f"MCP server {self.name} went away during the call: {_reason(exc)}"
+            ) from exc
 
 
-async def _listing(list_page: Callable[..., Awaitable[Any]], field: str,
-                   take: Callable[[Any], bool] = lambda item: True) -> tuple[list[Any], str]:
+async def _listing(
+    list_page: Callable[..., Awaitable[Any]],
+    field: str,
+    take: Callable[[Any], bool] = lambda item: True,
+) -> tuple[list[Any], str]:
     """The items of a paginated list (``tools/list``, ``prompts/list``), at most MAX_ITEMS from
     at most MAX_PAGES pages, each only if ``take`` takes it (as its page comes: nothing
     left out is kept until the end), and what was left out ("" when nothing). Past
@@ -361,7 +397,8 @@ async def _listing(list_page: Callable[..., Awaitable[Any]], field: str,
             page = await list_page(cursor=cursor)
             pages += 1
             items += [item for item in getattr(page, field) if take(item)][
-                :MAX_ITEMS + 1 - len(items)]
+                : MAX_ITEMS + 1 - len(items)
+            ]
             cursor = page.next_cursor
             repeated = cursor in seen
             if not cursor or repeated or len(items) > MAX_ITEMS:
@@ -370,15 +407,18 @@ async def _listing(list_page: Callable[..., Awaitable[Any]], field: str,
     if waited.cancelled_caught and not pages:
         raise TimeoutError(f"its {field} list took longer than {LIST_TIMEOUT:g} s")
     if waited.cancelled_caught:
-        return items[:MAX_ITEMS], (f"its {field} list took longer than {LIST_TIMEOUT:g} s "
-                                   f"({min(len(items), MAX_ITEMS)} taken from {pages} pages)")
+        return items[:MAX_ITEMS], (
+            f"its {field} list took longer than {LIST_TIMEOUT:g} s "
+            f"({min(len(items), MAX_ITEMS)} taken from {pages} pages)"
+        )
     if len(items) > MAX_ITEMS:
         return items[:MAX_ITEMS], f"only its first {MAX_ITEMS} {field} were taken"
     if repeated:
         return items, f"its {field} list came back to a page it had sent ({len(items)} taken)"
     if cursor:
-        return items, (f"its {field} list still went on after {MAX_PAGES} pages "
-                       f"({len(items)} taken)")
+        return items, (
+            f"its {field} list still went on after {MAX_PAGES} pages ({len(items)} taken)"
+        )
     return items, ""
 
 
@@ -391,8 +431,7 @@ class _Fitting:
         self.left = 0
 
     def take(self, tool: Tool) -> bool:
-        definition = tool.model_dump_json(include={"name", "title", "description",
-                                                   "input_schema"})
+        definition = tool.model_dump_json(include={"name", "title", "description", "input_schema"})
         if self.size + len(definition) > MAX_DEFINITION_BYTES:
             self.left += 1
             return False
@@ -401,8 +440,12 @@ class _Fitting:
 
     def dropped(self) -> str:
         """What was left out ("" when nothing)."""
-        return (f"{self.left} tool(s) left out: their definitions went past "
-                f"{MAX_DEFINITION_BYTES // 1024} KiB" if self.left else "")
+        return (
+            f"{self.left} tool(s) left out: their definitions went past "
+            f"{MAX_DEFINITION_BYTES // 1024} KiB"
+            if self.left
+            else ""
+        )
 
 
 def _reason(exc: BaseException) -> str:
@@ -414,8 +457,11 @@ def _reason(exc: BaseException) -> str:
     text = str(exc).strip()
     if isinstance(exc, ServerGone | MCPError) or (isinstance(exc, OSError) and not exc.errno):
         return text or type(exc).__name__  # our own words, or the server's
-    return text if text and type(exc).__name__ in text else (
-        f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+    return (
+        text
+        if text and type(exc).__name__ in text
+        else (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+    )
 
 
 UserAsker = Callable[[Elicitation], Awaitable[ElicitationAnswer | None]]
@@ -466,6 +512,7 @@ def _elicitation(params: Any, server: str) -> Elicitation:
     wire = params.model_dump(by_alias=True, exclude_none=True, mode="json")
     message = f"The {shown(server)} MCP server asks: {wire.get('message', '')}"
     if wire.get("mode") == "url":
-        return Elicitation(message, "url", url=wire.get("url"),
-                           elicitation_id=wire.get("elicitationId"))
+        return Elicitation(
+            message, "url", url=wire.get("url"), elicitation_id=wire.get("elicitationId")
+        )
     return Elicitation(message, "form", requested_schema=wire.get("requestedSchema"))

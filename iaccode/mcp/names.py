@@ -34,7 +34,7 @@ def tool_name(server: str, tool: str) -> str:
 def shortened(identity: str, name: str) -> str:
     """``name`` cut to fit, ending with ``_`` and a hash of ``identity``."""
     digest = hashlib.sha256(identity.encode()).hexdigest()[:_HASH_LENGTH]
-    return f"{name[:MAX_LENGTH - _HASH_LENGTH - 1]}_{digest}"
+    return f"{name[: MAX_LENGTH - _HASH_LENGTH - 1]}_{digest}"
 
 
 SHOWN_CHARS = 120
@@ -61,4 +61,4 @@ def shown(text: str, limit: int = SHOWN_CHARS) -> str:
         if char != " " or (out and out[-1] != " "):
             out.append(char)
     line = "".join(out).strip()
-    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

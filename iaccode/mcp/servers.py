@@ -49,19 +49,23 @@ class PromptCommand:
 
     @property
     def hint(self) -> str:
-        return " ".join(f"<{shown(a.name, 40)}>" if a.required else f"[{shown(a.name, 40)}]"
-                        for a in self.prompt.arguments or [])
+        return " ".join(
+            f"<{shown(a.name, 40)}>" if a.required else f"[{shown(a.name, 40)}]"
+            for a in self.prompt.arguments or []
+        )
 
     @property
     def description(self) -> str:
         """What the editor's command menu says of it (one line, printable)."""
         return shown(self.prompt.description or "", 200) or (
-            f"Prompt {shown(self.prompt.name)} of MCP server {shown(self.connection.name)}")
+            f"Prompt {shown(self.prompt.name)} of MCP server {shown(self.connection.name)}"
+        )
 
 
 class McpServers:
-    def __init__(self, specs: list[ServerSpec], cwd: Path,
-                 on_change: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, specs: list[ServerSpec], cwd: Path, on_change: Callable[[], None] = lambda: None
+    ) -> None:
         self.connections: list[ServerConnection] = []
         if specs:  # the connection (and with it the transports) only when there are servers
             from iaccode.mcp.connection import ServerConnection
@@ -87,8 +91,7 @@ class McpServers:
     def __bool__(self) -> bool:
         return bool(self.connections)
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                    ) -> None:
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run every server until ``aclose``. Cancellation ends them all (shielded, bounded)."""
         try:
             with self._scope:
@@ -149,8 +152,11 @@ class McpServers:
                 await connection.settled.wait()
         for connection in self.connections:
             if connection.status == "starting":
-                log.warning("MCP server %s still starting after %g s; going on without it",
-                            connection.name, timeout)
+                log.warning(
+                    "MCP server %s still starting after %g s; going on without it",
+                    connection.name,
+                    timeout,
+                )
         self.offered = self._connected_tools()
         return messages + self._untold_failures()
 
@@ -160,16 +166,21 @@ class McpServers:
             if connection.status == "connected":
                 self._told.pop(connection.name, None)
                 if connection.dropped and self._told_dropped.get(connection.name) != (
-                        connection.dropped):
+                    connection.dropped
+                ):
                     self._told_dropped[connection.name] = connection.dropped
-                    messages.append(f"MCP server {shown(connection.name)} listed more than the "
-                                    f"agent takes: {connection.dropped}; the rest are left out.")
+                    messages.append(
+                        f"MCP server {shown(connection.name)} listed more than the "
+                        f"agent takes: {connection.dropped}; the rest are left out."
+                    )
             elif connection.status == "failed" and self._told.get(connection.name) != (
-                    told := f"{connection.was_connected}:{connection.reason}"):
+                told := f"{connection.was_connected}:{connection.reason}"
+            ):
                 self._told[connection.name] = told
                 what = "stopped" if connection.was_connected else "could not start"
-                messages.append(f"MCP server {shown(connection.name)} {what}: "
-                                f"{shown(connection.reason, 300)}")
+                messages.append(
+                    f"MCP server {shown(connection.name)} {what}: {shown(connection.reason, 300)}"
+                )
         return messages
 
     def tools(self) -> dict[str, Tool]:
@@ -204,8 +215,10 @@ class McpServers:
     def listing(self) -> str:
         """What ``/mcp`` shows: each server's name, transport, status and number of tools."""
         if not self.connections:
-            return ("No MCP servers. They come from the editor (mcpServers in session/new) "
-                    "and from [mcp_servers.NAME] tables in config.toml.")
+            return (
+                "No MCP servers. They come from the editor (mcpServers in session/new) "
+                "and from [mcp_servers.NAME] tables in config.toml."
+            )
         lines = ["MCP servers:"]
         for connection in self.connections:
             spec = connection.spec
@@ -218,8 +231,10 @@ class McpServers:
                 if connection.prompts:
                     status += f", {_count(len(connection.prompts), 'prompt')}"
             origin = "editor" if spec.origin == "editor" else "config.toml"
-            lines.append(f"- {shown(connection.name)} ({spec.transport}, {shown(where or '')}, "
-                         f"from the {origin}): {status}")
+            lines.append(
+                f"- {shown(connection.name)} ({spec.transport}, {shown(where or '')}, "
+                f"from the {origin}): {status}"
+            )
         return "\n".join(lines)
 
 
@@ -236,8 +251,9 @@ async def expand_prompt(command: PromptCommand, rest: str) -> list[ContentBlock]
     values = {a.name: value for a, value in zip(arguments, words, strict=False)}
     missing = [a.name for a in arguments if a.required and a.name not in values]
     if missing:
-        return (f"/{command.name} needs {', '.join(missing)}: "
-                f"/{command.name} {command.hint}".rstrip())
+        return (
+            f"/{command.name} needs {', '.join(missing)}: /{command.name} {command.hint}".rstrip()
+        )
     try:
         result = await command.connection.get_prompt(command.prompt.name, values)
     except ToolFailure as exc:

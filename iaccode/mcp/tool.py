@@ -42,12 +42,15 @@ def mcp_may_change_infrastructure(annotations: Mapping[str, Any]) -> bool:
     """Whether an MCP tool asks in every mode: its server marks it neither read-only
     (``readOnlyHint: true``) nor non-destructive (``destructiveHint: false``); by MCP's
     defaults every other tool may destroy."""
-    return not (annotations.get("readOnlyHint") is True
-                or annotations.get("destructiveHint") is False)
+    return not (
+        annotations.get("readOnlyHint") is True or annotations.get("destructiveHint") is False
+    )
 
 
-MCP_ALWAYS_ASKS = ("its MCP server does not mark it read-only or non-destructive, so it may "
-                   "change real infrastructure")
+MCP_ALWAYS_ASKS = (
+    "its MCP server does not mark it read-only or non-destructive, so it may "
+    "change real infrastructure"
+)
 
 
 def mcp_read_only(annotations: Mapping[str, Any]) -> bool:
@@ -76,13 +79,22 @@ class McpTool(Tool):
     async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
         """The arguments, for the question (a client may not show ``rawInput``)."""
         text = json.dumps(args, indent=2, ensure_ascii=False)
-        return [ContentToolCallContent(TextContent(truncate(
-            f"{shown(self.tool)} on the {shown(self.server)} MCP server, with:\n\n{text}",
-            ctx.limits.output_chars)))]
+        return [
+            ContentToolCallContent(
+                TextContent(
+                    truncate(
+                        f"{shown(self.tool)} on the {shown(self.server)} MCP server, "
+                        f"with:\n\n{text}",
+                        ctx.limits.output_chars,
+                    )
+                )
+            )
+        ]
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        result = await self._connection.call_tool(self.tool, args,
-                                                  ask_user(ctx) if ctx.elicit else None)
+        result = await self._connection.call_tool(
+            self.tool, args, ask_user(ctx) if ctx.elicit else None
+        )
         return tool_result(result, ctx.limits.output_chars)
 
 
@@ -104,31 +116,51 @@ def path_arguments(args: Any) -> list[str]:
             continue
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and item.startswith("file://"):
-                item = item[len("file://"):]
-            if (isinstance(item, str) and item and "\n" not in item and len(item) < 4096
-                    and "://" not in item):
+                item = item[len("file://") :]
+            if (
+                isinstance(item, str)
+                and item
+                and "\n" not in item
+                and len(item) < 4096
+                and "://" not in item
+            ):
                 found.append(item)
     return found
 
 
 def mcp_tool(connection: ServerConnection, spec: McpToolSpec, name: str | None = None) -> Tool:
     """The tool ``spec`` of ``connection``'s server, named ``name`` (default: ``tool_name``)."""
-    annotations = (spec.annotations.model_dump(by_alias=True, exclude_none=True)
-                   if spec.annotations is not None else {})
+    annotations = (
+        spec.annotations.model_dump(by_alias=True, exclude_none=True)
+        if spec.annotations is not None
+        else {}
+    )
     read_only = mcp_read_only(annotations)
-    kind: ToolKind = ("fetch" if annotations.get("openWorldHint") is True
-                      else "read" if read_only else "other")
+    kind: ToolKind = (
+        "fetch" if annotations.get("openWorldHint") is True else "read" if read_only else "other"
+    )
     name = name or tool_name(connection.name, spec.name)
-    cls = type(f"McpTool_{name}", (McpTool,), {
-        "name": name, "server": connection.name, "tool": spec.name,
-        "description": spec.description or spec.title or f"{spec.name} (MCP server "
-                                                          f"{connection.name})",
-        "kind": kind, "input_type": dict, "input_schema": spec.input_schema or {
-            "type": "object", "properties": {}},
-        "read_only": read_only,
-        "always_asks": (MCP_ALWAYS_ASKS if mcp_may_change_infrastructure(annotations)
-                        and not connection.spec.trusted else None),
-    })
+    cls = type(
+        f"McpTool_{name}",
+        (McpTool,),
+        {
+            "name": name,
+            "server": connection.name,
+            "tool": spec.name,
+            "description": spec.description
+            or spec.title
+            or f"{spec.name} (MCP server {connection.name})",
+            "kind": kind,
+            "input_type": dict,
+            "input_schema": spec.input_schema or {"type": "object", "properties": {}},
+            "read_only": read_only,
+            "always_asks": (
+                MCP_ALWAYS_ASKS
+                if mcp_may_change_infrastructure(annotations) and not connection.spec.trusted
+                else None
+            ),
+        },
+    )
     tool: Tool = cls(connection)
     return tool
 
@@ -153,16 +185,27 @@ def tool_result(result: CallToolResult, limit: int) -> ToolResult:
         elif isinstance(block, mcp_types.ImageContent):
             problem = _image_problem(block.data, block.mime_type)
             if problem is None:
-                images.append({"type": "image", "source": {
-                    "type": "base64", "media_type": block.mime_type, "data": block.data}})
+                images.append(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": block.mime_type,
+                            "data": block.data,
+                        },
+                    }
+                )
                 texts.append(f"[image: {block.mime_type}]")
                 shown.append(ContentToolCallContent(ImageContent(block.data, block.mime_type)))
             else:
                 add(f"[image: {block.mime_type}, not passed on: {problem}]")
         elif isinstance(block, mcp_types.EmbeddedResource):
             resource = block.resource
-            add(resource.text if isinstance(resource, mcp_types.TextResourceContents)
-                else f"[resource {resource.uri}: {resource.mime_type or 'binary'} data]")
+            add(
+                resource.text
+                if isinstance(resource, mcp_types.TextResourceContents)
+                else f"[resource {resource.uri}: {resource.mime_type or 'binary'} data]"
+            )
         elif isinstance(block, mcp_types.ResourceLink):
             add(f"[resource link: {block.uri}]")
         else:  # audio, and whatever later revisions add
@@ -177,8 +220,13 @@ def tool_result(result: CallToolResult, limit: int) -> ToolResult:
         raw["structuredContent"] = structured
     # With images the model gets blocks (the text cut here, as the loop cuts a plain one).
     model_content = [{"type": "text", "text": truncate(text, limit)}, *images] if images else None
-    return ToolResult(text, is_error=bool(result.is_error), raw_output=raw,
-                      content=shown or None, model_content=model_content)
+    return ToolResult(
+        text,
+        is_error=bool(result.is_error),
+        raw_output=raw,
+        content=shown or None,
+        model_content=model_content,
+    )
 
 
 def _image_problem(data: str, mime_type: str) -> str | None:

@@ -95,9 +95,14 @@ class StdioProcess:
             env["PATH"] = outside(env["PATH"], [self._cwd])
         try:
             proc = await process_tree.open_shell(
-                [program, *spec.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env=env | dict(spec.env))
+                [program, *spec.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self._cwd,
+                start_new_session=True,
+                env=env | dict(spec.env),
+            )
         except FileNotFoundError:
             raise OSError(f"{spec.command}: not found") from None
         except PermissionError:
@@ -147,14 +152,13 @@ class StdioProcess:
                         buffer += chunk
                         while (end := buffer.find(b"\n")) >= 0:
                             line = bytes(buffer[:end])
-                            del buffer[:end + 1]
+                            del buffer[: end + 1]
                             if line.strip():
                                 await read_in.send(_parse(line))
                         if len(buffer) > MAX_LINE_BYTES:
                             self.problem = f"it sent a line of over {MAX_LINE_BYTES} bytes"
                             return
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError,
-                    trio.ClosedResourceError):
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # our side is closing
             finally:
                 self.ended.set()
@@ -163,8 +167,7 @@ class StdioProcess:
             try:
                 async with write_out:
                     async for message in write_out:
-                        data = message.message.model_dump_json(by_alias=True,
-                                                               exclude_unset=True)
+                        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                         await stdin.send_all(data.encode() + b"\n")
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 await read_in.aclose()  # the server stopped reading: pending requests fail
@@ -193,8 +196,7 @@ class StdioProcess:
         """Close its stdin (MCP's shutdown), wait a little, then end the whole tree."""
         self._stopping = True
         try:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError,
-                                     OSError):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 assert proc.stdin is not None
                 await proc.stdin.aclose()
             with trio.move_on_after(STDIN_CLOSE_GRACE):
@@ -211,8 +213,7 @@ def _parse(line: bytes) -> Any:
     from mcp.shared.message import SessionMessage
 
     try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line,
-                                                                              by_name=False))
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
         log.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
         return exc

@@ -76,8 +76,9 @@ def _structure_object(value: Any, _: Any) -> dict[str, Any]:
     raise TypeError(f"expected an object, got {type_name(value)}")
 
 
-def _make_converter(rename: Callable[[str], str],
-                    forbid_extra_keys: bool = False) -> cattrs.Converter:
+def _make_converter(
+    rename: Callable[[str], str], forbid_extra_keys: bool = False
+) -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
     conv.register_structure_hook(str, _strict(str, "a string"))
     conv.register_structure_hook(int, _strict(int, "an integer"))
@@ -87,8 +88,10 @@ def _make_converter(rename: Callable[[str], str],
 
     def renames(cls: type) -> dict[str, Any]:
         # A field's ``wire_name`` metadata overrides the rule (an older shape's snake_case).
-        return {a.name: override(rename=a.metadata.get("wire_name") or rename(a.name))
-                for a in attrs.fields(cls)}
+        return {
+            a.name: override(rename=a.metadata.get("wire_name") or rename(a.name))
+            for a in attrs.fields(cls)
+        }
 
     def structure_factory(cls: type) -> Any:
         inner: Any = make_dict_structure_fn(cls, conv, **renames(cls))
@@ -160,8 +163,9 @@ def _make_converter(rename: Callable[[str], str],
         outcome: PermissionOutcome = conv.structure(value, cls)
         return outcome
 
-    conv.register_structure_hook_func(lambda t: t == PermissionOutcome,
-                                      structure_permission_outcome)
+    conv.register_structure_hook_func(
+        lambda t: t == PermissionOutcome, structure_permission_outcome
+    )
     conv.register_structure_hook_func(lambda t: t == ToolCallContent, structure_tool_content)
     conv.register_structure_hook_func(lambda t: t == ContentBlock, structure_content)
     conv.register_structure_hook_func(lambda t: t == ResourceContents, structure_resource)
@@ -220,8 +224,12 @@ def to_wire(obj: Any) -> Any:
         kind = _text_chunk_kind(type(obj))
     if kind is not None:
         content = obj.content
-        if (type(content) is TextContent and obj.meta is None and content.annotations is None
-                and content.meta is None):
+        if (
+            type(content) is TextContent
+            and obj.meta is None
+            and content.annotations is None
+            and content.meta is None
+        ):
             return _text_chunk(kind, content.text, getattr(obj, "message_id", None))
     return converter.unstructure(obj)
 
@@ -236,8 +244,11 @@ _CHUNK_CLASSES = ("AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk")
 def _text_chunk(kind: str, text: str, message_id: str | None = None) -> dict[str, Any]:
     if message_id is None:
         return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind}
-    return {"content": {"text": text, "type": "text"}, "sessionUpdate": kind,
-            "messageId": message_id}
+    return {
+        "content": {"text": text, "type": "text"},
+        "sessionUpdate": kind,
+        "messageId": message_id,
+    }
 
 
 def _text_chunk_kind(cls: type) -> str | None:
@@ -248,10 +259,12 @@ def _text_chunk_kind(cls: type) -> str | None:
         sample = cls(TextContent("sample"))
         shape = _text_chunk(sample.session_update, "sample")
         with_id = attrs.evolve(sample, message_id="m") if hasattr(sample, "message_id") else sample
-        id_shape = _text_chunk(sample.session_update, "sample", getattr(with_id, "message_id",
-                                                                         None))
-        if (list(converter.unstructure(sample).items()) == list(shape.items())
-                and list(converter.unstructure(with_id).items()) == list(id_shape.items())):
+        id_shape = _text_chunk(
+            sample.session_update, "sample", getattr(with_id, "message_id", None)
+        )
+        if list(converter.unstructure(sample).items()) == list(shape.items()) and list(
+            converter.unstructure(with_id).items()
+        ) == list(id_shape.items()):
             kind = sample.session_update
     _TEXT_CHUNKS[cls] = kind
     return kind
@@ -265,8 +278,13 @@ class ParamsError(Exception):
         self.problems = problems
 
 
-def from_wire(value: Any, cls: type[T], path: str = "params",
-              conv: cattrs.Converter = converter, names: Callable[[str], str] = wire_name) -> T:
+def from_wire(
+    value: Any,
+    cls: type[T],
+    path: str = "params",
+    conv: cattrs.Converter = converter,
+    names: Callable[[str], str] = wire_name,
+) -> T:
     """Structure wire data into ``cls``, or raise ParamsError naming every bad field."""
     if value is None:
         value = {}
@@ -278,8 +296,9 @@ def from_wire(value: Any, cls: type[T], path: str = "params",
         raise ParamsError(problems or {path: str(exc)}) from exc
 
 
-def _collect(exc: BaseException, path: str, out: dict[str, str],
-             name: Callable[[str], str] = wire_name) -> None:
+def _collect(
+    exc: BaseException, path: str, out: dict[str, str], name: Callable[[str], str] = wire_name
+) -> None:
     if isinstance(exc, ClassValidationError | IterableValidationError):
         for sub in exc.exceptions:
             _collect(sub, _child_path(sub, path, name), out, name)

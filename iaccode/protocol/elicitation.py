@@ -75,9 +75,15 @@ class Elicitation:
     tool_call_id: str | None = None
 
     def request(self, session_id: str) -> CreateElicitationRequest:
-        return CreateElicitationRequest(session_id, self.mode, self.message,
-                                        self.requested_schema, self.url, self.elicitation_id,
-                                        self.tool_call_id)
+        return CreateElicitationRequest(
+            session_id,
+            self.mode,
+            self.message,
+            self.requested_schema,
+            self.url,
+            self.elicitation_id,
+            self.tool_call_id,
+        )
 
 
 @frozen

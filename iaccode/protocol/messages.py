@@ -78,8 +78,9 @@ class ClientCapabilities:
         found = self.elicitation
         if found is None:
             return frozenset()
-        return frozenset(mode for mode, value in (("form", found.form), ("url", found.url))
-                         if value is not None)
+        return frozenset(
+            mode for mode, value in (("form", found.form), ("url", found.url)) if value is not None
+        )
 
 
 @frozen
@@ -353,8 +354,9 @@ def warning_chunk(message: str) -> AgentMessageChunk:
     """A warning as a chat message (for a client without ``notice`` updates): its
     :func:`warning_text`, with ``message`` itself in ``_meta.iaccode.error`` for a client that
     shows errors apart."""
-    return AgentMessageChunk(TextContent(warning_text(message)),
-                             meta={"iaccode": {"error": message}})
+    return AgentMessageChunk(
+        TextContent(warning_text(message)), meta={"iaccode": {"error": message}}
+    )
 
 
 @frozen
@@ -489,9 +491,18 @@ class CompactionUpdate:
 
 
 SessionUpdate = (
-    AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | UsageUpdate
-    | ToolCallStart | ToolCallProgress | CurrentModeUpdate | ConfigOptionUpdate
-    | AvailableCommandsUpdate | SessionInfoUpdate | PlanUpdate | NoticeUpdate
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | UsageUpdate
+    | ToolCallStart
+    | ToolCallProgress
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | AvailableCommandsUpdate
+    | SessionInfoUpdate
+    | PlanUpdate
+    | NoticeUpdate
     | CompactionUpdate
 )
 

@@ -37,7 +37,10 @@ class TerminalContent:
 ToolCallContent = ContentToolCallContent | DiffContent | TerminalContent
 
 TOOL_CALL_CONTENT_TYPES: dict[str, type[ToolCallContent]] = {
-    "content": ContentToolCallContent, "diff": DiffContent, "terminal": TerminalContent}
+    "content": ContentToolCallContent,
+    "diff": DiffContent,
+    "terminal": TerminalContent,
+}
 
 
 @frozen
@@ -128,7 +131,9 @@ class CancelledPermissionOutcome:
 
 
 PERMISSION_OUTCOMES: dict[str, type[SelectedPermissionOutcome | CancelledPermissionOutcome]] = {
-    "selected": SelectedPermissionOutcome, "cancelled": CancelledPermissionOutcome}
+    "selected": SelectedPermissionOutcome,
+    "cancelled": CancelledPermissionOutcome,
+}
 """The ACP outcomes by their ``outcome`` tag."""
 
 FlatPermissionOutcome = Literal["allowed", "denied"]

@@ -32,8 +32,15 @@ Scope = dict[str, Any]
 class Refusal(Exception):
     """An HTTP error answer: status, text, and for JSON-RPC refusals the error body's fields."""
 
-    def __init__(self, status: int, text: str, *, rpc_code: int | None = None,
-                 request_id: Any = None, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    def __init__(
+        self,
+        status: int,
+        text: str,
+        *,
+        rpc_code: int | None = None,
+        request_id: Any = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
         super().__init__(text)
         self.status = status
         self.text = text
@@ -45,8 +52,11 @@ class Refusal(Exception):
         """(content type, body)."""
         if self.rpc_code is None:
             return b"text/plain; charset=utf-8", self.text.encode() + b"\n"
-        message = {"jsonrpc": "2.0", "id": self.request_id,
-                   "error": {"code": self.rpc_code, "message": self.text}}
+        message = {
+            "jsonrpc": "2.0",
+            "id": self.request_id,
+            "error": {"code": self.rpc_code, "message": self.text},
+        }
         return b"application/json", json.dumps(message).encode()
 
 
@@ -85,7 +95,7 @@ def host_name(host_header: str) -> str:
     """The name in a Host header, without its port or brackets, lower-cased."""
     host = host_header.strip().lower()
     if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host
+        return host[1 : host.find("]")] if "]" in host else host
     name, colon, port = host.rpartition(":")
     return name if colon and port.isdigit() else host
 
@@ -121,15 +131,22 @@ class Access:
         if host:  # none or empty: no name a rebinding page could have sent
             name = host_name(host).rstrip(".")
             if not (_is_address(name) or name in self._hosts):
-                raise Refusal(421, f"this server does not answer to the host name "
-                              f"{printable(name)!r} (add it to [serve] allowed_hosts)")
+                raise Refusal(
+                    421,
+                    f"this server does not answer to the host name "
+                    f"{printable(name)!r} (add it to [serve] allowed_hosts)",
+                )
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/").lower() not in self._origins:
             raise Refusal(403, f"origin {printable(origin)!r} may not use this server")
         scheme, _, given = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(
-                given.strip().encode("utf-8", "replace"), self._token):
-            raise Refusal(401, "missing or wrong bearer token",
-                          headers=[(b"www-authenticate", b'Bearer realm="iaccode"')])
+            given.strip().encode("utf-8", "replace"), self._token
+        ):
+            raise Refusal(
+                401,
+                "missing or wrong bearer token",
+                headers=[(b"www-authenticate", b'Bearer realm="iaccode"')],
+            )
         if scope.get("path") != ENDPOINT:
             raise Refusal(404, f"no such endpoint; ACP is served on {ENDPOINT}")

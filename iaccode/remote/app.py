@@ -85,13 +85,21 @@ class AcpApp:
     def _connection(self, headers: dict[str, str], request_id: Any = None) -> RemoteConnection:
         connection_id = headers.get(CONNECTION_HEADER)
         if not connection_id:
-            raise Refusal(400, "missing the Acp-Connection-Id header (POST initialize first)",
-                          rpc_code=errors.INVALID_REQUEST, request_id=request_id)
+            raise Refusal(
+                400,
+                "missing the Acp-Connection-Id header (POST initialize first)",
+                rpc_code=errors.INVALID_REQUEST,
+                request_id=request_id,
+            )
         remote = self._registry.get(connection_id.strip())
         if remote is None:
-            raise Refusal(404, f"unknown or closed connection "  # a prefix: see connections.py
-                          f"{printable(connection_id.strip()[:SHOWN_ID])!r}...",
-                          rpc_code=errors.INVALID_REQUEST, request_id=request_id)
+            raise Refusal(
+                404,
+                f"unknown or closed connection "  # a prefix: see connections.py
+                f"{printable(connection_id.strip()[:SHOWN_ID])!r}...",
+                rpc_code=errors.INVALID_REQUEST,
+                request_id=request_id,
+            )
         return remote
 
     # -- HTTP --------------------------------------------------------------------------------
@@ -115,12 +123,20 @@ class AcpApp:
                 remote.close("the client sent DELETE")
                 await respond(send, 202)
             else:
-                raise Refusal(405, f"method {printable(method)} is not served here",
-                              headers=[(b"allow", b"GET, POST, DELETE")])
+                raise Refusal(
+                    405,
+                    f"method {printable(method)} is not served here",
+                    headers=[(b"allow", b"GET, POST, DELETE")],
+                )
         except Refusal as refusal:
-            log.info("%s %s from %s: %d %s", printable(scope["method"]),
-                     printable(scope.get("path", "")), shown_peer(scope), refusal.status,
-                     refusal.text)
+            log.info(
+                "%s %s from %s: %d %s",
+                printable(scope["method"]),
+                printable(scope.get("path", "")),
+                shown_peer(scope),
+                refusal.status,
+                refusal.text,
+            )
             content_type, text = refusal.body()
             answer_headers = [(b"content-type", content_type), *refusal.headers]
             if trusted:  # a client of ours gets its answer, not a reset (HTTP/2 fails on
@@ -134,8 +150,7 @@ class AcpApp:
                 return
             await respond(send, refusal.status, text, answer_headers)
 
-    async def _post(self, scope: Scope, headers: dict[str, str], body: Body,
-                    send: Send) -> None:
+    async def _post(self, scope: Scope, headers: dict[str, str], body: Body, send: Send) -> None:
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
             raise Refusal(415, "the body must be application/json")
@@ -143,14 +158,20 @@ class AcpApp:
         try:
             message = json.loads(data)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            raise Refusal(400, f"Parse error: {str(exc)[:200]}",
-                          rpc_code=errors.PARSE_ERROR) from None
+            raise Refusal(
+                400, f"Parse error: {str(exc)[:200]}", rpc_code=errors.PARSE_ERROR
+            ) from None
         if isinstance(message, list):
-            raise Refusal(501, "JSON-RPC batches are not supported",
-                          rpc_code=errors.INVALID_REQUEST)
+            raise Refusal(
+                501, "JSON-RPC batches are not supported", rpc_code=errors.INVALID_REQUEST
+            )
         request_id = request_id_of(message)
-        if CONNECTION_HEADER not in headers and isinstance(message, dict) \
-                and message.get("method") == "initialize" and request_id is not None:
+        if (
+            CONNECTION_HEADER not in headers
+            and isinstance(message, dict)
+            and message.get("method") == "initialize"
+            and request_id is not None
+        ):
             await self._initialize(scope, data, request_id, send)
             return
         remote = self._connection(headers, request_id)
@@ -162,8 +183,12 @@ class AcpApp:
                 remote.outbound.router.client_sent(message)
             await remote.inbound.put(data)
         except trio.ClosedResourceError:
-            raise Refusal(404, f"connection {remote.shown} is closing",
-                          rpc_code=errors.INVALID_REQUEST, request_id=request_id) from None
+            raise Refusal(
+                404,
+                f"connection {remote.shown} is closing",
+                rpc_code=errors.INVALID_REQUEST,
+                request_id=request_id,
+            ) from None
         finally:
             remote.busy -= 1
             remote.touch()
@@ -182,38 +207,53 @@ class AcpApp:
             remote.touch()
         if answer is None:
             remote.close("initialize was not answered")
-            raise Refusal(503, "the agent did not answer initialize",
-                          rpc_code=errors.INTERNAL_ERROR, request_id=request_id)
+            raise Refusal(
+                503,
+                "the agent did not answer initialize",
+                rpc_code=errors.INTERNAL_ERROR,
+                request_id=request_id,
+            )
         extra = [(CONNECTION_HEADER.encode(), remote.id.encode())]
         if b'"error"' in answer and "error" in json.loads(answer):
             remote.close("initialize was answered with an error")
             extra = []
         await respond(send, 200, answer, [(b"content-type", b"application/json"), *extra])
 
-    async def _stream(self, scope: Scope, headers: dict[str, str], receive: Receive,
-                      send: Send) -> None:
-        accepted = [part.split(";")[0].strip().lower()
-                    for part in headers.get("accept", "").split(",")]
+    async def _stream(
+        self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        accepted = [
+            part.split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")
+        ]
         if "text/event-stream" not in accepted:
             raise Refusal(406, "GET /acp is the event stream: Accept text/event-stream")
         remote = self._connection(headers)
         session = headers.get(SESSION_HEADER, "").strip() or None
         if session is not None and not await self._registry.has_session(remote, session):
-            raise Refusal(404, f"connection {remote.shown} has no session "
-                          f"{printable(session)!r}")
+            raise Refusal(404, f"connection {remote.shown} has no session {printable(session)!r}")
         outbox = remote.outbound.outbox
         try:
             lane = outbox.attach(session)
         except StreamBusy:
             scope_name = "connection" if session is None else f"session {printable(session)!r}"
-            raise Refusal(409, f"the {scope_name} stream of connection {remote.shown} is "
-                          "already open") from None
+            raise Refusal(
+                409, f"the {scope_name} stream of connection {remote.shown} is already open"
+            ) from None
         peer = peer_of(scope)
         remote.stream_peers.append(peer)
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": [
-                (b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
-                (b"x-accel-buffering", b"no"), (CONNECTION_HEADER.encode(), remote.id.encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", b"text/event-stream"),
+                        (b"cache-control", b"no-store"),
+                        (b"x-accel-buffering", b"no"),
+                        (CONNECTION_HEADER.encode(), remote.id.encode()),
+                    ],
+                }
+            )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
                 await pump_sse(outbox, lane, send)
@@ -232,24 +272,41 @@ class AcpApp:
         try:
             self._check_access(scope, headers_of(scope))
         except Refusal as refusal:
-            log.info("WebSocket %s from %s: %d %s", printable(scope.get("path", "")),
-                     shown_peer(scope), refusal.status, refusal.text)
+            log.info(
+                "WebSocket %s from %s: %d %s",
+                printable(scope.get("path", "")),
+                shown_peer(scope),
+                refusal.status,
+                refusal.text,
+            )
             content_type, body = refusal.body()
             try:
-                await send({"type": "websocket.http.response.start", "status": refusal.status,
-                            "headers": [(b"content-type", content_type), *refusal.headers]})
+                await send(
+                    {
+                        "type": "websocket.http.response.start",
+                        "status": refusal.status,
+                        "headers": [(b"content-type", content_type), *refusal.headers],
+                    }
+                )
                 await send({"type": "websocket.http.response.body", "body": body})
             except Exception as exc:  # the HTTP layer gave up on this client
                 # (hypercorn answered a frame sent before the upgrade's answer with a 400 of
                 # its own, and refuses ours): nothing more to tell this client.
-                log.info("WebSocket from %s: the refusal could not be sent: %s",
-                         shown_peer(scope), type(exc).__name__)
+                log.info(
+                    "WebSocket from %s: the refusal could not be sent: %s",
+                    shown_peer(scope),
+                    type(exc).__name__,
+                )
             return
         remote = self._registry.open("websocket", shown_peer(scope))
         remote.stream_peers.append(peer_of(scope))
         lane = remote.outbound.outbox.attach(None)
-        await send({"type": "websocket.accept",
-                    "headers": [(CONNECTION_HEADER.encode(), remote.id.encode())]})
+        await send(
+            {
+                "type": "websocket.accept",
+                "headers": [(CONNECTION_HEADER.encode(), remote.id.encode())],
+            }
+        )
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump_websocket, remote, lane, send, nursery.cancel_scope)
@@ -269,13 +326,21 @@ def _check_session_header(message: Any, headers: dict[str, str], request_id: Any
     if given is None:
         method = message.get("method") if isinstance(message, dict) else None
         if session_id is not None and method in SESSION_SCOPED_METHODS:
-            raise Refusal(400, "a message about a session needs the Acp-Session-Id header",
-                          rpc_code=errors.INVALID_REQUEST, request_id=request_id)
+            raise Refusal(
+                400,
+                "a message about a session needs the Acp-Session-Id header",
+                rpc_code=errors.INVALID_REQUEST,
+                request_id=request_id,
+            )
         return
     if session_id is not None and given.strip() != session_id:
-        raise Refusal(400, f"Acp-Session-Id {printable(given)!r} is not the message's "
-                      f"sessionId {printable(session_id)!r}", rpc_code=errors.INVALID_REQUEST,
-                      request_id=request_id)
+        raise Refusal(
+            400,
+            f"Acp-Session-Id {printable(given)!r} is not the message's "
+            f"sessionId {printable(session_id)!r}",
+            rpc_code=errors.INVALID_REQUEST,
+            request_id=request_id,
+        )
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:

@@ -42,16 +42,22 @@ SHOWN_ID = 8
 class RemoteConnection:
     """One client: its pipes, and what the reaper needs to know."""
 
-    def __init__(self, transport: str, peer: str, config: Config,
-                 shut: Callable[[Peer], None] = lambda peer: None) -> None:
+    def __init__(
+        self,
+        transport: str,
+        peer: str,
+        config: Config,
+        shut: Callable[[Peer], None] = lambda peer: None,
+    ) -> None:
         self.id = str(uuid.uuid4())
         self.shown = self.id[:SHOWN_ID]
         self.transport = transport
         """``http`` (POST + SSE) or ``websocket``."""
         self.peer = peer
         self.inbound = Inbound()
-        self.outbound = Outbound(config.serve.send_timeout, self._stalled,
-                                 Router() if transport == "http" else None)
+        self.outbound = Outbound(
+            config.serve.send_timeout, self._stalled, Router() if transport == "http" else None
+        )
         self.stream_peers: list[Peer | None] = []
         """The TCP connections its open streams are on (the SSE GETs, or the WebSocket),
         once per stream (HTTP/2 may carry several on one)."""
@@ -79,8 +85,14 @@ class RemoteConnection:
         if self.closing is not None:
             return
         self.closing = reason
-        log.log(logging.WARNING if warn else logging.INFO, "connection %s (%s, %s) closing: %s",
-                self.shown, self.transport, self.peer, reason)
+        log.log(
+            logging.WARNING if warn else logging.INFO,
+            "connection %s (%s, %s) closing: %s",
+            self.shown,
+            self.transport,
+            self.peer,
+            reason,
+        )
         self.inbound.close()
 
     def _stalled(self, reason: str) -> None:
@@ -93,8 +105,13 @@ class RemoteConnection:
 class ConnectionRegistry:
     """Every open connection, each served in ``nursery`` by an Agent of its own."""
 
-    def __init__(self, config: Config, provider: Provider, nursery: trio.Nursery,
-                 doorman: Doorman | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        provider: Provider,
+        nursery: trio.Nursery,
+        doorman: Doorman | None = None,
+    ) -> None:
         self._config = config
         self._provider = provider
         self._nursery = nursery
@@ -129,8 +146,9 @@ class ConnectionRegistry:
             return False
 
     async def _serve(self, remote: RemoteConnection) -> None:
-        connection = Connection(remote.inbound, remote.outbound,
-                                max_line_bytes=self._config.max_line_bytes)
+        connection = Connection(
+            remote.inbound, remote.outbound, max_line_bytes=self._config.max_line_bytes
+        )
         try:
             await serve_agent(self._config, self._provider, connection, close_sessions=True)
         except Exception:

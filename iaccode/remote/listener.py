@@ -70,13 +70,16 @@ class Doorman:
     def enter(self, peer: Peer, stream: trio.SocketStream) -> bool:
         """Note a new connection; True when the oldest untrusted one was closed for it."""
         self._doors[peer] = _Door(stream)
-        untrusted = [door for door in self._doors.values()
-                     if not (door.trusted or door.shut_down)]
+        untrusted = [door for door in self._doors.values() if not (door.trusted or door.shut_down)]
         if len(untrusted) > self._max_untrusted:
             self.evicted += 1
             if self.evicted == 1 or self.evicted % 1000 == 0:
-                log.warning("more than %d connections without the token at once; closing the "
-                            "oldest (%d closed so far)", self._max_untrusted, self.evicted)
+                log.warning(
+                    "more than %d connections without the token at once; closing the "
+                    "oldest (%d closed so far)",
+                    self._max_untrusted,
+                    self.evicted,
+                )
             untrusted[0].shut()
             return True
         return False
@@ -121,11 +124,14 @@ def _address(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if sock.family == socket.AF_INET6 else f"http://{host}:{port}"
 
 
-async def serve_guarded(app: Callable[..., Awaitable[None]], settings: HypercornConfig,
-                        sockets: Sockets, doorman: Doorman,
-                        shutdown_trigger: Callable[[], Awaitable[None]],
-                        task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
-                        ) -> None:
+async def serve_guarded(
+    app: Callable[..., Awaitable[None]],
+    settings: HypercornConfig,
+    sockets: Sockets,
+    doorman: Doorman,
+    shutdown_trigger: Callable[[], Awaitable[None]],
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve ``app`` on ``sockets`` until ``shutdown_trigger`` returns, then give open
     connections ``graceful_timeout`` to finish."""
     from hypercorn.trio.tcp_server import TCPServer
@@ -139,20 +145,25 @@ async def serve_guarded(app: Callable[..., Awaitable[None]], settings: Hypercorn
     async def handle(stream: trio.SocketStream, peer: Peer) -> None:
         try:
             # (hypercorn's annotation says SSLStream; it serves plain sockets the same way)
-            server = TCPServer(wrapped, settings, context, ConnectionState({}),
-                               stream)  # type: ignore[arg-type]
+            server = TCPServer(wrapped, settings, context, ConnectionState({}), stream)  # type: ignore[arg-type]
             await server.run()
         except Exception as exc:  # hypercorn's protocol code failed for this connection only
-            log.info("connection from %s:%d ended by an error in the HTTP layer: %s",
-                     peer[0], peer[1], _described(exc))
+            log.info(
+                "connection from %s:%d ended by an error in the HTTP layer: %s",
+                peer[0],
+                peer[1],
+                _described(exc),
+            )
             log.debug("the HTTP layer's error", exc_info=True)
         finally:
             doorman.leave(peer)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(stream)
 
-    listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-                 for sock in sockets.insecure_sockets]
+    listeners = [
+        trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+        for sock in sockets.insecure_sockets
+    ]
     async with trio.open_nursery() as connections:
         async with trio.open_nursery() as accepting:
             for listener in listeners:
@@ -171,9 +182,12 @@ ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, er
 """accept(2) errors that say the process or the machine is out of room for now."""
 
 
-async def _accept(listener: trio.SocketListener, doorman: Doorman,
-                  handle: Callable[[trio.SocketStream, Peer], Awaitable[None]],
-                  connections: trio.Nursery) -> None:
+async def _accept(
+    listener: trio.SocketListener,
+    doorman: Doorman,
+    handle: Callable[[trio.SocketStream, Peer], Awaitable[None]],
+    connections: trio.Nursery,
+) -> None:
     """Accept until cancelled. Each connection enters the doorman as soon as it is accepted
     (not when its task first runs), so a burst of them cannot hold more than the cap."""
     out_of_room = 0
@@ -186,8 +200,11 @@ async def _accept(listener: trio.SocketListener, doorman: Doorman,
                     raise
                 out_of_room += 1
                 if out_of_room == 1 or out_of_room % 100 == 0:
-                    log.warning("cannot accept a connection: %s (%d times so far)",
-                                os.strerror(exc.errno), out_of_room)
+                    log.warning(
+                        "cannot accept a connection: %s (%d times so far)",
+                        os.strerror(exc.errno),
+                        out_of_room,
+                    )
                 await trio.sleep(0.1)
                 continue
             try:

@@ -62,8 +62,7 @@ class StreamStalled(Exception):
 class Outbox:
     """The lanes of one connection, and the order and room rules between them."""
 
-    def __init__(self, limit: int, send_timeout: float, on_stall: Callable[[str], None]
-                 ) -> None:
+    def __init__(self, limit: int, send_timeout: float, on_stall: Callable[[str], None]) -> None:
         self._limit = limit
         self._send_timeout = send_timeout
         self._on_stall = on_stall
@@ -100,8 +99,10 @@ class Outbox:
                     await self._changed.wait()
             if self._waiting >= self._limit and not self.closed:
                 self._stalled = True
-                self._on_stall(f"the client read none of its stream for "
-                               f"{self._send_timeout:g} s with {self._limit} messages waiting")
+                self._on_stall(
+                    f"the client read none of its stream for "
+                    f"{self._send_timeout:g} s with {self._limit} messages waiting"
+                )
                 raise StreamStalled
         if self.closed:
             raise trio.BrokenResourceError("the connection's streams are closed")
@@ -135,13 +136,17 @@ class Outbox:
         if session in self._sessions:
             raise StreamBusy
         lane = Lane(session, attached=True)
-        mine = deque(item for item in self.connection.items
-                     if item.destination.on_session_stream
-                     and item.destination.session == session)
+        mine = deque(
+            item
+            for item in self.connection.items
+            if item.destination.on_session_stream and item.destination.session == session
+        )
         if mine:
-            self.connection.items = deque(item for item in self.connection.items
-                                          if item.destination.session != session
-                                          or not item.destination.on_session_stream)
+            self.connection.items = deque(
+                item
+                for item in self.connection.items
+                if item.destination.session != session or not item.destination.on_session_stream
+            )
             lane.items = mine
         self._sessions[session] = lane
         self._wake()
@@ -154,8 +159,9 @@ class Outbox:
         if lane.session is not None and self._sessions.get(lane.session) is lane:
             del self._sessions[lane.session]
             if lane.items:
-                self.connection.items = deque(heapq.merge(
-                    self.connection.items, lane.items, key=lambda item: item.seq))
+                self.connection.items = deque(
+                    heapq.merge(self.connection.items, lane.items, key=lambda item: item.seq)
+                )
                 lane.items = deque()
         self._wake()
 

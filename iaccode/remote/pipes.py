@@ -73,8 +73,9 @@ class Outbound(trio.abc.SendStream):
     POST's response; every other message goes to the outbox, on the stream ``router`` picks
     (without one, a WebSocket's: everything on its one stream)."""
 
-    def __init__(self, send_timeout: float, on_stall: Callable[[str], None],
-                 router: Router | None = None) -> None:
+    def __init__(
+        self, send_timeout: float, on_stall: Callable[[str], None], router: Router | None = None
+    ) -> None:
         self.outbox = Outbox(STREAM_BUFFER, send_timeout, on_stall)
         self.router = router
         self._replies: dict[Any, tuple[trio.Event, list[bytes]]] = {}

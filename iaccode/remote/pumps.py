@@ -90,8 +90,13 @@ class Body:
             pass  # out of time: the refusal being answered stands
 
 
-async def respond(send: Send, status: int, body: bytes = b"",
-                  headers: Iterable[tuple[bytes, bytes]] = (), more_body: bool = False) -> None:
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    headers: Iterable[tuple[bytes, bytes]] = (),
+    more_body: bool = False,
+) -> None:
     await send({"type": "http.response.start", "status": status, "headers": list(headers)})
     await send({"type": "http.response.body", "body": body, "more_body": more_body})
 
@@ -102,21 +107,28 @@ async def pump_sse(outbox: Outbox, lane: Lane, send: Send) -> None:
         with trio.move_on_after(KEEPALIVE_EVERY) as quiet:
             batch = await outbox.take(lane, SSE_BATCH)
         if quiet.cancelled_caught:
-            await send({"type": "http.response.body", "body": b": keep-alive\n\n",
-                        "more_body": True})
+            await send(
+                {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
+            )
             continue
         if not batch:
             break
         try:
-            await send({"type": "http.response.body", "more_body": True,
-                        "body": b"".join(b"data: " + item.line + b"\n\n" for item in batch)})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "more_body": True,
+                    "body": b"".join(b"data: " + item.line + b"\n\n" for item in batch),
+                }
+            )
         finally:
             outbox.written(batch)  # or lost with a stream that went away while writing
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def pump_websocket(remote: RemoteConnection, lane: Lane, send: Send,
-                         done: trio.CancelScope) -> None:
+async def pump_websocket(
+    remote: RemoteConnection, lane: Lane, send: Send, done: trio.CancelScope
+) -> None:
     outbox = remote.outbound.outbox
     while batch := await outbox.take(lane, SSE_BATCH):
         try:

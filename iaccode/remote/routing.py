@@ -19,14 +19,31 @@ from typing import Any
 
 from attrs import frozen
 
-CONNECTION_ANSWERS = frozenset({
-    "initialize", "authenticate", "logout", "session/new", "session/load", "session/resume",
-    "session/fork", "session/list"})
+CONNECTION_ANSWERS = frozenset(
+    {
+        "initialize",
+        "authenticate",
+        "logout",
+        "session/new",
+        "session/load",
+        "session/resume",
+        "session/fork",
+        "session/list",
+    }
+)
 """Requests answered on the connection-scoped stream."""
 
-SESSION_SCOPED_METHODS = frozenset({
-    "session/prompt", "session/cancel", "session/set_mode", "session/set_model",
-    "session/set_config_option", "session/close", "_session/steering"})
+SESSION_SCOPED_METHODS = frozenset(
+    {
+        "session/prompt",
+        "session/cancel",
+        "session/set_mode",
+        "session/set_model",
+        "session/set_config_option",
+        "session/close",
+        "_session/steering",
+    }
+)
 """Client messages that must name their session in ``Acp-Session-Id``: those about a session
 the client already holds. (A client may send load, resume, fork and delete without it, as
 the Python SDK does; when it is sent it must match.)"""

@@ -61,7 +61,8 @@ def choose_token(config: Config, host: str) -> tuple[str, bool]:
     if not is_loopback(host):
         raise ServeError(
             f"refusing to listen on {host} without a token of your own: set "
-            "IAC_CODE_SERVE_TOKEN, or [serve] token_file in config.toml")
+            "IAC_CODE_SERVE_TOKEN, or [serve] token_file in config.toml"
+        )
     return secrets.token_urlsafe(32), True
 
 
@@ -69,10 +70,16 @@ def _bind(host: str, port: int) -> str:
     return f"[{host.strip('[]')}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-async def serve_remote(config: Config, host: str, port: int, token: str,
-                       announce_token: bool, *, stop: trio.Event | None = None,
-                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
-                       ) -> None:
+async def serve_remote(
+    config: Config,
+    host: str,
+    port: int,
+    token: str,
+    announce_token: bool,
+    *,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve until SIGTERM / SIGINT, or, when ``stop`` is given, until it is set (the same
     shutdown; the caller owns the signals then: a server inside another program, the tests).
     Once listening, the URLs go to stderr (with a generated token) and to ``task_status``.
@@ -102,8 +109,9 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
                 await registry.wait_all_closed()
 
         async def serve_http(task_status: trio.TaskStatus[list[str]]) -> None:
-            await serve_guarded(app, settings, sockets, registry.doorman, shutdown_trigger,
-                                task_status=task_status)
+            await serve_guarded(
+                app, settings, sockets, registry.doorman, shutdown_trigger, task_status=task_status
+            )
             nursery.cancel_scope.cancel()
 
         if on_signal:
@@ -118,8 +126,12 @@ async def serve_remote(config: Config, host: str, port: int, token: str,
             log.info("serving ACP on %s%s", url, ENDPOINT)
             print(f"iaccode: serving ACP on {url}{ENDPOINT}", file=sys.stderr, flush=True)
         if announce_token:
-            print(f"iaccode: bearer token (shown once; set IAC_CODE_SERVE_TOKEN to choose "
-                  f"one): {token}", file=sys.stderr, flush=True)
+            print(
+                f"iaccode: bearer token (shown once; set IAC_CODE_SERVE_TOKEN to choose "
+                f"one): {token}",
+                file=sys.stderr,
+                flush=True,
+            )
         task_status.started([f"{url}{ENDPOINT}" for url in binds])
     # Its pooled connections closed: a program that goes on after the server (the tests run
     # it in their own process) would find them open.
@@ -166,7 +178,8 @@ def run(config: Config, host: str, port: int) -> int:
     try:
         trio.run(partial(serve_remote, config, host, port, token, made))
     except OSError as exc:  # the port is taken, the address is not ours
-        print(f"iaccode: cannot listen on {_bind(host, port)}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"iaccode: cannot listen on {_bind(host, port)}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 2
     return 0

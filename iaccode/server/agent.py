@@ -37,17 +37,31 @@ log = logging.getLogger(__name__)
 
 
 class Agent:
-    def __init__(self, *, config: Config, provider: Provider, connection: Connection,
-                 session_nursery: trio.Nursery, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        provider: Provider,
+        connection: Connection,
+        session_nursery: trio.Nursery,
+        recorder: Recorder | None = None,
+    ) -> None:
         self.connection = connection
         self.initialized = False
         self.credentials = Credentials(config, provider)
         offered = offered_models(config)  # no network: the preset's list or config's
         self.options = SessionOptions(offered, self._send_update)
         self.lifecycle = SessionLifecycle(
-            config=config, provider=provider, connection=connection,
-            session_nursery=session_nursery, credentials=self.credentials, offered=offered,
-            send_update=self._send_update, queue_update=self._queue_update, recorder=recorder)
+            config=config,
+            provider=provider,
+            connection=connection,
+            session_nursery=session_nursery,
+            credentials=self.credentials,
+            offered=offered,
+            send_update=self._send_update,
+            queue_update=self._queue_update,
+            recorder=recorder,
+        )
 
     @property
     def sessions(self) -> dict[str, Session]:
@@ -63,8 +77,11 @@ class Agent:
         if type(asked) is not int or asked != PROTOCOL_VERSION:
             # The spec's rule: a version we do not support, or cannot read, is answered with
             # our latest; the client decides whether it can go on.
-            log.warning("the client asked for protocol version %s; we speak %d and answer "
-                        "that", json.dumps(asked), PROTOCOL_VERSION)
+            log.warning(
+                "the client asked for protocol version %s; we speak %d and answer that",
+                json.dumps(asked),
+                PROTOCOL_VERSION,
+            )
         terminal = terminal_auth(to_wire(params.client_capabilities))
         result = initialize_result(self.credentials.methods(terminal=terminal))
         answer: m.InitializeResponse = converter.structure(result, m.InitializeResponse)
@@ -75,8 +92,13 @@ class Agent:
         -32000 saying what to do while there is none."""
         if not self.credentials.known(params.method_id):
             ours = [str(method["id"]) for method in self.credentials.methods(terminal=True)]
-            raise errors.invalid_params({"params.methodId": (
-                f"unknown auth method {params.method_id!r}; ours are {', '.join(ours)}")})
+            raise errors.invalid_params(
+                {
+                    "params.methodId": (
+                        f"unknown auth method {params.method_id!r}; ours are {', '.join(ours)}"
+                    )
+                }
+            )
         self.credentials.require()
         return m.Empty()
 
@@ -127,11 +149,13 @@ class Agent:
         await self.options.set_mode(self.lifecycle.get(params.session_id), params.mode_id)
         return m.Empty()
 
-    async def set_config_option(self, params: m.SetConfigOptionRequest
-                                ) -> m.SetConfigOptionResponse:
+    async def set_config_option(
+        self, params: m.SetConfigOptionRequest
+    ) -> m.SetConfigOptionResponse:
         session = self.lifecycle.get(params.session_id)
         return m.SetConfigOptionResponse(
-            await self.options.set(session, params.config_id, params.value))
+            await self.options.set(session, params.config_id, params.value)
+        )
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -142,8 +166,9 @@ class Agent:
     async def steer(self, params: m.SteeringRequest) -> m.SteeringResponse:
         """``_session/steering``: a message for the session's running turn, or a new turn."""
         self.credentials.require()
-        return await self.lifecycle.get(params.session_id).steer(params.prompt,
-                                                                 params.idle_behavior)
+        return await self.lifecycle.get(params.session_id).steer(
+            params.prompt, params.idle_behavior
+        )
 
     def cancel(self, params: m.SessionRequest) -> None:
         session = self.sessions.get(params.session_id)
@@ -169,10 +194,12 @@ class Agent:
         """A ``session/update``; always a checkpoint (it waits while the output is full)."""
         # to_wire(m.SessionNotification(session_id, update)), without building one per update.
         await self.connection.notify(
-            "session/update", {"sessionId": session_id, "update": to_wire(update)})
+            "session/update", {"sessionId": session_id, "update": to_wire(update)}
+        )
 
     def _queue_update(self, session_id: str, update: m.SessionUpdate) -> bool:
         """A ``session/update`` if that needs no wait (never a checkpoint); False, with nothing
         sent, when the caller should await ``_send_update`` (``Connection.notify_nowait``)."""
         return self.connection.notify_nowait(
-            "session/update", {"sessionId": session_id, "update": to_wire(update)})
+            "session/update", {"sessionId": session_id, "update": to_wire(update)}
+        )

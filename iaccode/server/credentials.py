@@ -66,11 +66,16 @@ class Credentials:
 
         config = self._config
         try:
-            removed = await trio.to_thread.run_sync(stored_keys.forget, config.home,
-                                                    config.provider)
+            removed = await trio.to_thread.run_sync(
+                stored_keys.forget, config.home, config.provider
+            )
         except stored_keys.StoreProblem as exc:
             raise errors.internal_error(str(exc)) from exc
-        log.info("logout: %s", f"the saved {config.provider} key is removed" if removed
-                 else f"no {config.provider} key was saved")
+        log.info(
+            "logout: %s",
+            f"the saved {config.provider} key is removed"
+            if removed
+            else f"no {config.provider} key was saved",
+        )
         if self.present():
             log.info("logout: the key in the environment is still used (it cannot be unset)")

@@ -23,8 +23,14 @@ def initialize_result(methods: list[dict[str, Any]]) -> dict[str, Any]:
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "fork": {},
-                                    "delete": {}, "additionalDirectories": {}},
+            "sessionCapabilities": {
+                "list": {},
+                "close": {},
+                "resume": {},
+                "fork": {},
+                "delete": {},
+                "additionalDirectories": {},
+            },
             "mcpCapabilities": {"http": True, "sse": True},
             "auth": {"logout": {}},  # forgets the key `iaccode login` saved (Agent.logout)
         },

@@ -45,10 +45,19 @@ log = logging.getLogger(__name__)
 
 
 class SessionLifecycle:
-    def __init__(self, *, config: Config, provider: Provider, connection: Connection,
-                 session_nursery: trio.Nursery, credentials: Credentials,
-                 offered: dict[str, str], send_update: SendUpdate,
-                 queue_update: QueueUpdate, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        provider: Provider,
+        connection: Connection,
+        session_nursery: trio.Nursery,
+        credentials: Credentials,
+        offered: dict[str, str],
+        send_update: SendUpdate,
+        queue_update: QueueUpdate,
+        recorder: Recorder | None = None,
+    ) -> None:
         self.config = config
         self.provider = provider
         self.connection = connection
@@ -80,11 +89,16 @@ class SessionLifecycle:
         cwd, servers, more = await self._admit(params)
         self._snapshot(cwd)
         stamp = utc_now()
-        meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
-                           updated_at=stamp, model=self.config.model,
-                           mode=self.config.default_mode,
-                           thought_level=self.config.thought_level,
-                           additional_directories=more)
+        meta = SessionMeta(
+            session_id=new_session_id(),
+            cwd=str(cwd),
+            created_at=stamp,
+            updated_at=stamp,
+            model=self.config.model,
+            mode=self.config.default_mode,
+            thought_level=self.config.thought_level,
+            additional_directories=more,
+        )
         file = await store_call(self.store.create, meta)
         session = self._open_session(meta, file, [], servers)
         await self._start(session)
@@ -102,8 +116,13 @@ class SessionLifecycle:
                 live.set_additional_directories(more)
                 return live
             if live.busy:
-                raise errors.invalid_params({"params.sessionId": (
-                    "a prompt is running in this session; cancel it or use session/resume")})
+                raise errors.invalid_params(
+                    {
+                        "params.sessionId": (
+                            "a prompt is running in this session; cancel it or use session/resume"
+                        )
+                    }
+                )
             del self.live[live.id]
             await live.close()
         file, meta, records, unsaved = await store_call(self._open_stored, params.session_id)
@@ -124,10 +143,16 @@ class SessionLifecycle:
         cwd, servers, more = await self._admit(params)
         source, _ = await store_call(self.store.read, params.session_id)
         stamp = utc_now()
-        meta = evolve(source, session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
-                      additional_directories=more,  # the request's, never the source's
-                      updated_at=stamp, cost_usd=0.0,  # its own spending; the context is the same
-                      title=f"{source.title} (fork)" if source.title else None)
+        meta = evolve(
+            source,
+            session_id=new_session_id(),
+            cwd=str(cwd),
+            created_at=stamp,
+            additional_directories=more,  # the request's, never the source's
+            updated_at=stamp,
+            cost_usd=0.0,  # its own spending; the context is the same
+            title=f"{source.title} (fork)" if source.title else None,
+        )
         meta = self._served(meta)
         file, records = await store_call(self._fork_stored, params.session_id, meta)
         session = self._open_session(meta, file, records, servers)
@@ -135,8 +160,9 @@ class SessionLifecycle:
         await self._start(session)
         return session
 
-    async def _admit(self, params: m.NewSessionRequest | m.LoadSessionRequest
-                     ) -> tuple[Path, list[ServerSpec], tuple[str, ...]]:
+    async def _admit(
+        self, params: m.NewSessionRequest | m.LoadSessionRequest
+    ) -> tuple[Path, list[ServerSpec], tuple[str, ...]]:
         """What every opening checks first, in this order: the directories, the key, the MCP
         servers."""
         cwd = await _checked_cwd(params.cwd)
@@ -151,16 +177,29 @@ class SessionLifecycle:
         except ServerConfigError as exc:
             raise errors.invalid_params({f"params.{exc.where}": exc.problem}) from exc
 
-    def _open_session(self, meta: SessionMeta, file: SessionFile | None,
-                      records: list[dict[str, Any]], mcp_servers: list[ServerSpec],
-                      unsaved: str | None = None) -> Session:
+    def _open_session(
+        self,
+        meta: SessionMeta,
+        file: SessionFile | None,
+        records: list[dict[str, Any]],
+        mcp_servers: list[ServerSpec],
+        unsaved: str | None = None,
+    ) -> Session:
         session_id = meta.session_id
         return Session(
-            meta=meta, file=file, records=records, config=self.config, provider=self.provider,
+            meta=meta,
+            file=file,
+            records=records,
+            config=self.config,
+            provider=self.provider,
             send_update=lambda update: self._send_update(session_id, update),
             queue_update=lambda update: self._queue_update(session_id, update),
-            request=editor_requests(self.connection), client=self.client_capabilities,
-            mcp_servers=mcp_servers, tool_table=self._tool_table, unsaved=unsaved)
+            request=editor_requests(self.connection),
+            client=self.client_capabilities,
+            mcp_servers=mcp_servers,
+            tool_table=self._tool_table,
+            unsaved=unsaved,
+        )
 
     async def _start(self, session: Session) -> None:
         await self._session_nursery.start(session.serve)
@@ -171,12 +210,18 @@ class SessionLifecycle:
         another provider (or model list) goes on with the configured model."""
         if meta.model in self._offered:
             return meta
-        log.info("session %s: model %s is not offered by provider %s; using %s",
-                 meta.session_id, meta.model, self.config.provider, self.config.model)
+        log.info(
+            "session %s: model %s is not offered by provider %s; using %s",
+            meta.session_id,
+            meta.model,
+            self.config.provider,
+            self.config.model,
+        )
         return evolve(meta, model=self.config.model)
 
-    def _open_stored(self, session_id: str
-                     ) -> tuple[SessionFile | None, SessionMeta, list[dict[str, Any]], str | None]:
+    def _open_stored(
+        self, session_id: str
+    ) -> tuple[SessionFile | None, SessionMeta, list[dict[str, Any]], str | None]:
         """Open a stored session for writing or, when it can be read but not written (a
         read-only data dir), for reading only: then the file is None and the last item says
         why. A session locked by another process is not opened."""
@@ -190,8 +235,9 @@ class SessionLifecycle:
             return None, meta, records, str(exc)
         return file, meta, [restore(record, file.load_image) for record in records], None
 
-    def _fork_stored(self, source_id: str, meta: SessionMeta
-                     ) -> tuple[SessionFile, list[dict[str, Any]]]:
+    def _fork_stored(
+        self, source_id: str, meta: SessionMeta
+    ) -> tuple[SessionFile, list[dict[str, Any]]]:
         home, fork_id = self.config.home, meta.session_id
         try:
             renamed = tool_output.copy_for_fork(home, source_id, fork_id)
@@ -237,8 +283,9 @@ async def _checked_directories(raw: list[str], cwd: Path) -> tuple[str, ...]:
     for index, entry in enumerate(raw):
         where = f"params.additionalDirectories[{index}]"
         if not Path(entry).is_absolute() or not await trio.Path(entry).is_dir():
-            raise errors.invalid_params({where: (
-                f"must be an absolute path to an existing directory: {entry!r}")})
+            raise errors.invalid_params(
+                {where: (f"must be an absolute path to an existing directory: {entry!r}")}
+            )
         if entry != str(cwd) and entry not in kept:
             kept.append(entry)
     return tuple(kept)
@@ -247,6 +294,7 @@ async def _checked_directories(raw: list[str], cwd: Path) -> tuple[str, ...]:
 async def _checked_cwd(raw: str) -> Path:
     cwd = Path(raw)
     if not cwd.is_absolute() or not await trio.Path(cwd).is_dir():
-        raise errors.invalid_params({"params.cwd": (
-            f"must be an absolute path to an existing directory: {raw!r}")})
+        raise errors.invalid_params(
+            {"params.cwd": (f"must be an absolute path to an existing directory: {raw!r}")}
+        )
     return cwd

@@ -8,8 +8,9 @@ from iaccode.store.store import SessionStore, StoreError
 from iaccode.wire import errors
 
 
-async def list_sessions(store: SessionStore, params: m.ListSessionsRequest
-                        ) -> m.ListSessionsResponse:
+async def list_sessions(
+    store: SessionStore, params: m.ListSessionsRequest
+) -> m.ListSessionsResponse:
     if params.cursor is not None:
         from iaccode.store.listing import decode_cursor  # sqlite3: not needed until a list
 
@@ -19,6 +20,15 @@ async def list_sessions(store: SessionStore, params: m.ListSessionsRequest
             raise errors.invalid_params({"params.cursor": str(exc)}) from exc
     metas, cursor = await store_call(lambda: store.list(cwd=params.cwd, cursor=params.cursor))
     return m.ListSessionsResponse(
-        [m.SessionInfo(meta.session_id, meta.cwd, meta.title, meta.updated_at,
-                       list(meta.additional_directories))
-         for meta in metas], cursor)
+        [
+            m.SessionInfo(
+                meta.session_id,
+                meta.cwd,
+                meta.title,
+                meta.updated_at,
+                list(meta.additional_directories),
+            )
+            for meta in metas
+        ],
+        cursor,
+    )

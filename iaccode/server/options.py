@@ -21,8 +21,7 @@ QueueUpdate = Callable[[str, m.SessionUpdate], bool]
 ``SendUpdate`` instead (``Connection.notify_nowait``)."""
 
 ACP_MODES: dict[str, m.SessionMode] = {
-    mode.id: m.SessionMode(mode.id, mode.name, mode.description)
-    for mode in choices.MODES.values()
+    mode.id: m.SessionMode(mode.id, mode.name, mode.description) for mode in choices.MODES.values()
 }
 """The session modes (:data:`iaccode.choices.MODES`) as ACP session modes."""
 
@@ -36,19 +35,24 @@ class SessionOptions:
     def opened(self, session: Session) -> m.NewSessionResponse:
         """The answer to ``session/new`` and ``session/fork``."""
         return m.NewSessionResponse(
-            session_id=session.id, modes=self._modes(session), models=self._models(session),
-            config_options=self.config_options(session))
+            session_id=session.id,
+            modes=self._modes(session),
+            models=self._models(session),
+            config_options=self.config_options(session),
+        )
 
     def state(self, session: Session) -> m.SessionStateResponse:
         """The answer to ``session/load`` and ``session/resume``."""
-        return m.SessionStateResponse(self._modes(session), self._models(session),
-                                      self.config_options(session))
+        return m.SessionStateResponse(
+            self._modes(session), self._models(session), self.config_options(session)
+        )
 
     def _models(self, session: Session) -> m.SessionModelState:
         return m.SessionModelState(
             current_model_id=session.model,
-            available_models=[m.ModelInfo(model_id, name)
-                              for model_id, name in self._offered.items()],
+            available_models=[
+                m.ModelInfo(model_id, name) for model_id, name in self._offered.items()
+            ],
         )
 
     def _modes(self, session: Session) -> m.SessionModeState:
@@ -57,18 +61,31 @@ class SessionOptions:
     def config_options(self, session: Session) -> list[m.SessionConfigOption]:
         return [
             m.SessionConfigOption(
-                id="model", name="Model", category="model", current_value=session.model,
-                options=[m.ConfigOptionValue(value, name)
-                         for value, name in self._offered.items()]),
+                id="model",
+                name="Model",
+                category="model",
+                current_value=session.model,
+                options=[m.ConfigOptionValue(value, name) for value, name in self._offered.items()],
+            ),
             m.SessionConfigOption(
-                id="mode", name="Mode", category="mode", current_value=session.mode,
-                options=[m.ConfigOptionValue(mode.id, mode.name, mode.description)
-                         for mode in ACP_MODES.values()]),
+                id="mode",
+                name="Mode",
+                category="mode",
+                current_value=session.mode,
+                options=[
+                    m.ConfigOptionValue(mode.id, mode.name, mode.description)
+                    for mode in ACP_MODES.values()
+                ],
+            ),
             m.SessionConfigOption(
-                id="thought_level", name="Thinking", category="thought_level",
+                id="thought_level",
+                name="Thinking",
+                category="thought_level",
                 current_value=session.thought_level,
-                options=[m.ConfigOptionValue(level.id, level.name)
-                         for level in THOUGHT_LEVELS.values()]),
+                options=[
+                    m.ConfigOptionValue(level.id, level.name) for level in THOUGHT_LEVELS.values()
+                ],
+            ),
         ]
 
     async def set_mode(self, session: Session, mode_id: str) -> None:
@@ -76,19 +93,33 @@ class SessionOptions:
         await session.set_mode(mode_id)
         await self._send_update(session.id, m.ConfigOptionUpdate(self.config_options(session)))
 
-    async def set(self, session: Session, config_id: str, value: str
-                  ) -> list[m.SessionConfigOption]:
+    async def set(
+        self, session: Session, config_id: str, value: str
+    ) -> list[m.SessionConfigOption]:
         """Change one option; the full set as it is after the change, which is also sent as a
         ``config_option_update`` (other views of the session learn of it)."""
         valid: dict[str, Collection[str]] = {
-            "model": self._offered, "mode": ACP_MODES, "thought_level": THOUGHT_LEVELS}
+            "model": self._offered,
+            "mode": ACP_MODES,
+            "thought_level": THOUGHT_LEVELS,
+        }
         if config_id not in valid:
-            raise errors.invalid_params({"params.configId": (
-                f"unknown option {config_id!r}; the options are {', '.join(valid)}")})
+            raise errors.invalid_params(
+                {
+                    "params.configId": (
+                        f"unknown option {config_id!r}; the options are {', '.join(valid)}"
+                    )
+                }
+            )
         if value not in valid[config_id]:
-            raise errors.invalid_params({"params.value": (
-                f"unknown {config_id} {value!r}; the values are "
-                f"{', '.join(valid[config_id])}")})
+            raise errors.invalid_params(
+                {
+                    "params.value": (
+                        f"unknown {config_id} {value!r}; the values are "
+                        f"{', '.join(valid[config_id])}"
+                    )
+                }
+            )
         if config_id == "mode":
             await session.set_mode(value)
         else:

@@ -47,11 +47,18 @@ def _base_provider(config: Config) -> Provider:
         from iaccode.llm.anthropic_provider import AnthropicProvider
 
         overridden = where.key_variable != where.preset.key_variable
-        return AnthropicProvider(max_retries=config.max_retries, timeout=config.request_timeout,
-                                 base_url=config.base_url,
-                                 key_variable=where.key_variable if overridden else None,
-                                 stored_key=where.stored_key)
+        return AnthropicProvider(
+            max_retries=config.max_retries,
+            timeout=config.request_timeout,
+            base_url=config.base_url,
+            key_variable=where.key_variable if overridden else None,
+            stored_key=where.stored_key,
+        )
     from iaccode.llm.openai_provider import OpenAIProvider
 
-    return OpenAIProvider(where, default_model=config.model, max_retries=config.max_retries,
-                          timeout=config.request_timeout)
+    return OpenAIProvider(
+        where,
+        default_model=config.model,
+        max_retries=config.max_retries,
+        timeout=config.request_timeout,
+    )

@@ -73,7 +73,8 @@ class Dispatcher:
             raise errors.method_not_found(method)
         if not self.agent.initialized and method != "initialize":
             raise errors.invalid_request(
-                f"{method} before initialize: the connection must start with initialize")
+                f"{method} before initialize: the connection must start with initialize"
+            )
         decoded = _decode(params, route.params)
         try:
             if route.ordered:

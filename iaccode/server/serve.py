@@ -19,8 +19,14 @@ if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
 
-async def serve_agent(config: Config, provider: Provider, connection: Connection, *,
-                      recorder: Recorder | None = None, close_sessions: bool = False) -> None:
+async def serve_agent(
+    config: Config,
+    provider: Provider,
+    connection: Connection,
+    *,
+    recorder: Recorder | None = None,
+    close_sessions: bool = False,
+) -> None:
     """Serve one client on ``connection`` with an Agent of its own until the client goes away.
 
     The agent's sessions live in a nursery of their own, cancelled when this returns. At end of
@@ -30,8 +36,13 @@ async def serve_agent(config: Config, provider: Provider, connection: Connection
     closed once its tasks have ended.
     """
     async with trio.open_nursery() as sessions:
-        agent = Agent(config=config, provider=provider, connection=connection,
-                      session_nursery=sessions, recorder=recorder)
+        agent = Agent(
+            config=config,
+            provider=provider,
+            connection=connection,
+            session_nursery=sessions,
+            recorder=recorder,
+        )
         await connection.serve(Dispatcher(agent), drain_timeout=config.drain_timeout)
         agent.save_all()
         if close_sessions:

@@ -26,8 +26,9 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
     if config.record_path is not None:
         from iaccode.transcript.recorder import Recorder
 
-        recorder = Recorder(config.record_path, model=config.model, home=config.home,
-                            provider=config.provider)
+        recorder = Recorder(
+            config.record_path, model=config.model, home=config.home, provider=config.provider
+        )
     provider: Provider = make_provider(config, recorder)
     connection = Connection(
         trio.lowlevel.FdStream(protocol_in),

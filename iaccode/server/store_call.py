@@ -24,5 +24,6 @@ async def store_call(function: Callable[..., T], *args: Any) -> T:
     except StoreError as exc:
         # The message is what an editor shows: it says what failed and why ("No space
         # left on device", "Read-only file system").
-        raise errors.RpcError(errors.INTERNAL_ERROR, f"Session store error: {exc}",
-                              {"detail": str(exc)}) from exc
+        raise errors.RpcError(
+            errors.INTERNAL_ERROR, f"Session store error: {exc}", {"detail": str(exc)}
+        ) from exc

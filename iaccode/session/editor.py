@@ -80,10 +80,16 @@ answers with an error (or is gone). Cancelling the caller forgets the request.""
 class Editor:
     """The editor for one session (implements the turn's ``EditorAccess``)."""
 
-    def __init__(self, request: EditorRequest, send_update: SendUpdate, session_id: str,
-                 client: ClientCapabilities, local: FileAccess,
-                 queue_update: QueueUpdate = lambda update: False,
-                 root: Path | None = None) -> None:
+    def __init__(
+        self,
+        request: EditorRequest,
+        send_update: SendUpdate,
+        session_id: str,
+        client: ClientCapabilities,
+        local: FileAccess,
+        queue_update: QueueUpdate = lambda update: False,
+        root: Path | None = None,
+    ) -> None:
         """``root``: the project, where the folders of a file the editor writes are made
         first when missing (Toad, for one, does not make them)."""
         self._request = request
@@ -92,9 +98,10 @@ class Editor:
         self.session_id = session_id
         fs = client.fs
         self.files: FileAccess = (
-            _EditorFiles(self, local, read=fs.read_text_file, write=fs.write_text_file,
-                         root=root)
-            if fs.read_text_file or fs.write_text_file else local)
+            _EditorFiles(self, local, read=fs.read_text_file, write=fs.write_text_file, root=root)
+            if fs.read_text_file or fs.write_text_file
+            else local
+        )
         """Where tools read and write text files."""
         self.terminal: ClientTerminal | None = _EditorTerminal(self) if client.terminal else None
         """The editor's terminals, when it has them (else commands run here)."""
@@ -114,15 +121,18 @@ class Editor:
         """A ``session/update`` sent only if that needs no wait; False: await send_update."""
         return self._queue_update(update)
 
-    async def advise(self, message: str, *, title: str,
-                     severity: NoticeSeverity = "warning") -> None:
+    async def advise(
+        self, message: str, *, title: str, severity: NoticeSeverity = "warning"
+    ) -> None:
         """A ``notice`` (``title``, ``message`` as its description) where the client shows
         them, else ``message`` in the chat as before."""
-        await self.send_update(advisory(message, title=title, severity=severity,
-                                        as_notice=self.shows_notices))
+        await self.send_update(
+            advisory(message, title=title, severity=severity, as_notice=self.shows_notices)
+        )
 
-    async def request_permission(self, tool_call: ToolCallFields,
-                                 options: list[PermissionOption]) -> PermissionChoice:
+    async def request_permission(
+        self, tool_call: ToolCallFields, options: list[PermissionOption]
+    ) -> PermissionChoice:
         """Ask the user; the kind of the option chosen, ``cancelled``, or None when there is
         no answer to go by (an error from the editor, a malformed answer, an option we did not
         offer: each logged, saying which)."""
@@ -135,13 +145,18 @@ class Editor:
         try:
             answer = from_wire(response, RequestPermissionResponse, "result")
         except ParamsError as exc:
-            log.warning("malformed permission answer %r (%s): not running the tool", response,
-                        _problems(exc))
+            log.warning(
+                "malformed permission answer %r (%s): not running the tool",
+                response,
+                _problems(exc),
+            )
             return None
         choice = _selected_kind(answer, options)
         if choice is None:
-            log.warning("the permission answer %r chose no option we offered: not running the "
-                        "tool", response)
+            log.warning(
+                "the permission answer %r chose no option we offered: not running the tool",
+                response,
+            )
         return choice
 
     async def elicit(self, elicitation: Elicitation) -> ElicitationAnswer | None:
@@ -150,82 +165,108 @@ class Editor:
         from the editor, or a malformed answer (both logged). Cancelling the caller
         cancels the request: the editor is sent ``$/cancel_request`` and may close the form."""
         if elicitation.mode not in self.elicitation_modes:
-            log.warning("elicitation in %s mode not sent: the editor did not advertise it",
-                        elicitation.mode)
+            log.warning(
+                "elicitation in %s mode not sent: the editor did not advertise it", elicitation.mode
+            )
             return None
         try:
-            response = await self._request("elicitation/create",
-                                           to_wire(elicitation.request(self.session_id)))
+            response = await self._request(
+                "elicitation/create", to_wire(elicitation.request(self.session_id))
+            )
         except EditorError as exc:
             log.warning("elicitation failed: %s %s", exc.message, exc.data)
             return None
         try:
             answer = from_wire(response, CreateElicitationResponse, "result")
         except ParamsError as exc:
-            log.warning("malformed elicitation answer %r (%s): taken as no answer", response,
-                        _problems(exc))
+            log.warning(
+                "malformed elicitation answer %r (%s): taken as no answer", response, _problems(exc)
+            )
             return None
         if answer.action == "accept":
             return ElicitationAnswer(answer.action, answer.content)
         return ElicitationAnswer(answer.action)  # content goes with accept only
 
     async def read_text_file(self, path: Path) -> str:
-        result = await self._fs("fs/read_text_file",
-                                ReadTextFileRequest(self.session_id, str(path)), path)
-        return _answer("fs/read_text_file", result, ReadTextFileResponse,
-                       f"The editor gave no text for {path}").content
+        result = await self._fs(
+            "fs/read_text_file", ReadTextFileRequest(self.session_id, str(path)), path
+        )
+        return _answer(
+            "fs/read_text_file", result, ReadTextFileResponse, f"The editor gave no text for {path}"
+        ).content
 
     async def write_text_file(self, path: Path, text: str) -> None:
-        await self._fs("fs/write_text_file",
-                       WriteTextFileRequest(self.session_id, str(path), text), path)
+        await self._fs(
+            "fs/write_text_file", WriteTextFileRequest(self.session_id, str(path), text), path
+        )
 
-    async def create_terminal(self, command: str, args: list[str], cwd: str,
-                              output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+    async def create_terminal(
+        self,
+        command: str,
+        args: list[str],
+        cwd: str,
+        output_byte_limit: int,
+        env: dict[str, str] | None = None,
+    ) -> str:
         variables = [EnvVariable(name, value) for name, value in (env or {}).items()] or None
         try:
-            result = await self._request("terminal/create", to_wire(CreateTerminalRequest(
-                self.session_id, command, args, cwd, output_byte_limit, variables)))
+            result = await self._request(
+                "terminal/create",
+                to_wire(
+                    CreateTerminalRequest(
+                        self.session_id, command, args, cwd, output_byte_limit, variables
+                    )
+                ),
+            )
         except EditorError as exc:
             raise ToolFailure(f"The editor could not run the command: {exc.message}") from exc
-        return _answer("terminal/create", result, CreateTerminalResponse,
-                       "The editor did not create a terminal").terminal_id
+        return _answer(
+            "terminal/create",
+            result,
+            CreateTerminalResponse,
+            "The editor did not create a terminal",
+        ).terminal_id
 
     async def terminal_output(self, terminal_id: str) -> TerminalOutput:
         failed = "The editor could not read the terminal's output"
         result = await self._terminal("terminal/output", terminal_id, failed)
         answer = _answer("terminal/output", result, TerminalOutputResponse, failed)
         status = answer.exit_status
-        return TerminalOutput(answer.output, truncated=answer.truncated,
-                              exit_status=_exit_status(status) if status is not None else None)
+        return TerminalOutput(
+            answer.output,
+            truncated=answer.truncated,
+            exit_status=_exit_status(status) if status is not None else None,
+        )
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> ExitStatus:
         failed = "The editor's terminal failed"
         result = await self._terminal("terminal/wait_for_exit", terminal_id, failed)
-        return _exit_status(_answer("terminal/wait_for_exit", result, TerminalExitStatus,
-                                    failed))
+        return _exit_status(_answer("terminal/wait_for_exit", result, TerminalExitStatus, failed))
 
     async def kill_terminal(self, terminal_id: str) -> None:
         await self._terminal("terminal/kill", terminal_id, "The editor could not kill the terminal")
 
     async def release_terminal(self, terminal_id: str) -> None:
-        await self._terminal("terminal/release", terminal_id,
-                             "The editor could not release the terminal")
+        await self._terminal(
+            "terminal/release", terminal_id, "The editor could not release the terminal"
+        )
 
-    async def _fs(self, method: str, params: ReadTextFileRequest | WriteTextFileRequest,
-                  path: Path) -> Any:
+    async def _fs(
+        self, method: str, params: ReadTextFileRequest | WriteTextFileRequest, path: Path
+    ) -> Any:
         try:
             return await self._request(method, to_wire(params))
         except EditorError as exc:
             detail = f" ({exc.data})" if exc.data else ""
             verb = "read" if method == "fs/read_text_file" else "write"
-            raise ToolFailure(f"The editor could not {verb} {path}: {exc.message}{detail}"
-                              ) from exc
+            raise ToolFailure(f"The editor could not {verb} {path}: {exc.message}{detail}") from exc
 
     async def _terminal(self, method: str, terminal_id: str, failed: str) -> Any:
         """The editor's answer (kill and release: not read, their answers hold nothing)."""
         try:
-            return await self._request(method, to_wire(TerminalRequest(self.session_id,
-                                                                       terminal_id)))
+            return await self._request(
+                method, to_wire(TerminalRequest(self.session_id, terminal_id))
+            )
         except EditorError as exc:
             raise ToolFailure(f"{failed}: {exc.message}") from exc
 
@@ -233,8 +274,15 @@ class Editor:
 class _EditorFiles:
     """FileAccess through the editor for the directions it advertised, locally otherwise."""
 
-    def __init__(self, editor: Editor, local: FileAccess, *, read: bool, write: bool,
-                 root: Path | None = None) -> None:
+    def __init__(
+        self,
+        editor: Editor,
+        local: FileAccess,
+        *,
+        read: bool,
+        write: bool,
+        root: Path | None = None,
+    ) -> None:
         self._editor = editor
         self._local = local
         self._read = read
@@ -261,8 +309,14 @@ class _EditorTerminal:
     def __init__(self, editor: Editor) -> None:
         self._editor = editor
 
-    async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+    async def create(
+        self,
+        command: str,
+        args: list[str],
+        cwd: str,
+        output_byte_limit: int,
+        env: dict[str, str] | None = None,
+    ) -> str:
         return await self._editor.create_terminal(command, args, cwd, output_byte_limit, env)
 
     async def output(self, terminal_id: str) -> TerminalOutput:
@@ -278,8 +332,9 @@ class _EditorTerminal:
         await self._editor.release_terminal(terminal_id)
 
 
-def advisory(message: str, *, title: str, severity: NoticeSeverity,
-             as_notice: bool) -> SessionUpdate:
+def advisory(
+    message: str, *, title: str, severity: NoticeSeverity, as_notice: bool
+) -> SessionUpdate:
     """What ``advise`` sends: a ``notice``, or the ``⚠`` text chunk (:func:`warning_chunk`,
     with ``_meta.iaccode.error``) that clients without notices have always had."""
     if as_notice:
@@ -311,16 +366,16 @@ def _answer(method: str, result: Any, cls: type[T], failed: str) -> T:
     try:
         return from_wire(result, cls, "result")
     except ParamsError as exc:
-        raise ToolFailure(f"{failed}: a malformed answer to {method} ({_problems(exc)})"
-                          ) from exc
+        raise ToolFailure(f"{failed}: a malformed answer to {method} ({_problems(exc)})") from exc
 
 
 def _exit_status(status: TerminalExitStatus) -> ExitStatus:
     return ExitStatus(status.exit_code, status.signal)
 
 
-def _selected_kind(answer: RequestPermissionResponse, options: list[PermissionOption]
-                   ) -> PermissionChoice:
+def _selected_kind(
+    answer: RequestPermissionResponse, options: list[PermissionOption]
+) -> PermissionChoice:
     """The option kind the user chose, ``cancelled``, or None for an option not offered."""
     outcome = answer.outcome
     if isinstance(outcome, CancelledPermissionOutcome):

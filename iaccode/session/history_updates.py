@@ -25,8 +25,9 @@ from iaccode.turn.transcript import INTERRUPTED
 def history_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Wire-form ``update`` objects, in the order the user first saw them; then the last plan
     (each plan replaces the one before, so the last is the one the user had)."""
-    calls = [r for r in records
-             if r.get("type") == "tool_call" and isinstance(r.get("start"), dict)]
+    calls = [
+        r for r in records if r.get("type") == "tool_call" and isinstance(r.get("start"), dict)
+    ]
     shown_calls = {r["start"].get("toolCallId") for r in calls}
     children = _children(calls)
     nested = {id(child) for family in children.values() for child in family}
@@ -50,14 +51,19 @@ def history_updates(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             if notice:
                 yield to_wire(AgentMessageChunk(TextContent(notice)))
 
-    plans = [r["entries"] for r in records
-             if r.get("type") == "plan" and isinstance(r.get("entries"), list)]
+    plans = [
+        r["entries"]
+        for r in records
+        if r.get("type") == "plan" and isinstance(r.get("entries"), list)
+    ]
     if plans:
         yield {"sessionUpdate": "plan", "entries": plans[-1]}
 
 
-CONTEXT_REPLACED = ("\n\n[The context was compacted or cleared here: the model sees only a "
-                    "summary of what came before, or nothing of it.]\n")
+CONTEXT_REPLACED = (
+    "\n\n[The context was compacted or cleared here: the model sees only a "
+    "summary of what came before, or nothing of it.]\n"
+)
 """Shown for a compaction record of an older session, which kept no notice of its own."""
 
 
@@ -68,15 +74,19 @@ def _children(calls: list[dict[str, Any]]) -> dict[Any, list[dict[str, Any]]]:
     found: dict[Any, list[dict[str, Any]]] = {}
     for call in calls:
         meta = call["start"].get("_meta")
-        parent = (meta.get("iaccode") or {}).get("parentToolCallId") if isinstance(
-            meta, dict) and isinstance(meta.get("iaccode"), dict) else None
+        parent = (
+            (meta.get("iaccode") or {}).get("parentToolCallId")
+            if isinstance(meta, dict) and isinstance(meta.get("iaccode"), dict)
+            else None
+        )
         if parent is not None and parent in ids and parent != call["start"].get("toolCallId"):
             found.setdefault(parent, []).append(call)
     return found
 
 
-def _tool_call(record: dict[str, Any], children: dict[Any, list[dict[str, Any]]],
-               depth: int = 0) -> Iterator[dict[str, Any]]:
+def _tool_call(
+    record: dict[str, Any], children: dict[Any, list[dict[str, Any]]], depth: int = 0
+) -> Iterator[dict[str, Any]]:
     """A finished call: its start, the calls it ran (a sub-agent's), its end."""
     start = record.get("start")
     if isinstance(start, dict):
@@ -94,7 +104,8 @@ def _without_terminals(end: dict[str, Any]) -> dict[str, Any]:
     can no longer show) replaced by the command's output as text."""
     content = end.get("content")
     if not isinstance(content, list) or not any(
-            isinstance(c, dict) and c.get("type") == "terminal" for c in content):
+        isinstance(c, dict) and c.get("type") == "terminal" for c in content
+    ):
         return end
     raw = end.get("rawOutput")
     output = raw.get("output") if isinstance(raw, dict) else None
@@ -103,8 +114,12 @@ def _without_terminals(end: dict[str, Any]) -> dict[str, Any]:
     if status:
         text = f"{text.rstrip(chr(10))}\n{status}" if text != "(no output)" else status
     shown = to_wire(ContentToolCallContent(TextContent(text)))
-    return {**end, "content": [shown if isinstance(c, dict) and c.get("type") == "terminal"
-                               else c for c in content]}
+    return {
+        **end,
+        "content": [
+            shown if isinstance(c, dict) and c.get("type") == "terminal" else c for c in content
+        ],
+    }
 
 
 def _exit_line(raw: dict[str, Any]) -> str | None:
@@ -116,8 +131,7 @@ def _exit_line(raw: dict[str, Any]) -> str | None:
     return f"[exit code {code}]" if isinstance(code, int) and code != 0 else None
 
 
-def _message(record: dict[str, Any], shown_calls: set[Any], index: int
-             ) -> Iterator[dict[str, Any]]:
+def _message(record: dict[str, Any], shown_calls: set[Any], index: int) -> Iterator[dict[str, Any]]:
     message = record.get("message") or {}
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -136,13 +150,25 @@ def _message(record: dict[str, Any], shown_calls: set[Any], index: int
         if kind == "text" and block.get("text"):
             yield to_wire(AgentMessageChunk(TextContent(block["text"]), message_id=message_id))
         elif kind == "thinking" and block.get("thinking"):
-            yield to_wire(AgentThoughtChunk(TextContent(block["thinking"]),
-                                            message_id=message_id))
+            yield to_wire(AgentThoughtChunk(TextContent(block["thinking"]), message_id=message_id))
         elif kind == "tool_use" and block.get("id") not in shown_calls:
             # Interrupted before it finished: show it, failed, as the model will see it.
             name = block.get("name") if isinstance(block.get("name"), str) else None
-            yield to_wire(ToolCallStart(str(block.get("id")), str(block.get("name")), "other",
-                                        "pending", raw_input=block.get("input"), name=name))
-            yield to_wire(ToolCallProgress(
-                str(block.get("id")), status="failed",
-                content=[ContentToolCallContent(TextContent(INTERRUPTED))], name=name))
+            yield to_wire(
+                ToolCallStart(
+                    str(block.get("id")),
+                    str(block.get("name")),
+                    "other",
+                    "pending",
+                    raw_input=block.get("input"),
+                    name=name,
+                )
+            )
+            yield to_wire(
+                ToolCallProgress(
+                    str(block.get("id")),
+                    status="failed",
+                    content=[ContentToolCallContent(TextContent(INTERRUPTED))],
+                    name=name,
+                )
+            )

@@ -88,13 +88,22 @@ COMMANDS = [
 
 
 class Session:
-    def __init__(self, *, meta: SessionMeta, file: SessionFile | None,
-                 records: list[dict[str, Any]], config: Config, provider: Provider,
-                 send_update: SendUpdate, request: EditorRequest, client: ClientCapabilities,
-                 mcp_servers: list[ServerSpec],
-                 tool_table: ToolTable | None = None,
-                 unsaved: str | None = None,
-                 queue_update: QueueUpdate = lambda update: False) -> None:
+    def __init__(
+        self,
+        *,
+        meta: SessionMeta,
+        file: SessionFile | None,
+        records: list[dict[str, Any]],
+        config: Config,
+        provider: Provider,
+        send_update: SendUpdate,
+        request: EditorRequest,
+        client: ClientCapabilities,
+        mcp_servers: list[ServerSpec],
+        tool_table: ToolTable | None = None,
+        unsaved: str | None = None,
+        queue_update: QueueUpdate = lambda update: False,
+    ) -> None:
         """``file`` None: nothing is saved; ``unsaved`` says why, and the first prompt tells
         the user. ``tool_table`` makes each turn's tools (a recording or a replay wraps some);
         ``queue_update``: see ``EditorAccess.queue_update``."""
@@ -119,16 +128,23 @@ class Session:
         self._warnings: list[str] = []
         """Store failures the user has not been told of yet."""
         if unsaved is not None:
-            self._warnings.append(f"This session is open read-only: nothing from now on will be "
-                                  f"saved ({unsaved}).")
+            self._warnings.append(
+                f"This session is open read-only: nothing from now on will be saved ({unsaved})."
+            )
         self._meta_failing = False
         self.transcript = Transcript.from_records(records, file, self._store_failed)
         self.transcript.repair()
         self._config = config
         self._provider = provider
-        self.editor = Editor(request, send_update, self.id, client,
-                             LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
-                             queue_update, root=self.cwd)
+        self.editor = Editor(
+            request,
+            send_update,
+            self.id,
+            client,
+            LocalFiles(max_bytes=config.tool_limits.read_max_bytes),
+            queue_update,
+            root=self.cwd,
+        )
         """Every call to the editor for this session's turns."""
         self._tool_table = tool_table or ToolTable()
         self._turn: trio.CancelScope | None = None
@@ -158,8 +174,9 @@ class Session:
         if self._context is None:
             from iaccode.context import SessionContext
 
-            self._context = SessionContext(self.cwd, self._config.home, self,
-                                           additional=self.additional_dirs)
+            self._context = SessionContext(
+                self.cwd, self._config.home, self, additional=self.additional_dirs
+            )
         return self._context
 
     @property
@@ -188,10 +205,15 @@ class Session:
 
     def update_meta(self, **changes: Any) -> None:
         """Change settings and save them at once (atomically)."""
-        self.meta = evolve(self.meta, **changes, updated_at=utc_now(),
-                           remembered=dict(self.remembered),
-                           message_count=self.transcript.message_count,
-                           cost_usd=self.cost.total, context_tokens=self.cost.context_tokens)
+        self.meta = evolve(
+            self.meta,
+            **changes,
+            updated_at=utc_now(),
+            remembered=dict(self.remembered),
+            message_count=self.transcript.message_count,
+            cost_usd=self.cost.total,
+            context_tokens=self.cost.context_tokens,
+        )
         if self._file is not None:
             try:
                 self._file.write_meta(self.meta)
@@ -217,8 +239,13 @@ class Session:
         """Switch mode and tell the editor (``current_mode_update``). Takes effect at once,
         for the running turn's next tool call too."""
         if mode_id not in choices.MODES:
-            raise InvalidParams({"params.modeId": (
-                f"unknown mode {mode_id!r}; the modes are {', '.join(choices.MODES)}")})
+            raise InvalidParams(
+                {
+                    "params.modeId": (
+                        f"unknown mode {mode_id!r}; the modes are {', '.join(choices.MODES)}"
+                    )
+                }
+            )
         self.update_meta(mode=mode_id)
         await self.editor.send_update(CurrentModeUpdate(mode_id))
 
@@ -237,14 +264,21 @@ class Session:
 
     def _commands(self) -> list[AvailableCommand]:
         return COMMANDS + [
-            AvailableCommand(command.name, command.description,
-                             AvailableCommandInput(command.hint) if command.hint else None)
-            for command in self.mcp.prompt_commands().values()]
+            AvailableCommand(
+                command.name,
+                command.description,
+                AvailableCommandInput(command.hint) if command.hint else None,
+            )
+            for command in self.mcp.prompt_commands().values()
+        ]
 
     def _commands_changed(self) -> None:
         """An MCP server connected or failed: its prompts come or go from the commands."""
-        if (self._nursery is not None and self._commands_sent is not None
-                and self._commands() != self._commands_sent):
+        if (
+            self._nursery is not None
+            and self._commands_sent is not None
+            and self._commands() != self._commands_sent
+        ):
             self._nursery.start_soon(self._send_commands)
 
     def _store_failed(self, message: str) -> None:
@@ -261,8 +295,7 @@ class Session:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                    ) -> None:
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the session's nursery until ``close``. Turns run in it."""
         with self._serve_scope:
             async with trio.open_nursery() as nursery:
@@ -303,17 +336,29 @@ class Session:
         tools[sub_agent.name] = sub_agent
         env = TurnEnv(
             model=ModelSide(
-                provider=self._provider, model=self.model,
+                provider=self._provider,
+                model=self.model,
                 system=lambda: self.context.current.main,
                 subagent_system=lambda: self.context.current.subagent,
-                thinking=lambda: self.thought_level, cost=self.cost),
+                thinking=lambda: self.thought_level,
+                cost=self.cost,
+            ),
             calls=ToolEnv(
-                config=self._config, tools=tools, editor=self.editor,
+                config=self._config,
+                tools=tools,
+                editor=self.editor,
                 session=SessionState(
-                    cwd=self.cwd, mode=lambda: self.mode, remembered=self.remembered,
-                    cancel_turn=self._cancel_running, saved_output=self._saved_output,
-                    show_plan=self._show_plan, exposure=self.exposure,
-                    additional_dirs=self.additional_dirs)))
+                    cwd=self.cwd,
+                    mode=lambda: self.mode,
+                    remembered=self.remembered,
+                    cancel_turn=self._cancel_running,
+                    saved_output=self._saved_output,
+                    show_plan=self._show_plan,
+                    exposure=self.exposure,
+                    additional_dirs=self.additional_dirs,
+                ),
+            ),
+        )
         sub_agent.bind(env)
         return env
 
@@ -343,8 +388,9 @@ class Session:
             if waiting:  # cancelled while queued ($/cancel_request)
                 self._queued -= 1
 
-    async def _run_turn(self, blocks: list[ContentBlock],
-                        content: list[dict[str, Any]]) -> PromptResponse:
+    async def _run_turn(
+        self, blocks: list[ContentBlock], content: list[dict[str, Any]]
+    ) -> PromptResponse:
         assert self._nursery is not None
         scope = self._turn = trio.CancelScope()
         finished = self._turn_done = trio.Event()
@@ -384,14 +430,14 @@ class Session:
             raise failure[0]
         return PromptResponse(stop_reason[0] if stop_reason else "cancelled", _usage(turn.usage))
 
-    async def steer(self, blocks: list[ContentBlock], idle_behavior: str | None
-                    ) -> SteeringResponse:
+    async def steer(
+        self, blocks: list[ContentBlock], idle_behavior: str | None
+    ) -> SteeringResponse:
         """``_session/steering``: add the message to the running turn (it reaches the model
         with the next request and is saved as a user message); with no turn running, answer
         ``promptRequired`` when asked to, else start a turn with it (nobody waits for its
         answer; its updates stream as usual)."""
-        if self._running is not None and self._turn is not None \
-                and not self._turn.cancel_called:
+        if self._running is not None and self._turn is not None and not self._turn.cancel_called:
             self._running.steer(_model_content(blocks), [to_wire(b) for b in blocks])
             return SteeringResponse("injected")
         if idle_behavior == "promptRequired":
@@ -401,8 +447,9 @@ class Session:
         await self._nursery.start(self._unanswered_prompt, blocks)
         return SteeringResponse("startedNewTurn")
 
-    async def _unanswered_prompt(self, blocks: list[ContentBlock],
-                                 task_status: trio.TaskStatus[None]) -> None:
+    async def _unanswered_prompt(
+        self, blocks: list[ContentBlock], task_status: trio.TaskStatus[None]
+    ) -> None:
         """A turn that no ``session/prompt`` waits for (started by steering)."""
         try:
             response = await self.prompt(blocks, task_status.started)
@@ -411,8 +458,13 @@ class Session:
             return
         log.info("the turn started by _session/steering ended: %s", response.stop_reason)
 
-    async def _run(self, turn: Turn, blocks: list[ContentBlock],
-                   content: list[dict[str, Any]], tools: dict[str, Tool]) -> StopReason:
+    async def _run(
+        self,
+        turn: Turn,
+        blocks: list[ContentBlock],
+        content: list[dict[str, Any]],
+        tools: dict[str, Tool],
+    ) -> StopReason:
         await self._tell_warnings()  # e.g. that this session cannot be saved
         command = _command(blocks, self.mcp.prompt_commands())
         if command is not None and not command.startswith("/"):
@@ -458,8 +510,9 @@ class Session:
             self._mcp_tools_shown = mcp_tools.keys()
             self.context.invalidate()  # its MCP section names them
 
-    async def _expand_prompt(self, name: str, blocks: list[ContentBlock]
-                             ) -> list[ContentBlock] | None:
+    async def _expand_prompt(
+        self, name: str, blocks: list[ContentBlock]
+    ) -> list[ContentBlock] | None:
         """``/<server>:<prompt> rest of line`` as the prompt's text; None when it cannot be
         (the user is told why)."""
         command = self.mcp.prompt_commands()[name]
@@ -477,10 +530,11 @@ class Session:
         if not title:
             return
         if len(title) > TITLE_LENGTH:
-            title = title[:TITLE_LENGTH - 1].rstrip() + "…"
+            title = title[: TITLE_LENGTH - 1].rstrip() + "…"
         self.update_meta(title=title)
-        await self.editor.send_update(SessionInfoUpdate(title=title,
-                                                        updated_at=self.meta.updated_at))
+        await self.editor.send_update(
+            SessionInfoUpdate(title=title, updated_at=self.meta.updated_at)
+        )
 
     def cancel(self) -> None:
         """Cancel the running turn, if any, and every prompt queued behind it. Never blocks."""

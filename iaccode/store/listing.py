@@ -169,9 +169,7 @@ class SessionListing:
         except FileNotFoundError:
             return found
         except OSError as exc:
-            raise StoreError(
-                f"cannot list sessions in {self.root}: {os_error_text(exc)}"
-            ) from None
+            raise StoreError(f"cannot list sessions in {self.root}: {os_error_text(exc)}") from None
         is_session = SESSION_ID_PATTERN.fullmatch
         try:
             with os.scandir(root_fd) as scan:
@@ -314,4 +312,3 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
-

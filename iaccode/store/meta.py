@@ -174,17 +174,27 @@ class SessionMeta:
                 updated_at=checks.string(data.get("updated_at"), "updated_at"),
                 model=checks.string(data.get("model"), "model"),
                 mode=checks.string(data.get("mode"), "mode"),
-                thought_level=checks.string(data.get("thought_level", DEFAULT_THOUGHT_LEVEL),
-                                            "thought_level"),
+                thought_level=checks.string(
+                    data.get("thought_level", DEFAULT_THOUGHT_LEVEL), "thought_level"
+                ),
                 title=checks.optional_string(data.get("title"), "title"),
-                remembered=checks.table_of(data.get("remembered", {}), "remembered",
-                                           checks.boolean, "an object of true/false answers"),
-                message_count=checks.integer(data.get("message_count", 0), "message_count",
-                                             minimum=0),
-                cost_usd=(None if (cost := data.get("cost_usd", 0.0)) is None
-                          else checks.number(cost, "cost_usd", minimum=0)),
-                context_tokens=checks.integer(data.get("context_tokens", 0), "context_tokens",
-                                              minimum=0),
+                remembered=checks.table_of(
+                    data.get("remembered", {}),
+                    "remembered",
+                    checks.boolean,
+                    "an object of true/false answers",
+                ),
+                message_count=checks.integer(
+                    data.get("message_count", 0), "message_count", minimum=0
+                ),
+                cost_usd=(
+                    None
+                    if (cost := data.get("cost_usd", 0.0)) is None
+                    else checks.number(cost, "cost_usd", minimum=0)
+                ),
+                context_tokens=checks.integer(
+                    data.get("context_tokens", 0), "context_tokens", minimum=0
+                ),
                 additional_directories=_directories(data.get("additional_directories", [])),
                 format=version,
             )
@@ -269,6 +279,4 @@ def write_meta_file(folder: Path, meta: SessionMeta) -> None:
     try:
         write_json_atomic(folder / "meta.json", meta_bytes(meta))
     except OSError as exc:
-        raise StoreError(
-            f"cannot save session {meta.session_id}: {os_error_text(exc)}"
-        ) from None
+        raise StoreError(f"cannot save session {meta.session_id}: {os_error_text(exc)}") from None

@@ -172,7 +172,9 @@ class SessionStore:
         return meta, records
 
     def fork(
-        self, source_id: str, new_meta: SessionMeta,
+        self,
+        source_id: str,
+        new_meta: SessionMeta,
         edit: Callable[[Record], Record] | None = None,
     ) -> tuple[SessionFile, builtins.list[Record]]:
         """A new session ``new_meta.session_id`` holding a copy of the source's complete
@@ -397,8 +399,9 @@ class SessionFile:
             path.parent.mkdir(mode=0o700, exist_ok=True)
             write_json_atomic(path, data)
         except OSError as exc:
-            raise StoreError(f"cannot save an image of session {self.session_id}: "
-                             f"{os_error_text(exc)}") from None
+            raise StoreError(
+                f"cannot save an image of session {self.session_id}: {os_error_text(exc)}"
+            ) from None
         return name
 
     def load_image(self, name: str) -> bytes | None:

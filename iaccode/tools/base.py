@@ -98,8 +98,14 @@ class ClientTerminal(Protocol):
 
     Each call raises ToolFailure, saying what failed, when the editor answers with an error."""
 
-    async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+    async def create(
+        self,
+        command: str,
+        args: list[str],
+        cwd: str,
+        output_byte_limit: int,
+        env: dict[str, str] | None = None,
+    ) -> str:
         """Start the command (``env`` added to the editor's environment); the terminal's
         id."""
         ...
@@ -169,8 +175,11 @@ class Tool(ABC):
     change an infrastructure CLI would make is asked about while the call runs."""
 
     def definition(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
 
     @abstractmethod
     def title(self, args: Any) -> str:
@@ -211,8 +220,9 @@ async def run_tool(tool: Tool, args: Any, ctx: ToolContext) -> ToolResult:
         return ToolResult(str(exc), is_error=True)
     except Exception as exc:  # a bug in the tool: the model and the log both hear of it
         log.exception("tool %s failed", tool.name)
-        return ToolResult(f"The tool failed unexpectedly: {type(exc).__name__}: {exc}",
-                          is_error=True)
+        return ToolResult(
+            f"The tool failed unexpectedly: {type(exc).__name__}: {exc}", is_error=True
+        )
 
 
 def resolve_path(cwd: Path, raw: str) -> Path:
@@ -238,5 +248,7 @@ def truncate(text: str, limit: int) -> str:
     head = limit * 2 // 3
     tail = limit - head
     cut = len(text) - head - tail
-    return (f"{text[:head]}\n\n[... {cut} characters cut: the output was {len(text)} "
-            f"characters, the limit is {limit} ...]\n\n{text[-tail:]}")
+    return (
+        f"{text[:head]}\n\n[... {cut} characters cut: the output was {len(text)} "
+        f"characters, the limit is {limit} ...]\n\n{text[-tail:]}"
+    )

@@ -131,9 +131,11 @@ class Bash(Tool):
             "command": {"type": "string", "description": "The command line, run with bash -c."},
             "timeout": {
                 "type": "number",
-                "description": (f"Seconds before the command is killed (default "
-                                f"{_DEFAULTS.bash_timeout:g}, at most "
-                                f"{_DEFAULTS.bash_max_timeout:g})."),
+                "description": (
+                    f"Seconds before the command is killed (default "
+                    f"{_DEFAULTS.bash_timeout:g}, at most "
+                    f"{_DEFAULTS.bash_max_timeout:g})."
+                ),
             },
         },
         "required": ["command"],
@@ -144,7 +146,7 @@ class Bash(Tool):
         lines = args.command.strip().splitlines()
         first = lines[0].strip() if lines else ""
         if len(first) > TITLE_CHARS:
-            return first[:TITLE_CHARS - 1] + "…"
+            return first[: TITLE_CHARS - 1] + "…"
         if len(lines) > 1:
             return first + " …"
         return first or "bash"
@@ -181,8 +183,9 @@ def _shell() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
 
 
-def _status_line(exit_code: int | None, signal_name: str | None, timed_out: bool,
-                 timeout: float) -> str | None:
+def _status_line(
+    exit_code: int | None, signal_name: str | None, timed_out: bool, timeout: float
+) -> str | None:
     if timed_out:
         return f"[timed out after {timeout:g} s; the process group was killed]"
     if signal_name is not None:
@@ -240,14 +243,17 @@ class _HeadTail:
         skip = 0
         while skip < min(3, len(tail)) and 0x80 <= tail[skip] < 0xC0:  # continuation bytes
             skip += 1
-        return (f"{redact.ends(head, end=True)}\n[... {self.dropped} bytes of output dropped "
-                f"from the middle ...]\n"
-                f"{redact.ends(tail[skip:].decode('utf-8', errors='replace'), start=True)}")
+        return (
+            f"{redact.ends(head, end=True)}\n[... {self.dropped} bytes of output dropped "
+            f"from the middle ...]\n"
+            f"{redact.ends(tail[skip:].decode('utf-8', errors='replace'), start=True)}"
+        )
 
 
 @contextlib.asynccontextmanager
-async def _gated(policy: GatePolicy | None, terminal: bool = False
-                 ) -> AsyncIterator[CallChannel | None]:
+async def _gated(
+    policy: GatePolicy | None, terminal: bool = False
+) -> AsyncIterator[CallChannel | None]:
     """The call's gate channel, for as long as the command runs (None: no gates: both
     ``[iac]`` settings are off, or a caller without a policy)."""
     if policy is None or not (policy.confirm or policy.hold_credentials):
@@ -257,8 +263,10 @@ async def _gated(policy: GatePolicy | None, terminal: bool = False
         yield channel
 
 
-TAMPERED = ("[iac-code: this command removed or changed the gates in front of the "
-            "infrastructure CLIs; they were put back. Do not touch them.]")
+TAMPERED = (
+    "[iac-code: this command removed or changed the gates in front of the "
+    "infrastructure CLIs; they were put back. Do not touch them.]"
+)
 
 
 def _noted(result: ToolResult, channel: CallChannel | None) -> ToolResult:
@@ -283,9 +291,14 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
             env = channel.command_env(env)
         try:
             proc = await process_tree.open_shell(
-                [_shell(), "-c", command], cwd=ctx.cwd, env=env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                [_shell(), "-c", command],
+                cwd=ctx.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise ToolFailure(f"Could not start the command: {exc}") from exc
         if channel is not None:
@@ -294,8 +307,9 @@ async def _run_local(command: str, limit: float, ctx: ToolContext) -> ToolResult
     return _noted(result, channel)
 
 
-async def _watch_local(proc: trio.Process, command: str, limit: float,
-                       ctx: ToolContext) -> ToolResult:
+async def _watch_local(
+    proc: trio.Process, command: str, limit: float, ctx: ToolContext
+) -> ToolResult:
     tree = process_tree.Tree(proc)
     stdout = proc.stdout
     assert stdout is not None
@@ -338,13 +352,18 @@ async def _watch_local(proc: trio.Process, command: str, limit: float,
     text = output.text()
     status = _status_line(exit_code, signal_name, timed_out, limit)
     summary = plan.summary() if plan is not None else None
-    raw: dict[str, Any] = {"exit_code": exit_code, "signal": signal_name,
-                           "timed_out": timed_out, "output": text,
-                           "truncated_bytes": output.dropped}
+    raw: dict[str, Any] = {
+        "exit_code": exit_code,
+        "signal": signal_name,
+        "timed_out": timed_out,
+        "output": text,
+        "truncated_bytes": output.dropped,
+    }
     if summary is not None:
         raw["plan_summary"] = summary
-    return ToolResult(_result_text(text, status, summary), is_error=status is not None,
-                      raw_output=raw)
+    return ToolResult(
+        _result_text(text, status, summary), is_error=status is not None, raw_output=raw
+    )
 
 
 def _signal_name(number: int) -> str:
@@ -357,8 +376,9 @@ def _signal_name(number: int) -> str:
 # --- the editor's terminal ---------------------------------------------------------------------
 
 
-async def _run_in_terminal(terminal: ClientTerminal, command: str, limit: float,
-                           ctx: ToolContext) -> ToolResult:
+async def _run_in_terminal(
+    terminal: ClientTerminal, command: str, limit: float, ctx: ToolContext
+) -> ToolResult:
     async with _gated(ctx.gate, terminal=True) as channel:
         result = await _in_terminal(terminal, command, limit, ctx, channel)
     return _noted(result, channel)
@@ -373,23 +393,30 @@ def _terminal_env(channel: CallChannel | None, ctx: ToolContext) -> dict[str, st
     if process_tree.supported():
         return {**channel.env, HOLD_VARIABLE: "1" if _holds(ctx) else "0"}
     channel.token_only()
-    return {**channel.env,
-            "PATH": channel.folder.path_for_commands(os.environ.get("PATH", os.defpath))}
+    return {
+        **channel.env,
+        "PATH": channel.folder.path_for_commands(os.environ.get("PATH", os.defpath)),
+    }
 
 
-async def _in_terminal(terminal: ClientTerminal, command: str, limit: float, ctx: ToolContext,
-                       channel: CallChannel | None) -> ToolResult:
+async def _in_terminal(
+    terminal: ClientTerminal,
+    command: str,
+    limit: float,
+    ctx: ToolContext,
+    channel: CallChannel | None,
+) -> ToolResult:
     bound = ctx.limits.kill_grace + CLIENT_SLACK
     created: list[str] = []
     exited = False
     try:
-        await _create_terminal(terminal, command, ctx, bound, created,
-                               _terminal_env(channel, ctx))
+        await _create_terminal(terminal, command, ctx, bound, created, _terminal_env(channel, ctx))
         if not created:
             raise ToolFailure("The editor did not create a terminal for the command in time.")
         terminal_id = created[0]
-        await ctx.report(ToolCallProgress(tool_call_id=ctx.tool_call_id,
-                                          content=[TerminalContent(terminal_id)]))
+        await ctx.report(
+            ToolCallProgress(tool_call_id=ctx.tool_call_id, content=[TerminalContent(terminal_id)])
+        )
         exit_status: ExitStatus | None = None
         with trio.move_on_after(limit) as deadline:
             exit_status = await terminal.wait_for_exit(terminal_id)  # ToolFailure: it failed
@@ -409,13 +436,17 @@ async def _in_terminal(terminal: ClientTerminal, command: str, limit: float, ctx
                 await _bounded(terminal.kill, created[0], bound)
             await _bounded(terminal.release, created[0], bound)
 
-    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit,
-                            runs_plan(command))
+    return _terminal_result(terminal_id, answer, exit_status, timed_out, limit, runs_plan(command))
 
 
-async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolContext,
-                           bound: float, created: list[str],
-                           env: dict[str, str] | None = None) -> None:
+async def _create_terminal(
+    terminal: ClientTerminal,
+    command: str,
+    ctx: ToolContext,
+    bound: float,
+    created: list[str],
+    env: dict[str, str] | None = None,
+) -> None:
     """Create the terminal, appending its id to ``created``.
 
     Shielded, so a cancel cannot lose a terminal the editor is starting (it would run on,
@@ -435,9 +466,15 @@ async def _create_terminal(terminal: ClientTerminal, command: str, ctx: ToolCont
         with shield:
             try:
                 program, args = _terminal_command(command, ctx.limits)
-                created.append(await terminal.create(
-                    program, args, cwd=str(ctx.cwd),
-                    output_byte_limit=ctx.limits.bash_output_bytes, env=env))
+                created.append(
+                    await terminal.create(
+                        program,
+                        args,
+                        cwd=str(ctx.cwd),
+                        output_byte_limit=ctx.limits.bash_output_bytes,
+                        env=env,
+                    )
+                )
             except ToolFailure as exc:  # raised outside the nursery: not in an exception group
                 failure = exc
         nursery.cancel_scope.cancel()
@@ -455,8 +492,9 @@ def _terminal_command(command: str, limits: ToolLimits) -> tuple[str, list[str]]
     return supervise.command_line(argv, limits.kill_grace)
 
 
-async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,
-                   seconds: float) -> None:
+async def _bounded(
+    call: Callable[[str], Awaitable[None]], terminal_id: str, seconds: float
+) -> None:
     """A clean-up request to the editor: shielded from cancels, bounded, failures logged."""
     with trio.CancelScope(shield=True, deadline=trio.current_time() + seconds):
         try:
@@ -465,9 +503,14 @@ async def _bounded(call: Callable[[str], Awaitable[None]], terminal_id: str,
             log.warning("terminal clean-up for %s failed: %s", terminal_id, exc)
 
 
-def _terminal_result(terminal_id: str, answer: TerminalOutput | None,
-                     exit_status: ExitStatus | None, timed_out: bool,
-                     timeout: float, plan: bool = False) -> ToolResult:
+def _terminal_result(
+    terminal_id: str,
+    answer: TerminalOutput | None,
+    exit_status: ExitStatus | None,
+    timed_out: bool,
+    timeout: float,
+    plan: bool = False,
+) -> ToolResult:
     answer = answer or TerminalOutput(None)
     text = answer.output
     if text is None:
@@ -485,12 +528,21 @@ def _terminal_result(terminal_id: str, answer: TerminalOutput | None,
         reader = PlanReader()
         reader.feed(text.encode("utf-8", "replace"))
         summary = reader.summary()
-    raw: dict[str, Any] = {"exit_code": exit_code, "signal": signal_name,
-                           "timed_out": timed_out, "output": text, "truncated": truncated,
-                           "terminal_id": terminal_id}
+    raw: dict[str, Any] = {
+        "exit_code": exit_code,
+        "signal": signal_name,
+        "timed_out": timed_out,
+        "output": text,
+        "truncated": truncated,
+        "terminal_id": terminal_id,
+    }
     content: list[ToolCallContent] = [TerminalContent(terminal_id)]
     if summary is not None:
         raw["plan_summary"] = summary
         content.insert(0, ContentToolCallContent(TextContent(summary)))
-    return ToolResult(_result_text(text, line, summary), is_error=line is not None,
-                      raw_output=raw, content=content)
+    return ToolResult(
+        _result_text(text, line, summary),
+        is_error=line is not None,
+        raw_output=raw,
+        content=content,
+    )

@@ -41,11 +41,15 @@ def _not_found(text: str, old: str, shown: str) -> ToolFailure:
     message = f"old_string was not found in {shown}."
     text = text.replace("\r\n", "\n")
     if _LINE_NUMBER.match(old) and _LINE_NUMBER.sub("", old) in text:
-        hint = ("It matches once the line-number prefixes from read_file are removed: quote "
-                "only the file's text.")
+        hint = (
+            "It matches once the line-number prefixes from read_file are removed: quote "
+            "only the file's text."
+        )
     elif _squash(old) and _squash(old) in _squash(text):
-        hint = ("It matches if whitespace is ignored: copy the exact indentation, spaces and "
-                "line breaks from the file (read it again if unsure).")
+        hint = (
+            "It matches if whitespace is ignored: copy the exact indentation, spaces and "
+            "line breaks from the file (read it again if unsure)."
+        )
     else:
         hint = "Read the file again and copy the text to replace exactly, including whitespace."
     return ToolFailure(f"{message} {hint}")
@@ -71,14 +75,24 @@ class EditFile(Tool):
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": (
-                "The file to edit, relative to the project directory or absolute.")},
-            "old_string": {"type": "string", "description": (
-                "The exact text to replace (unique in the file unless replace_all).")},
-            "new_string": {"type": "string", "description": (
-                "The text to put in its place (must differ from old_string).")},
-            "replace_all": {"type": "boolean", "description": (
-                "Replace every occurrence of old_string (default false).")},
+            "path": {
+                "type": "string",
+                "description": ("The file to edit, relative to the project directory or absolute."),
+            },
+            "old_string": {
+                "type": "string",
+                "description": (
+                    "The exact text to replace (unique in the file unless replace_all)."
+                ),
+            },
+            "new_string": {
+                "type": "string",
+                "description": ("The text to put in its place (must differ from old_string)."),
+            },
+            "replace_all": {
+                "type": "boolean",
+                "description": ("Replace every occurrence of old_string (default false)."),
+            },
         },
         "required": ["path", "old_string", "new_string"],
         "additionalProperties": False,
@@ -92,20 +106,27 @@ class EditFile(Tool):
 
     async def preview(self, args: EditFileInput, ctx: ToolContext) -> list[ToolCallContent]:
         change = await _plan(args, ctx)
-        return [DiffContent(path=str(change.path), old_text=change.old_text,
-                            new_text=change.new_text)]
+        return [
+            DiffContent(path=str(change.path), old_text=change.old_text, new_text=change.new_text)
+        ]
 
     async def run(self, args: EditFileInput, ctx: ToolContext) -> ToolResult:
         change = await _plan(args, ctx)
         await ctx.files.write_text(change.path, change.new_text)
         count, shown = change.count, display_path(change.path, ctx.cwd)
-        where = (f"{count} occurrences" if count > 1 else f"1 occurrence, at line {change.line}")
-        return await checked(ToolResult(
-            f"Edited {shown}: replaced {where}.",
-            raw_output={"path": str(change.path), "replacements": count, "line": change.line},
-            content=[DiffContent(path=str(change.path), old_text=change.old_text,
-                                 new_text=change.new_text)],
-        ), ctx)
+        where = f"{count} occurrences" if count > 1 else f"1 occurrence, at line {change.line}"
+        return await checked(
+            ToolResult(
+                f"Edited {shown}: replaced {where}.",
+                raw_output={"path": str(change.path), "replacements": count, "line": change.line},
+                content=[
+                    DiffContent(
+                        path=str(change.path), old_text=change.old_text, new_text=change.new_text
+                    )
+                ],
+            ),
+            ctx,
+        )
 
 
 @frozen
@@ -123,17 +144,18 @@ async def _plan(args: EditFileInput, ctx: ToolContext) -> _Change:
     path = ctx.path(args.path)
     shown = display_path(path, ctx.cwd)
     if not args.old_string:
-        raise ToolFailure("old_string is empty. To create a file or replace all of its "
-                          "text, use write_file.")
+        raise ToolFailure(
+            "old_string is empty. To create a file or replace all of its text, use write_file."
+        )
     if args.old_string == args.new_string:
-        raise ToolFailure("old_string and new_string are the same: there is nothing to "
-                          "change.")
+        raise ToolFailure("old_string and new_string are the same: there is nothing to change.")
     try:
         text = await ctx.files.read_text(path)
     except ToolFailure as failure:
         if not await trio.Path(path).exists():
-            raise ToolFailure(f"File not found: {shown}. To create a file, use "
-                              "write_file.") from failure
+            raise ToolFailure(
+                f"File not found: {shown}. To create a file, use write_file."
+            ) from failure
         raise
     old, new = args.old_string, args.new_string
     count = text.count(old)
@@ -147,7 +169,8 @@ async def _plan(args: EditFileInput, ctx: ToolContext) -> _Change:
         raise ToolFailure(
             f"old_string occurs {count} times in {shown}. Add surrounding lines to "
             "old_string so it matches only the place you mean, or set replace_all to "
-            "replace all of them.")
+            "replace all of them."
+        )
     first_line = _line_of(text, text.index(old))
     new_text = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
     return _Change(path, text, new_text, count, first_line)

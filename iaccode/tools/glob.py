@@ -68,11 +68,17 @@ class Glob(Tool):
     input_schema = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string",
-                        "description": "The glob pattern to match file paths against."},
-            "path": {"type": "string", "description": (
-                "The directory to search in, relative to the project directory or absolute "
-                "(default: the project directory).")},
+            "pattern": {
+                "type": "string",
+                "description": "The glob pattern to match file paths against.",
+            },
+            "path": {
+                "type": "string",
+                "description": (
+                    "The directory to search in, relative to the project directory or absolute "
+                    "(default: the project directory)."
+                ),
+            },
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -89,8 +95,11 @@ class Glob(Tool):
         shown_root = display_path(root, ctx.cwd)
         if not await trio.to_thread.run_sync(root.is_dir):
             missing = not await trio.to_thread.run_sync(root.exists)
-            raise ToolFailure(f"Directory not found: {args.path}" if missing
-                              else f"{args.path} is not a directory.")
+            raise ToolFailure(
+                f"Directory not found: {args.path}"
+                if missing
+                else f"{args.path} is not a directory."
+            )
         pattern = args.pattern.strip()
         if Path(pattern).is_absolute() and Path(pattern).is_relative_to(root):
             pattern = Path(pattern).relative_to(root).as_posix()
@@ -114,13 +123,15 @@ class Glob(Tool):
         if rg is not None:
             try:
                 flags = ["--no-config", "--files", "--hidden", *RG_IGNORE_FLAGS]
-                run = await run_rg(rg, [*flags, "--glob", "!.git", "--", "."], root,
-                                   MAX_MATCHES, wanted)
+                run = await run_rg(
+                    rg, [*flags, "--glob", "!.git", "--", "."], root, MAX_MATCHES, wanted
+                )
                 found = [line.removeprefix("./") for line in run.lines]
                 stopped = run.stopped
             except OSError:
                 found = None  # rg could not start: walk in Python instead
         if found is None:
+
             def walk(stop: threading.Event) -> list[str]:
                 matched: list[str] = []
                 for rel in walk_files(root, ignores, stop):
@@ -143,7 +154,15 @@ class Glob(Tool):
             text = "\n".join(shown)
             if len(ordered) > cap or stopped:
                 total = f"{len(ordered)}+" if stopped else str(len(ordered))
-                text += (f"\n[showing the {cap} newest of {total} matching files; narrow the "
-                         "pattern or the path to see the rest]")
-        return ToolResult(text, raw_output={"files": shown, "matches": len(ordered),
-                                            "truncated": len(ordered) > cap or stopped})
+                text += (
+                    f"\n[showing the {cap} newest of {total} matching files; narrow the "
+                    "pattern or the path to see the rest]"
+                )
+        return ToolResult(
+            text,
+            raw_output={
+                "files": shown,
+                "matches": len(ordered),
+                "truncated": len(ordered) > cap or stopped,
+            },
+        )

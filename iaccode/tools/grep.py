@@ -57,8 +57,15 @@ class _Search:
 
 
 def _rg_args(args: GrepInput, name: str, sort: bool = True) -> list[str]:
-    flags = ["--no-config", "--hidden", *RG_IGNORE_FLAGS, *(["--sort", "path"] if sort else []),
-             "--color", "never", "--with-filename"]
+    flags = [
+        "--no-config",
+        "--hidden",
+        *RG_IGNORE_FLAGS,
+        *(["--sort", "path"] if sort else []),
+        "--color",
+        "never",
+        "--with-filename",
+    ]
     if args.case_insensitive:
         flags.append("--ignore-case")
     if args.output_mode == "files_with_matches":
@@ -66,8 +73,14 @@ def _rg_args(args: GrepInput, name: str, sort: bool = True) -> list[str]:
     elif args.output_mode == "count":
         flags += ["--count", "--null"]
     else:
-        flags += ["--null", "--line-number", "--no-heading", "--max-columns", str(MAX_COLUMNS),
-                  "--max-columns-preview"]
+        flags += [
+            "--null",
+            "--line-number",
+            "--no-heading",
+            "--max-columns",
+            str(MAX_COLUMNS),
+            "--max-columns-preview",
+        ]
     if args.glob:
         flags += ["--glob", args.glob]
     return [*flags, "--glob", "!.git", "--regexp", args.pattern, "--", name]
@@ -84,26 +97,46 @@ def _split(line: str, mode: OutputMode) -> tuple[str, str]:
     return path.removeprefix("./"), rest
 
 
-def _python_search(regex: re.Pattern[str], search: _Search, args: GrepInput, cap: int,
-                   stop: threading.Event) -> list[tuple[str, str]]:
+def _python_search(
+    regex: re.Pattern[str], search: _Search, args: GrepInput, cap: int, stop: threading.Event
+) -> list[tuple[str, str]]:
     if search.ignores is None:
         names = iter([search.name])
     else:
         spec = glob_spec(args.glob) if args.glob else None
         ignores = search.ignores
-        names = (rel for rel in walk_files(search.base, ignores, stop)
-                 if spec is None or spec.match_file(rel))
+        names = (
+            rel
+            for rel in walk_files(search.base, ignores, stop)
+            if spec is None or spec.match_file(rel)
+        )
     found: list[tuple[str, str]] = []
     for rel in names:
         if stop.is_set() or len(found) > cap:
             break
-        found.extend(_search_file(regex, search.base / rel, rel, args.output_mode, stop,
-                                  explicit=search.ignores is None, room=cap + 1 - len(found)))
+        found.extend(
+            _search_file(
+                regex,
+                search.base / rel,
+                rel,
+                args.output_mode,
+                stop,
+                explicit=search.ignores is None,
+                room=cap + 1 - len(found),
+            )
+        )
     return found
 
 
-def _search_file(regex: re.Pattern[str], path: Path, rel: str, mode: OutputMode,
-                 stop: threading.Event, explicit: bool, room: int) -> list[tuple[str, str]]:
+def _search_file(
+    regex: re.Pattern[str],
+    path: Path,
+    rel: str,
+    mode: OutputMode,
+    stop: threading.Event,
+    explicit: bool,
+    room: int,
+) -> list[tuple[str, str]]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -160,19 +193,37 @@ class Grep(Tool):
         "type": "object",
         "properties": {
             "pattern": {"type": "string", "description": "The regular expression to search for."},
-            "path": {"type": "string", "description": (
-                "A directory or file to search, relative to the project directory or absolute "
-                "(default: the project directory).")},
-            "glob": {"type": "string", "description": (
-                "Only search files whose path (relative to `path`) matches this glob, e.g. "
-                "`*.tf` or `modules/**/*.tf`.")},
-            "case_insensitive": {"type": "boolean",
-                                 "description": "Ignore case when matching (default false)."},
-            "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"],
-                            "description": "What to show (default files_with_matches)."},
-            "max_results": {"type": "integer", "minimum": 1, "description": (
-                "Most files (or lines, in content mode) to return (default "
-                f"{_DEFAULTS.search_max_results}, at most ten times that).")},
+            "path": {
+                "type": "string",
+                "description": (
+                    "A directory or file to search, relative to the project directory or absolute "
+                    "(default: the project directory)."
+                ),
+            },
+            "glob": {
+                "type": "string",
+                "description": (
+                    "Only search files whose path (relative to `path`) matches this glob, e.g. "
+                    "`*.tf` or `modules/**/*.tf`."
+                ),
+            },
+            "case_insensitive": {
+                "type": "boolean",
+                "description": "Ignore case when matching (default false).",
+            },
+            "output_mode": {
+                "type": "string",
+                "enum": ["files_with_matches", "content", "count"],
+                "description": "What to show (default files_with_matches).",
+            },
+            "max_results": {
+                "type": "integer",
+                "minimum": 1,
+                "description": (
+                    "Most files (or lines, in content mode) to return (default "
+                    f"{_DEFAULTS.search_max_results}, at most ten times that)."
+                ),
+            },
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -221,18 +272,27 @@ class Grep(Tool):
         else:
             text = "\n".join(lines)
             if len(found) > cap:
-                text += (f"\n[stopped at {cap} results; there are more: narrow the pattern, "
-                         "path or glob, or raise max_results]")
-        return ToolResult(text, raw_output={"mode": args.output_mode, "results": len(lines),
-                                            "truncated": len(found) > cap})
+                text += (
+                    f"\n[stopped at {cap} results; there are more: narrow the pattern, "
+                    "path or glob, or raise max_results]"
+                )
+        return ToolResult(
+            text,
+            raw_output={
+                "mode": args.output_mode,
+                "results": len(lines),
+                "truncated": len(found) > cap,
+            },
+        )
 
 
-
-async def _search(args: GrepInput, search: _Search, cap: int,
-                  project: Path) -> list[tuple[str, str]]:
+async def _search(
+    args: GrepInput, search: _Search, cap: int, project: Path
+) -> list[tuple[str, str]]:
     """Up to ``cap + 1`` results as (path relative to ``search.base``, what follows it)."""
     rg = find_rg(project)
     if rg is not None:
+
         def keep(line: str) -> bool:
             rel, _ = _split(line, args.output_mode)
             return search.ignores is None or not search.ignores.ignored(rel, is_dir=False)
@@ -241,8 +301,7 @@ async def _search(args: GrepInput, search: _Search, cap: int,
         # cores), so it runs unsorted and we sort. Past the cap only rg's own order tells which
         # results come first: then it runs again, sorted (stopping at the cap again).
         try:
-            run = await run_rg(rg, _rg_args(args, search.name, sort=False), search.base, cap,
-                               keep)
+            run = await run_rg(rg, _rg_args(args, search.name, sort=False), search.base, cap, keep)
             if run.stopped:
                 run = await run_rg(rg, _rg_args(args, search.name), search.base, cap, keep)
         except OSError:

@@ -87,9 +87,13 @@ class ListFiles(Tool):
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": (
-                "The directory to list, relative to the project directory or absolute "
-                "(default: the project directory).")},
+            "path": {
+                "type": "string",
+                "description": (
+                    "The directory to list, relative to the project directory or absolute "
+                    "(default: the project directory)."
+                ),
+            },
         },
         "required": [],
         "additionalProperties": False,
@@ -105,13 +109,15 @@ class ListFiles(Tool):
         folder = ctx.path(args.path)
         cap = ctx.limits.search_max_results
         try:
-            listing = await trio.to_thread.run_sync(_list, folder, ctx.cwd, cap,
-                                                    abandon_on_cancel=True)
+            listing = await trio.to_thread.run_sync(
+                _list, folder, ctx.cwd, cap, abandon_on_cancel=True
+            )
         except FileNotFoundError as exc:
             raise ToolFailure(f"Directory not found: {args.path}") from exc
         except NotADirectoryError as exc:
-            raise ToolFailure(f"{args.path} is a file, not a directory; use read_file to read "
-                              "it.") from exc
+            raise ToolFailure(
+                f"{args.path} is a file, not a directory; use read_file to read it."
+            ) from exc
         except OSError as exc:
             raise ToolFailure(f"Cannot list {args.path}: {exc.strerror or exc}.") from exc
         empty = "(nothing but ignored entries)" if listing.hidden else "(empty directory)"
@@ -119,10 +125,18 @@ class ListFiles(Tool):
         if listing.hidden:
             lines.append(f"[{listing.hidden} entries left out by .gitignore]")
         if listing.total > len(listing.names):
-            lines.append(f"[... {listing.total - len(listing.names)} more entries not shown "
-                         f"(the limit is {cap}); use glob to narrow down]")
+            lines.append(
+                f"[... {listing.total - len(listing.names)} more entries not shown "
+                f"(the limit is {cap}); use glob to narrow down]"
+            )
         if not listing.complete:
             lines.append(f"[stopped after looking at {MAX_SCAN} entries]")
-        return ToolResult("\n".join(lines), raw_output={
-            "path": str(folder), "entries": listing.names, "total": listing.total,
-            "ignored": listing.hidden})
+        return ToolResult(
+            "\n".join(lines),
+            raw_output={
+                "path": str(folder),
+                "entries": listing.names,
+                "total": listing.total,
+                "ignored": listing.hidden,
+            },
+        )

@@ -73,12 +73,22 @@ class ReadFile(Tool):
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": (
-                "The file to read, relative to the project directory or absolute.")},
-            "offset": {"type": "integer", "minimum": 1, "description": (
-                "The line number to start at (1 is the first line; default 1).")},
-            "limit": {"type": "integer", "minimum": 1, "description": (
-                f"How many lines to read (default {_DEFAULTS.read_default_lines}).")},
+            "path": {
+                "type": "string",
+                "description": ("The file to read, relative to the project directory or absolute."),
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": ("The line number to start at (1 is the first line; default 1)."),
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": (
+                    f"How many lines to read (default {_DEFAULTS.read_default_lines})."
+                ),
+            },
         },
         "required": ["path"],
         "additionalProperties": False,
@@ -109,19 +119,22 @@ class ReadFile(Tool):
         first = args.offset or 1
         count = args.limit or ctx.limits.read_default_lines
         if not lines:
-            return ToolResult(f"({shown_path} is empty)",
-                              raw_output={"path": str(path), "lines": 0})
+            return ToolResult(
+                f"({shown_path} is empty)", raw_output={"path": str(path), "lines": 0}
+            )
         if first > total:
-            raise ToolFailure(f"offset {first} is past the end: {shown_path} has {total} "
-                              f"line{'s' if total != 1 else ''}.")
-        window = lines[first - 1:first - 1 + count]
+            raise ToolFailure(
+                f"offset {first} is past the end: {shown_path} has {total} "
+                f"line{'s' if total != 1 else ''}."
+            )
+        window = lines[first - 1 : first - 1 + count]
         last = first + len(window) - 1
         text = number_lines(window, first)
         if last < total:
-            text += (f"\n... {total - last} more lines; use offset to read on "
-                     f"(offset={last + 1}).")
-        return ToolResult(text, raw_output={"path": str(path), "lines": total,
-                                            "first": first, "last": last})
+            text += f"\n... {total - last} more lines; use offset to read on (offset={last + 1})."
+        return ToolResult(
+            text, raw_output={"path": str(path), "lines": total, "first": first, "last": last}
+        )
 
 
 async def _read_image(path: Path, ctx: ToolContext) -> ToolResult:
@@ -133,6 +146,8 @@ async def _read_image(path: Path, ctx: ToolContext) -> ToolResult:
     except ImageError as exc:
         raise ToolFailure(f"Cannot show {shown} to you as an image: {exc}.") from None
     text = f"{shown}: a {MEDIA_TYPES[media_type]} image of {len(data):,} bytes (shown above)."
-    return ToolResult(text, raw_output={"path": str(path), "media_type": media_type,
-                                        "bytes": len(data)},
-                      model_content=[block, {"type": "text", "text": text}])
+    return ToolResult(
+        text,
+        raw_output={"path": str(path), "media_type": media_type, "bytes": len(data)},
+        model_content=[block, {"type": "text", "text": text}],
+    )

@@ -25,14 +25,19 @@ def redacted_result(result: ToolResult, redactor: Redactor | None = None) -> Too
     if not redactor:
         return result
     return evolve(
-        result, text=redactor(result.text), raw_output=redactor.value(result.raw_output),
+        result,
+        text=redactor(result.text),
+        raw_output=redactor.value(result.raw_output),
         content=redacted_content(result.content, redactor),
-        model_content=None if result.model_content is None else [
-            _model_block(block, redactor) for block in result.model_content])
+        model_content=None
+        if result.model_content is None
+        else [_model_block(block, redactor) for block in result.model_content],
+    )
 
 
-def redacted_content(content: list[ToolCallContent] | None,
-                     redactor: Redactor | None = None) -> list[ToolCallContent] | None:
+def redacted_content(
+    content: list[ToolCallContent] | None, redactor: Redactor | None = None
+) -> list[ToolCallContent] | None:
     redactor = redactor if redactor is not None else current()
     if content is None or not redactor:
         return content
@@ -41,14 +46,16 @@ def redacted_content(content: list[ToolCallContent] | None,
 
 def _shown(item: ToolCallContent, redactor: Redactor) -> ToolCallContent:
     if isinstance(item, DiffContent):
-        return evolve(item, new_text=redactor(item.new_text),
-                      old_text=None if item.old_text is None else redactor(item.old_text))
+        return evolve(
+            item,
+            new_text=redactor(item.new_text),
+            old_text=None if item.old_text is None else redactor(item.old_text),
+        )
     if isinstance(item, ContentToolCallContent):
         block = item.content
         if isinstance(block, TextContent):
             return evolve(item, content=evolve(block, text=redactor(block.text)))
-        if isinstance(block, EmbeddedResource) and isinstance(block.resource,
-                                                              TextResourceContents):
+        if isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
             resource = evolve(block.resource, text=redactor(block.resource.text))
             return evolve(item, content=evolve(block, resource=resource))
     return item

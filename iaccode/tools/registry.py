@@ -17,6 +17,15 @@ def builtin_tools() -> dict[str, Tool]:
     from iaccode.tools.web_fetch import WebFetch
     from iaccode.tools.write_file import WriteFile
 
-    tools: list[Tool] = [ReadFile(), ListFiles(), Glob(), Grep(), WriteFile(), EditFile(),
-                         Bash(), WebFetch(), TodoWrite()]
+    tools: list[Tool] = [
+        ReadFile(),
+        ListFiles(),
+        Glob(),
+        Grep(),
+        WriteFile(),
+        EditFile(),
+        Bash(),
+        WebFetch(),
+        TodoWrite(),
+    ]
     return {tool.name: tool for tool in tools}

@@ -64,8 +64,15 @@ def _on_parent_death(parent: int) -> None:
 def command_line(argv: list[str], grace: float) -> tuple[str, list[str]]:
     """(command, args) for ``terminal/create``: ``argv`` under this supervisor."""
     # -P: the project folder (the terminal's cwd) must not shadow our own modules.
-    return sys.executable, ["-P", "-m", "iaccode.tools.supervise", "--grace", f"{grace:g}",
-                            "--", *argv]
+    return sys.executable, [
+        "-P",
+        "-m",
+        "iaccode.tools.supervise",
+        "--grace",
+        f"{grace:g}",
+        "--",
+        *argv,
+    ]
 
 
 def _kill_shell_with_us() -> None:
@@ -77,8 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     import argparse  # here: the agent imports this module at start-up for command_line()
 
     parser = argparse.ArgumentParser(prog="python -m iaccode.tools.supervise")
-    parser.add_argument("--grace", type=float, default=2.0,
-                        help="seconds between TERM and KILL when the tree is ended")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=2.0,
+        help="seconds between TERM and KILL when the tree is ended",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
@@ -90,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     _on_parent_death(parent)
     try:
         if not process_tree.become_subreaper():
-            print("iaccode supervise: no child subreaper here; what the command leaves "
-                  "behind may outlive it", file=sys.stderr)
+            print(
+                "iaccode supervise: no child subreaper here; what the command leaves "
+                "behind may outlive it",
+                file=sys.stderr,
+            )
         process_tree.set_parent_death_signal(PARENT_DEATH)
         if os.getppid() == 1:  # the parent died before we asked to hear of it
             raise _Stop(signal.SIGHUP)
@@ -123,12 +137,14 @@ def _gated_env() -> dict[str, str] | None:
         return None
     problem = hello(socket_path, token)
     if problem is not None:  # the gates will refuse: say why once
-        print(f"iaccode supervise: the agent's gate channel refused us: {problem}",
-              file=sys.stderr)
+        print(f"iaccode supervise: the agent's gate channel refused us: {problem}", file=sys.stderr)
     hold = os.environ.get(HOLD_VARIABLE) == "1"
     # The editor's environment, not ours: only the credentials are ours to hold back here.
-    env = scrubbed(os.environ, secrets=False, also=lambda name: name == HOLD_VARIABLE
-                   or (hold and is_credential(name)))
+    env = scrubbed(
+        os.environ,
+        secrets=False,
+        also=lambda name: name == HOLD_VARIABLE or (hold and is_credential(name)),
+    )
     env["PATH"] = gates_first(env.get("PATH", os.defpath), folder)
     return env
 

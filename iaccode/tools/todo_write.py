@@ -52,10 +52,15 @@ class TodoWrite(Tool):
                 "items": {
                     "type": "object",
                     "properties": {
-                        "content": {"type": "string", "minLength": 1,
-                                    "description": "What the step does, in a few words."},
-                        "status": {"type": "string",
-                                   "enum": ["pending", "in_progress", "completed"]},
+                        "content": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "What the step does, in a few words.",
+                        },
+                        "status": {
+                            "type": "string",
+                            "enum": ["pending", "in_progress", "completed"],
+                        },
                         "priority": {"type": "string", "enum": ["high", "medium", "low"]},
                     },
                     "required": ["content", "status"],
@@ -79,11 +84,16 @@ class TodoWrite(Tool):
         empty = [i for i, todo in enumerate(args.todos) if not todo.content.strip()]
         if empty:
             raise ToolFailure(f"Item {empty[0]} has no content; every item needs one.")
-        entries = [PlanEntry(todo.content.strip(), todo.priority, todo.status)
-                   for todo in args.todos]
+        entries = [
+            PlanEntry(todo.content.strip(), todo.priority, todo.status) for todo in args.todos
+        ]
         await ctx.show_plan(entries)
-        counts = {status: sum(t.status == status for t in args.todos)
-                  for status in ("completed", "in_progress", "pending")}
+        counts = {
+            status: sum(t.status == status for t in args.todos)
+            for status in ("completed", "in_progress", "pending")
+        }
         summary = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items())
-        return ToolResult(f"Plan recorded and shown to the user ({summary}).",
-                          raw_output={"todos": len(args.todos), **counts})
+        return ToolResult(
+            f"Plan recorded and shown to the user ({summary}).",
+            raw_output={"todos": len(args.todos), **counts},
+        )

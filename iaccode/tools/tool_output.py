@@ -54,8 +54,10 @@ def shortened(text: str, limit: int, saved: Path | None) -> str:
     short = truncate(text, limit)
     if saved is None:
         return short
-    return (f"{short}\n\n[The whole output ({len(text):,} characters) is saved in {saved}; "
-            "read it with read_file, using offset and limit.]")
+    return (
+        f"{short}\n\n[The whole output ({len(text):,} characters) is saved in {saved}; "
+        "read it with read_file, using offset and limit.]"
+    )
 
 
 def remove(home: Path, session_id: str) -> None:

@@ -41,8 +41,9 @@ async def read_existing(ctx: ToolContext, path: Path, shown: str) -> str | None:
             return None  # a new file
         if stat.S_ISDIR(mode):
             raise ToolFailure(f"{shown} is a directory.") from failure
-        raise ToolFailure(f"{shown} exists but could not be read as text, so it was not "
-                          f"replaced: {failure}") from failure
+        raise ToolFailure(
+            f"{shown} exists but could not be read as text, so it was not replaced: {failure}"
+        ) from failure
 
 
 def _count(text: str) -> str:
@@ -64,8 +65,12 @@ class WriteFile(Tool):
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": (
-                "The file to write, relative to the project directory or absolute.")},
+            "path": {
+                "type": "string",
+                "description": (
+                    "The file to write, relative to the project directory or absolute."
+                ),
+            },
             "content": {"type": "string", "description": "The file's complete new text."},
         },
         "required": ["path", "content"],
@@ -94,10 +99,12 @@ class WriteFile(Tool):
         elif old == args.content:
             text = f"Wrote {shown}: the content was already the same ({size} bytes)."
         else:
-            text = (f"Wrote {shown} ({_count(args.content)}, {size} bytes; it had "
-                    f"{_count(old)}).")
-        return await checked(ToolResult(
-            text,
-            raw_output={"path": str(path), "created": old is None, "bytes": size},
-            content=[DiffContent(path=str(path), old_text=old, new_text=args.content)],
-        ), ctx)
+            text = f"Wrote {shown} ({_count(args.content)}, {size} bytes; it had {_count(old)})."
+        return await checked(
+            ToolResult(
+                text,
+                raw_output={"path": str(path), "created": old is None, "bytes": size},
+                content=[DiffContent(path=str(path), old_text=old, new_text=args.content)],
+            ),
+            ctx,
+        )

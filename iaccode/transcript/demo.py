@@ -19,8 +19,11 @@ from iaccode.transcript.replay import replay
 
 BUNDLED = Path(__file__).with_name("demo-terraform.jsonl")
 
-STATUS_MARKS = {"completed": "[green]✔[/green]", "failed": "[red]✘[/red]",
-                "in_progress": "[yellow]…[/yellow]"}
+STATUS_MARKS = {
+    "completed": "[green]✔[/green]",
+    "failed": "[red]✘[/red]",
+    "in_progress": "[yellow]…[/yellow]",
+}
 
 
 class Renderer:
@@ -45,29 +48,33 @@ class Renderer:
             options = params.get("options") or []
             names = " / ".join(o.get("name", "?") for o in options)
             if not any(o.get("kind") == "allow_always" for o in options):  # infrastructure
-                self.console.print(f"! {title}. Allow? ({names})", style="bold red",
-                                   markup=False)
+                self.console.print(f"! {title}. Allow? ({names})", style="bold red", markup=False)
                 for content in tool_call.get("content") or []:
                     self._question_text(content)
             else:
-                self.console.print(f"[bold magenta]? Allow {title}?[/bold magenta] "
-                                   f"[dim]({names})[/dim]")
+                self.console.print(
+                    f"[bold magenta]? Allow {title}?[/bold magenta] [dim]({names})[/dim]"
+                )
         elif method == "elicitation/create":
             self._end_line()
             lines = str(params.get("message", "")).splitlines()
-            self.console.print(f"! {lines[0] if lines else 'a question'}", style="bold red",
-                               markup=False)
+            self.console.print(
+                f"! {lines[0] if lines else 'a question'}", style="bold red", markup=False
+            )
             for line in lines[1:]:
                 self.console.print(f"    {line}", style="yellow", markup=False)
             fields = (params.get("requestedSchema") or {}).get("properties") or {}
             for field in fields.values():
-                self.console.print(f"  [{field.get('title', '?')}: ____]", style="bold red",
-                                   markup=False)
+                self.console.print(
+                    f"  [{field.get('title', '?')}: ____]", style="bold red", markup=False
+                )
         elif isinstance(message.get("result"), dict) and "stopReason" in message["result"]:
             self._end_line()
             usage = message["result"].get("usage") or {}
-            self.console.print(f"[dim]── {message['result']['stopReason']} · "
-                               f"{usage.get('totalTokens', 0)} tokens ──[/dim]")
+            self.console.print(
+                f"[dim]── {message['result']['stopReason']} · "
+                f"{usage.get('totalTokens', 0)} tokens ──[/dim]"
+            )
 
     def _client(self, method: Any, params: dict[str, Any], message: dict[str, Any]) -> None:
         if method == "session/prompt":
@@ -83,12 +90,14 @@ class Renderer:
             result = message["result"]
             outcome = result.get("outcome") or {}
             if isinstance(outcome, dict) and "optionId" in outcome:
-                self.console.print(f"[magenta]→ {outcome['optionId'].replace('_', ' ')}"
-                                   f"[/magenta]")
+                self.console.print(f"[magenta]→ {outcome['optionId'].replace('_', ' ')}[/magenta]")
             elif isinstance(result.get("action"), str):  # an elicitation's answer
                 typed = " ".join(str(v) for v in (result.get("content") or {}).values())
-                self.console.print(f"→ {result['action']}{f' (typed {typed})' if typed else ''}",
-                                   style="magenta", markup=False)
+                self.console.print(
+                    f"→ {result['action']}{f' (typed {typed})' if typed else ''}",
+                    style="magenta",
+                    markup=False,
+                )
 
     def _update(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -102,8 +111,9 @@ class Renderer:
         elif kind == "tool_call":
             self._end_line()
             self._titles[update["toolCallId"]] = update.get("title", "")
-            self.console.print(f"[bold]⏺ {update.get('title')}[/bold] [dim]({update.get('kind')})"
-                               f"[/dim]")
+            self.console.print(
+                f"[bold]⏺ {update.get('title')}[/bold] [dim]({update.get('kind')})[/dim]"
+            )
         elif kind == "tool_call_update" and update.get("status") in STATUS_MARKS:
             if update["status"] == "in_progress":
                 return
@@ -118,8 +128,9 @@ class Renderer:
             old = (content.get("oldText") or "").splitlines()
             new = (content.get("newText") or "").splitlines()
             for line in difflib.unified_diff(old, new, "before", "after", lineterm="", n=1):
-                colour = "green" if line.startswith("+") else "red" if line.startswith("-") \
-                    else "dim"
+                colour = (
+                    "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+                )
                 self.console.print(f"    {line}", style=colour, markup=False)
         elif content.get("type") == "content":
             text = (content.get("content") or {}).get("text", "")
@@ -152,8 +163,10 @@ def run_demo(speed: float, transcript: Path | None) -> int:
         print("iaccode demo: --speed must be positive", file=sys.stderr)
         return 2
     renderer = Renderer()
-    renderer.console.print("[bold]iac-code demo[/bold] [dim]— a recorded task replayed by a real "
-                           "`iaccode acp` (no key, no network)[/dim]")
+    renderer.console.print(
+        "[bold]iac-code demo[/bold] [dim]— a recorded task replayed by a real "
+        "`iaccode acp` (no key, no network)[/dim]"
+    )
     try:
         result = trio.run(lambda: replay(transcript or BUNDLED, speed=speed, observe=renderer))
     except TranscriptError as exc:

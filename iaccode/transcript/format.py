@@ -87,7 +87,8 @@ def check_version(header: dict[str, Any], path: Path) -> None:
     if major > MAJOR:
         raise TranscriptError(
             f"{path} was written in transcript format {version}, newer than this iaccode "
-            f"reads ({FORMAT}); upgrade iaccode to replay it")
+            f"reads ({FORMAT}); upgrade iaccode to replay it"
+        )
 
 
 class TranscriptWriter:

@@ -22,8 +22,11 @@ class Normalizer:
 
     def __init__(self, paths: dict[str, str]) -> None:
         # Longest first, so a path is not half-replaced by one of its prefixes.
-        self._paths = sorted(((p, name) for p, name in paths.items() if p), reverse=True,
-                             key=lambda item: len(item[0]))
+        self._paths = sorted(
+            ((p, name) for p, name in paths.items() if p),
+            reverse=True,
+            key=lambda item: len(item[0]),
+        )
         self._sessions: dict[str, str] = {}
         self._messages: dict[str, str] = {}
 
@@ -44,8 +47,11 @@ class Normalizer:
     def translate(self, other: Normalizer) -> dict[str, str]:
         """This side's session ids -> the other side's ids for the same placeholder."""
         theirs = {placeholder: real for real, placeholder in other._sessions.items()}
-        return {mine: theirs[placeholder] for mine, placeholder in self._sessions.items()
-                if placeholder in theirs}
+        return {
+            mine: theirs[placeholder]
+            for mine, placeholder in self._sessions.items()
+            if placeholder in theirs
+        }
 
     def _message(self, match: re.Match[str]) -> str:
         return self._messages.setdefault(match.group(0), f"<message-{len(self._messages) + 1}>")

@@ -25,13 +25,21 @@ class PathMap:
     """Replace whole paths (not ``/tmp/a`` inside ``/tmp/ab``) in every string of a value."""
 
     def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
-        self.pairs = sorted(((old.rstrip("/") or old, new.rstrip("/") or new)
-                             for old, new in pairs if old and new and old != new),
-                            key=lambda pair: len(pair[0]), reverse=True)
+        self.pairs = sorted(
+            (
+                (old.rstrip("/") or old, new.rstrip("/") or new)
+                for old, new in pairs
+                if old and new and old != new
+            ),
+            key=lambda pair: len(pair[0]),
+            reverse=True,
+        )
         self._to = dict(self.pairs)
-        self._pattern = (re.compile("(?:" + "|".join(re.escape(old) for old, _ in self.pairs)
-                                    + r")(?![\w.-])")
-                         if self.pairs else None)
+        self._pattern = (
+            re.compile("(?:" + "|".join(re.escape(old) for old, _ in self.pairs) + r")(?![\w.-])")
+            if self.pairs
+            else None
+        )
 
     def reversed(self) -> PathMap:
         return PathMap((new, old) for old, new in self.pairs)
@@ -61,8 +69,11 @@ def map_model_events(events: list[dict[str, Any]], paths: PathMap) -> list[dict[
     mapped: list[dict[str, Any]] = []
     for event in events:
         delta = event.get("delta") if event.get("type") == "content_block_delta" else None
-        if isinstance(delta, dict) and delta.get("type") == "input_json_delta" \
-                and isinstance(delta.get("partial_json"), str):
+        if (
+            isinstance(delta, dict)
+            and delta.get("type") == "input_json_delta"
+            and isinstance(delta.get("partial_json"), str)
+        ):
             index = event.get("index")
             first = joined.get(index) if isinstance(index, int) else None
             if first is not None:
@@ -87,13 +98,19 @@ def tool_inputs(events: list[dict[str, Any]]) -> Iterable[tuple[str, str, Any]]:
         if not isinstance(index, int):
             continue
         block = event.get("content_block")
-        if event.get("type") == "content_block_start" and isinstance(block, dict) \
-                and block.get("type") == "tool_use":
+        if (
+            event.get("type") == "content_block_start"
+            and isinstance(block, dict)
+            and block.get("type") == "tool_use"
+        ):
             starts[index] = block
             parts[index] = []
         delta = event.get("delta")
-        if index in parts and isinstance(delta, dict) \
-                and isinstance(delta.get("partial_json"), str):
+        if (
+            index in parts
+            and isinstance(delta, dict)
+            and isinstance(delta.get("partial_json"), str)
+        ):
             parts[index].append(delta["partial_json"])
     for index, block in starts.items():
         text = "".join(parts[index])
@@ -116,4 +133,5 @@ def check_inside(where: str, raw: str, cwd: str, roots: list[str], home: str) ->
         return
     raise TranscriptError(
         f"{where} names {raw!r}, which is outside the recorded project folder and data dir; "
-        "a replay only works in its scratch copies of those, so it is refused")
+        "a replay only works in its scratch copies of those, so it is refused"
+    )

@@ -9,8 +9,9 @@ from iaccode.tool_result import ToolResult
 from iaccode.transcript.format import RecordedTranscript, read_transcript
 
 
-def model_exchanges(transcript: RecordedTranscript, *, stream_seconds: float = 0.0
-                    ) -> list[dict[str, Any]]:
+def model_exchanges(
+    transcript: RecordedTranscript, *, stream_seconds: float = 0.0
+) -> list[dict[str, Any]]:
     """The recorded model answers as a model script, in order.
 
     ``stream_seconds`` spreads each answer's events over that long (the demo's pacing);
@@ -44,9 +45,13 @@ def recorded_tool_results(path: Path) -> dict[str, ToolResult]:
             text=str(result.get("text", "")),
             is_error=bool(result.get("is_error")),
             raw_output=result.get("raw_output"),
-            content=(converter.structure(content, list[ToolCallContent])
-                     if isinstance(content, list) else None),
-            model_content=(result["model_content"]
-                           if isinstance(result.get("model_content"), list) else None),
+            content=(
+                converter.structure(content, list[ToolCallContent])
+                if isinstance(content, list)
+                else None
+            ),
+            model_content=(
+                result["model_content"] if isinstance(result.get("model_content"), list) else None
+            ),
         )
     return results

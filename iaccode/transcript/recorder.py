@@ -32,15 +32,22 @@ SNAPSHOT_SKIP = {".git", "node_modules", ".venv", "__pycache__", ".terraform"}
 
 
 class Recorder:
-    def __init__(self, path: Path, *, model: str, home: Path,
-                 provider: str = "anthropic") -> None:
+    def __init__(self, path: Path, *, model: str, home: Path, provider: str = "anthropic") -> None:
         self._writer = TranscriptWriter(path)
         self._start = time.monotonic()
         self._home = home
         self._snapshotted = False
-        self._writer.write({"type": "header", "format": FORMAT, "iaccode": iaccode.__version__,
-                            "protocolVersion": 1, "model": model, "provider": provider,
-                            "recordedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        self._writer.write(
+            {
+                "type": "header",
+                "format": FORMAT,
+                "iaccode": iaccode.__version__,
+                "protocolVersion": 1,
+                "model": model,
+                "provider": provider,
+                "recordedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
 
     def _t(self) -> float:
         return round(time.monotonic() - self._start, 4)
@@ -53,11 +60,19 @@ class Recorder:
         """
         sender = "client" if direction == "in" else "agent"
         if is_json:
-            self._writer.write_raw(f'{{"type":"wire","t":{self._t()},"from":"{sender}",'
-                                   f'"message":{line.decode("utf-8", "replace")}}}')
+            self._writer.write_raw(
+                f'{{"type":"wire","t":{self._t()},"from":"{sender}",'
+                f'"message":{line.decode("utf-8", "replace")}}}'
+            )
         else:
-            self._writer.write({"type": "wire", "t": self._t(), "from": sender,
-                                "raw": line.decode("utf-8", "replace")})
+            self._writer.write(
+                {
+                    "type": "wire",
+                    "t": self._t(),
+                    "from": sender,
+                    "raw": line.decode("utf-8", "replace"),
+                }
+            )
 
     def workspace(self, cwd: Path) -> None:
         """The project and the session store as they are now (once, at the first session)."""
@@ -65,26 +80,56 @@ class Recorder:
             return
         self._snapshotted = True
         # The data dir and the user's home too: a replay maps every recorded path to its own.
-        self._writer.write({"type": "workspace", "t": self._t(), "cwd": str(cwd),
-                            "dataDir": str(self._home),
-                            "userHome": os.path.expanduser("~"),
-                            "files": _snapshot(cwd), "home": _snapshot(self._home / "sessions",
-                                                                       prefix="sessions/")})
+        self._writer.write(
+            {
+                "type": "workspace",
+                "t": self._t(),
+                "cwd": str(cwd),
+                "dataDir": str(self._home),
+                "userHome": os.path.expanduser("~"),
+                "files": _snapshot(cwd),
+                "home": _snapshot(self._home / "sessions", prefix="sessions/"),
+            }
+        )
 
     def tool(self, call_id: str, name: str, result: ToolResult) -> None:
         """A machine- or server-dependent tool's result (``RecordingTool``), for replays to
         play; ``model_content`` (an MCP tool's images) only when there is one."""
-        recorded = {"text": result.text, "is_error": result.is_error,
-                    "raw_output": result.raw_output, "content": to_wire(result.content)}
+        recorded = {
+            "text": result.text,
+            "is_error": result.is_error,
+            "raw_output": result.raw_output,
+            "content": to_wire(result.content),
+        }
         if result.model_content is not None:
             recorded["model_content"] = result.model_content
-        self._writer.write({"type": "tool", "t": self._t(), "toolCallId": call_id, "name": name,
-                            "result": recorded})
+        self._writer.write(
+            {
+                "type": "tool",
+                "t": self._t(),
+                "toolCallId": call_id,
+                "name": name,
+                "result": recorded,
+            }
+        )
 
-    def model(self, request: ModelRequest, events: list[dict[str, Any]], error: str | None,
-              cancelled: bool) -> None:
-        self._writer.write({"type": "model", "t": self._t(), "request": to_wire(request),
-                            "events": events, "error": error, "cancelled": cancelled})
+    def model(
+        self,
+        request: ModelRequest,
+        events: list[dict[str, Any]],
+        error: str | None,
+        cancelled: bool,
+    ) -> None:
+        self._writer.write(
+            {
+                "type": "model",
+                "t": self._t(),
+                "request": to_wire(request),
+                "events": events,
+                "error": error,
+                "cancelled": cancelled,
+            }
+        )
 
     def close(self) -> None:
         self._writer.close()
@@ -128,8 +173,9 @@ class RecordingProvider:
         return getattr(self._inner, name)
 
     @asynccontextmanager
-    async def stream(self, request: ModelRequest, tap: RawTap | None = None
-                     ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    async def stream(
+        self, request: ModelRequest, tap: RawTap | None = None
+    ) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         events: list[dict[str, Any]] = []
 
         def record(event: dict[str, Any]) -> None:

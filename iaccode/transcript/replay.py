@@ -62,18 +62,30 @@ class _Workspace:
         self.recorded_cwd = str(snapshot.get("cwd", ""))
         recorded_home = str(snapshot.get("dataDir") or "")
         recorded_user_home = str(snapshot.get("userHome") or "")
-        self.paths = PathMap([(self.recorded_cwd, str(self.project)),
-                              (recorded_home, str(self.home)),
-                              (recorded_user_home, str(self.user_home))])
+        self.paths = PathMap(
+            [
+                (self.recorded_cwd, str(self.project)),
+                (recorded_home, str(self.home)),
+                (recorded_user_home, str(self.user_home)),
+            ]
+        )
         """Recorded paths -> this replay's (what the agent is fed)."""
         self.back = self.paths.reversed()
         """This replay's paths -> the recorded ones (what the agent sent, for --update)."""
-        self.expected_paths = {self.recorded_cwd: "<cwd>", recorded_home: "<home>",
-                               recorded_user_home: "<user-home>"}
-        self.actual_paths = {str(self.project): "<cwd>", str(self.home): "<home>",
-                             str(self.user_home): "<user-home>"}
-        for base, files in ((self.project, snapshot.get("files")),
-                            (self.home, snapshot.get("home"))):
+        self.expected_paths = {
+            self.recorded_cwd: "<cwd>",
+            recorded_home: "<home>",
+            recorded_user_home: "<user-home>",
+        }
+        self.actual_paths = {
+            str(self.project): "<cwd>",
+            str(self.home): "<home>",
+            str(self.user_home): "<user-home>",
+        }
+        for base, files in (
+            (self.project, snapshot.get("files")),
+            (self.home, snapshot.get("home")),
+        ):
             for relative, text in (files or {}).items():
                 target = (base / relative).resolve()
                 if base.resolve() not in target.parents:
@@ -93,10 +105,18 @@ class _Workspace:
         in a folder outside them is refused."""
         mapped: dict[str, Any] = self.paths(message)
         params = mapped.get("params")
-        if str(mapped.get("method", "")).startswith("session/") and isinstance(params, dict) \
-                and isinstance(params.get("cwd"), str):
-            check_inside(f"the client's {mapped['method']}", params["cwd"], str(self.project),
-                         self.roots, str(self.user_home))
+        if (
+            str(mapped.get("method", "")).startswith("session/")
+            and isinstance(params, dict)
+            and isinstance(params.get("cwd"), str)
+        ):
+            check_inside(
+                f"the client's {mapped['method']}",
+                params["cwd"],
+                str(self.project),
+                self.roots,
+                str(self.user_home),
+            )
         return mapped
 
     def to_recorded(self, message: Any, ids: dict[str, str]) -> Any:
@@ -106,8 +126,9 @@ class _Workspace:
             text = text.replace(actual, recorded)
         return self.back(json.loads(text))
 
-    def model_script(self, transcript: RecordedTranscript, stream_seconds: float
-                     ) -> list[dict[str, Any]]:
+    def model_script(
+        self, transcript: RecordedTranscript, stream_seconds: float
+    ) -> list[dict[str, Any]]:
         """The recorded model exchanges, mapped, after refusing any tool call that would
         work on a path outside the scratch folders."""
         from iaccode.protocol.convert import ParamsError, tool_input
@@ -128,8 +149,13 @@ class _Workspace:
                 except ParamsError:
                     continue  # refused by the agent without running
                 for raw in tool.paths(args):
-                    check_inside(f"model answer {number}, tool call {call_id} ({name}),", raw,
-                                 str(self.project), self.roots, str(self.user_home))
+                    check_inside(
+                        f"model answer {number}, tool call {call_id} ({name}),",
+                        raw,
+                        str(self.project),
+                        self.roots,
+                        str(self.user_home),
+                    )
         return exchanges
 
     def tool_results(self, transcript: RecordedTranscript) -> Path:
@@ -147,8 +173,14 @@ class _Workspace:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-async def replay(path: Path, *, agent_command: list[str] | None = None, speed: float = 0.0,
-                 observe: Observer | None = None, update: bool = False) -> ReplayResult:
+async def replay(
+    path: Path,
+    *,
+    agent_command: list[str] | None = None,
+    speed: float = 0.0,
+    observe: Observer | None = None,
+    update: bool = False,
+) -> ReplayResult:
     """Replay ``path``. ``speed`` > 0 keeps the recorded pace scaled by it (the demo);
     0 goes as fast as the agent answers (tests, CI)."""
     transcript = read_transcript(path)
@@ -159,21 +191,31 @@ async def replay(path: Path, *, agent_command: list[str] | None = None, speed: f
         workspace.remove()
 
 
-async def _run(transcript: RecordedTranscript, path: Path, workspace: _Workspace,
-               agent_command: list[str] | None, speed: float,
-               observe: Observer | None, update: bool) -> ReplayResult:
+async def _run(
+    transcript: RecordedTranscript,
+    path: Path,
+    workspace: _Workspace,
+    agent_command: list[str] | None,
+    speed: float,
+    observe: Observer | None,
+    update: bool,
+) -> ReplayResult:
     stream_seconds = 0.0
     script = workspace.root / "model.json"
     if speed > 0:
         stream_seconds = 1.5 / speed  # each model answer streams over ~1.5 s at speed 1
     dump_script(workspace.model_script(transcript, stream_seconds), script)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))}
-    env.update(IAC_CODE_HOME=str(workspace.home), IAC_CODE_MODEL_SCRIPT=str(script),
-               IAC_CODE_RECORDED_TOOLS=str(workspace.tool_results(transcript)),
-               IAC_CODE_MODEL=str(transcript.header.get("model") or ""),
-               # The provider decides the models offered (older transcripts: Anthropic's).
-               IAC_CODE_PROVIDER=str(transcript.header.get("provider") or "anthropic"),
-               IAC_CODE_LOG_LEVEL="WARNING", HOME=str(workspace.user_home))
+    env.update(
+        IAC_CODE_HOME=str(workspace.home),
+        IAC_CODE_MODEL_SCRIPT=str(script),
+        IAC_CODE_RECORDED_TOOLS=str(workspace.tool_results(transcript)),
+        IAC_CODE_MODEL=str(transcript.header.get("model") or ""),
+        # The provider decides the models offered (older transcripts: Anthropic's).
+        IAC_CODE_PROVIDER=str(transcript.header.get("provider") or "anthropic"),
+        IAC_CODE_LOG_LEVEL="WARNING",
+        HOME=str(workspace.user_home),
+    )
     command = agent_command or [sys.executable, "-m", "iaccode", "acp"]
     expected_side = Normalizer(workspace.expected_paths)
     actual_side = Normalizer(workspace.actual_paths)
@@ -181,8 +223,8 @@ async def _run(transcript: RecordedTranscript, path: Path, workspace: _Workspace
     result.actual_records.append(transcript.header)
     # The agent's log goes to its log file in the scratch data dir, not here.
     process = await trio.lowlevel.open_process(
-        command, stdin=-1, stdout=-1, stderr=subprocess.DEVNULL, env=env,
-        cwd=str(workspace.project))
+        command, stdin=-1, stdout=-1, stderr=subprocess.DEVNULL, env=env, cwd=str(workspace.project)
+    )
     assert process.stdin is not None and process.stdout is not None
     lines = _AgentLines(process.stdout)
     try:
@@ -201,29 +243,36 @@ async def _run(transcript: RecordedTranscript, path: Path, workspace: _Workspace
                 continue
             actual = await lines.receive()
             if actual is None:
-                result.divergence = (f"agent message {result.compared + 1}: the agent "
-                                     f"stopped sending; expected {_describe(record)}")
+                result.divergence = (
+                    f"agent message {result.compared + 1}: the agent "
+                    f"stopped sending; expected {_describe(record)}"
+                )
                 return result
             if observe is not None:
                 observe("agent", actual)
             problem = _compare(expected_side(record.get("message")), actual_side(actual))
             # Kept in the recording's terms (its paths and ids), as --update writes it.
-            result.actual_records.append({**record, "message": workspace.to_recorded(
-                actual, actual_side.translate(expected_side))})
+            result.actual_records.append(
+                {
+                    **record,
+                    "message": workspace.to_recorded(actual, actual_side.translate(expected_side)),
+                }
+            )
             result.compared += 1
             if problem and result.divergence is None:
-                result.divergence = (f"agent message {result.compared} "
-                                     f"({_describe(record)}) differs:\n{problem}")
+                result.divergence = (
+                    f"agent message {result.compared} ({_describe(record)}) differs:\n{problem}"
+                )
                 if not update:
                     return result  # what follows would only repeat the difference
         await process.stdin.aclose()
         with trio.move_on_after(EXIT_TIMEOUT):
             while (extra := await lines.receive()) is not None:
-                result.actual_records.append({"type": "wire", "from": "agent",
-                                              "message": extra})
+                result.actual_records.append({"type": "wire", "from": "agent", "message": extra})
                 if result.divergence is None:
-                    result.divergence = ("the agent sent more than was recorded: "
-                                         f"{json.dumps(extra)[:200]}")
+                    result.divergence = (
+                        f"the agent sent more than was recorded: {json.dumps(extra)[:200]}"
+                    )
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:
@@ -235,8 +284,13 @@ async def _run(transcript: RecordedTranscript, path: Path, workspace: _Workspace
     return result
 
 
-async def _send(stdin: trio.abc.SendStream, record: dict[str, Any], workspace: _Workspace,
-                ids: dict[str, str], observe: Observer | None) -> None:
+async def _send(
+    stdin: trio.abc.SendStream,
+    record: dict[str, Any],
+    workspace: _Workspace,
+    ids: dict[str, str],
+    observe: Observer | None,
+) -> None:
     if "raw" in record:
         await stdin.send_all(str(record["raw"]).encode() + b"\n")
         return
@@ -265,8 +319,11 @@ def _describe(record: dict[str, Any]) -> str:
     message = record.get("message") or {}
     if "method" in message:
         update = (message.get("params") or {}).get("update") or {}
-        kind = f" {update['sessionUpdate']}" if isinstance(update, dict) and \
-            "sessionUpdate" in update else ""
+        kind = (
+            f" {update['sessionUpdate']}"
+            if isinstance(update, dict) and "sessionUpdate" in update
+            else ""
+        )
         return f"{message['method']}{kind}"
     return f"the answer to request {message.get('id')!r}"
 

@@ -23,8 +23,18 @@ from iaccode.tools.registry import builtin_tools
 if TYPE_CHECKING:
     from iaccode.transcript.recorder import Recorder
 
-_TOOL_ATTRIBUTES = ("name", "description", "kind", "input_type", "input_schema", "read_only",
-                    "always_asks", "machine_dependent", "gated", "subagents_use")
+_TOOL_ATTRIBUTES = (
+    "name",
+    "description",
+    "kind",
+    "input_type",
+    "input_schema",
+    "read_only",
+    "always_asks",
+    "machine_dependent",
+    "gated",
+    "subagents_use",
+)
 """The Tool attributes a wrapper takes from the tool it wraps (they are per class)."""
 
 
@@ -57,8 +67,11 @@ class _Wrapper(Tool):
 
 
 def _wrap(wrapper: type[_Wrapper], inner: Tool, *args: Any) -> Tool:
-    cls = type(f"{wrapper.__name__}_{inner.name}", (wrapper,),
-               {attribute: getattr(inner, attribute) for attribute in _TOOL_ATTRIBUTES})
+    cls = type(
+        f"{wrapper.__name__}_{inner.name}",
+        (wrapper,),
+        {attribute: getattr(inner, attribute) for attribute in _TOOL_ATTRIBUTES},
+    )
     tool: Tool = cls(inner, *args)
     return tool
 
@@ -102,8 +115,10 @@ class ToolTable:
             self._results = recorded_tool_results(played)
 
     def builtin(self) -> dict[str, Tool]:
-        return {name: self._wrapped(tool) if tool.machine_dependent else tool
-                for name, tool in builtin_tools().items()}
+        return {
+            name: self._wrapped(tool) if tool.machine_dependent else tool
+            for name, tool in builtin_tools().items()
+        }
 
     def external(self, tools: Mapping[str, Tool]) -> dict[str, Tool]:
         """MCP tools: what they answer depends on their server, so each one is wrapped."""

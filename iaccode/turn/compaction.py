@@ -48,18 +48,21 @@ def estimate_tokens(messages: list[dict[str, Any]]) -> int:
 
 def turn_starts(messages: list[dict[str, Any]]) -> list[int]:
     """Indexes where a user turn starts: a user message holding no tool results."""
-    return [i for i, m in enumerate(messages)
-            if m.get("role") == "user" and not _has_tool_results(m)]
+    return [
+        i for i, m in enumerate(messages) if m.get("role") == "user" and not _has_tool_results(m)
+    ]
 
 
 def _has_tool_results(message: dict[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
-def split(messages: list[dict[str, Any]], keep_tokens: int
-          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+def split(
+    messages: list[dict[str, Any]], keep_tokens: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """(older, recent): recent is the longest run of whole turns within ``keep_tokens`` (at
     least the last turn). None when there is nothing older to summarise."""
     starts = [i for i in turn_starts(messages) if i > 0]
@@ -73,13 +76,15 @@ def split(messages: list[dict[str, Any]], keep_tokens: int
     return messages[:cut], messages[cut:]
 
 
-async def summarise(provider: Provider, model: str, older: list[dict[str, Any]],
-                    api_messages: Any) -> tuple[str, Finished]:
+async def summarise(
+    provider: Provider, model: str, older: list[dict[str, Any]], api_messages: Any
+) -> tuple[str, Finished]:
     """Ask the model for a summary of ``older``. Raises ModelError like any request."""
     request = ModelRequest(
         model=model,
-        messages=api_messages([*older, {"role": "user", "content": [
-            {"type": "text", "text": SUMMARY_PROMPT}]}]),
+        messages=api_messages(
+            [*older, {"role": "user", "content": [{"type": "text", "text": SUMMARY_PROMPT}]}]
+        ),
         max_tokens=SUMMARY_MAX_TOKENS,
         thinking="off",
     )
@@ -95,18 +100,22 @@ async def summarise(provider: Provider, model: str, older: list[dict[str, Any]],
     return "".join(parts).strip(), finished
 
 
-def describe(older: list[dict[str, Any]], recent: list[dict[str, Any]],
-             finished: Finished) -> str:
+def describe(older: list[dict[str, Any]], recent: list[dict[str, Any]], finished: Finished) -> str:
     """What a compaction did, in the user's words: "Summarised 12 earlier messages (40k
     tokens) into 1.2k tokens; the last 3 turns are kept as they were." The token counts are
     the summary request's (the API's count of what was summarised, and of the summary)."""
     summarised = finished.usage.context_tokens - finished.usage.output_tokens
     kept = len(turn_starts(recent))
-    return (f"Summarised {_plural(len(older), 'earlier message')} "
-            f"({_tokens(summarised or estimate_tokens(older))} tokens) into "
-            f"{_tokens(finished.usage.output_tokens)} tokens; "
-            + ("the last turn is kept as it was." if kept == 1
-               else f"the last {kept} turns are kept as they were."))
+    return (
+        f"Summarised {_plural(len(older), 'earlier message')} "
+        f"({_tokens(summarised or estimate_tokens(older))} tokens) into "
+        f"{_tokens(finished.usage.output_tokens)} tokens; "
+        + (
+            "the last turn is kept as it was."
+            if kept == 1
+            else f"the last {kept} turns are kept as they were."
+        )
+    )
 
 
 def _plural(count: int, noun: str) -> str:
@@ -137,8 +146,9 @@ class Shown:
         if self._id is None:
             await self._editor.send_update(AgentMessageChunk(TextContent(text)))
         else:  # the user can read what the model is left with
-            await self._update("completed", summary=[TextContent(
-                f"{text.strip()}\n\n{summary}".strip())])
+            await self._update(
+                "completed", summary=[TextContent(f"{text.strip()}\n\n{summary}".strip())]
+            )
 
     async def failed(self, failure: str) -> None:
         """The summary failed; ``failure`` says so and why."""
@@ -160,11 +170,30 @@ class Shown:
 def compacted(summary: str, recent: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The new history: the summary as context, then the recent turns unchanged."""
     return [
-        {"role": "user", "content": [{"type": "text", "text": (
-            "<summary_of_earlier_conversation>\n" + summary
-            + "\n</summary_of_earlier_conversation>")}]},
-        {"role": "assistant", "content": [{"type": "text", "text": (
-            "Understood. I have the summary of our earlier conversation and will continue "
-            "from it.")}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": (
+                        "<summary_of_earlier_conversation>\n"
+                        + summary
+                        + "\n</summary_of_earlier_conversation>"
+                    ),
+                }
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": (
+                        "Understood. I have the summary of our earlier conversation and will "
+                        "continue from it."
+                    ),
+                }
+            ],
+        },
         *recent,
     ]

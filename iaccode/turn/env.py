@@ -1,10 +1,10 @@
 """What a turn works with, grouped by where it comes from.
 
-    TurnEnv
-      model: ModelSide      the provider and what each request says (Turn)
-      calls: ToolEnv        what running tool calls uses (ToolRunner)
-        editor: EditorAccess  the editor: updates, permission questions, files, terminal
-        session: SessionState the session's live settings and answers
+TurnEnv
+  model: ModelSide      the provider and what each request says (Turn)
+  calls: ToolEnv        what running tool calls uses (ToolRunner)
+    editor: EditorAccess  the editor: updates, permission questions, files, terminal
+    session: SessionState the session's live settings and answers
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ class EditorAccess(Protocol):
         writer gets batches instead of one line per scheduler pass."""
         ...
 
-    async def request_permission(self, tool_call: ToolCallFields,
-                                 options: list[PermissionOption]) -> PermissionChoice:
+    async def request_permission(
+        self, tool_call: ToolCallFields, options: list[PermissionOption]
+    ) -> PermissionChoice:
         """Ask the user; never raises for the editor's failures (they are None)."""
         ...
 
@@ -79,8 +80,9 @@ class EditorAccess(Protocol):
         """The client shows ``compaction_update`` (``session.compaction``)."""
         ...
 
-    async def advise(self, message: str, *, title: str,
-                     severity: NoticeSeverity = "warning") -> None:
+    async def advise(
+        self, message: str, *, title: str, severity: NoticeSeverity = "warning"
+    ) -> None:
         """Tell the user something outside the conversation (a server that stopped, a model
         that gave up): a ``notice`` where the client shows them, else ``message`` as today's
         ``⚠`` text in the chat."""
@@ -151,6 +153,10 @@ class TurnEnv:
         """The environment of a sub-agent running inside one of this turn's tool calls."""
         return TurnEnv(
             model=evolve(self.model, system=self.model.subagent_system),
-            calls=evolve(self.calls, tools=tools,
-                         session=evolve(self.calls.session, show_plan=None),
-                         tool_call_meta={"iaccode": {"parentToolCallId": parent_tool_call_id}}))
+            calls=evolve(
+                self.calls,
+                tools=tools,
+                session=evolve(self.calls.session, show_plan=None),
+                tool_call_meta={"iaccode": {"parentToolCallId": parent_tool_call_id}},
+            ),
+        )

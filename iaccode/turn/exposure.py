@@ -34,17 +34,65 @@ from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
 
 SECRET_FILES = (
-    ".env", ".env.*", ".envrc", "*.env", "*.tfvars", "*.tfvars.json", "*.tfstate",
-    "*.tfstate.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
-    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials", "credentials.*",
-    "*.credentials", "*credentials*.json", "service-account*.json", ".netrc", "_netrc",
-    ".pgpass", ".my.cnf", ".git-credentials", ".npmrc", ".pypirc", ".htpasswd", ".dockercfg",
-    "secrets.yml", "secrets.yaml", "secrets.json", "*.secret", "*.secrets", "kubeconfig",
-    ".terraformrc", "terraform.rc", "credentials.tfrc.json", ".vault-token",
+    ".env",
+    ".env.*",
+    ".envrc",
+    "*.env",
+    "*.tfvars",
+    "*.tfvars.json",
+    "*.tfstate",
+    "*.tfstate.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.ppk",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "credentials",
+    "credentials.*",
+    "*.credentials",
+    "*credentials*.json",
+    "service-account*.json",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".my.cnf",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".htpasswd",
+    ".dockercfg",
+    "secrets.yml",
+    "secrets.yaml",
+    "secrets.json",
+    "*.secret",
+    "*.secrets",
+    "kubeconfig",
+    ".terraformrc",
+    "terraform.rc",
+    "credentials.tfrc.json",
+    ".vault-token",
 )
 """File names (any case) that hold secrets: matched against the last part of a path."""
-SECRET_FOLDERS = (".ssh", ".aws", ".kube", ".docker", ".aliyun", ".azure", ".oci", ".gnupg",
-                  ".password-store", ".config/gh", ".config/gcloud", ".config/hub")
+SECRET_FOLDERS = (
+    ".ssh",
+    ".aws",
+    ".kube",
+    ".docker",
+    ".aliyun",
+    ".azure",
+    ".oci",
+    ".gnupg",
+    ".password-store",
+    ".config/gh",
+    ".config/gcloud",
+    ".config/hub",
+)
 """Folders (any case) whose files hold credentials whatever their names (``~/.kube/config``,
 ``~/.aliyun/config.json``, ``~/.config/gh/hosts.yml``): matched against a path's folders."""
 SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
@@ -54,8 +102,11 @@ NOT_READING = frozenset({"web_fetch", "todo_write"})
 """Tools whose input may name a secrets file without reading it."""
 
 _WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
-_GREP_LINE = re.compile(r"^(?:(?P<numbered>[^:\n]{1,1024}?):\d+(?:[:-]|$)|"
-                        r"(?P<recursive>\.{1,2}/[^:\n]{1,1024}?):)", re.MULTILINE)
+_GREP_LINE = re.compile(
+    r"^(?:(?P<numbered>[^:\n]{1,1024}?):\d+(?:[:-]|$)|"
+    r"(?P<recursive>\.{1,2}/[^:\n]{1,1024}?):)",
+    re.MULTILINE,
+)
 """A line of grep's output: ``PATH:LINE:`` (``-n``, the grep tool), ``PATH:COUNT``, or
 ``./PATH:`` (a recursive grep): the text after it is that file's."""
 MAX_OUTPUT_CHARS = 1_000_000
@@ -70,9 +121,11 @@ def is_secret_file(path: str) -> bool:
     if not name:
         return False
     folders = "/" + "/".join(parts[:-1]) + "/"
-    return (any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
-            or SECRET_DATA.match(name) is not None
-            or any(f"/{folder}/" in folders for folder in SECRET_FOLDERS))
+    return (
+        any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+        or SECRET_DATA.match(name) is not None
+        or any(f"/{folder}/" in folders for folder in SECRET_FOLDERS)
+    )
 
 
 def _strings(data: Any) -> Iterator[str]:
@@ -129,8 +182,11 @@ class Exposure:
             if isinstance(start, dict):
                 name = str(start.get("name") or "")
                 locations = start.get("locations")
-                paths = [str(place.get("path")) for place in locations
-                         if isinstance(place, dict)] if isinstance(locations, list) else []
+                paths = (
+                    [str(place.get("path")) for place in locations if isinstance(place, dict)]
+                    if isinstance(locations, list)
+                    else []
+                )
                 exposure.note(name, start.get("rawInput"), paths)
                 end = record.get("end")
                 if isinstance(end, dict):
@@ -148,12 +204,16 @@ class Exposure:
         if self.secret_file is None and tool_name not in NOT_READING:
             self.secret_file = secret_file_shown(output)
 
-    def host_to_ask(self, tool_name: str, args: Any, mode: str,
-                    kind: str | None = None) -> str | None:
+    def host_to_ask(
+        self, tool_name: str, args: Any, mode: str, kind: str | None = None
+    ) -> str | None:
         """The host a web_fetch call, or another tool of ``kind`` "fetch" (an MCP server's that
         reaches the open world), must ask for (None: it may run as usual)."""
-        if (tool_name != "web_fetch" and kind != "fetch") or self.secret_file is None \
-                or mode == "bypass":
+        if (
+            (tool_name != "web_fetch" and kind != "fetch")
+            or self.secret_file is None
+            or mode == "bypass"
+        ):
             return None
         if tool_name == "web_fetch":
             host = _host(getattr(args, "url", ""))
@@ -162,17 +222,24 @@ class Exposure:
             host = _host(url) if url is not None else tool_name
         return None if host in self.hosts else host
 
-    def question(self, fields: ToolCallFields, host: str) -> tuple[ToolCallFields,
-                                                                   list[PermissionOption]]:
+    def question(
+        self, fields: ToolCallFields, host: str
+    ) -> tuple[ToolCallFields, list[PermissionOption]]:
         """The permission question for a fetch from ``host``, and its options."""
-        text = (f"This session read {self.secret_file}, a file that holds secrets. This call "
-                f"sends a request to {host}, which could carry what the file said away (in "
-                "the URL). Allow it only if you trust the address.")
-        options = [PermissionOption(ALLOW_HOST, f"Allow {host} for this session",
-                                    "allow_always"),
-                   PermissionOption("reject_once", "Reject", "reject_once")]
-        return evolve(fields, title=f"Fetch from {host} after reading {self.secret_file}",
-                      content=[ContentToolCallContent(TextContent(text))]), options
+        text = (
+            f"This session read {self.secret_file}, a file that holds secrets. This call "
+            f"sends a request to {host}, which could carry what the file said away (in "
+            "the URL). Allow it only if you trust the address."
+        )
+        options = [
+            PermissionOption(ALLOW_HOST, f"Allow {host} for this session", "allow_always"),
+            PermissionOption("reject_once", "Reject", "reject_once"),
+        ]
+        return evolve(
+            fields,
+            title=f"Fetch from {host} after reading {self.secret_file}",
+            content=[ContentToolCallContent(TextContent(text))],
+        ), options
 
 
 def _host(url: str) -> str:

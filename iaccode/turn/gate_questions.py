@@ -41,9 +41,13 @@ FIELD = "confirm"
 """The protected target's form: its one field, the name typed."""
 
 
-def gate_policy(env: ToolEnv, call: ToolCallFields, command: str,
-                approved: frozenset[tuple[str, ...]],
-                shown: Callable[[], list[ToolCallContent] | None]) -> GatePolicy:
+def gate_policy(
+    env: ToolEnv,
+    call: ToolCallFields,
+    command: str,
+    approved: frozenset[tuple[str, ...]],
+    shown: Callable[[], list[ToolCallContent] | None],
+) -> GatePolicy:
     """What the gates of one call of a gated tool (bash) go by: ``call.name`` is the tool whose
     *Always reject* they honour. ``shown``: what the call's card shows now (its terminal), put
     back after a question."""
@@ -52,13 +56,22 @@ def gate_policy(env: ToolEnv, call: ToolCallFields, command: str,
     async def advise(message: str) -> None:
         await env.editor.advise(message, title="Cloud credentials held back")
 
-    return GatePolicy(_asker(env, call, command, shown), confirm=config.confirm_infra_changes,
-                      hold_credentials=config.hold_credentials, approved=approved,
-                      advise=advise, protected=config.protected)
+    return GatePolicy(
+        _asker(env, call, command, shown),
+        confirm=config.confirm_infra_changes,
+        hold_credentials=config.hold_credentials,
+        approved=approved,
+        advise=advise,
+        protected=config.protected,
+    )
 
 
-def _asker(env: ToolEnv, call: ToolCallFields, command: str,
-           shown: Callable[[], list[ToolCallContent] | None]) -> Asker:
+def _asker(
+    env: ToolEnv,
+    call: ToolCallFields,
+    command: str,
+    shown: Callable[[], list[ToolCallContent] | None],
+) -> Asker:
     session, editor = env.session, env.editor
 
     async def ask(question: GateQuestion) -> str | None:
@@ -66,15 +79,22 @@ def _asker(env: ToolEnv, call: ToolCallFields, command: str,
             return permissions.gate_refusal(question, "plan mode is on")
         if session.remembered.get(call.name or "") is False:
             return permissions.gate_refusal(
-                question, f"the user chose Always reject for {call.name}")
+                question, f"the user chose Always reject for {call.name}"
+            )
         try:
             if question.confirm is not None:
                 return await confirm_by_name(editor, call, question, command)
             answer = await put(editor, call, question, command, session.remembered)
         finally:
-            await editor.send_update(ToolCallProgress(
-                call.tool_call_id, status="in_progress", title=call.title,
-                content=shown() or [], name=call.name))
+            await editor.send_update(
+                ToolCallProgress(
+                    call.tool_call_id,
+                    status="in_progress",
+                    title=call.title,
+                    content=shown() or [],
+                    name=call.name,
+                )
+            )
         if answer is Answer.ALLOW:
             return None
         if answer is Answer.CANCELLED:
@@ -87,19 +107,33 @@ def _asker(env: ToolEnv, call: ToolCallFields, command: str,
 
 def _fields(call: ToolCallFields, question: GateQuestion, command: str) -> ToolCallFields:
     fields = permissions.gate_question(call, question, command)
-    return evolve(fields, title=fields.title and redact(fields.title),
-                  content=redacted_content(fields.content))
+    return evolve(
+        fields,
+        title=fields.title and redact(fields.title),
+        content=redacted_content(fields.content),
+    )
 
 
-async def put(editor: EditorAccess, call: ToolCallFields, question: GateQuestion,
-              command: str, remembered: dict[str, bool]) -> Answer:
+async def put(
+    editor: EditorAccess,
+    call: ToolCallFields,
+    question: GateQuestion,
+    command: str,
+    remembered: dict[str, bool],
+) -> Answer:
     """The permission question itself, on ``call`` (no *Always allow*)."""
-    return await permissions.ask(editor, _fields(call, question, command), call.name or "",
-                                 remembered, permissions.ONCE_OPTIONS)
+    return await permissions.ask(
+        editor,
+        _fields(call, question, command),
+        call.name or "",
+        remembered,
+        permissions.ONCE_OPTIONS,
+    )
 
 
-async def confirm_by_name(editor: EditorAccess, call: ToolCallFields, question: GateQuestion,
-                          command: str) -> str | None:
+async def confirm_by_name(
+    editor: EditorAccess, call: ToolCallFields, question: GateQuestion, command: str
+) -> str | None:
     """The user types the protected target's name (``question.confirm``) to let the change go
     ahead; None when typed exactly, else what the model is told. The card shows the question
     meanwhile."""
@@ -107,28 +141,49 @@ async def confirm_by_name(editor: EditorAccess, call: ToolCallFields, question: 
     what, name = question.confirm
     argv = shlex.join(question.request.argv)
     if "form" not in editor.elicitation_modes:
-        return (f"iac-code: `{argv}` was not run: the {what} {name} is protected ([iac] "
-                "protected in config.toml) and this editor cannot ask the user to type its "
-                "name (it has no elicitation forms). Tell the user to run the command "
-                f"themselves, in their own terminal, if they mean it:\n  {argv}")
+        return (
+            f"iac-code: `{argv}` was not run: the {what} {name} is protected ([iac] "
+            "protected in config.toml) and this editor cannot ask the user to type its "
+            "name (it has no elicitation forms). Tell the user to run the command "
+            f"themselves, in their own terminal, if they mean it:\n  {argv}"
+        )
     fields = _fields(call, question, command)
-    await editor.send_update(ToolCallProgress(call.tool_call_id, status="in_progress",
-                                              title=fields.title, content=fields.content,
-                                              name=call.name))
-    message = (f"{fields.title}\n\n{redact(permissions.gate_question_text(question, command))}"
-               f"\n\nThe {what} {name} is protected. Type its name, {name}, to go ahead; "
-               "anything else stops the change.")
-    answer = await editor.elicit(Elicitation(
-        message, requested_schema=text_form(FIELD, f"Type {name} to go ahead",
-                                            f"The name of the protected {what}"),
-        tool_call_id=call.tool_call_id))
+    await editor.send_update(
+        ToolCallProgress(
+            call.tool_call_id,
+            status="in_progress",
+            title=fields.title,
+            content=fields.content,
+            name=call.name,
+        )
+    )
+    message = (
+        f"{fields.title}\n\n{redact(permissions.gate_question_text(question, command))}"
+        f"\n\nThe {what} {name} is protected. Type its name, {name}, to go ahead; "
+        "anything else stops the change."
+    )
+    answer = await editor.elicit(
+        Elicitation(
+            message,
+            requested_schema=text_form(
+                FIELD, f"Type {name} to go ahead", f"The name of the protected {what}"
+            ),
+            tool_call_id=call.tool_call_id,
+        )
+    )
     if answer is None:
-        return (f"iac-code: `{argv}` was not run: the confirmation for the protected {what} "
-                f"{name} got no answer.")
+        return (
+            f"iac-code: `{argv}` was not run: the confirmation for the protected {what} "
+            f"{name} got no answer."
+        )
     if not answer.accepted:
-        return f"iac-code: `{argv}` was not run: the user declined the change to the " \
-               f"protected {what} {name}."
+        return (
+            f"iac-code: `{argv}` was not run: the user declined the change to the "
+            f"protected {what} {name}."
+        )
     if (answer.content or {}).get(FIELD) != name:
-        return (f"iac-code: `{argv}` was not run: the name typed to confirm the change to the "
-                f"protected {what} {name} did not match it.")
+        return (
+            f"iac-code: `{argv}` was not run: the name typed to confirm the change to the "
+            f"protected {what} {name} did not match it."
+        )
     return None

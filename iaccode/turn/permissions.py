@@ -102,31 +102,53 @@ class Verdict:
     def approved_changes(self) -> frozenset[tuple[str, ...]]:
         """The argvs the gates may run unasked once this call is allowed: the changes the line
         spells out, exactly."""
-        return frozenset(finding.argv for finding in self.findings
-                         if finding.gate_sees and finding.argv is not None
-                         and not _asked_at_the_gate(finding))  # asks with its plan anyway
+        return frozenset(
+            finding.argv
+            for finding in self.findings
+            if finding.gate_sees and finding.argv is not None and not _asked_at_the_gate(finding)
+        )  # asks with its plan anyway
 
 
-def decide(tool: Tool, args: Any, *, mode: str, cwd: Path, remembered: dict[str, bool],
-           resolved: Mapping[str, Path] | None = None, ours: Path | None = None,
-           confirm_infra_changes: bool = True, protected: Protected | None = None,
-           additional: Sequence[Path] = (), gates: Path | None = None) -> Verdict:
+def decide(
+    tool: Tool,
+    args: Any,
+    *,
+    mode: str,
+    cwd: Path,
+    remembered: dict[str, bool],
+    resolved: Mapping[str, Path] | None = None,
+    ours: Path | None = None,
+    confirm_infra_changes: bool = True,
+    protected: Protected | None = None,
+    additional: Sequence[Path] = (),
+    gates: Path | None = None,
+) -> Verdict:
     """What to do with one call, before running it. ``resolved`` holds the call's paths as
     resolved for running it (the same answer must be judged and used); others resolve now.
     ``ours``: a folder of our own (the session's saved tool output) read-only tools may read
     without asking. ``protected``: the places a write reaches only after a question.
     ``additional``: the client's extra project folders (real paths). ``gates``: the folder of
     gates on the commands' PATH."""
-    if confirm_infra_changes and (infra := infra_change_verdict(
-            tool, args, mode=mode, remembered=remembered, cwd=cwd, gates=gates)):
+    if confirm_infra_changes and (
+        infra := infra_change_verdict(
+            tool, args, mode=mode, remembered=remembered, cwd=cwd, gates=gates
+        )
+    ):
         if infra.decision is Decision.ASK and protected is not None:
             # The question says both: a line may change infrastructure and write ~/.aws.
-            infra = evolve(infra, protected=_protected_reason(
-                tool, args, _paths(tool, args, resolved or {}, cwd), cwd, protected))
+            infra = evolve(
+                infra,
+                protected=_protected_reason(
+                    tool, args, _paths(tool, args, resolved or {}, cwd), cwd, protected
+                ),
+            )
         return infra
     if mode == "plan" and not tool.read_only:
-        return Verdict(Decision.REFUSE, "Plan mode is on: edits and commands are refused. "
-                       "Describe the change instead, or ask the user to switch modes.")
+        return Verdict(
+            Decision.REFUSE,
+            "Plan mode is on: edits and commands are refused. "
+            "Describe the change instead, or ask the user to switch modes.",
+        )
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
     resolved = resolved or {}
@@ -149,8 +171,9 @@ def _paths(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path) -> li
     return [resolved.get(raw) or resolve_path(cwd, raw) for raw in tool.paths(args)]
 
 
-def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
-                      protected: Protected) -> str | None:
+def _protected_reason(
+    tool: Tool, args: Any, paths: list[Path], cwd: Path, protected: Protected
+) -> str | None:
     """Why the call writes a protected place: a path of a tool that writes, or a path its
     command line names (see :mod:`iaccode.turn.protected` for what that catches)."""
     if not tool.read_only:
@@ -163,8 +186,15 @@ def _protected_reason(tool: Tool, args: Any, paths: list[Path], cwd: Path,
     return None
 
 
-def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mapping[str, bool],
-                         cwd: Path | None = None, gates: Path | None = None) -> Verdict | None:
+def infra_change_verdict(
+    tool: Tool,
+    args: Any,
+    *,
+    mode: str,
+    remembered: Mapping[str, bool],
+    cwd: Path | None = None,
+    gates: Path | None = None,
+) -> Verdict | None:
     """For a command line (``Tool.command_line``) that changes real infrastructure, or a tool
     that always asks: ASK whatever was allowed before and in every mode (plan refuses; an
     *Always reject* still holds); None for anything else."""
@@ -185,13 +215,15 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
     if change is None:
         return None
     if mode == "plan":
-        return Verdict(Decision.REFUSE, f"Plan mode is on: `{change}` changes real "
-                       "infrastructure and is refused. Describe the change (a `plan` is fine) "
-                       "or ask the user to switch modes.")
+        return Verdict(
+            Decision.REFUSE,
+            f"Plan mode is on: `{change}` changes real "
+            "infrastructure and is refused. Describe the change (a `plan` is fine) "
+            "or ask the user to switch modes.",
+        )
     if remembered.get(tool.name) is False:
         return Verdict(Decision.REFUSE, DENIED)
-    if findings and gates is not None and command is not None \
-            and not _DETACHING.search(command):
+    if findings and gates is not None and command is not None and not _DETACHING.search(command):
         # A change whose CLI's handler asks at the gate, with what it learns there (the plan
         # it will apply, the target), is left to it: one question, the one with the plan.
         # (Without gates, a replay's played-back bash, the line asks for everything.)
@@ -202,9 +234,11 @@ def infra_change_verdict(tool: Tool, args: Any, *, mode: str, remembered: Mappin
     return Verdict(Decision.ASK, infra_change=change, findings=tuple(findings), remember=False)
 
 
-_DETACHING = re.compile(r"(?:^|[\s;&|(`'\"])(?:setsid|nohup|disown|flock|systemd-run"
-                        r"|daemonize|start-stop-daemon)(?=$|[\s;&|)`'\"])"
-                        r"|(?<![&>|])&(?![&>])")
+_DETACHING = re.compile(
+    r"(?:^|[\s;&|(`'\"])(?:setsid|nohup|disown|flock|systemd-run"
+    r"|daemonize|start-stop-daemon)(?=$|[\s;&|)`'\"])"
+    r"|(?<![&>|])&(?![&>])"
+)
 """A line that may run its CLI after the call ended, or in a runner that may not start it
 (``setsid`` forks and returns, ``terraform apply &``, ``flock -c``): the gate could find the
 call gone and refuse without a word to the user, so the line's own question stays (and the
@@ -213,8 +247,12 @@ argument counts too: that only adds a question."""
 
 
 def _asked_at_the_gate(finding: Finding) -> bool:
-    return (finding.gate_sees and not finding.cannot_tell and finding.cli is not None
-            and handlers.asks_itself(finding.cli))
+    return (
+        finding.gate_sees
+        and not finding.cannot_tell
+        and finding.cli is not None
+        and handlers.asks_itself(finding.cli)
+    )
 
 
 ONCE_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
@@ -222,12 +260,12 @@ ONCE_OPTIONS = [option for option in OPTIONS if option.kind != "allow_always"]
 infrastructure change, a gate's question, a protected path, a path outside the project)."""
 
 
-ALLOW_NOW = ("It runs only if you allow it now; \"Always allow\" does not cover "
-             "such commands.")
+ALLOW_NOW = 'It runs only if you allow it now; "Always allow" does not cover such commands.'
 
 
-def infra_question(tool_call: ToolCallFields, change: str, command: str,
-                   findings: tuple[Finding, ...] = ()) -> ToolCallFields:
+def infra_question(
+    tool_call: ToolCallFields, change: str, command: str, findings: tuple[Finding, ...] = ()
+) -> ToolCallFields:
     """The permission question's tool call for an infrastructure change: the title and the
     content say so and show the exact command (and what the reader cannot tell)."""
     unsure = [finding.what for finding in findings if finding.cannot_tell]
@@ -237,38 +275,56 @@ def infra_question(tool_call: ToolCallFields, change: str, command: str,
         if sure:
             lines.append(f"This command changes real infrastructure ({'; '.join(sure)}):")
         if unsure:
-            lines.append("iac-code cannot tell what this command changes: "
-                         + "; ".join(unsure) + ("." if not sure else ""))
+            lines.append(
+                "iac-code cannot tell what this command changes: "
+                + "; ".join(unsure)
+                + ("." if not sure else "")
+            )
         text = "\n".join(lines) + f"\n\n{command}\n\n{ALLOW_NOW}"
-        title = (f"Changes real infrastructure: {command}" if sure
-                 else f"May change real infrastructure: {command}")
+        title = (
+            f"Changes real infrastructure: {command}"
+            if sure
+            else f"May change real infrastructure: {command}"
+        )
     elif command:
         text = f"This command changes real infrastructure ({change}):\n\n{command}\n\n{ALLOW_NOW}"
         title = f"Changes real infrastructure: {command}"
     else:  # a tool that always asks (an MCP tool)
-        text = f"{change}.\n\nIt runs only if you allow it now; \"Always allow\" does not cover it."
+        text = f'{change}.\n\nIt runs only if you allow it now; "Always allow" does not cover it.'
         title = f"May change real infrastructure: {tool_call.title}"
-    return evolve(tool_call, title=title,
-                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+    return evolve(
+        tool_call,
+        title=title,
+        content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])],
+    )
 
 
 def protected_question(tool_call: ToolCallFields, why: str) -> ToolCallFields:
     """The permission question's tool call for a write to a protected place: it says why."""
-    text = (f"Protected: {why}.\n\nThis runs only if you allow it now, in every mode: "
-            "\"Always allow\" and bypass mode do not cover it.")
-    return evolve(tool_call, title=f"Protected: {tool_call.title}",
-                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+    text = (
+        f"Protected: {why}.\n\nThis runs only if you allow it now, in every mode: "
+        '"Always allow" and bypass mode do not cover it.'
+    )
+    return evolve(
+        tool_call,
+        title=f"Protected: {tool_call.title}",
+        content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])],
+    )
 
 
-def gate_question(tool_call: ToolCallFields, question: GateQuestion,
-                  command: str) -> ToolCallFields:
+def gate_question(
+    tool_call: ToolCallFields, question: GateQuestion, command: str
+) -> ToolCallFields:
     """The question for a change a gate reports while the call's command runs: on the running
     call, naming the change (by the handler's title: its target), what the handler adds (a
     plan, right below the first line), and the exact argv the program got."""
     argv = shlex.join(question.request.argv)
-    return evolve(tool_call, title=question.title or f"Changes real infrastructure: {argv}",
-                  status="in_progress", content=[ContentToolCallContent(TextContent(
-                      gate_question_text(question, command)))])
+    return evolve(
+        tool_call,
+        title=question.title or f"Changes real infrastructure: {argv}",
+        status="in_progress",
+        content=[ContentToolCallContent(TextContent(gate_question_text(question, command)))],
+    )
 
 
 def gate_question_text(question: GateQuestion, command: str) -> str:
@@ -277,8 +333,10 @@ def gate_question_text(question: GateQuestion, command: str) -> str:
     change = request.change
     label = change.label if change is not None else request.cli
     if change is not None and change.unknown:
-        head = (f"`{argv}` is about to run. iac-code cannot tell whether it changes real "
-                f"infrastructure ({label} is a command it does not know), so it asks.")
+        head = (
+            f"`{argv}` is about to run. iac-code cannot tell whether it changes real "
+            f"infrastructure ({label} is a command it does not know), so it asks."
+        )
     else:
         head = f"`{argv}` is about to run: it changes real infrastructure ({label})."
     lines = [head]
@@ -294,30 +352,40 @@ def gate_question_text(question: GateQuestion, command: str) -> str:
 
 def gate_refusal(question: GateQuestion, why: str) -> str:
     """The line a refused gate prints for the model."""
-    return (f"iac-code: `{shlex.join(question.request.argv)}` was not run: {why}. It changes "
-            "real infrastructure; ask the user, or describe the change instead.")
+    return (
+        f"iac-code: `{shlex.join(question.request.argv)}` was not run: {why}. It changes "
+        "real infrastructure; ask the user, or describe the change instead."
+    )
 
 
-def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path
-                     ) -> ToolCallFields:
+def outside_question(tool_call: ToolCallFields, outside: list[Path], cwd: Path) -> ToolCallFields:
     """The permission question's tool call for a call that reaches outside the project: the
     title and the content say so, with the real paths."""
     paths = ", ".join(str(path) for path in outside)
     verb = "is" if len(outside) == 1 else "are"
     text = f"{paths} {verb} outside the project ({cwd})."
-    return evolve(tool_call, title=f"{tool_call.title} (outside the project)",
-                  content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])])
+    return evolve(
+        tool_call,
+        title=f"{tool_call.title} (outside the project)",
+        content=[ContentToolCallContent(TextContent(text)), *(tool_call.content or [])],
+    )
 
 
-def _only_ours(tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path,
-               ours: Path | None) -> bool:
+def _only_ours(
+    tool: Tool, args: Any, resolved: Mapping[str, Path], cwd: Path, ours: Path | None
+) -> bool:
     """Every path of the call is in our own folder (saved tool output), read-only."""
     paths = _paths(tool, args, resolved, cwd)
     return ours is not None and bool(paths) and all(is_inside(path, ours) for path in paths)
 
 
-async def ask(editor: EditorAccess, tool_call: ToolCallFields, tool_name: str,
-              remembered: dict[str, bool], options: list[PermissionOption] = OPTIONS) -> Answer:
+async def ask(
+    editor: EditorAccess,
+    tool_call: ToolCallFields,
+    tool_name: str,
+    remembered: dict[str, bool],
+    options: list[PermissionOption] = OPTIONS,
+) -> Answer:
     """Ask the user; remember ``*_always`` answers for this tool in ``remembered``.
 
     Anything but a clear allow means the tool does not run: a rejection, an answer we cannot
@@ -333,16 +401,18 @@ async def ask(editor: EditorAccess, tool_call: ToolCallFields, tool_name: str,
     return Answer.REJECT
 
 
-async def question_content(tool: Tool, args: Any, context: ToolContext
-                           ) -> list[ToolCallContent] | None:
+async def question_content(
+    tool: Tool, args: Any, context: ToolContext
+) -> list[ToolCallContent] | None:
     """What the question shows of the call's effect (the diff an edit would make), worked out
     without writing anything, so a client that shows diffs before approval has one. None when
     the tool shows nothing or cannot work it out (running the call then reports why).
 
     Only for paths inside the project: working out a diff reads the file, and a file outside
     it is read only once the user allowed the call (the question itself shows the path)."""
-    if not all(in_project(path, context.cwd, context.additional_dirs)
-               for path in context.resolved.values()):
+    if not all(
+        in_project(path, context.cwd, context.additional_dirs) for path in context.resolved.values()
+    ):
         return None
     try:
         return await tool.preview(args, context)

@@ -55,44 +55,134 @@ _GIT = "git's configuration (it names programs git runs)"
 _EDITOR = "an editor's or another agent's settings (they can run commands)"
 
 HOME_ENTRIES: dict[str, str] = {
-    **dict.fromkeys([".ssh", ".aws", ".kube", ".config/gcloud", ".aliyun", ".azure",
-                     ".terraform.d", ".terraformrc", ".tofurc", ".docker", ".oci", ".gnupg",
-                     ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".config/gh",
-                     ".config/pip", ".cfnlintrc", ".tflint.d", ".pulumi", ".helm",
-                     ".config/helm"], _CREDENTIALS),
-    **dict.fromkeys([".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-                     ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".config/fish",
-                     ".cshrc", ".tcshrc", ".kshrc", ".xprofile", ".xinitrc", ".pam_environment",
-                     ".config/environment.d", ".config/autostart", ".config/systemd",
-                     ".bash_aliases", ".oh-my-zsh", ".config/zsh", ".inputrc", ".tmux.conf",
-                     ".config/tmux", ".config/direnv", ".local/share/direnv", ".config/mise",
-                     ".local/share/mise", ".ipython", ".Rprofile", ".local/bin", "bin"],
-                    _SHELL),
-    **dict.fromkeys([".cargo", ".m2", ".gradle", ".gem", ".bundle", ".pip", ".condarc",
-                     ".yarnrc", ".yarnrc.yml", ".config/uv", ".config/containers"],
-                    _CREDENTIALS),
+    **dict.fromkeys(
+        [
+            ".ssh",
+            ".aws",
+            ".kube",
+            ".config/gcloud",
+            ".aliyun",
+            ".azure",
+            ".terraform.d",
+            ".terraformrc",
+            ".tofurc",
+            ".docker",
+            ".oci",
+            ".gnupg",
+            ".netrc",
+            ".git-credentials",
+            ".npmrc",
+            ".pypirc",
+            ".config/gh",
+            ".config/pip",
+            ".cfnlintrc",
+            ".tflint.d",
+            ".pulumi",
+            ".helm",
+            ".config/helm",
+        ],
+        _CREDENTIALS,
+    ),
+    **dict.fromkeys(
+        [
+            ".bashrc",
+            ".bash_profile",
+            ".bash_login",
+            ".bash_logout",
+            ".profile",
+            ".zshrc",
+            ".zshenv",
+            ".zprofile",
+            ".zlogin",
+            ".zlogout",
+            ".config/fish",
+            ".cshrc",
+            ".tcshrc",
+            ".kshrc",
+            ".xprofile",
+            ".xinitrc",
+            ".pam_environment",
+            ".config/environment.d",
+            ".config/autostart",
+            ".config/systemd",
+            ".bash_aliases",
+            ".oh-my-zsh",
+            ".config/zsh",
+            ".inputrc",
+            ".tmux.conf",
+            ".config/tmux",
+            ".config/direnv",
+            ".local/share/direnv",
+            ".config/mise",
+            ".local/share/mise",
+            ".ipython",
+            ".Rprofile",
+            ".local/bin",
+            "bin",
+        ],
+        _SHELL,
+    ),
+    **dict.fromkeys(
+        [
+            ".cargo",
+            ".m2",
+            ".gradle",
+            ".gem",
+            ".bundle",
+            ".pip",
+            ".condarc",
+            ".yarnrc",
+            ".yarnrc.yml",
+            ".config/uv",
+            ".config/containers",
+        ],
+        _CREDENTIALS,
+    ),
     **dict.fromkeys([".gitconfig", ".config/git"], _GIT),
-    **dict.fromkeys([".vscode", ".vscode-server", ".config/Code", ".cursor", ".config/Cursor",
-                     ".config/zed", ".config/JetBrains", ".vimrc", ".config/nvim", ".emacs",
-                     ".emacs.d", ".config/emacs", ".claude", ".claude.json", ".codex",
-                     ".gemini", ".config/opencode", ".continue", ".aider.conf.yml"], _EDITOR),
+    **dict.fromkeys(
+        [
+            ".vscode",
+            ".vscode-server",
+            ".config/Code",
+            ".cursor",
+            ".config/Cursor",
+            ".config/zed",
+            ".config/JetBrains",
+            ".vimrc",
+            ".config/nvim",
+            ".emacs",
+            ".emacs.d",
+            ".config/emacs",
+            ".claude",
+            ".claude.json",
+            ".codex",
+            ".gemini",
+            ".config/opencode",
+            ".continue",
+            ".aider.conf.yml",
+        ],
+        _EDITOR,
+    ),
 }
 """Below the home folder: what each protected entry is (the question says it)."""
 
 ANYWHERE: dict[str, str] = {
     ".git": "a repository's git folder (its hooks and configuration run programs)",
-    ".vscode": _EDITOR, ".idea": _EDITOR, ".zed": _EDITOR, ".claude": _EDITOR,
-    ".cursor": _EDITOR, ".gemini": _EDITOR, ".codex": _EDITOR,
+    ".vscode": _EDITOR,
+    ".idea": _EDITOR,
+    ".zed": _EDITOR,
+    ".claude": _EDITOR,
+    ".cursor": _EDITOR,
+    ".gemini": _EDITOR,
+    ".codex": _EDITOR,
     ".envrc": "a direnv file (direnv runs it when you enter the folder)",
 }
 """A path with one of these names as a component, wherever it is."""
 
-SYSTEM: dict[str, str] = {"/etc": "the system's configuration",
-                          "/var/spool/cron": "scheduled jobs"}
+SYSTEM: dict[str, str] = {"/etc": "the system's configuration", "/var/spool/cron": "scheduled jobs"}
 
 _ON_PATH = "a folder on PATH (a program put there runs in place of the one meant)"
-_OWN_PACKAGES = ("the Python packages iac-code runs from (a .pth file there runs at every "
-                 "start)")
+_OWN_PACKAGES = "the Python packages iac-code runs from (a .pth file there runs at every start)"
 _GIT_FOLDER = "the project's git folder (its hooks and configuration run programs)"
 
 _WORD_BREAKS = re.compile(r"""[\s;|&<>()`'"=,]+""")
@@ -123,8 +213,9 @@ class Protected:
     """The folders on PATH: a file directly in one is protected (a program found first)."""
 
     @classmethod
-    def of(cls, config: Config, user_home: Path | None = None,
-           project: Path | None = None) -> Protected:
+    def of(
+        cls, config: Config, user_home: Path | None = None, project: Path | None = None
+    ) -> Protected:
         """The places of an agent with ``config``, for the session in ``project`` (whose git
         folder is protected where it lives; PATH folders inside it are not)."""
         home = _real(user_home or Path.home())
@@ -139,8 +230,10 @@ class Protected:
         if project is not None and (gitdir := _git_folder(project)) is not None:
             places.setdefault(_key(gitdir), _GIT_FOLDER)
         places.update({_key(_real(path)): why for path, why in SYSTEM.items()})
-        places[_key(agent)] = ("iac-code's own files (its configuration, instructions, "
-                               "sessions and their saved output)")
+        places[_key(agent)] = (
+            "iac-code's own files (its configuration, instructions, "
+            "sessions and their saved output)"
+        )
         token = config.serve.token_path
         if token is not None:
             places[_key(_real(token))] = "the token file of iaccode serve"
@@ -188,8 +281,10 @@ def _hard_linked(path: Path) -> str | None:
     except OSError:
         return None
     if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-        return (f"a file with {info.st_nlink - 1} other name(s) (a hard link): writing it "
-                "changes them too, and one may be a protected place")
+        return (
+            f"a file with {info.st_nlink - 1} other name(s) (a hard link): writing it "
+            "changes them too, and one may be a protected place"
+        )
     return None
 
 
@@ -214,8 +309,11 @@ def _expanded(word: str, cwd: Path) -> Iterator[Path]:
     each glob's matches (or the word itself, when nothing matches yet)."""
     for pattern in itertools.islice(expand_braces(word), MAX_EXPANSIONS):
         full = os.path.join(cwd, pattern)
-        matches = list(itertools.islice(glob.iglob(full), MAX_EXPANSIONS)) \
-            if _GLOB.search(pattern) else []
+        matches = (
+            list(itertools.islice(glob.iglob(full), MAX_EXPANSIONS))
+            if _GLOB.search(pattern)
+            else []
+        )
         for path in matches or [full]:
             yield _real(path)
 

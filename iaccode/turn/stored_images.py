@@ -47,8 +47,9 @@ def _each_image(record: dict[str, Any], api: Change, acp: Change) -> dict[str, A
     if kind == "message" and isinstance(record.get("message"), dict):
         out = {**record, "message": _message(record["message"], api)}
         if isinstance(record.get("prompt"), list):
-            out["prompt"] = [acp(block) if isinstance(block, dict) else block
-                             for block in record["prompt"]]
+            out["prompt"] = [
+                acp(block) if isinstance(block, dict) else block for block in record["prompt"]
+            ]
         return out
     if kind == "compaction" and isinstance(record.get("messages"), list):
         return {**record, "messages": [_message(m, api) for m in record["messages"]]}
@@ -71,8 +72,12 @@ def _block(block: Any, change: Change) -> Any:
 
 def _api_out(block: dict[str, Any], save: Save) -> dict[str, Any]:
     source = block.get("source")
-    if not (isinstance(source, dict) and source.get("type") == "base64"
-            and isinstance(source.get("data"), str) and len(source["data"]) > INLINE_LIMIT):
+    if not (
+        isinstance(source, dict)
+        and source.get("type") == "base64"
+        and isinstance(source.get("data"), str)
+        and len(source["data"]) > INLINE_LIMIT
+    ):
         return block
     media_type = str(source.get("media_type"))
     name = save(base64.b64decode(source["data"]), EXTENSIONS.get(media_type, "png"))
@@ -85,15 +90,27 @@ def _api_in(block: dict[str, Any], load: Load) -> dict[str, Any]:
         return block
     data = load(str(source.get("path")))
     if data is None:
-        return {"type": "text", "text": f"[image: {source.get('media_type')}, its file "
-                                        f"{source.get('path')} is gone]"}
-    return {**block, "source": {"type": "base64", "media_type": source.get("media_type"),
-                                "data": base64.b64encode(data).decode("ascii")}}
+        return {
+            "type": "text",
+            "text": f"[image: {source.get('media_type')}, its file {source.get('path')} is gone]",
+        }
+    return {
+        **block,
+        "source": {
+            "type": "base64",
+            "media_type": source.get("media_type"),
+            "data": base64.b64encode(data).decode("ascii"),
+        },
+    }
 
 
 def _acp_out(block: Any, save: Save) -> Any:
-    if not (isinstance(block, dict) and block.get("type") == "image"
-            and isinstance(block.get("data"), str) and len(block["data"]) > INLINE_LIMIT):
+    if not (
+        isinstance(block, dict)
+        and block.get("type") == "image"
+        and isinstance(block.get("data"), str)
+        and len(block["data"]) > INLINE_LIMIT
+    ):
         return block
     mime = str(block.get("mimeType"))
     name = save(base64.b64decode(block["data"]), EXTENSIONS.get(mime, "png"))

@@ -43,15 +43,18 @@ class SubAgent(Tool):
         "type": "object",
         "properties": {
             "prompt": {"type": "string", "description": "The complete task for the sub-agent."},
-            "description": {"type": "string",
-                            "description": "A 3-5 word summary shown to the user."},
+            "description": {
+                "type": "string",
+                "description": "A 3-5 word summary shown to the user.",
+            },
         },
         "required": ["prompt"],
         "additionalProperties": False,
     }
 
-    def __init__(self, parent_tools: dict[str, Tool],
-                 parent_transcript: Transcript | None = None) -> None:
+    def __init__(
+        self, parent_tools: dict[str, Tool], parent_transcript: Transcript | None = None
+    ) -> None:
         """``parent_tools``: the parent turn's table, read when a sub-agent starts (the MCP
         servers' tools join it once they are ready, after the turn was built);
         ``parent_transcript``: where its tool calls are saved (for a replay)."""
@@ -62,8 +65,11 @@ class SubAgent(Tool):
     def tools(self) -> dict[str, Tool]:
         """What a sub-agent may call: the parent's read-only tools but the plan (it is the
         parent's) and itself (``Tool.subagents_use``)."""
-        return {name: tool for name, tool in self._parent_tools.items()
-                if tool.read_only and tool.subagents_use}
+        return {
+            name: tool
+            for name, tool in self._parent_tools.items()
+            if tool.read_only and tool.subagents_use
+        }
 
     def bind(self, parent: TurnEnv) -> None:
         """Attach the parent turn's environment (built after its tool set, which holds us)."""
@@ -74,8 +80,13 @@ class SubAgent(Tool):
 
     async def preview(self, args: AgentInput, ctx: ToolContext) -> list[ToolCallContent]:
         """Its task, for the question (the title has the first words only)."""
-        return [ContentToolCallContent(TextContent(truncate(
-            f"The sub-agent's task:\n\n{args.prompt}", ctx.limits.output_chars)))]
+        return [
+            ContentToolCallContent(
+                TextContent(
+                    truncate(f"The sub-agent's task:\n\n{args.prompt}", ctx.limits.output_chars)
+                )
+            )
+        ]
 
     async def run(self, args: AgentInput, ctx: ToolContext) -> ToolResult:
         from iaccode.turn.turn import Turn  # the loop runs tools, tools run the loop
@@ -83,15 +94,21 @@ class SubAgent(Tool):
         if self._parent is None:
             raise ToolFailure("The sub-agent is not attached to a turn.")
         env = self._parent.nested(tools=self.tools(), parent_tool_call_id=ctx.tool_call_id)
-        transcript = (SubAgentTranscript(self._parent_transcript)
-                      if self._parent_transcript is not None else Transcript())
+        transcript = (
+            SubAgentTranscript(self._parent_transcript)
+            if self._parent_transcript is not None
+            else Transcript()
+        )
         turn = Turn(env, transcript, stream_text=False)  # its own context, kept in memory
         stop_reason = await turn.run([{"type": "text", "text": args.prompt}])
-        usage = {"input_tokens": turn.usage.input_tokens,
-                 "output_tokens": turn.usage.output_tokens}
+        usage = {"input_tokens": turn.usage.input_tokens, "output_tokens": turn.usage.output_tokens}
         answer = turn.final_text.strip()
         if not answer:
-            return ToolResult(f"The sub-agent ended ({stop_reason}) without an answer.",
-                              is_error=True, raw_output={"stop_reason": stop_reason, **usage})
-        return ToolResult(answer, raw_output={"stop_reason": stop_reason, "answer": answer,
-                                              **usage})
+            return ToolResult(
+                f"The sub-agent ended ({stop_reason}) without an answer.",
+                is_error=True,
+                raw_output={"stop_reason": stop_reason, **usage},
+            )
+        return ToolResult(
+            answer, raw_output={"stop_reason": stop_reason, "answer": answer, **usage}
+        )

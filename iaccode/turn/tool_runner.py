@@ -80,8 +80,9 @@ class _Call:
 
 
 class ToolRunner:
-    def __init__(self, env: ToolEnv, invalid_inputs: dict[str, str],
-                 transcript: Transcript) -> None:
+    def __init__(
+        self, env: ToolEnv, invalid_inputs: dict[str, str], transcript: Transcript
+    ) -> None:
         self._env = env
         self._editor = env.editor
         self._session = env.session
@@ -126,19 +127,21 @@ class ToolRunner:
             raise
         return [results[use["id"]] for use in tool_uses]
 
-    async def _run_calls(self, calls: list[_Call],
-                         results: dict[str, dict[str, Any]]) -> None:
+    async def _run_calls(self, calls: list[_Call], results: dict[str, dict[str, Any]]) -> None:
         # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
         self._reads_secrets = any(
             secret_file_reached(call.raw_input, map(str, call.resolved.values()))
-            for call in calls if call.tool.name not in NOT_READING)
+            for call in calls
+            if call.tool.name not in NOT_READING
+        )
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
         while index < len(calls):
             batch = [calls[index]]
             if self._runs_freely(batch[0]):
-                while (index + len(batch) < len(calls)
-                       and self._runs_freely(calls[index + len(batch)])):
+                while index + len(batch) < len(calls) and self._runs_freely(
+                    calls[index + len(batch)]
+                ):
                     batch.append(calls[index + len(batch)])
             if len(batch) == 1:
                 await self._run_one(batch[0], results)
@@ -151,31 +154,49 @@ class ToolRunner:
     def _runs_freely(self, call: _Call) -> bool:
         """A read-only call that needs no question (so it may run beside others)."""
         session = self._session
-        if not call.tool.read_only or (call.tool.kind == "fetch" and self._reads_secrets) or (
-                session.exposure.host_to_ask(call.tool.name, call.args, session.mode(),
-                                             call.tool.kind)):
+        if (
+            not call.tool.read_only
+            or (call.tool.kind == "fetch" and self._reads_secrets)
+            or (
+                session.exposure.host_to_ask(
+                    call.tool.name, call.args, session.mode(), call.tool.kind
+                )
+            )
+        ):
             return False
-        verdict = permissions.decide(call.tool, call.args, mode=session.mode(),
-                                     cwd=session.cwd, remembered=session.remembered,
-                                     resolved=call.resolved, ours=session.saved_output,
-                                     protected=self._protected, additional=session.additional_dirs)
+        verdict = permissions.decide(
+            call.tool,
+            call.args,
+            mode=session.mode(),
+            cwd=session.cwd,
+            remembered=session.remembered,
+            resolved=call.resolved,
+            ours=session.saved_output,
+            protected=self._protected,
+            additional=session.additional_dirs,
+        )
         return verdict.decision is Decision.RUN
 
-    async def _run_limited(self, call: _Call, results: dict[str, dict[str, Any]],
-                           limiter: trio.CapacityLimiter) -> None:
+    async def _run_limited(
+        self, call: _Call, results: dict[str, dict[str, Any]], limiter: trio.CapacityLimiter
+    ) -> None:
         async with limiter:
             await self._run_one(call, results)
 
     async def _run_one(self, call: _Call, results: dict[str, dict[str, Any]]) -> None:
         await self._keep(call.call_id, await self._call(call), results)
 
-    async def _keep(self, call_id: str, result: ToolResult,
-                    results: dict[str, dict[str, Any]]) -> None:
+    async def _keep(
+        self, call_id: str, result: ToolResult, results: dict[str, dict[str, Any]]
+    ) -> None:
         results[call_id] = {
             "type": "tool_result",
             "tool_use_id": call_id,
-            "content": (result.model_content if result.model_content is not None
-                        else await self._for_model(call_id, result.text)),
+            "content": (
+                result.model_content
+                if result.model_content is not None
+                else await self._for_model(call_id, result.text)
+            ),
             "is_error": result.is_error,
         }
 
@@ -188,7 +209,8 @@ class ToolRunner:
             return truncate(text, limit)
         try:
             saved: Path | None = await trio.to_thread.run_sync(
-                tool_output.save, saved_output, call_id, text)
+                tool_output.save, saved_output, call_id, text
+            )
         except OSError as exc:
             log.warning("could not save the output of %s: %s", call_id, exc)
             saved = None
@@ -201,57 +223,104 @@ class ToolRunner:
         tool = env.tools.get(name)
         if tool is None:
             known = ", ".join(sorted(env.tools))
-            return await self._refuse(call_id, name, "other", raw_input,
-                                      f"Unknown tool {name!r}. Available tools: {known}.")
+            return await self._refuse(
+                call_id,
+                name,
+                "other",
+                raw_input,
+                f"Unknown tool {name!r}. Available tools: {known}.",
+            )
         if call_id in self._invalid_inputs:
-            return await self._refuse(call_id, name, tool.kind, raw_input,
-                                      "The tool input was not valid JSON (was it cut off by the "
-                                      "output token limit?). The tool was not run.")
+            return await self._refuse(
+                call_id,
+                name,
+                tool.kind,
+                raw_input,
+                "The tool input was not valid JSON (was it cut off by the "
+                "output token limit?). The tool was not run.",
+            )
         try:
             args: Any = tool_input(raw_input, tool.input_type)
         except ParamsError as exc:
             problems = "; ".join(f"{path}: {why}" for path, why in exc.problems.items())
-            return await self._refuse(call_id, name, tool.kind, raw_input,
-                                      f"Invalid input for {name}: {problems}. Not run.")
+            return await self._refuse(
+                call_id,
+                name,
+                tool.kind,
+                raw_input,
+                f"Invalid input for {name}: {problems}. Not run.",
+            )
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
         locations = [ToolCallLocation(str(resolved[raw])) for raw in tool.paths(args)] + [
             ToolCallLocation(str(resolve_path(self._session.cwd, raw)))
-            for raw in tool.shown_paths(args)]
-        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None,
-                     resolved)
-        await self._start(ToolCallStart(call_id, call.title, tool.kind, "pending", call.locations,
-                                        raw_input=raw_input, meta=env.tool_call_meta,
-                                        name=tool.name))
+            for raw in tool.shown_paths(args)
+        ]
+        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None, resolved)
+        await self._start(
+            ToolCallStart(
+                call_id,
+                call.title,
+                tool.kind,
+                "pending",
+                call.locations,
+                raw_input=raw_input,
+                meta=env.tool_call_meta,
+                name=tool.name,
+            )
+        )
         return call
 
     def _gates(self) -> Path | None:
         """The folder of gates on the commands' PATH (None: no gates: both settings off, or a
         replay, whose bash results are played back: no command runs, so no gate asks)."""
         config = self._env.config
-        if not (config.confirm_infra_changes or config.hold_credentials) \
-                or config.recorded_tools is not None:
+        if (
+            not (config.confirm_infra_changes or config.hold_credentials)
+            or config.recorded_tools is not None
+        ):
             return None
         return gate_folder().bin
 
     async def _call(self, call: _Call) -> ToolResult:
         env, session, tool, call_id = self._env, self._session, call.tool, call.call_id
         gates = self._gates() if tool.gated else None
-        verdict = permissions.decide(tool, call.args, mode=session.mode(), cwd=session.cwd,
-                                     remembered=session.remembered, resolved=call.resolved,
-                                     ours=session.saved_output,
-                                     confirm_infra_changes=env.config.confirm_infra_changes,
-                                     protected=self._protected, additional=session.additional_dirs,
-                                     gates=gates)
+        verdict = permissions.decide(
+            tool,
+            call.args,
+            mode=session.mode(),
+            cwd=session.cwd,
+            remembered=session.remembered,
+            resolved=call.resolved,
+            ours=session.saved_output,
+            confirm_infra_changes=env.config.confirm_infra_changes,
+            protected=self._protected,
+            additional=session.additional_dirs,
+            gates=gates,
+        )
         approved: frozenset[tuple[str, ...]] = frozenset()
         if verdict.decision is Decision.ASK:
             self._unfinished[call_id] = "the turn ended while the user was asked for permission"
-            content = redacted_content(await permissions.question_content(
-                tool, call.args, self._context(tool, call_id, call.resolved)))
-            fields = ToolCallFields(call_id, call.title, tool.kind, "pending", call.locations,
-                                    call.raw_input, content, name=tool.name)
-            outside = [path for path in call.resolved.values()
-                       if not in_project(path, session.cwd, session.additional_dirs)]
+            content = redacted_content(
+                await permissions.question_content(
+                    tool, call.args, self._context(tool, call_id, call.resolved)
+                )
+            )
+            fields = ToolCallFields(
+                call_id,
+                call.title,
+                tool.kind,
+                "pending",
+                call.locations,
+                call.raw_input,
+                content,
+                name=tool.name,
+            )
+            outside = [
+                path
+                for path in call.resolved.values()
+                if not in_project(path, session.cwd, session.additional_dirs)
+            ]
             if outside:
                 fields = permissions.outside_question(fields, outside, session.cwd)
             options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
@@ -259,12 +328,16 @@ class ToolRunner:
                 fields = permissions.protected_question(fields, verdict.protected)
             if verdict.infra_change is not None:
                 fields = permissions.infra_question(
-                    fields, verdict.infra_change, tool.command_line(call.args) or "",
-                    verdict.findings)
+                    fields,
+                    verdict.infra_change,
+                    tool.command_line(call.args) or "",
+                    verdict.findings,
+                )
             if fields.title is not None and fields.title != call.title:  # shown from now on
                 self._titles[call_id] = fields.title
-            answer = await permissions.ask(self._editor, fields, tool.name,
-                                           session.remembered, options)
+            answer = await permissions.ask(
+                self._editor, fields, tool.name, session.remembered, options
+            )
             if answer is Answer.CANCELLED:
                 await self._finish(call_id, ToolResult("Cancelled by the user.", is_error=True))
                 session.cancel_turn()
@@ -274,16 +347,16 @@ class ToolRunner:
             approved = verdict.approved_changes
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
-        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode(),
-                                                  tool.kind):
+        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode(), tool.kind):
             refused = await self._ask_for_host(call, host)
             if refused is not None:
                 return refused
         session.exposure.note(tool.name, call.raw_input, map(str, call.resolved.values()))
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
-        await self._editor.send_update(ToolCallProgress(call_id, status="in_progress",
-                                               meta=env.tool_call_meta, name=tool.name))
+        await self._editor.send_update(
+            ToolCallProgress(call_id, status="in_progress", meta=env.tool_call_meta, name=tool.name)
+        )
         policy = self._gate_policy(call, approved) if tool.gated else None
         result = await self._execute(tool, call.args, call_id, call.resolved, policy)
         session.exposure.note_output(tool.name, result.text)  # grep's lines of a .env
@@ -292,19 +365,38 @@ class ToolRunner:
     def _gate_policy(self, call: _Call, approved: frozenset[tuple[str, ...]]) -> GatePolicy:
         # After a gate's question the card gets back the title it shows now (a question about
         # the line may have given it one).
-        fields = ToolCallFields(call.call_id, self._titles.get(call.call_id, call.title),
-                                call.tool.kind, raw_input=call.raw_input, name=call.tool.name)
-        return gate_policy(self._env, fields, call.tool.command_line(call.args) or "", approved,
-                           lambda: self._shown.get(call.call_id))
+        fields = ToolCallFields(
+            call.call_id,
+            self._titles.get(call.call_id, call.title),
+            call.tool.kind,
+            raw_input=call.raw_input,
+            name=call.tool.name,
+        )
+        return gate_policy(
+            self._env,
+            fields,
+            call.tool.command_line(call.args) or "",
+            approved,
+            lambda: self._shown.get(call.call_id),
+        )
 
     async def _ask_for_host(self, call: _Call, host: str) -> ToolResult | None:
         """After a secrets file was read: may this web_fetch reach ``host``? None: yes (and
         the host is allowed from now on); else the call's final result."""
         exposure = self._session.exposure
         self._unfinished[call.call_id] = "the turn ended while the user was asked for permission"
-        fields, options = exposure.question(ToolCallFields(
-            call.call_id, call.title, call.tool.kind, "pending", call.locations, call.raw_input,
-            name=call.tool.name), host)
+        fields, options = exposure.question(
+            ToolCallFields(
+                call.call_id,
+                call.title,
+                call.tool.kind,
+                "pending",
+                call.locations,
+                call.raw_input,
+                name=call.tool.name,
+            ),
+            host,
+        )
         kind = await self._editor.request_permission(fields, options)
         if kind == "cancelled":
             await self._finish(call.call_id, ToolResult("Cancelled by the user.", is_error=True))
@@ -322,8 +414,9 @@ class ToolRunner:
             for call_id, why in list(self._unfinished.items()):
                 await self._finish(call_id, ToolResult(f"Cancelled: {why}.", is_error=True))
 
-    def _context(self, tool: Tool, call_id: str, resolved: dict[str, Path],
-                 gate: GatePolicy | None = None) -> ToolContext:
+    def _context(
+        self, tool: Tool, call_id: str, resolved: dict[str, Path], gate: GatePolicy | None = None
+    ) -> ToolContext:
         editor, session = self._editor, self._session
 
         async def report(update: ToolCallProgress) -> None:
@@ -331,33 +424,56 @@ class ToolRunner:
                 self._shown[call_id] = update.content
             await editor.send_update(evolve(update, name=tool.name))
 
-        return ToolContext(cwd=session.cwd, limits=self._env.config.tool_limits,
-                           files=editor.files, tool_call_id=call_id, report=report,
-                           terminal=editor.terminal, resolved=resolved,
-                           show_plan=session.show_plan, additional_dirs=session.additional_dirs,
-                           gate=gate, elicit=editor.elicit,
-                           # A replay leaves the machine's programs out of the checks after
-                           # a write (terraform, cfn-lint): their answers were not recorded.
-                           write_checks=("full" if self._env.config.recorded_tools is None
-                                         else "files_only"))
+        return ToolContext(
+            cwd=session.cwd,
+            limits=self._env.config.tool_limits,
+            files=editor.files,
+            tool_call_id=call_id,
+            report=report,
+            terminal=editor.terminal,
+            resolved=resolved,
+            show_plan=session.show_plan,
+            additional_dirs=session.additional_dirs,
+            gate=gate,
+            elicit=editor.elicit,
+            # A replay leaves the machine's programs out of the checks after
+            # a write (terraform, cfn-lint): their answers were not recorded.
+            write_checks=("full" if self._env.config.recorded_tools is None else "files_only"),
+        )
 
-    async def _execute(self, tool: Tool, args: Any, call_id: str,
-                       resolved: dict[str, Path], gate: GatePolicy | None = None) -> ToolResult:
+    async def _execute(
+        self,
+        tool: Tool,
+        args: Any,
+        call_id: str,
+        resolved: dict[str, Path],
+        gate: GatePolicy | None = None,
+    ) -> ToolResult:
         try:
             result = await run_tool(tool, args, self._context(tool, call_id, resolved, gate))
         finally:
             self._shown.pop(call_id, None)
         # Values Terraform marks sensitive never reach the model (nor the editor's view) ...
-        result = await sensitive.hide(tool.command_line(args), result, self._session.cwd,
-                                      resolved.values())
+        result = await sensitive.hide(
+            tool.command_line(args), result, self._session.cwd, resolved.values()
+        )
         # ... and the one way out of a tool: no secret value we hold goes further.
         return redacted_result(result)
 
-    async def _refuse(self, call_id: str, name: str, kind: Any, raw_input: Any,
-                      message: str) -> ToolResult:
-        await self._start(ToolCallStart(
-            call_id, name or "unknown tool", kind, "pending", raw_input=raw_input,
-            meta=self._env.tool_call_meta, name=name or None))
+    async def _refuse(
+        self, call_id: str, name: str, kind: Any, raw_input: Any, message: str
+    ) -> ToolResult:
+        await self._start(
+            ToolCallStart(
+                call_id,
+                name or "unknown tool",
+                kind,
+                "pending",
+                raw_input=raw_input,
+                meta=self._env.tool_call_meta,
+                name=name or None,
+            )
+        )
         return await self._finish(call_id, ToolResult(message, is_error=True))
 
     async def _start(self, start: ToolCallStart) -> None:

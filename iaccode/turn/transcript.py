@@ -45,8 +45,11 @@ it): the one text for it, used by ``repair`` and a history shown on load."""
 
 
 class Transcript:
-    def __init__(self, file: SessionFile | None = None,
-                 on_store_error: Callable[[str], None] = lambda message: None) -> None:
+    def __init__(
+        self,
+        file: SessionFile | None = None,
+        on_store_error: Callable[[str], None] = lambda message: None,
+    ) -> None:
         self.messages: list[dict[str, Any]] = []
         """The model's view of the conversation (after any compaction)."""
         self._file = file
@@ -58,8 +61,13 @@ class Transcript:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def append(self, message: dict[str, Any], prompt: list[Any] | None = None, *,
-               message_id: str | None = None) -> None:
+    def append(
+        self,
+        message: dict[str, Any],
+        prompt: list[Any] | None = None,
+        *,
+        message_id: str | None = None,
+    ) -> None:
         self.messages.append(message)
         self.message_count += 1
         record: dict[str, Any] = {"type": "message", "message": message}
@@ -122,7 +130,8 @@ class Transcript:
                 self._on_store_error(
                     f"Could not save the session history: {exc}. The conversation goes on; "
                     "what is not saved yet is kept in memory and saved as soon as writing "
-                    "works again (it is lost if iac-code exits before).")
+                    "works again (it is lost if iac-code exits before)."
+                )
             return
         if failing:
             log.info("session history saved again (%d bytes had waited)", len(self._unsaved))
@@ -144,16 +153,30 @@ class Transcript:
         the API accepts the history."""
         dangling = unanswered_tool_uses(self.messages)
         if dangling:
-            self.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tool_id, "content": text,
-                 "is_error": True} for tool_id in dangling]})
+            self.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": tool_id,
+                            "content": text,
+                            "is_error": True,
+                        }
+                        for tool_id in dangling
+                    ],
+                }
+            )
 
     # -- reading ----------------------------------------------------------------------------
 
     @classmethod
-    def from_records(cls, records: list[dict[str, Any]], file: SessionFile | None = None,
-                     on_store_error: Callable[[str], None] = lambda message: None
-                     ) -> Transcript:
+    def from_records(
+        cls,
+        records: list[dict[str, Any]],
+        file: SessionFile | None = None,
+        on_store_error: Callable[[str], None] = lambda message: None,
+    ) -> Transcript:
         transcript = cls(file, on_store_error)
         for record in records:
             kind = record.get("type")
@@ -187,8 +210,12 @@ def unanswered_tool_uses(messages: list[dict[str, Any]]) -> list[str]:
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].get("role") == "assistant":
             ids = [b["id"] for b in _blocks(messages[index]) if b.get("type") == "tool_use"]
-            answered = {b.get("tool_use_id") for later in messages[index + 1:]
-                        for b in _blocks(later) if b.get("type") == "tool_result"}
+            answered = {
+                b.get("tool_use_id")
+                for later in messages[index + 1 :]
+                for b in _blocks(later)
+                if b.get("type") == "tool_result"
+            }
             return [i for i in ids if i not in answered]
     return []
 
@@ -199,8 +226,10 @@ def api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for message in messages:
         if merged and merged[-1]["role"] == message["role"]:
-            merged[-1] = {"role": message["role"],
-                          "content": [*_blocks(merged[-1]), *_blocks(message)]}
+            merged[-1] = {
+                "role": message["role"],
+                "content": [*_blocks(merged[-1]), *_blocks(message)],
+            }
         else:
             merged.append(message)
     return merged

@@ -57,8 +57,7 @@ LIMIT_REACHED = "Not run: the turn reached its limit of model requests."
 class Turn:
     """Runs one prompt against the transcript; ``usage`` adds up every model request."""
 
-    def __init__(self, env: TurnEnv, transcript: Transcript, *,
-                 stream_text: bool = True) -> None:
+    def __init__(self, env: TurnEnv, transcript: Transcript, *, stream_text: bool = True) -> None:
         self._model = env.model
         self._calls = env.calls
         self._config = env.config
@@ -86,8 +85,9 @@ class Turn:
             content, prompt = self._steering.pop(0)
             self._transcript.append({"role": "user", "content": content}, prompt)
 
-    async def run(self, user_content: list[dict[str, Any]],
-                  prompt: list[Any] | None = None) -> StopReason:
+    async def run(
+        self, user_content: list[dict[str, Any]], prompt: list[Any] | None = None
+    ) -> StopReason:
         """Loop until the model stops; return the stop reason.
 
         Cancellation: propagates (the caller answers ``cancelled``); the history is left
@@ -135,16 +135,18 @@ class Turn:
         Cancellation: propagates, the history as it was (the client hears ``cancelled``).
         """
         model = self._model
-        parts = compaction.split(self._transcript.messages,
-                                 int(self._config.context_window * compaction.KEEP_SHARE))
+        parts = compaction.split(
+            self._transcript.messages, int(self._config.context_window * compaction.KEEP_SHARE)
+        )
         if parts is None:
             return False
         older, recent = parts
         shown = compaction.Shown(self._editor)
         await shown.started()
         try:
-            summary, finished = await compaction.summarise(model.provider, model.model, older,
-                                                           api_messages)
+            summary, finished = await compaction.summarise(
+                model.provider, model.model, older, api_messages
+            )
         except ModelError as exc:
             failure = f"Could not compact the conversation: {exc}"
             self._transcript.notice(warning_text(failure))
@@ -183,14 +185,16 @@ class Turn:
                     if isinstance(event, TextDelta):
                         partial.append(event.text)
                         if self._stream_text:
-                            chunk: SessionUpdate = AgentMessageChunk(TextContent(event.text),
-                                                                     message_id=message_id)
+                            chunk: SessionUpdate = AgentMessageChunk(
+                                TextContent(event.text), message_id=message_id
+                            )
                             if not editor.queue_update(chunk):
                                 await editor.send_update(chunk)
                     elif isinstance(event, ThinkingDelta):
                         if self._stream_text:
-                            chunk = AgentThoughtChunk(TextContent(event.text),
-                                                      message_id=message_id)
+                            chunk = AgentThoughtChunk(
+                                TextContent(event.text), message_id=message_id
+                            )
                             if not editor.queue_update(chunk):
                                 await editor.send_update(chunk)
                     else:
@@ -204,11 +208,13 @@ class Turn:
             if finished is None and partial:
                 self._transcript.append(
                     {"role": "assistant", "content": [{"type": "text", "text": "".join(partial)}]},
-                    message_id=message_id)
+                    message_id=message_id,
+                )
         assert finished is not None  # a provider ends its stream with Finished or raises
         if finished.content:
-            self._transcript.append({"role": "assistant", "content": finished.content},
-                                    message_id=message_id)
+            self._transcript.append(
+                {"role": "assistant", "content": finished.content}, message_id=message_id
+            )
         self.final_text = "".join(partial)
         self.usage = self.usage + finished.usage
         # A sub-agent (no streamed text) has a context of its own, not the session's.
@@ -221,5 +227,8 @@ class Turn:
 def usage_update(cost: CostMeter, context_window: int) -> UsageUpdate:
     """The ``usage_update`` that tells the editor where the session stands."""
     spent = cost.total
-    return UsageUpdate(used=cost.context_tokens, size=context_window,
-                       cost=Cost(round(spent, 6)) if spent is not None else None)
+    return UsageUpdate(
+        used=cost.context_tokens,
+        size=context_window,
+        cost=Cost(round(spent, 6)) if spent is not None else None,
+    )

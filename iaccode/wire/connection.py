@@ -194,15 +194,17 @@ class Connection:
         self._gave_up[request_id] = None
         if len(self._gave_up) > CANCELLED_KEPT:
             del self._gave_up[next(iter(self._gave_up))]
-        line = self._encode({"jsonrpc": "2.0", "method": CANCEL_REQUEST,
-                       "params": {"requestId": request_id}})
+        line = self._encode(
+            {"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"requestId": request_id}}
+        )
         try:
             self._outbox_send.send_nowait(line)
         except (trio.WouldBlock, trio.ClosedResourceError):
             log.debug("could not queue %s for request %r", CANCEL_REQUEST, request_id)
 
-    async def _respond(self, request_id: RequestId | None, result: Any = None,
-                       error: RpcError | None = None) -> None:
+    async def _respond(
+        self, request_id: RequestId | None, result: Any = None, error: RpcError | None = None
+    ) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = error.to_wire()
@@ -212,8 +214,13 @@ class Connection:
             line = self._encode(message)
         except (TypeError, ValueError) as exc:  # a handler returned something not JSON-able
             log.exception("cannot encode the answer to request %r", request_id)
-            line = self._encode({"jsonrpc": "2.0", "id": request_id,
-                           "error": errors.internal_error(str(exc)).to_wire()})
+            line = self._encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": errors.internal_error(str(exc)).to_wire(),
+                }
+            )
         await self._outbox_send.send(line)
 
     async def _serve_writer(self) -> None:
@@ -291,38 +298,48 @@ class Connection:
             self._tap("in", line, True)
         if not isinstance(message, dict):
             kind = "a batch (array)" if isinstance(message, list) else type(message).__name__
-            await self._respond(None, error=errors.invalid_request(
-                f"expected an object, got {kind}"))
+            await self._respond(
+                None, error=errors.invalid_request(f"expected an object, got {kind}")
+            )
             return
         message_id = message.get("id")
         # Errors echo the id of what looks like a request, so the peer can fail it; for
         # anything else the id could be one of the peer's own pending requests, so it is null.
         id_ok = _is_request_id(message_id) and "method" in message
         if message.get("jsonrpc") != "2.0":
-            await self._respond(message_id if id_ok else None,
-                                error=errors.invalid_request('"jsonrpc" must be "2.0"'))
+            await self._respond(
+                message_id if id_ok else None,
+                error=errors.invalid_request('"jsonrpc" must be "2.0"'),
+            )
             return
         method = message.get("method")
         if "method" in message:
             if not isinstance(method, str):
-                await self._respond(message_id if id_ok else None,
-                                    error=errors.invalid_request('"method" must be a string'))
+                await self._respond(
+                    message_id if id_ok else None,
+                    error=errors.invalid_request('"method" must be a string'),
+                )
             elif "id" not in message:
                 await self._notification(handler, method, message.get("params"))
             elif not id_ok:
-                await self._respond(None, error=errors.invalid_request(
-                    '"id" must be a string or an integer'))
+                await self._respond(
+                    None, error=errors.invalid_request('"id" must be a string or an integer')
+                )
             elif message_id in self._in_flight:
-                await self._respond(message_id, error=errors.invalid_request(
-                    f"request id {message_id!r} is already in flight"))
+                await self._respond(
+                    message_id,
+                    error=errors.invalid_request(f"request id {message_id!r} is already in flight"),
+                )
             else:
-                await handlers.start(self._run_request, handler, message_id, method,
-                                     message.get("params"))
+                await handlers.start(
+                    self._run_request, handler, message_id, method, message.get("params")
+                )
         elif "result" in message or "error" in message:
             self._response(message)
         else:
-            await self._respond(None, error=errors.invalid_request(
-                "neither a request nor a response"))
+            await self._respond(
+                None, error=errors.invalid_request("neither a request nor a response")
+            )
 
     async def _notification(self, handler: Handler, method: str, params: Any) -> None:
         if method == CANCEL_REQUEST:
@@ -362,18 +379,28 @@ class Connection:
             error = RpcError.from_wire(message["error"])
             kind: tuple[Any, ...] = ("error", error.code, error.message)
             said = f"an error {error.code} {error.message!r}" + (
-                f" ({_short(error.data)})" if error.data is not None else "")
+                f" ({_short(error.data)})" if error.data is not None else ""
+            )
         else:
             kind, said = ("result",), "a result"
         first = kind not in self._stray_kinds
         self._stray_kinds.add(kind)
-        log.log(logging.WARNING if first else logging.DEBUG,
-                "dropping a response to unknown request id %r: the client sent %s%s",
-                message_id, said, "; further ones like it are logged at debug level"
-                if first else "")
+        log.log(
+            logging.WARNING if first else logging.DEBUG,
+            "dropping a response to unknown request id %r: the client sent %s%s",
+            message_id,
+            said,
+            "; further ones like it are logged at debug level" if first else "",
+        )
 
-    async def _run_request(self, handler: Handler, request_id: RequestId, method: str,
-                           params: Any, task_status: trio.TaskStatus[None]) -> None:
+    async def _run_request(
+        self,
+        handler: Handler,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
         started = False
 
         def ready() -> None:
@@ -424,4 +451,4 @@ class Connection:
 
 def _short(data: Any, limit: int = 200) -> str:
     text = json.dumps(data, ensure_ascii=False, default=repr)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -10,6 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+
 def _unencodable(value: object) -> object:
     # json.JSONEncoder.default's message
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

@@ -36,8 +36,12 @@ FIGURES = ROOT / ".adversarial" / "figures.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--soak", action="store_true", default=False,
-                     help="adversarial suite: the long run (more examples, kills, load time)")
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        default=False,
+        help="adversarial suite: the long run (more examples, kills, load time)",
+    )
 
 
 def _requested(config: pytest.Config) -> bool:
@@ -54,37 +58,42 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-PROCESS_MODULES = frozenset({
-    "test_disk_faults",  # a disk (a mount, RLIMIT_FSIZE) under the agent's process
-    "test_files_and_commands",  # what commands leave behind: the agent's process tree
-    "test_load",  # the agent's RSS, from /proc
-    "test_mcp_servers",  # the agent's RSS while a server floods it
-    "test_path_races",  # a flipping process racing the agent's
-    "test_persistence",  # kill -9
-    "test_protocol",  # LineAgent: the synchronous client of a spawned agent
-    "test_remote_server",  # iaccode serve
-    "test_secrets",  # the agent's /proc/<pid>/environ, the seal at start-up
-    "test_web_fetch",  # the guard's fake DNS, loaded into the agent's interpreter
-})
+PROCESS_MODULES = frozenset(
+    {
+        "test_disk_faults",  # a disk (a mount, RLIMIT_FSIZE) under the agent's process
+        "test_files_and_commands",  # what commands leave behind: the agent's process tree
+        "test_load",  # the agent's RSS, from /proc
+        "test_mcp_servers",  # the agent's RSS while a server floods it
+        "test_path_races",  # a flipping process racing the agent's
+        "test_persistence",  # kill -9
+        "test_protocol",  # LineAgent: the synchronous client of a spawned agent
+        "test_remote_server",  # iaccode serve
+        "test_secrets",  # the agent's /proc/<pid>/environ, the seal at start-up
+        "test_web_fetch",  # the guard's fake DNS, loaded into the agent's interpreter
+    }
+)
 """Modules whose agents are spawned ``iaccode acp`` processes."""
 
-PROCESS_TESTS = frozenset({
-    "test_regression_invalid_list_cursor_is_bad_params",  # LineAgent, as test_protocol
-    "test_regression_deeply_nested_params_are_bad_params",
-    "test_regression_lone_surrogates_are_sent_escaped",
-    "test_regression_surrogate_in_a_title_no_longer_hangs_the_agent",
-    "test_regression_session_in_a_non_utf8_folder_does_not_break_listing",
-    "test_regression_jobs_in_their_own_process_group_do_not_outlive_the_call",  # a tree
-    "test_a_yaml_bomb_does_not_grow_the_agent",  # the agent's peak RSS, from /proc
-})
+PROCESS_TESTS = frozenset(
+    {
+        "test_regression_invalid_list_cursor_is_bad_params",  # LineAgent, as test_protocol
+        "test_regression_deeply_nested_params_are_bad_params",
+        "test_regression_lone_surrogates_are_sent_escaped",
+        "test_regression_surrogate_in_a_title_no_longer_hangs_the_agent",
+        "test_regression_session_in_a_non_utf8_folder_does_not_break_listing",
+        "test_regression_jobs_in_their_own_process_group_do_not_outlive_the_call",  # a tree
+        "test_a_yaml_bomb_does_not_grow_the_agent",  # the agent's peak RSS, from /proc
+    }
+)
 """Tests of the other modules whose agents are processes."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents and (
-                item.path.stem in PROCESS_MODULES
-                or getattr(item, "originalname", item.name) in PROCESS_TESTS):
+            item.path.stem in PROCESS_MODULES
+            or getattr(item, "originalname", item.name) in PROCESS_TESTS
+        ):
             item.add_marker(pytest.mark.process)
 
 
@@ -98,8 +107,9 @@ def _load_guard() -> Callable[[str, tuple[object, ...]], None]:
     add = sys.addaudithook
     sys.addaudithook = hooks.append  # type: ignore[assignment]
     try:
-        runpy.run_path(str(HERE / "guard" / "sitecustomize.py"),
-                       init_globals={"__name__": "adversarial_guard"})
+        runpy.run_path(
+            str(HERE / "guard" / "sitecustomize.py"), init_globals={"__name__": "adversarial_guard"}
+        )
     finally:
         sys.addaudithook = add
     (hook,) = hooks
@@ -192,16 +202,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     categories = existing.get("categories", {})
     for category, outcomes in _FIGURES.outcomes.items():
         categories[category] = {**_FIGURES.data.get(category, {}), "tests": dict(outcomes)}
-    existing.update({
-        "run": {
-            "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "soak": soak(session.config),
-            "seconds": round(time.monotonic() - _FIGURES.started, 1),
-            "exit_status": int(exitstatus),
-            "categories_run": sorted(_FIGURES.outcomes),
-        },
-        "categories": dict(sorted(categories.items())),
-    })
+    existing.update(
+        {
+            "run": {
+                "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "soak": soak(session.config),
+                "seconds": round(time.monotonic() - _FIGURES.started, 1),
+                "exit_status": int(exitstatus),
+                "categories_run": sorted(_FIGURES.outcomes),
+            },
+            "categories": dict(sorted(categories.items())),
+        }
+    )
     FIGURES.parent.mkdir(exist_ok=True)
     FIGURES.write_text(json.dumps(existing, indent=2, sort_keys=False) + "\n")
 

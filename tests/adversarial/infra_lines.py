@@ -30,20 +30,20 @@ STDIN_AND_SUBSTITUTION = [
 
 MADE_BY_THE_SHELL = [
     "A=apply; terraform $A",
-    "set -- destroy -auto-approve; terraform \"$@\"",
+    'set -- destroy -auto-approve; terraform "$@"',
     "t=terra; f=form; $t$f apply",
     "terra''form apply",
     "ter\\raform apply",
-    "\"terraform\" \"apply\"",
+    '"terraform" "apply"',
     "$'\\x74erraform' apply",
-    "eval \"$(echo terraform apply)\"",
+    'eval "$(echo terraform apply)"',
     "eval $(printf 'kubectl %s ns x' delete)",
-    "f() {{ terraform \"$@\"; }}; f apply",
+    'f() {{ terraform "$@"; }}; f apply',
     "shopt -s expand_aliases\nalias tf=terraform\ntf apply",
     "{{terraform,}} apply",
     "touch terraform; terr?form apply",
-    "IFS=,; c=\"terraform,apply\"; $c",
-    "x=(terraform destroy); \"${{x[@]}}\"",
+    'IFS=,; c="terraform,apply"; $c',
+    'x=(terraform destroy); "${{x[@]}}"',
     "printf -v c %s terraform; $c apply",
     "read -r c v <<< 'kubectl delete'; $c $v ns x",
     "c=$(echo dGVycmFmb3Jt | base64 -d); $c apply",
@@ -61,7 +61,7 @@ MADE_BY_THE_SHELL = [
     "terraform $(echo apply)",
     "kubectl $(printf 'del%s' ete) ns x",
     "v=ylppa; terraform $(rev <<< $v)",
-    "cmd=terraform; verb=destroy; \"$cmd\" \"$verb\" -auto-approve",
+    'cmd=terraform; verb=destroy; "$cmd" "$verb" -auto-approve',
 ]
 
 WRAPPERS_AND_RUNNERS = [
@@ -94,7 +94,7 @@ WRAPPERS_AND_RUNNERS = [
     "npm run --silent deploy",
     "python3 -c \"import subprocess; subprocess.run(['terraform', 'apply'])\"",
     "python3 -c \"import os; os.system('kubectl delete ns x')\"",
-    "perl -e 'system(\"terraform\", \"destroy\")'",
+    'perl -e \'system("terraform", "destroy")\'',
     "awk 'BEGIN{{system(\"terraform apply\")}}'",
     "node -e \"require('child_process').execSync('terraform apply', {{stdio: 'inherit'}})\"",
     "env terraform apply",
@@ -115,18 +115,18 @@ WRAPPERS_AND_RUNNERS = [
 ]
 
 COPIES_AND_LINKS = [
-    "cp \"$(type -P -a terraform | tail -1)\" ./tfx{n} && ./tfx{n} apply",
-    "ln -s \"$(type -P -a kubectl | tail -1)\" ./k{n} && ./k{n} delete ns x",
+    'cp "$(type -P -a terraform | tail -1)" ./tfx{n} && ./tfx{n} apply',
+    'ln -s "$(type -P -a kubectl | tail -1)" ./k{n} && ./k{n} delete ns x',
     "cp {bin}/terraform {tmp}/x{n} && {tmp}/x{n} apply",
     "cp $(command -v terraform) ./t{n} && ./t{n} apply",
     "ln -sf $(which terraform) ./l{n}; ./l{n} apply",
     "mkdir -p b{n} && ln -s $(which helm) b{n}/h && PATH=$PWD/b{n}:$PATH h uninstall web",
-    "install -m 755 \"$(type -P -a terraform | tail -1)\" ./i{n} && ./i{n} destroy",
-    "cat \"$(type -P -a terraform | tail -1)\" > c{n}; chmod +x c{n}; ./c{n} apply",
-    "for p in $(type -P -a kubectl); do \"$p\" delete ns x; done",
+    'install -m 755 "$(type -P -a terraform | tail -1)" ./i{n} && ./i{n} destroy',
+    'cat "$(type -P -a terraform | tail -1)" > c{n}; chmod +x c{n}; ./c{n} apply',
+    'for p in $(type -P -a kubectl); do "$p" delete ns x; done',
     "cp /proc/self/exe ./sh{n} && ./sh{n} -c 'terraform apply'",
     "ln -s {bin}/terraform ./s{n}; ./s{n} apply",
-    "d=$(dirname \"$(type -P -a terraform | tail -1)\"); \"$d/terraform\" apply",
+    'd=$(dirname "$(type -P -a terraform | tail -1)"); "$d/terraform" apply',
     "which -a terraform | tail -1 | xargs -I{{}} sh -c '{{}} apply'",
 ]
 
@@ -199,19 +199,19 @@ VERBS_AND_CLIS = [
 ]
 
 THE_GATES_THEMSELVES = [
-    "rm -f \"$(command -v terraform)\"; A=apply; terraform $A",
-    "cd \"$IAC_CODE_GATES\" && rm -f kubectl; cd - > /dev/null; V=delete; kubectl $V ns x",
-    "rm -rf \"${{PATH%%:*}}\"; V=apply; terraform $V",
-    "printf '#!/bin/sh\\nexec %s \"$@\"\\n' \"$(type -P -a terraform | tail -1)\" > "
-    "\"$(command -v terraform)\"; terraform $(echo apply)",
-    "chmod -x \"$(which helm)\"; helm $(echo uninstall) web",
-    "mv \"$(dirname \"$(command -v terraform)\")\" {tmp}/moved{n}; terraform $(echo apply)",
+    'rm -f "$(command -v terraform)"; A=apply; terraform $A',
+    'cd "$IAC_CODE_GATES" && rm -f kubectl; cd - > /dev/null; V=delete; kubectl $V ns x',
+    'rm -rf "${{PATH%%:*}}"; V=apply; terraform $V',
+    'printf \'#!/bin/sh\\nexec %s "$@"\\n\' "$(type -P -a terraform | tail -1)" > '
+    '"$(command -v terraform)"; terraform $(echo apply)',
+    'chmod -x "$(which helm)"; helm $(echo uninstall) web',
+    'mv "$(dirname "$(command -v terraform)")" {tmp}/moved{n}; terraform $(echo apply)',
     "find \"$TMPDIR\" -maxdepth 1 -name 'iaccode-gates-*' -exec rm -rf {{}} +; "
     "terraform $(echo apply)",
     "python3 -c \"import os, shutil; d = os.environ['PATH'].split(':')[0]; "
-    "os.chmod(d, 0o700); shutil.rmtree(d)\"; terraform $(echo apply)",
+    'os.chmod(d, 0o700); shutil.rmtree(d)"; terraform $(echo apply)',
     "sed -i 's/^/#/' \"$(command -v terraform)\"; terraform $(echo apply)",
-    "rm -f \"$IAC_CODE_GATE_SOCKET\"; terraform $(echo apply)",
+    'rm -f "$IAC_CODE_GATE_SOCKET"; terraform $(echo apply)',
 ]
 
 ELSEWHERE = [
@@ -236,16 +236,17 @@ CHANGING = {
     "global options with values, dry-run values, --": GLOBAL_OPTIONS,
     "verbs and CLIs": VERBS_AND_CLIS,
     "the gates themselves: removed, moved, rewritten": THE_GATES_THEMSELVES,
-    "runners with folders of their own, virtualenvs, containers, other machines, later":
-        ELSEWHERE,
+    "runners with folders of their own, virtualenvs, containers, other machines, later": ELSEWHERE,
 }
 
 ORDINARY = [
     # (line, what the stand-ins log: the reads that must have run)
     ("A=plan; terraform $A", ["terraform plan"]),
     ("echo 'terraform validate' | sh", ["terraform validate"]),
-    ("python3 -c \"import subprocess; subprocess.run(['terraform', 'fmt', '-check'])\"",
-     ["terraform fmt -check"]),
+    (
+        "python3 -c \"import subprocess; subprocess.run(['terraform', 'fmt', '-check'])\"",
+        ["terraform fmt -check"],
+    ),
     ("make plan", ["terraform plan -out=tfplan"]),
     ("terraform version", ["terraform version"]),
     ("kubectl get pods -A", ["kubectl get pods -A"]),
@@ -263,7 +264,7 @@ ORDINARY = [
     ("for c in plan validate; do terraform $c; done", ["terraform plan", "terraform validate"]),
     ("printf 'show\\n' | xargs terraform", ["terraform show"]),
     ("bash -c \"$(printf 'terraform %s' output)\"", ["terraform output"]),
-    ("x=(kubectl get ns); \"${x[@]}\"", ["kubectl get ns"]),
+    ('x=(kubectl get ns); "${x[@]}"', ["kubectl get ns"]),
     ("echo 'terraform plan' > plan.sh && sh plan.sh", ["terraform plan"]),
     ("export PATH=$PWD/tools/bin:$PATH && terraform validate", ["terraform validate"]),
     ("npm run --silent build", []),

@@ -46,8 +46,7 @@ GUARD = Path(__file__).resolve().parent / "guard"
 
 def guarded(env: dict[str, str], home: Path) -> dict[str, str]:
     """``env`` with the loopback-only guard (``guard/sitecustomize.py``) loaded in the agent."""
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(GUARD), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(GUARD), *filter(None, [env.get("PYTHONPATH")])])
     env["IAC_ADV_GUARD_LOG"] = str(home / "guard.log")
     return env
 
@@ -60,28 +59,35 @@ def guard_violations(home: Path) -> list[str]:
         return []
 
 
-def scripted_env(home: Path, exchanges: Iterable[Mapping[str, Any]],
-                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def scripted_env(
+    home: Path, exchanges: Iterable[Mapping[str, Any]], extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """An agent that plays ``exchanges`` with the offline provider: no network, no SDK import
     (the SDK costs ~3 s of CPU per process; most cases here only need a model that asks for
     tools, and both providers assemble events with the same code)."""
     home.mkdir(parents=True, exist_ok=True)
     script = home / "model-script.json"
     dump_script(list(exchanges), script)
-    return guarded(agent_environment(home, {"IAC_CODE_MODEL_SCRIPT": str(script),
-                                            **(extra or {})}), home)
+    return guarded(
+        agent_environment(home, {"IAC_CODE_MODEL_SCRIPT": str(script), **(extra or {})}), home
+    )
 
 
-def http_env(home: Path, base_url: str,
-             extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def http_env(home: Path, base_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """An agent on the real Anthropic SDK talking to a fake server on 127.0.0.1."""
     home.mkdir(parents=True, exist_ok=True)
-    return guarded(agent_environment(home, {
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_BASE_URL": base_url,
-        "IAC_CODE_MAX_RETRIES": "2",
-        **(extra or {}),
-    }), home)
+    return guarded(
+        agent_environment(
+            home,
+            {
+                "ANTHROPIC_API_KEY": "test-key",
+                "ANTHROPIC_BASE_URL": base_url,
+                "IAC_CODE_MAX_RETRIES": "2",
+                **(extra or {}),
+            },
+        ),
+        home,
+    )
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -163,8 +169,11 @@ def envelope_problems(message: Any) -> list[str]:
         problems.append("a response id that is not a string or an integer")
     if "error" in message:
         error = message["error"]
-        if not (isinstance(error, dict) and isinstance(error.get("code"), int)
-                and isinstance(error.get("message"), str)):
+        if not (
+            isinstance(error, dict)
+            and isinstance(error.get("code"), int)
+            and isinstance(error.get("message"), str)
+        ):
             problems.append(f"a malformed error object {error!r:.200}")
     return problems
 
@@ -231,11 +240,14 @@ def _parsed_deeper(line: bytes) -> IdKey | None:
         sys.setrecursionlimit(limit)
     if not isinstance(message, dict):
         return NULL_ID
-    entries = expected_answers(json.dumps({k: v for k, v in message.items()
-                                           if k not in ("params", "result", "error")}
-                                          | ({"result": 0} if "result" in message else {})
-                                          | ({"error": 0} if "error" in message else {})
-                                          ).encode() + b"\n")
+    entries = expected_answers(
+        json.dumps(
+            {k: v for k, v in message.items() if k not in ("params", "result", "error")}
+            | ({"result": 0} if "result" in message else {})
+            | ({"error": 0} if "error" in message else {})
+        ).encode()
+        + b"\n"
+    )
     return entries[0][0] if entries else ("maybe", NULL_ID)
 
 
@@ -247,8 +259,9 @@ class LineAgent:
     """``iaccode acp`` on the harness's synchronous client, driven line by line (see the
     module docstring): each line the agent writes goes through the oracle as it arrives."""
 
-    def __init__(self, env: Mapping[str, str], stderr_path: Path, *,
-                 forbid_internal_errors: bool = True) -> None:
+    def __init__(
+        self, env: Mapping[str, str], stderr_path: Path, *, forbid_internal_errors: bool = True
+    ) -> None:
         self.stderr_path = stderr_path
         self.forbid_internal_errors = forbid_internal_errors
         self.schema = WireChecker(aliases=METHOD_ALIASES)
@@ -288,8 +301,9 @@ class LineAgent:
         return self.client.alive()
 
     def _died(self) -> AgentDied:
-        return AgentDied(f"the agent exited ({self.process.poll()}); stderr:\n"
-                         f"{self.stderr[-4000:]}")
+        return AgentDied(
+            f"the agent exited ({self.process.poll()}); stderr:\n{self.stderr[-4000:]}"
+        )
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -330,8 +344,9 @@ class LineAgent:
         try:
             message = strict_loads(line)
         except (ValueError, RecursionError) as exc:
-            raise AssertionError(f"the agent wrote a line that is not JSON ({exc}): "
-                                 f"{line[:300]!r}") from None
+            raise AssertionError(
+                f"the agent wrote a line that is not JSON ({exc}): {line[:300]!r}"
+            ) from None
         problems = envelope_problems(message)
         if problems:
             raise AssertionError(f"not JSON-RPC 2.0 ({'; '.join(problems)}): {line[:300]!r}")
@@ -346,28 +361,36 @@ class LineAgent:
             return
         key = id_key(message["id"])
         if self.owed[key] <= 0:
-            key = next((k for k, n in self.owed.items() if n > 0 and k[0] == "either"
-                        and key in k[1]), key)
+            key = next(
+                (k for k, n in self.owed.items() if n > 0 and k[0] == "either" and key in k[1]), key
+            )
         if self.owed[key] <= 0 and self.maybe[key] > 0:
             self.maybe[key] -= 1
             return
         if self.owed[key] <= 0:
-            raise AssertionError(f"an answer nobody was owed (id {message['id']!r}): "
-                                 f"{line[:300]!r}")
+            raise AssertionError(
+                f"an answer nobody was owed (id {message['id']!r}): {line[:300]!r}"
+            )
         self.owed[key] -= 1
         pending = self._methods[key]
         # Several requests may share an id (a duplicate in flight): an error answers the
         # newest, a result the oldest whose result type it fits.
-        method = pending.pop() if "error" in message else pending.pop(next(
-            (i for i, m in enumerate(pending) if self._fits(m, message["result"])), 0))
+        method = (
+            pending.pop()
+            if "error" in message
+            else pending.pop(
+                next((i for i, m in enumerate(pending) if self._fits(m, message["result"])), 0)
+            )
+        )
         self.answers.setdefault(key, []).append(message)
         if "error" in message:
             problems = validate_def("Error", message["error"])
             if problems:
                 raise AssertionError(f"malformed error {problems}: {line[:300]!r}")
             if self.forbid_internal_errors and message["error"]["code"] == INTERNAL_ERROR:
-                raise AssertionError(f"internal error for {method!r}: {line[:600]!r}\n"
-                                     f"stderr:\n{self.stderr[-3000:]}")
+                raise AssertionError(
+                    f"internal error for {method!r}: {line[:600]!r}\nstderr:\n{self.stderr[-3000:]}"
+                )
         elif method is not None:
             result_type = self._response_types.get(METHOD_ALIASES.get(method, method))
             if result_type is None and method.startswith("_"):
@@ -388,8 +411,9 @@ class LineAgent:
         while (not until()) if until is not None else +self.owed:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"answers never came for {dict(+self.owed)}; stderr:\n"
-                                     f"{self.stderr[-3000:]}")
+                raise AssertionError(
+                    f"answers never came for {dict(+self.owed)}; stderr:\n{self.stderr[-3000:]}"
+                )
             try:
                 readable = self.client._fill(min(left, 1.0))
             except AgentGone:
@@ -397,8 +421,15 @@ class LineAgent:
             if self.process.poll() is not None and not readable:
                 raise self._died()
 
-    def request(self, method: str, params: Any = None, *, request_id: Any = None,
-                timeout: float = 30.0, only: bool = False) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        request_id: Any = None,
+        timeout: float = 30.0,
+        only: bool = False,
+    ) -> dict[str, Any]:
         """Send one request and return its answer; every other owed answer is awaited too,
         unless ``only``."""
         if request_id is None:
@@ -450,15 +481,19 @@ def history_problems(messages: list[dict[str, Any]]) -> list[str]:
             problems.append(f"message {index} repeats a tool_use id")
         if uses:
             following = messages[index + 1]["content"] if index + 1 < len(messages) else []
-            answered = [b.get("tool_use_id") for b in following
-                        if isinstance(b, dict) and b.get("type") == "tool_result"]
+            answered = [
+                b.get("tool_use_id")
+                for b in following
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
             if sorted(map(str, answered)) != sorted(map(str, uses)):
                 problems.append(f"tool uses {uses} of message {index} answered by {answered}")
         results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
         if results:
             previous = messages[index - 1]["content"] if index else []
-            asked = {b.get("id") for b in previous
-                     if isinstance(b, dict) and b.get("type") == "tool_use"}
+            asked = {
+                b.get("id") for b in previous if isinstance(b, dict) and b.get("type") == "tool_use"
+            }
             stray = [r for r in results if r not in asked]
             if stray:
                 problems.append(f"message {index} answers tool uses never asked: {stray}")
@@ -481,8 +516,9 @@ def last_user_text(body: Mapping[str, Any]) -> str:
 
 def tool_results(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
-    return [b for b in content if b.get("type") == "tool_result"] \
-        if isinstance(content, list) else []
+    return (
+        [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
+    )
 
 
 TOKEN = re.compile(r"\b(s\d+)-(p\d+)\b")
@@ -501,14 +537,20 @@ def reject(message: dict[str, Any]) -> dict[str, Any]:
 
 def asked_ids(requests: list[dict[str, Any]]) -> set[str]:
     """Tool calls the agent asked permission for."""
-    return {r["params"]["toolCall"]["toolCallId"] for r in requests
-            if r.get("method") == "session/request_permission"}
+    return {
+        r["params"]["toolCall"]["toolCallId"]
+        for r in requests
+        if r.get("method") == "session/request_permission"
+    }
 
 
 def updates_of(updates: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
-    return [u["params"]["update"] for u in updates
-            if u.get("method") == "session/update"
-            and u["params"]["update"].get("toolCallId") == call_id]
+    return [
+        u["params"]["update"]
+        for u in updates
+        if u.get("method") == "session/update"
+        and u["params"]["update"].get("toolCallId") == call_id
+    ]
 
 
 def final_status(updates: list[dict[str, Any]], call_id: str) -> str | None:
@@ -597,8 +639,13 @@ def tree_snapshot(root: Path, skip: Path | None = None) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def http_agent(tmp_path: Path, base_url: str, name: str = "agent",
-                     extra: Mapping[str, str] | None = None, home: Path | None = None) -> Any:
+async def http_agent(
+    tmp_path: Path,
+    base_url: str,
+    name: str = "agent",
+    extra: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Any:
     """A spawned ``iaccode acp`` on the real SDK and the fake server at ``base_url``; every
     message it sends is checked against the schema as it arrives, and, at the end, as strict
     JSON; the loopback guard must have refused nothing."""
@@ -606,8 +653,9 @@ async def http_agent(tmp_path: Path, base_url: str, name: str = "agent",
 
     home = home or tmp_path / f"{name}-home"
     env = http_env(home, base_url, extra)
-    async with spawn_agent(env, tmp_path / f"{name}.stderr",
-                           WireChecker(aliases=METHOD_ALIASES)) as agent:
+    async with spawn_agent(
+        env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES)
+    ) as agent:
         yield agent
     strict_stdout(agent.raw_lines)
     assert not guard_violations(home), guard_violations(home)

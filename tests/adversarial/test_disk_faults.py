@@ -161,8 +161,13 @@ async def agent_on(env: dict[str, str], stderr_path: Path) -> AsyncIterator[Agen
     copier = _copier(read_fd, stderr_path)
     try:
         process = await trio.lowlevel.open_process(
-            AGENT_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_fd,
-            env=env, preexec_fn=_ignore_sigxfsz)
+            AGENT_COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=write_fd,
+            env=env,
+            preexec_fn=_ignore_sigxfsz,
+        )
     finally:
         os.close(write_fd)
     agent = AgentConnection(process, WireChecker(aliases=METHOD_ALIASES), stderr_path)
@@ -181,8 +186,9 @@ async def agent_on(env: dict[str, str], stderr_path: Path) -> AsyncIterator[Agen
     strict_stdout(agent.raw_lines)
 
 
-def environment(tmp_path: Path, name: str, home: Path,
-                exchanges: list[dict[str, Any]]) -> dict[str, str]:
+def environment(
+    tmp_path: Path, name: str, home: Path, exchanges: list[dict[str, Any]]
+) -> dict[str, str]:
     """A scripted agent whose data dir is ``home``; its script and the guard's log live
     elsewhere (the data dir may be full or read-only)."""
     env = scripted_env(tmp_path / f"{name}-aux", exchanges)
@@ -223,10 +229,13 @@ async def late_warnings(agent: AgentConnection) -> list[str]:
 
 
 def user_texts(records: list[dict[str, Any]]) -> list[str]:
-    return [b.get("text", "") for r in records if r.get("type") == "message"
-            and r["message"].get("role") == "user"
-            for b in r["message"].get("content") or [] if isinstance(b, dict)
-            and b.get("type") == "text"]
+    return [
+        b.get("text", "")
+        for r in records
+        if r.get("type") == "message" and r["message"].get("role") == "user"
+        for b in r["message"].get("content") or []
+        if isinstance(b, dict) and b.get("type") == "text"
+    ]
 
 
 def history_check(home: Path, session_id: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -253,16 +262,21 @@ def bypass(agent: AgentConnection, session_id: str) -> Any:
 # -- 1. the data dir fills up mid-session ------------------------------------------------------
 
 
-async def test_data_dir_fills_up_mid_session(tmp_path: Path, workspace: Path,
-                                             figures: Figures) -> None:
+async def test_data_dir_fills_up_mid_session(
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     big_text = [f"big answer {i} " + "t" * 10_000 for i in range(10)]  # ~100 KB
     script = [
         reply("before one"),
         reply(tool_uses=[ToolUse("toolu_b1", "bash", {"command": "echo saved-output"})]),
         reply("before two done"),
         # The disk is full from here.
-        reply(big_text, tool_uses=[ToolUse("toolu_w1", "write_file", {
-            "path": "big.txt", "content": "w" * 100_000})]),
+        reply(
+            big_text,
+            tool_uses=[
+                ToolUse("toolu_w1", "write_file", {"path": "big.txt", "content": "w" * 100_000})
+            ],
+        ),
         reply("full one done " + "f" * 50_000),
         reply("still full"),
         # Room again.
@@ -271,8 +285,9 @@ async def test_data_dir_fills_up_mid_session(tmp_path: Path, workspace: Path,
     with small_disk(tmp_path / "data") as disk:
         home = disk.path / "home"
         log_file = home / "logs" / "iaccode.log"
-        async with agent_on(environment(tmp_path, "a", home, script),
-                            tmp_path / "a.stderr") as agent:
+        async with agent_on(
+            environment(tmp_path, "a", home, script), tmp_path / "a.stderr"
+        ) as agent:
             await agent.initialize()
             session = await agent.new_session(workspace)
             await bypass(agent, session)
@@ -317,20 +332,34 @@ async def test_data_dir_fills_up_mid_session(tmp_path: Path, workspace: Path,
         records, problems = history_check(home, session)
         assert problems == [], problems
         assert user_texts(records) == ["before-1", "before-2", "full-1", "full-2", "after-free"]
-        assert any(b.get("id") == "toolu_w1" for r in records if r.get("type") == "message"
-                   for b in r["message"]["content"] if isinstance(b, dict))
+        assert any(
+            b.get("id") == "toolu_w1"
+            for r in records
+            if r.get("type") == "message"
+            for b in r["message"]["content"]
+            if isinstance(b, dict)
+        )
 
         # After a restart the session loads, replays every turn, and answers.
-        async with agent_on(environment(tmp_path, "b", home, [reply("verified")]),
-                            tmp_path / "b.stderr") as agent:
+        async with agent_on(
+            environment(tmp_path, "b", home, [reply("verified")]), tmp_path / "b.stderr"
+        ) as agent:
             await agent.initialize()
-            answer = await agent.request("session/load", {
-                "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+            answer = await agent.request(
+                "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+            )
             assert "result" in answer, answer
             replayed = json.dumps(agent._unread)
             agent._unread.clear()
-            for text in ("before-1", "full-1", "full-2", "after-free", "big answer 9",
-                         "full one done", "saved-output"):
+            for text in (
+                "before-1",
+                "full-1",
+                "full-2",
+                "after-free",
+                "big answer 9",
+                "full one done",
+                "saved-output",
+            ):
                 assert text in replayed, f"{text!r} is not replayed"
             response, _, _ = await agent.run_prompt(session, "verify", allow)
             assert response["result"]["stopReason"] == "end_turn", response
@@ -345,20 +374,27 @@ async def test_data_dir_fills_up_mid_session(tmp_path: Path, workspace: Path,
 
 def answered(records: list[dict[str, Any]]) -> bool:
     """The big answer (50,000 w's) is in the records."""
-    return any(b.get("text") == "w" * 50_000 for r in records if r.get("type") == "message"
-               for b in r["message"].get("content") or [] if isinstance(b, dict))
+    return any(
+        b.get("text") == "w" * 50_000
+        for r in records
+        if r.get("type") == "message"
+        for b in r["message"].get("content") or []
+        if isinstance(b, dict)
+    )
 
 
 async def test_regression_what_waited_for_room_is_written_at_exit(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """Records held back by a full disk were written only by a later record: if the editor
     closed the agent once there was room again, they were lost. Now the agent tries them once
     more as it exits."""
     with small_disk(tmp_path / "data") as disk:
         home = disk.path / "home"
-        async with agent_on(environment(tmp_path, "a", home, [reply("first"),
-                                                              reply("w" * 50_000)]),
-                            tmp_path / "a.stderr") as agent:
+        async with agent_on(
+            environment(tmp_path, "a", home, [reply("first"), reply("w" * 50_000)]),
+            tmp_path / "a.stderr",
+        ) as agent:
             await agent.initialize()
             session = await agent.new_session(workspace)
             response, _, _ = await agent.run_prompt(session, "before")
@@ -381,12 +417,12 @@ async def test_regression_what_waited_for_room_is_written_at_exit(
 # -- 2. full at session/new --------------------------------------------------------------------
 
 
-async def test_disk_full_at_session_new(tmp_path: Path, workspace: Path,
-                                        figures: Figures) -> None:
+async def test_disk_full_at_session_new(tmp_path: Path, workspace: Path, figures: Figures) -> None:
     with small_disk(tmp_path / "data") as disk:
         home = disk.path / "home"
-        async with agent_on(environment(tmp_path, "a", home, [reply("in the second")]),
-                            tmp_path / "a.stderr") as agent:
+        async with agent_on(
+            environment(tmp_path, "a", home, [reply("in the second")]), tmp_path / "a.stderr"
+        ) as agent:
             await agent.initialize()
             first = await agent.new_session(workspace)
             disk.fill(agent)
@@ -421,22 +457,26 @@ async def test_disk_full_at_session_new(tmp_path: Path, workspace: Path,
 def mounted_disk(tmp_path: Path) -> Iterator[Disk]:
     with small_disk(tmp_path / "data") as disk:
         if disk.how != "tmpfs":
-            pytest.skip(f"a read-only data dir needs a read-only mount (chmod does not stop "
-                        f"root) and mounting is not allowed here: {disk.why_not_tmpfs}")
+            pytest.skip(
+                f"a read-only data dir needs a read-only mount (chmod does not stop "
+                f"root) and mounting is not allowed here: {disk.why_not_tmpfs}"
+            )
         yield disk
 
 
-async def test_read_only_data_dir(tmp_path: Path, workspace: Path, mounted_disk: Disk,
-                                  figures: Figures) -> None:
+async def test_read_only_data_dir(
+    tmp_path: Path, workspace: Path, mounted_disk: Disk, figures: Figures
+) -> None:
     """Also the regression test of a bug it found: a session in a read-only data dir could not
     be loaded at all ("cannot lock session"); it now loads read-only and its first prompt says
     that nothing will be saved, and why."""
     disk = mounted_disk
     home = disk.path / "home"
-    script = [reply(tool_uses=[ToolUse("toolu_r1", "bash", {"command": "echo ran-once"})]),
-              reply("saved answer")]
-    async with agent_on(environment(tmp_path, "a", home, script),
-                        tmp_path / "a.stderr") as agent:
+    script = [
+        reply(tool_uses=[ToolUse("toolu_r1", "bash", {"command": "echo ran-once"})]),
+        reply("saved answer"),
+    ]
+    async with agent_on(environment(tmp_path, "a", home, script), tmp_path / "a.stderr") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         await bypass(agent, session)
@@ -448,16 +488,15 @@ async def test_read_only_data_dir(tmp_path: Path, workspace: Path, mounted_disk:
     disk.read_only()
 
     script = [reply("read-only one"), reply("read-only two")]
-    async with agent_on(environment(tmp_path, "b", home, script),
-                        tmp_path / "b.stderr") as agent:
+    async with agent_on(environment(tmp_path, "b", home, script), tmp_path / "b.stderr") as agent:
         await agent.initialize()
-        answer = await agent.request("session/new", {"cwd": str(workspace),
-                                                     "mcpServers": []})
+        answer = await agent.request("session/new", {"cwd": str(workspace), "mcpServers": []})
         assert "error" in answer and READ_ONLY in answer["error"]["message"], answer
         listed = await agent.call("session/list", {})
         assert [s["sessionId"] for s in listed["sessions"]] == [session]
-        answer = await agent.request("session/load", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        answer = await agent.request(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         assert "result" in answer, answer
         replayed = json.dumps(agent._unread)
         agent._unread.clear()
@@ -471,8 +510,9 @@ async def test_read_only_data_dir(tmp_path: Path, workspace: Path, mounted_disk:
         assert response["result"]["stopReason"] == "end_turn", response
         assert warnings(updates) == [], "told once"
         assert await late_warnings(agent) == []
-        answer = await agent.request("session/fork", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        answer = await agent.request(
+            "session/fork", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         assert "error" in answer and READ_ONLY in answer["error"]["message"], answer
         await agent.close_stdin()
         assert await agent.wait_exit(10) == 0
@@ -496,17 +536,37 @@ async def test_project_folder_full(tmp_path: Path, figures: Figures) -> None:
         (project / "edit.txt").write_text("alpha\n" * 100)
         kept = {name: digest(project / name) for name in ("keep.txt", "edit.txt")}
         home = tmp_path / "home"
-        calls = [ToolUse("toolu_w", "write_file", {"path": "keep.txt",
-                                                   "content": "new line\n" * 20_000}),
-                 ToolUse("toolu_e", "edit_file", {"path": "edit.txt", "old_string": "alpha",
-                                                  "new_string": "beta " * 200,
-                                                  "replace_all": True}),
-                 ToolUse("toolu_n", "write_file", {"path": "fresh.txt", "content": "x" * 9000})]
-        script = [reply(tool_uses=calls), reply("could not write"),
-                  reply(tool_uses=[ToolUse("toolu_w2", "write_file", {
-                      "path": "keep.txt", "content": "rewritten\n"})]), reply("rewritten")]
-        async with agent_on(environment(tmp_path, "a", home, script),
-                            tmp_path / "a.stderr") as agent:
+        calls = [
+            ToolUse(
+                "toolu_w", "write_file", {"path": "keep.txt", "content": "new line\n" * 20_000}
+            ),
+            ToolUse(
+                "toolu_e",
+                "edit_file",
+                {
+                    "path": "edit.txt",
+                    "old_string": "alpha",
+                    "new_string": "beta " * 200,
+                    "replace_all": True,
+                },
+            ),
+            ToolUse("toolu_n", "write_file", {"path": "fresh.txt", "content": "x" * 9000}),
+        ]
+        script = [
+            reply(tool_uses=calls),
+            reply("could not write"),
+            reply(
+                tool_uses=[
+                    ToolUse(
+                        "toolu_w2", "write_file", {"path": "keep.txt", "content": "rewritten\n"}
+                    )
+                ]
+            ),
+            reply("rewritten"),
+        ]
+        async with agent_on(
+            environment(tmp_path, "a", home, script), tmp_path / "a.stderr"
+        ) as agent:
             await agent.initialize()
             session = await agent.new_session(project)
             await bypass(agent, session)
@@ -561,8 +621,9 @@ class FillingFile:
         return str(self.file.save_image(data, extension))
 
 
-def test_regression_a_failed_save_leaves_no_gap_in_the_history(tmp_path: Path,
-                                                                figures: Figures) -> None:
+def test_regression_a_failed_save_leaves_no_gap_in_the_history(
+    tmp_path: Path, figures: Figures
+) -> None:
     """A record that did not fit was dropped while smaller ones after it were written: a
     ``tool_result`` saved without the ``tool_use`` it answers, a history the API refuses after
     a load. Now what does not fit waits in memory, in order, with everything after it, and is
@@ -571,19 +632,39 @@ def test_regression_a_failed_save_leaves_no_gap_in_the_history(tmp_path: Path,
 
     store = SessionStore(tmp_path / "sessions")
     stamp = utc_now()
-    meta = SessionMeta(session_id=new_session_id(), cwd=str(tmp_path), created_at=stamp,
-                       updated_at=stamp, model="m", mode="default")
+    meta = SessionMeta(
+        session_id=new_session_id(),
+        cwd=str(tmp_path),
+        created_at=stamp,
+        updated_at=stamp,
+        model="m",
+        mode="default",
+    )
     told: list[str] = []
     with store.create(meta) as file:
         disk = FillingFile(file, room=10_000)
         transcript = Transcript(disk, told.append)  # type: ignore[arg-type]
         transcript.append({"role": "user", "content": [{"type": "text", "text": "go"}]})
-        transcript.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_1", "name": "write_file",
-             "input": {"path": "a", "content": "x" * 20_000}}]})  # does not fit
+        transcript.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "write_file",
+                        "input": {"path": "a", "content": "x" * 20_000},
+                    }
+                ],
+            }
+        )  # does not fit
         transcript.tool_call({"toolCallId": "toolu_1"}, {"status": "completed"})
-        transcript.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]})  # would fit
+        transcript.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
+            }
+        )  # would fit
         transcript.append({"role": "assistant", "content": [{"type": "text", "text": "done"}]})
         assert len(told) == 1 and "No space left on device" in told[0], told
         _, problems = history_check(tmp_path, meta.session_id)
@@ -600,7 +681,8 @@ def test_regression_a_failed_save_leaves_no_gap_in_the_history(tmp_path: Path,
 
 
 async def test_regression_store_warnings_come_before_the_answer_and_once(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """Each record that could not be saved sent its own warning, from a task started on the
     side: half of them came after the prompt's answer (a warning that belongs to no turn), and
     a full disk warned three times a turn. Now they are sent before the answer, once per run
@@ -608,8 +690,7 @@ async def test_regression_store_warnings_come_before_the_answer_and_once(
     prompts = 6
     home = tmp_path / "home"
     script = [reply(f"answer {i}") for i in range(prompts + 1)]
-    async with agent_on(environment(tmp_path, "a", home, script),
-                        tmp_path / "a.stderr") as agent:
+    async with agent_on(environment(tmp_path, "a", home, script), tmp_path / "a.stderr") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         limits = resource.prlimit(agent.process.pid, resource.RLIMIT_FSIZE)
@@ -633,8 +714,9 @@ async def test_regression_store_warnings_come_before_the_answer_and_once(
     figures.add(CATEGORY, "cases", 1)
 
 
-async def test_regression_store_error_answers_say_why(tmp_path: Path, workspace: Path,
-                                                      figures: Figures) -> None:
+async def test_regression_store_error_answers_say_why(
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A store failure was answered "Session store error" with the reason only in
     ``data.detail``, which editors do not show: the user could not tell a full disk from a
     bug. The message now carries the reason."""
@@ -651,15 +733,17 @@ async def test_regression_store_error_answers_say_why(tmp_path: Path, workspace:
 
 
 async def test_regression_a_log_file_that_cannot_be_written_is_reported_once(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A log file on a full disk printed a "--- Logging error ---" traceback on stderr for
     every log line. Now it is reported once; the lines still go to stderr. (The log file is
     /dev/full here: every write fails with ENOSPC.)"""
     home = tmp_path / "home"
     (home / "logs").mkdir(parents=True)
     (home / "logs" / "iaccode.log").symlink_to("/dev/full")
-    async with agent_on(environment(tmp_path, "a", home, [reply("a"), reply("b")]),
-                        tmp_path / "a.stderr") as agent:
+    async with agent_on(
+        environment(tmp_path, "a", home, [reply("a"), reply("b")]), tmp_path / "a.stderr"
+    ) as agent:
         await agent.initialize()
         for _ in range(2):
             session = await agent.new_session(workspace)
@@ -676,14 +760,16 @@ async def test_regression_a_log_file_that_cannot_be_written_is_reported_once(
 
 
 async def test_regression_a_session_that_cannot_be_written_loads_read_only(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A session the store could read but not open for writing (a read-only data dir; here
     its lock cannot be opened) could not be loaded at all. Now it loads read-only, replays,
     answers, and its first prompt says that nothing will be saved, and why. (Without a mount;
     ``test_read_only_data_dir`` does it on a read-only tmpfs.)"""
     home = tmp_path / "home"
-    async with agent_on(environment(tmp_path, "a", home, [reply("first answer")]),
-                        tmp_path / "a.stderr") as agent:
+    async with agent_on(
+        environment(tmp_path, "a", home, [reply("first answer")]), tmp_path / "a.stderr"
+    ) as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         await agent.run_prompt(session, "first", allow)
@@ -693,11 +779,13 @@ async def test_regression_a_session_that_cannot_be_written_loads_read_only(
     lock.unlink()
     lock.mkdir()  # O_RDWR on it fails (EISDIR), as on a read-only file system
     history = (home / "sessions" / session / "history.jsonl").read_bytes()
-    async with agent_on(environment(tmp_path, "b", home, [reply("second answer")]),
-                        tmp_path / "b.stderr") as agent:
+    async with agent_on(
+        environment(tmp_path, "b", home, [reply("second answer")]), tmp_path / "b.stderr"
+    ) as agent:
         await agent.initialize()
-        answer = await agent.request("session/load", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        answer = await agent.request(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         assert "result" in answer, answer
         assert "first answer" in json.dumps(agent._unread)
         agent._unread.clear()

@@ -70,82 +70,133 @@ def layout(workspace: Path) -> Path:
 
 def escapes(workspace: Path) -> tuple[list[str], list[str]]:
     x = workspace.parent
-    files = ["../outside-secret.txt", str(x / "outside-secret.txt"), "link_file",
-             "link_dir/outside-secret.txt", "sub/../../outside-secret.txt",
-             "../proj-evil/evil-secret.txt", str(x / "proj-evil" / "evil-secret.txt"),
-             "dangling", "dangling_dir/new.txt", "~/iaccode-adversarial-never.txt",
-             "./../outside-secret.txt", "sub/../link_file"]
-    dirs = ["..", str(x), "link_dir", "../proj-evil", str(x / "proj-evil"), "/", "sub/../..",
-            "dangling_dir"]
+    files = [
+        "../outside-secret.txt",
+        str(x / "outside-secret.txt"),
+        "link_file",
+        "link_dir/outside-secret.txt",
+        "sub/../../outside-secret.txt",
+        "../proj-evil/evil-secret.txt",
+        str(x / "proj-evil" / "evil-secret.txt"),
+        "dangling",
+        "dangling_dir/new.txt",
+        "~/iaccode-adversarial-never.txt",
+        "./../outside-secret.txt",
+        "sub/../link_file",
+    ]
+    dirs = [
+        "..",
+        str(x),
+        "link_dir",
+        "../proj-evil",
+        str(x / "proj-evil"),
+        "/",
+        "sub/../..",
+        "dangling_dir",
+    ]
     return files, dirs
 
 
-def escape_calls(workspace: Path, tag: str, with_reads: bool = True
-                 ) -> list[tuple[str, str, dict[str, Any]]]:
+def escape_calls(
+    workspace: Path, tag: str, with_reads: bool = True
+) -> list[tuple[str, str, dict[str, Any]]]:
     files, dirs = escapes(workspace)
     calls: list[tuple[str, str, dict[str, Any]]] = []
     for n, path in enumerate(files):
         if with_reads:
             calls.append((f"toolu_{tag}_read{n}", "read_file", {"path": path}))
-            calls.append((f"toolu_{tag}_grepf{n}", "grep", {"pattern": "SECRET", "path": path,
-                                                            "output_mode": "content"}))
+            calls.append(
+                (
+                    f"toolu_{tag}_grepf{n}",
+                    "grep",
+                    {"pattern": "SECRET", "path": path, "output_mode": "content"},
+                )
+            )
         calls.append((f"toolu_{tag}_write{n}", "write_file", {"path": path, "content": "PWNED"}))
-        calls.append((f"toolu_{tag}_edit{n}", "edit_file", {"path": path, "old_string": "TOP",
-                                                            "new_string": "PWNED"}))
+        calls.append(
+            (
+                f"toolu_{tag}_edit{n}",
+                "edit_file",
+                {"path": path, "old_string": "TOP", "new_string": "PWNED"},
+            )
+        )
     if with_reads:
         for n, path in enumerate(dirs):
             calls.append((f"toolu_{tag}_list{n}", "list_files", {"path": path}))
-            calls.append((f"toolu_{tag}_glob{n}", "glob", {"pattern": "**/*secret*",
-                                                           "path": path}))
-            calls.append((f"toolu_{tag}_grepd{n}", "grep", {"pattern": "SECRET", "path": path,
-                                                            "output_mode": "content"}))
+            calls.append((f"toolu_{tag}_glob{n}", "glob", {"pattern": "**/*secret*", "path": path}))
+            calls.append(
+                (
+                    f"toolu_{tag}_grepd{n}",
+                    "grep",
+                    {"pattern": "SECRET", "path": path, "output_mode": "content"},
+                )
+            )
     return calls
 
 
 async def test_path_escapes_ask_and_nothing_outside_is_touched(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     x = layout(workspace)
     before = tree_snapshot(x, skip=workspace)
     home = Path.home()
     default_calls = escape_calls(workspace, "d")
     edit_calls = escape_calls(workspace, "a", with_reads=False)
     # Patterns that stay inside the project by construction: no question, no outside names.
-    sub_calls = [(f"toolu_c{n}", name, args) for n, (_, name, args) in enumerate(
-        c for c in default_calls if c[1] in ("read_file", "list_files", "glob", "grep"))][::5]
-    pattern_calls = [("toolu_p_glob1", "glob", {"pattern": "../*"}),
-                     ("toolu_p_glob2", "glob", {"pattern": str(x) + "/*"}),
-                     ("toolu_p_glob3", "glob", {"pattern": "**/*secret*"}),
-                     ("toolu_p_grep1", "grep", {"pattern": "SECRET", "glob": "../*",
-                                                "output_mode": "content"}),
-                     ("toolu_p_grep2", "grep", {"pattern": "SECRET", "output_mode": "content"}),
-                     ("toolu_p_list", "list_files", {"path": "."})]
-    model_server.enqueue(uses(*default_calls), reply("done"),
-                         uses(*edit_calls), reply("done"),
-                         uses(*pattern_calls), reply("done"),
-                         uses(("toolu_inside", "write_file", {"path": "inside-new.txt",
-                                                              "content": "fine"})), reply("ok"),
-                         # A sub-agent (read-only tools) reaching out asks too.
-                         uses(("toolu_sub", "agent", {"prompt": "look around"})),
-                         uses(*sub_calls), reply("the child is done"), reply("ok"))
+    sub_calls = [
+        (f"toolu_c{n}", name, args)
+        for n, (_, name, args) in enumerate(
+            c for c in default_calls if c[1] in ("read_file", "list_files", "glob", "grep")
+        )
+    ][::5]
+    pattern_calls = [
+        ("toolu_p_glob1", "glob", {"pattern": "../*"}),
+        ("toolu_p_glob2", "glob", {"pattern": str(x) + "/*"}),
+        ("toolu_p_glob3", "glob", {"pattern": "**/*secret*"}),
+        ("toolu_p_grep1", "grep", {"pattern": "SECRET", "glob": "../*", "output_mode": "content"}),
+        ("toolu_p_grep2", "grep", {"pattern": "SECRET", "output_mode": "content"}),
+        ("toolu_p_list", "list_files", {"path": "."}),
+    ]
+    model_server.enqueue(
+        uses(*default_calls),
+        reply("done"),
+        uses(*edit_calls),
+        reply("done"),
+        uses(*pattern_calls),
+        reply("done"),
+        uses(("toolu_inside", "write_file", {"path": "inside-new.txt", "content": "fine"})),
+        reply("ok"),
+        # A sub-agent (read-only tools) reaching out asks too.
+        uses(("toolu_sub", "agent", {"prompt": "look around"})),
+        uses(*sub_calls),
+        reply("the child is done"),
+        reply("ok"),
+    )
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await start(agent, workspace)
         _, updates, requests = await agent.run_prompt(session, "escape", reject, timeout=120)
         assert asked_ids(requests) == {c[0] for c in default_calls}
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
-        _, updates2, requests2 = await agent.run_prompt(session, "escape again", reject,
-                                                        timeout=120)
-        assert asked_ids(requests2) == {c[0] for c in edit_calls}, \
+        _, updates2, requests2 = await agent.run_prompt(
+            session, "escape again", reject, timeout=120
+        )
+        assert asked_ids(requests2) == {c[0] for c in edit_calls}, (
             "accept_edits ran an edit outside the project without asking"
+        )
         _, updates3, requests3 = await agent.run_prompt(session, "patterns", reject)
         assert requests3 == []
         _, _, requests4 = await agent.run_prompt(session, "inside", reject)
         assert requests4 == [] and (workspace / "inside-new.txt").read_text() == "fine"
         _, updates5, requests5 = await agent.run_prompt(
-            session, "delegate", lambda m: allow(m) if m["params"]["toolCall"]["toolCallId"]
-            == "toolu_sub" else reject(m))
-        assert asked_ids(requests5) == {"toolu_sub"} | {c[0] for c in sub_calls}, \
+            session,
+            "delegate",
+            lambda m: (
+                allow(m) if m["params"]["toolCall"]["toolCallId"] == "toolu_sub" else reject(m)
+            ),
+        )
+        assert asked_ids(requests5) == {"toolu_sub"} | {c[0] for c in sub_calls}, (
             "a sub-agent read outside the project without asking"
+        )
 
     for call_id, *_ in default_calls + edit_calls:
         result = request_tool_results(model_server.requests[1 if "_d_" in call_id else 3].body)
@@ -160,8 +211,9 @@ async def test_path_escapes_ask_and_nothing_outside_is_touched(
     assert tree_snapshot(x, skip=workspace) == before, "something outside the project changed"
     assert not (home / "iaccode-adversarial-never.txt").exists()
     assert SECRET not in shown_text(updates5, "toolu_sub")
-    figures.add(CATEGORY, "path_escape_calls",
-                len(default_calls) + len(edit_calls) + len(sub_calls))
+    figures.add(
+        CATEGORY, "path_escape_calls", len(default_calls) + len(edit_calls) + len(sub_calls)
+    )
     figures.add(CATEGORY, "cases", len(default_calls) + len(edit_calls) + len(pattern_calls))
 
 
@@ -174,30 +226,42 @@ def make_special_files(folder: Path) -> None:
     (folder / "adir").mkdir()
 
 
-async def test_special_files_are_refused_quickly(tmp_path: Path, workspace: Path,
-                                                 model_server: FakeModelServer,
-                                                 figures: Figures) -> None:
+async def test_special_files_are_refused_quickly(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     make_special_files(workspace)
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(workspace / "sock"))
     listener.listen()
-    targets = {"fifo": "named pipe", "sparse.bin": "byte limit", "binary.dat": "binary",
-               "latin1.txt": "not UTF-8", "adir": "directory", "sock": "socket",
-               "/dev/zero": "device", "/dev/stdin": "", "/dev/urandom": "device",
-               "/dev/null": "device", "/proc/self/mem": ""}
+    targets = {
+        "fifo": "named pipe",
+        "sparse.bin": "byte limit",
+        "binary.dat": "binary",
+        "latin1.txt": "not UTF-8",
+        "adir": "directory",
+        "sock": "socket",
+        "/dev/zero": "device",
+        "/dev/stdin": "",
+        "/dev/urandom": "device",
+        "/dev/null": "device",
+        "/proc/self/mem": "",
+    }
     regular = {"sparse.bin", "binary.dat", "latin1.txt"}  # a write would simply replace them
     calls: list[tuple[str, str, dict[str, Any]]] = []
     for n, path in enumerate(targets):
-        calls += [(f"toolu_read{n}", "read_file", {"path": path}),
-                  (f"toolu_edit{n}", "edit_file", {"path": path, "old_string": "a",
-                                                   "new_string": "b"}),
-                  (f"toolu_grep{n}", "grep", {"pattern": "zzz", "path": path})]
+        calls += [
+            (f"toolu_read{n}", "read_file", {"path": path}),
+            (f"toolu_edit{n}", "edit_file", {"path": path, "old_string": "a", "new_string": "b"}),
+            (f"toolu_grep{n}", "grep", {"pattern": "zzz", "path": path}),
+        ]
         if path not in regular:
             calls.append((f"toolu_write{n}", "write_file", {"path": path, "content": "x"}))
-    calls += [("toolu_list", "list_files", {"path": "."}),
-              ("toolu_glob", "glob", {"pattern": "**/*"}),
-              ("toolu_grepall", "grep", {"pattern": "zzz", "output_mode": "count"}),
-              ("toolu_catfifo", "bash", {"command": "cat fifo", "timeout": 1})]
+    calls += [
+        ("toolu_list", "list_files", {"path": "."}),
+        ("toolu_glob", "glob", {"pattern": "**/*"}),
+        ("toolu_grepall", "grep", {"pattern": "zzz", "output_mode": "count"}),
+        ("toolu_catfifo", "bash", {"command": "cat fifo", "timeout": 1}),
+    ]
     model_server.enqueue(uses(*calls), reply("done"))
     try:
         async with http_agent(tmp_path, model_server.base_url) as agent:
@@ -236,14 +300,23 @@ COMMANDS = {
     "no_newline": ("head -c 3000000 /dev/zero | tr '\\0' x", 20, "characters cut"),
     "urandom": ("head -c 2000000 /dev/urandom", 20, "characters cut"),
     "cat_urandom": ("cat /dev/urandom", 1.5, "timed out"),
-    "term_ignored": ("trap '' TERM; (trap '' TERM; sleep 60) & echo $! >> pids; sleep 60", 1,
-                     "timed out"),
+    "term_ignored": (
+        "trap '' TERM; (trap '' TERM; sleep 60) & echo $! >> pids; sleep 60",
+        1,
+        "timed out",
+    ),
     "nohup": ("nohup sleep 60 >/dev/null 2>&1 & echo $! >> pids; echo started", 20, "started"),
-    "background": ("sleep 60 & echo $! >> pids; (sleep 61 &); sleep 62 & echo $! >> pids; "
-                   "echo bg", 20, "bg"),
-    "stdin": ("read line; echo \"got:[$line]\"; cat; echo eof", 20, "got:[]"),
-    "pipe_holder": ("(exec sleep 63) & echo $! >> pids; exec >&-; exec 2>&-; sleep 64", 1,
-                    "timed out"),
+    "background": (
+        "sleep 60 & echo $! >> pids; (sleep 61 &); sleep 62 & echo $! >> pids; echo bg",
+        20,
+        "bg",
+    ),
+    "stdin": ('read line; echo "got:[$line]"; cat; echo eof', 20, "got:[]"),
+    "pipe_holder": (
+        "(exec sleep 63) & echo $! >> pids; exec >&-; exec 2>&-; sleep 64",
+        1,
+        "timed out",
+    ),
     "job_control": ("set -m; sleep 65 & echo $! >> pids; echo jobs", 20, "jobs"),
     "stopped": ("sleep 66 & echo $! >> pids; kill -STOP $!; echo stopped", 20, "stopped"),
     "huge_line": ("python3 -c \"print('y' * 5_000_000, end='')\"", 20, "characters cut"),
@@ -251,10 +324,12 @@ COMMANDS = {
 
 
 async def test_commands_are_bounded_and_leave_nothing_running(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
-    calls = [(f"toolu_{name}", "bash", {"command": command, "timeout": timeout})
-             for name, (command, timeout, _) in COMMANDS.items()]
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
+    calls = [
+        (f"toolu_{name}", "bash", {"command": command, "timeout": timeout})
+        for name, (command, timeout, _) in COMMANDS.items()
+    ]
     model_server.enqueue(uses(*calls), reply("done"))
     try:
         async with http_agent(tmp_path, model_server.base_url) as agent:
@@ -286,22 +361,21 @@ async def test_commands_are_bounded_and_leave_nothing_running(
 ESCAPEES = {
     # name: a command that starts a process outside the shell's session, its pid in "escapee"
     "setsid": "setsid sleep 67 & echo $! >> escapee; sleep 0.2; echo spawned",
-    "double_fork": ("( setsid sh -c 'sleep 68 & echo $! >> escapee' & ); sleep 0.2; "
-                    "echo spawned"),
+    "double_fork": ("( setsid sh -c 'sleep 68 & echo $! >> escapee' & ); sleep 0.2; echo spawned"),
     "nohup_setsid": "nohup setsid sleep 69 >/dev/null 2>&1 & echo $! >> escapee; echo spawned",
-    "term_ignored": ("setsid sh -c 'trap \"\" TERM; echo $$ >> escapee; sleep 70' & sleep 0.2; "
-                     "echo spawned"),
+    "term_ignored": (
+        "setsid sh -c 'trap \"\" TERM; echo $$ >> escapee; sleep 70' & sleep 0.2; echo spawned"
+    ),
 }
 
 
 async def test_regression_setsid_escapee_is_killed(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     """A process that starts its own session (``setsid``, a double-forking daemon) left the
     process group that gets killed, and ran on after the call. The shell and the agent are now
     child subreapers, so the whole tree is found and killed (iaccode/host/process_tree.py)."""
-    calls = [(f"toolu_{name}", "bash", {"command": command})
-             for name, command in ESCAPEES.items()]
+    calls = [(f"toolu_{name}", "bash", {"command": command}) for name, command in ESCAPEES.items()]
     model_server.enqueue(uses(*calls), reply("ok"))
     try:
         async with http_agent(tmp_path, model_server.base_url) as agent:
@@ -335,11 +409,13 @@ SECRETS = {
 }
 
 
-async def test_no_secret_reaches_a_command(tmp_path: Path, workspace: Path,
-                                           model_server: FakeModelServer,
-                                           figures: Figures) -> None:
-    command = ("env; echo ---; tr '\\0' '\\n' < /proc/self/environ; echo ---; "
-               "bash -c 'tr \"\\0\" \"\\n\" < /proc/self/environ'")
+async def test_no_secret_reaches_a_command(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
+    command = (
+        "env; echo ---; tr '\\0' '\\n' < /proc/self/environ; echo ---; "
+        'bash -c \'tr "\\0" "\\n" < /proc/self/environ\''
+    )
     model_server.enqueue(uses(("toolu_env", "bash", {"command": command})), reply("ok"))
     extra = {**SECRETS, "IAC_ADV_VISIBLE": "visible-value"}
     async with http_agent(tmp_path, model_server.base_url, extra=extra) as agent:
@@ -355,14 +431,15 @@ async def test_no_secret_reaches_a_command(tmp_path: Path, workspace: Path,
     del updates
 
 
-async def test_cancel_during_a_permission_question(tmp_path: Path, workspace: Path,
-                                                   model_server: FakeModelServer,
-                                                   figures: Figures) -> None:
+async def test_cancel_during_a_permission_question(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     model_server.enqueue(uses(("toolu_wait", "bash", {"command": "touch ran"})), reply("after"))
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await start(agent, workspace)
-        request_id = await agent.send_request("session/prompt", {
-            "sessionId": session, "prompt": [{"type": "text", "text": "ask me"}]})
+        request_id = await agent.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "ask me"}]}
+        )
         question = await agent.receive()
         while question.get("method") != "session/request_permission":
             question = await agent.receive()
@@ -370,8 +447,10 @@ async def test_cancel_during_a_permission_question(tmp_path: Path, workspace: Pa
         response, before = await agent.response(request_id, timeout=5)
         assert response["result"]["stopReason"] == "cancelled"
         # The agent withdrew its question; a late answer is dropped without harm.
-        assert any(m.get("method") == "$/cancel_request"
-                   and m["params"]["requestId"] == question["id"] for m in before)
+        assert any(
+            m.get("method") == "$/cancel_request" and m["params"]["requestId"] == question["id"]
+            for m in before
+        )
         await agent.reply(question["id"], allow(question))
         await trio.sleep(0.3)
         assert not (workspace / "ran").exists()

@@ -38,8 +38,11 @@ REJECT = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
 
 def changing_lines(bin_dir: Path, tmp: Path) -> list[tuple[str, str]]:
     """(kind, line) for every changing line, its placeholders filled in."""
-    return [(kind, line.format(bin=bin_dir, tmp=tmp, n=f"{index}"))
-            for kind, lines in CHANGING.items() for index, line in enumerate(lines)]
+    return [
+        (kind, line.format(bin=bin_dir, tmp=tmp, n=f"{index}"))
+        for kind, lines in CHANGING.items()
+        for index, line in enumerate(lines)
+    ]
 
 
 ACTIVATE = """# a virtualenv's activate, as python -m venv writes it (its PATH part)
@@ -52,21 +55,31 @@ export PATH
 def project(workspace: Path, log: Path) -> None:
     """A project that carries its own traps: a Makefile, a script, npm scripts, a cdk in its
     node_modules, an ansible-playbook in its virtualenv (both stand-ins that log)."""
-    (workspace / "Makefile").write_text("plan:\n\tterraform plan -out=tfplan\n"
-                                        "deploy:\n\tterraform apply -auto-approve\n")
+    (workspace / "Makefile").write_text(
+        "plan:\n\tterraform plan -out=tfplan\ndeploy:\n\tterraform apply -auto-approve\n"
+    )
     scripts = workspace / "scripts"
     scripts.mkdir()
     (scripts / "deploy.sh").write_text("#!/bin/sh\nterraform apply -auto-approve\n")
     (scripts / "deploy.sh").chmod(0o755)
-    (workspace / "package.json").write_text(json.dumps(
-        {"name": "x", "version": "1.0.0", "scripts": {
-            "deploy": "terraform apply", "cdk-deploy": "cdk deploy --all", "build": "true"}}))
+    (workspace / "package.json").write_text(
+        json.dumps(
+            {
+                "name": "x",
+                "version": "1.0.0",
+                "scripts": {
+                    "deploy": "terraform apply",
+                    "cdk-deploy": "cdk deploy --all",
+                    "build": "true",
+                },
+            }
+        )
+    )
     for folder, name in (("node_modules/.bin", "cdk"), (".venv/bin", "ansible-playbook")):
         (workspace / folder).mkdir(parents=True)
         (workspace / folder / name).write_text(logging_clis([name], log)[name])
         (workspace / folder / name).chmod(0o755)
-    (workspace / ".venv" / "bin" / "activate").write_text(
-        ACTIVATE.format(venv=workspace / ".venv"))
+    (workspace / ".venv" / "bin" / "activate").write_text(ACTIVATE.format(venv=workspace / ".venv"))
     (workspace / "README.md").write_text("Run terraform destroy when done.\n")
     (workspace / "x.yaml").write_text("kind: Namespace\n")
     for folder in ("envs/prod", "live", "infra", "tools/bin", "c"):
@@ -84,8 +97,9 @@ def short_tmp() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def agent_env(tmp_path: Path, exchanges: list[dict[str, Any]],
-              short_tmp: Path) -> tuple[dict[str, str], Path, Path]:
+def agent_env(
+    tmp_path: Path, exchanges: list[dict[str, Any]], short_tmp: Path
+) -> tuple[dict[str, str], Path, Path]:
     """The agent's environment (its temporary folder, and so its gates, its own: a line that
     would delete every gate folder it finds reaches only this agent's), the stand-ins'
     folder and their log."""
@@ -95,22 +109,33 @@ def agent_env(tmp_path: Path, exchanges: list[dict[str, Any]],
     for name, text in logging_clis(sorted(GATED), log).items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
-    env = scripted_env(tmp_path / "home", exchanges, {
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "KUBECONFIG": str(tmp_path / "no-kubeconfig"),
-        "CLOUDSDK_CONFIG": str(tmp_path / "no-gcloud"),
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws"),
-        "npm_config_cache": str(tmp_path / "npm-cache"),
-        "TERM": "dumb",
-        "TMPDIR": str(short_tmp),
-    })
+    env = scripted_env(
+        tmp_path / "home",
+        exchanges,
+        {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "KUBECONFIG": str(tmp_path / "no-kubeconfig"),
+            "CLOUDSDK_CONFIG": str(tmp_path / "no-gcloud"),
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws"),
+            "npm_config_cache": str(tmp_path / "npm-cache"),
+            "TERM": "dumb",
+            "TMPDIR": str(short_tmp),
+        },
+    )
     return env, bin_dir, log
 
 
 def calls(lines: list[str]) -> list[dict[str, Any]]:
-    return [reply(tool_uses=[ToolUse(f"toolu_{i:03d}", "bash", {"command": line, "timeout": 30})
-                             for i, line in enumerate(lines)]), reply("done")]
+    return [
+        reply(
+            tool_uses=[
+                ToolUse(f"toolu_{i:03d}", "bash", {"command": line, "timeout": 30})
+                for i, line in enumerate(lines)
+            ]
+        ),
+        reply("done"),
+    ]
 
 
 def outputs(messages: list[dict[str, Any]]) -> dict[str, str]:
@@ -119,40 +144,48 @@ def outputs(messages: list[dict[str, Any]]) -> dict[str, str]:
     for message in messages:
         update = message.get("params", {}).get("update", {})
         if update.get("sessionUpdate") == "tool_call_update" and update.get("status") in (
-                "completed", "failed"):
+            "completed",
+            "failed",
+        ):
             shown[update["toolCallId"]] = json.dumps(update.get("rawOutput"))
     return shown
 
 
-def misses(lines: list[tuple[str, str]], questions: list[dict[str, Any]],
-           shown: dict[str, str]) -> list[str]:
+def misses(
+    lines: list[tuple[str, str]], questions: list[dict[str, Any]], shown: dict[str, str]
+) -> list[str]:
     """The lines that ran a stand-in, or were never asked about."""
     asked = {q["params"]["toolCall"]["toolCallId"] for q in questions}
     found = []
     for index, (kind, line) in enumerate(lines):
         call_id = f"toolu_{index:03d}"
         if "stand-in " in shown.get(call_id, "") or call_id not in asked:
-            found.append(f"[{kind}] {line!r}: asked={call_id in asked} "
-                         f"output={shown.get(call_id, '')[:300]}")
+            found.append(
+                f"[{kind}] {line!r}: asked={call_id in asked} output={shown.get(call_id, '')[:300]}"
+            )
     return found
 
 
-async def run_lines(agent: AgentConnection, session: str, text: str = "go"
-                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    _, messages, questions = await agent.run_prompt(session, text, lambda m: REJECT,
-                                                    timeout=900)
+async def run_lines(
+    agent: AgentConnection, session: str, text: str = "go"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    _, messages, questions = await agent.run_prompt(session, text, lambda m: REJECT, timeout=900)
     return messages, questions
 
 
-async def run_in_mode(tmp_path: Path, workspace: Path, short_tmp: Path, lines: list[str],
-                      mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
+async def run_in_mode(
+    tmp_path: Path, workspace: Path, short_tmp: Path, lines: list[str], mode: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
     """Run ``lines`` in one turn of a new agent, in ``bypass`` or after *Always allow* for
     bash (``always_allow``), every question rejected: the messages, the questions and the
     stand-ins' log."""
     exchanges = calls(lines)
     if mode == "always_allow":
-        exchanges = [reply(tool_uses=[ToolUse("toolu_first", "bash", {"command": "true"})]),
-                     reply("allowed"), *exchanges]
+        exchanges = [
+            reply(tool_uses=[ToolUse("toolu_first", "bash", {"command": "true"})]),
+            reply("allowed"),
+            *exchanges,
+        ]
     env, _, log = agent_env(tmp_path, exchanges, short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace)
@@ -160,7 +193,8 @@ async def run_in_mode(tmp_path: Path, workspace: Path, short_tmp: Path, lines: l
             await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
         else:
             _, _, asked = await agent.run_prompt(
-                session, "allow bash", lambda m: selected("allow_always"))
+                session, "allow bash", lambda m: selected("allow_always")
+            )
             assert len(asked) == 1
         messages, questions = await run_lines(agent, session)
     strict_stdout(agent.raw_lines)
@@ -175,15 +209,16 @@ def test_there_are_enough_lines_of_every_kind() -> None:
 
 
 @pytest.mark.parametrize("mode", ["bypass", "always_allow"])
-async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path,
-                                                 short_tmp: Path, figures: Figures,
-                                                 mode: str) -> None:
+async def test_no_change_runs_without_a_question(
+    tmp_path: Path, workspace: Path, short_tmp: Path, figures: Figures, mode: str
+) -> None:
     project(workspace, tmp_path / "cli-runs.log")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     lines = changing_lines(tmp_path / "bin", scratch)
-    messages, questions, log = await run_in_mode(tmp_path, workspace, short_tmp,
-                                                 [line for _, line in lines], mode)
+    messages, questions, log = await run_in_mode(
+        tmp_path, workspace, short_tmp, [line for _, line in lines], mode
+    )
     missed = misses(lines, questions, outputs(messages))
     assert not missed, "\n".join(missed)
     assert command_runs(log) == [], "a stand-in ran: " + "; ".join(command_runs(log))
@@ -196,15 +231,17 @@ async def test_no_change_runs_without_a_question(tmp_path: Path, workspace: Path
 
 
 async def test_ordinary_lines_run_without_a_question_in_bypass(
-        tmp_path: Path, workspace: Path, short_tmp: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, short_tmp: Path, figures: Figures
+) -> None:
     project(workspace, tmp_path / "cli-runs.log")
     env, _, log = agent_env(tmp_path, calls([line for line, _ in ORDINARY]), short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace)
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
         messages, questions = await run_lines(agent, session)
-    asked = [(q["params"]["toolCall"]["toolCallId"], q["params"]["toolCall"]["title"])
-             for q in questions]
+    asked = [
+        (q["params"]["toolCall"]["toolCallId"], q["params"]["toolCall"]["title"]) for q in questions
+    ]
     assert asked == []
     ran = command_runs(log)
     expected = [entry for _, entries in ORDINARY for entry in entries]
@@ -212,15 +249,15 @@ async def test_ordinary_lines_run_without_a_question_in_bypass(
     figures.add(CATEGORY, "ordinary_lines", len(ORDINARY))
 
 
-async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Path,
-                                                   short_tmp: Path, figures: Figures) -> None:
+async def test_the_editors_terminal_stops_them_too(
+    tmp_path: Path, workspace: Path, short_tmp: Path, figures: Figures
+) -> None:
     project(workspace, tmp_path / "cli-runs.log")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     lines = changing_lines(tmp_path / "bin", scratch)
     ordinary = [line for line, _ in ORDINARY]
-    env, _, log = agent_env(tmp_path, calls([line for _, line in lines] + ordinary),
-                            short_tmp)
+    env, _, log = agent_env(tmp_path, calls([line for _, line in lines] + ordinary), short_tmp)
     async with spawn_agent(env, tmp_path / "agent.stderr") as agent:
         session = await start(agent, workspace, terminal=True)
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
@@ -229,7 +266,8 @@ async def test_the_editors_terminal_stops_them_too(tmp_path: Path, workspace: Pa
     missed = misses(lines, terminal.questions, outputs(messages))
     assert not missed, "\n".join(missed)
     ordinary_ids = {f"toolu_{len(lines) + i:03d}" for i in range(len(ordinary))}
-    assert not [q for q in terminal.questions
-                if q["params"]["toolCall"]["toolCallId"] in ordinary_ids]
+    assert not [
+        q for q in terminal.questions if q["params"]["toolCall"]["toolCallId"] in ordinary_ids
+    ]
     assert command_runs(log) == [entry for _, entries in ORDINARY for entry in entries]
     figures.add(CATEGORY, "terminal_lines", len(lines) + len(ordinary))

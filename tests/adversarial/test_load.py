@@ -73,8 +73,9 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
     names: dict[str, str] = {}  # session id -> sK
     counts: Counter[str] = Counter()
     with FakeModelServer(responder=model) as server:
-        async with http_agent(tmp_path, server.base_url, extra={
-                "IAC_CODE_LOG_LEVEL": "WARNING"}) as agent:
+        async with http_agent(
+            tmp_path, server.base_url, extra={"IAC_CODE_LOG_LEVEL": "WARNING"}
+        ) as agent:
             await agent.initialize()
             for k in range(SESSIONS):
                 folder = tmp_path / f"p{k}"
@@ -113,8 +114,11 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
                         if name is None or not call.startswith(f"toolu_{name}_"):
                             problems.append(f"a question for {name} about {call}")
                         counts["permission"] += 1
-                        nursery.start_soon(agent.reply, message["id"], {
-                            "outcome": {"outcome": "selected", "optionId": "allow_once"}})
+                        nursery.start_soon(
+                            agent.reply,
+                            message["id"],
+                            {"outcome": {"outcome": "selected", "optionId": "allow_once"}},
+                        )
                     elif "id" in message:
                         answered[message["id"]] += 1
                         if answered[message["id"]] > 1 or message["id"] not in pending:
@@ -129,17 +133,25 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
                 current[session_id] = {"prompt": f"p{number}", "text": ""}
                 done = trio.Event()
                 slot: dict[str, Any] = {}
-                request_id = await agent.send_request("session/prompt", {
-                    "sessionId": session_id,
-                    "prompt": [{"type": "text", "text": f"{name}-p{number}"}]})
+                request_id = await agent.send_request(
+                    "session/prompt",
+                    {
+                        "sessionId": session_id,
+                        "prompt": [{"type": "text", "text": f"{name}-p{number}"}],
+                    },
+                )
                 pending[request_id] = (session_id, done, slot)
                 with trio.fail_after(60):
                     await done.wait()
                 text = current.pop(session_id)["text"]
                 if slot.get("result", {}).get("stopReason") != "end_turn":
                     problems.append(f"{name}-p{number}: {slot}")
-                elif text != f"{name}-p{number} saw " + (
-                        f"marker-{name}\n" if number % 2 else f"     1\tmarker-{name}") + " done":
+                elif (
+                    text
+                    != f"{name}-p{number} saw "
+                    + (f"marker-{name}\n" if number % 2 else f"     1\tmarker-{name}")
+                    + " done"
+                ):
                     problems.append(f"{name}-p{number} answered {text!r}")
                 counts["prompts"] += 1
 
@@ -166,8 +178,10 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
                 rss_end = rss_kib(agent.process.pid)
                 nursery.cancel_scope.cancel()
             assert problems == [], "\n".join(problems[:20])
-            assert model.problems == [] and server.problems == [], (model.problems[:5],
-                                                                  server.problems[:5])
+            assert model.problems == [] and server.problems == [], (
+                model.problems[:5],
+                server.problems[:5],
+            )
             assert pending == {}
     prompts = counts["prompts"] - prompts_before
     grown = rss_end - rss_start
@@ -178,8 +192,9 @@ async def test_fifty_sessions_at_once(tmp_path: Path, figures: Figures, soak_run
     assert grown < allowed, f"RSS grew {grown} KiB over {prompts} prompts (allowed {allowed})"
     figures.add(CATEGORY, "sessions", SESSIONS)
     figures.add(CATEGORY, "prompts", counts["prompts"])
-    figures.add(CATEGORY, "updates", sum(v for k, v in counts.items()
-                                         if k not in ("prompts", "permission")))
+    figures.add(
+        CATEGORY, "updates", sum(v for k, v in counts.items() if k not in ("prompts", "permission"))
+    )
     figures.add(CATEGORY, "permission_questions", counts["permission"])
     figures.add(CATEGORY, "model_requests", len(server.requests))
     figures.set(CATEGORY, "seconds_under_load", round(took, 1))

@@ -31,8 +31,9 @@ CATEGORY = "mcp_servers"
 MAX_ITEMS, MAX_PAGES, MAX_DEFINITION_BYTES, LIST_TIMEOUT = 200, 20, 256 * 1024, 20.0
 """The bounds docs/mcp.md promises: tools per server, pages of one list, bytes of a
 server's tool definitions, seconds a list may take."""
-BIDI_AND_INVISIBLE = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200e"
-                         "\u200f\u061c\ufeff")
+BIDI_AND_INVISIBLE = set(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200e\u200f\u061c\ufeff"
+)
 
 
 @pytest.fixture
@@ -56,9 +57,12 @@ def mcp_tools(body: dict[str, Any], server: str) -> list[dict[str, Any]]:
 
 
 def told(updates: list[dict[str, Any]]) -> str:
-    return "".join(u["params"]["update"]["content"].get("text", "") for u in updates
-                   if u.get("method") == "session/update"
-                   and u["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    return "".join(
+        u["params"]["update"]["content"].get("text", "")
+        for u in updates
+        if u.get("method") == "session/update"
+        and u["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
 
 
 def listings(log: Path) -> list[dict[str, Any]]:
@@ -76,8 +80,8 @@ async def listed(log: Path, count: int, seconds: float) -> None:
 
 @pytest.mark.parametrize("mode", ["endless", "many"])
 async def test_a_listing_that_does_not_end_is_bounded(
-        mode: str, tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    mode: str, tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     log = tmp_path / "mcp.jsonl"
     model_server.enqueue(reply("first"), reply("second"))
     async with http_agent(tmp_path, model_server.base_url) as agent:
@@ -100,8 +104,8 @@ async def test_a_listing_that_does_not_end_is_bounded(
 
 
 async def test_a_relisting_that_never_answers_times_out(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     """The first listing after a change hangs: the agent gives up on it after LIST_TIMEOUT and
     takes the server's next change (before, the hung listing held the change stream for good)."""
     log = tmp_path / "mcp.jsonl"
@@ -109,7 +113,9 @@ async def test_a_relisting_that_never_answers_times_out(
         reply(tool_uses=[ToolUse("toolu_1", "mcp__db__add_tool", {"name": "first"})]),
         reply("added"),
         reply(tool_uses=[ToolUse("toolu_2", "mcp__db__add_tool", {"name": "second"})]),
-        reply("added"), reply("listed"))
+        reply("added"),
+        reply("listed"),
+    )
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await open_with(agent, workspace, [hostile("db", log, "hang-relist")])
         await agent.run_prompt(session, "add one", allow, timeout=60)
@@ -129,12 +135,13 @@ def unsafe(text: str) -> list[str]:
 
 
 async def test_hostile_names_and_titles_are_shown_as_printable_text(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     log = tmp_path / "mcp.jsonl"
     name = tool_name("evil", HOSTILE_NAME)
-    model_server.enqueue(reply(tool_uses=[ToolUse("toolu_h", name, {})]), reply("ok"),
-                         reply("listed"))
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_h", name, {})]), reply("ok"), reply("listed")
+    )
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await open_with(agent, workspace, [hostile("evil", log, "names")])
         _, updates, _ = await agent.run_prompt(session, "run it", allow, timeout=60)
@@ -146,8 +153,11 @@ async def test_hostile_names_and_titles_are_shown_as_printable_text(
         if update.get("toolCallId") == "toolu_h" and "title" in update:
             shown.append(update["title"])
         for command in update.get("availableCommands") or []:
-            shown += [command["name"], command.get("description", ""),
-                      (command.get("input") or {}).get("hint", "")]
+            shown += [
+                command["name"],
+                command.get("description", ""),
+                (command.get("input") or {}).get("hint", ""),
+            ]
         if message.get("method") == "session/request_permission":
             shown.append(message["params"]["toolCall"].get("title") or "")
     shown += told(listing).splitlines()  # /mcp: a line per server
@@ -161,16 +171,18 @@ async def test_hostile_names_and_titles_are_shown_as_printable_text(
 
 
 async def test_huge_tool_definitions_do_not_grow_the_agent(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     """After its own tools, the server pages on with one tool a page whose description is
     24 MiB: every page under the line limit, twenty of them. The agent kept each until the
     listing ended (near 500 MiB of descriptions at once) before it dropped them for their size;
     it drops each as it comes now, and the server's own tools work."""
     log = tmp_path / "mcp.jsonl"
-    model_server.enqueue(reply("hello"),
-                         reply(tool_uses=[ToolUse("toolu_l", "mcp__big__lookup", {"key": "k"})]),
-                         reply("ok"))
+    model_server.enqueue(
+        reply("hello"),
+        reply(tool_uses=[ToolUse("toolu_l", "mcp__big__lookup", {"key": "k"})]),
+        reply("ok"),
+    )
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await open_with(agent, workspace, [hostile("big", log, "huge")])
         await agent.run_prompt(session, "hello", timeout=60)  # the listing takes its time

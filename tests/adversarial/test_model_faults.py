@@ -41,9 +41,13 @@ def model_server():  # type: ignore[no-untyped-def]
 
 def readable(updates: list[dict[str, Any]]) -> str:
     """The error message the user was shown (agent_message_chunk with iaccode error meta)."""
-    shown = [u["params"]["update"] for u in updates if u.get("method") == "session/update"
-             and u["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-             and (u["params"]["update"].get("_meta") or {}).get("iaccode", {}).get("error")]
+    shown = [
+        u["params"]["update"]
+        for u in updates
+        if u.get("method") == "session/update"
+        and u["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        and (u["params"]["update"].get("_meta") or {}).get("iaccode", {}).get("error")
+    ]
     return " ".join(u["content"]["text"] for u in shown)
 
 
@@ -58,29 +62,38 @@ async def goes_on(agent: AgentConnection, server: FakeModelServer, session: str)
 
 RETRY_CASES: dict[str, tuple[list[dict[str, Any]], int, str | None]] = {
     # name: (the server's answers, requests expected, the message (None: the retry succeeds))
-    "429_then_ok": ([error_status(429, retry_after=0.2), error_status(429, retry_after=0.2),
-                     reply("ok")], 3, None),
+    "429_then_ok": (
+        [error_status(429, retry_after=0.2), error_status(429, retry_after=0.2), reply("ok")],
+        3,
+        None,
+    ),
     "429_exhausted": ([error_status(429, "slow down", retry_after=0.1)] * 3, 3, "429"),
     "529_then_ok": ([error_status(529), reply("ok")], 2, None),
     "529_exhausted": ([error_status(529, "Overloaded", retry_after=0.1)] * 3, 3, "529"),
     "500_then_ok": ([error_status(500, retry_after=0.1), reply("ok")], 2, None),
     "500_exhausted": ([error_status(500, "boom", retry_after=0.1)] * 3, 3, "500"),
-    "503_html_body": ([{"status": 503, "headers": {"retry-after": "0.1"},
-                        "body": "<html>down</html>"}] * 3, 3, "503"),
+    "503_html_body": (
+        [{"status": 503, "headers": {"retry-after": "0.1"}, "body": "<html>down</html>"}] * 3,
+        3,
+        "503",
+    ),
     "reset_then_ok": ([reset(), reply("ok")], 2, None),
     "reset_exhausted": ([reset()] * 3, 3, "reach"),
     "400_not_retried": ([error_status(400, "bad request")], 1, "400"),
     "401_not_retried": ([error_status(401)], 1, "401"),
     "413_not_retried": ([error_status(413)], 1, "413"),
     "429_huge_retry_after": ([error_status(429, "wait an hour", retry_after=3600)], 1, "429"),
-    "529_huge_retry_after_ms": ([error_status(529, headers={"retry-after-ms": "3600000"})],
-                                1, "529"),
+    "529_huge_retry_after_ms": (
+        [error_status(529, headers={"retry-after-ms": "3600000"})],
+        1,
+        "529",
+    ),
 }
 
 
-async def test_error_statuses_retry_within_bounds(tmp_path: Path, workspace: Path,
-                                                  model_server: FakeModelServer,
-                                                  figures: Figures) -> None:
+async def test_error_statuses_retry_within_bounds(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     problems: dict[str, str] = {}
     async with http_agent(tmp_path, model_server.base_url) as agent:
         await agent.initialize()
@@ -89,8 +102,9 @@ async def test_error_statuses_retry_within_bounds(tmp_path: Path, workspace: Pat
             first = len(model_server.requests)
             model_server.enqueue(*answers)
             began = time.monotonic()
-            request_id = await agent.send_request("session/prompt", {
-                "sessionId": session, "prompt": [{"type": "text", "text": name}]})
+            request_id = await agent.send_request(
+                "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": name}]}
+            )
             try:
                 response, updates = await agent.response(request_id, timeout=20)
             except TimedOut:
@@ -118,8 +132,11 @@ async def test_error_statuses_retry_within_bounds(tmp_path: Path, workspace: Pat
             except AssertionError as exc:
                 problems[name] = f"afterwards: {exc}"
     assert problems == {}, "\n".join(f"{k}: {v}" for k, v in problems.items())
-    figures.add(CATEGORY, "faults_injected", sum(
-        sum(1 for a in answers if "events" not in a) for answers, _, _ in RETRY_CASES.values()))
+    figures.add(
+        CATEGORY,
+        "faults_injected",
+        sum(sum(1 for a in answers if "events" not in a) for answers, _, _ in RETRY_CASES.values()),
+    )
     figures.add(CATEGORY, "cases", len(RETRY_CASES))
 
 
@@ -134,32 +151,60 @@ def endless_pings() -> dict[str, Any]:
 
 BREAK_CASES: dict[str, tuple[dict[str, Any], str, str | None]] = {
     # name: (the broken answer, the message shown, text the history keeps (None: none))
-    "cut_mid_text": ({**reply(["Hel", "lo ", "wor", "ld"]), "cut_after": 4}, "broke off",
-                     "Hello"),
+    "cut_mid_text": ({**reply(["Hel", "lo ", "wor", "ld"]), "cut_after": 4}, "broke off", "Hello"),
     "cut_after_headers": ({**reply("never"), "cut_after": 0}, "broke off", None),
-    "cut_mid_tool_input": ({**reply("Running it.", tool_uses=[
-        ToolUse("toolu_cut", "bash", {"command": "touch ran_cut; echo a long command"})]),
-        "cut_after": 7}, "broke off", "Running it."),
-    "error_event_mid_text": (stream_error("partial answer", "overloaded_error", "Overloaded"),
-                             "overloaded_error", "partial answer"),
-    "error_event_mid_tool_input": ({"events": [
-        *reply(tool_uses=[ToolUse("toolu_err", "bash", {"command": "touch ran_err"})])
-        ["events"][:3],
-        {"type": "error", "error": {"type": "api_error", "message": "Internal"}}]},
-        "api_error", None),
-    "no_message_stop": ({"events": reply("unfinished")["events"][:-1]}, "broke off",
-                        "unfinished"),
-    "garbage_event": ({"events": [*reply("x")["events"][:2],
-                                  {"type": "content_block_delta", "index": 0,
-                                   "delta": "not an object"}]}, "unreadable", None),
-    "thinking_cut": ({**reply("answer", thinking=["hmm", "mm"]), "cut_after": 3},
-                     "broke off", None),
+    "cut_mid_tool_input": (
+        {
+            **reply(
+                "Running it.",
+                tool_uses=[
+                    ToolUse("toolu_cut", "bash", {"command": "touch ran_cut; echo a long command"})
+                ],
+            ),
+            "cut_after": 7,
+        },
+        "broke off",
+        "Running it.",
+    ),
+    "error_event_mid_text": (
+        stream_error("partial answer", "overloaded_error", "Overloaded"),
+        "overloaded_error",
+        "partial answer",
+    ),
+    "error_event_mid_tool_input": (
+        {
+            "events": [
+                *reply(tool_uses=[ToolUse("toolu_err", "bash", {"command": "touch ran_err"})])[
+                    "events"
+                ][:3],
+                {"type": "error", "error": {"type": "api_error", "message": "Internal"}},
+            ]
+        },
+        "api_error",
+        None,
+    ),
+    "no_message_stop": ({"events": reply("unfinished")["events"][:-1]}, "broke off", "unfinished"),
+    "garbage_event": (
+        {
+            "events": [
+                *reply("x")["events"][:2],
+                {"type": "content_block_delta", "index": 0, "delta": "not an object"},
+            ]
+        },
+        "unreadable",
+        None,
+    ),
+    "thinking_cut": (
+        {**reply("answer", thinking=["hmm", "mm"]), "cut_after": 3},
+        "broke off",
+        None,
+    ),
 }
 
 
 async def test_broken_streams_are_readable_and_the_history_stays_valid(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     problems: dict[str, str] = {}
     async with http_agent(tmp_path, model_server.base_url) as agent:
         await agent.initialize()
@@ -178,8 +223,13 @@ async def test_broken_streams_are_readable_and_the_history_stays_valid(
                 problems[name] = f"afterwards: {exc}"
                 continue
             history = model_server.requests[-1].body["messages"]
-            texts = [b.get("text", "") for m in history if m["role"] == "assistant"
-                     for b in m["content"] if b.get("type") == "text"]
+            texts = [
+                b.get("text", "")
+                for m in history
+                if m["role"] == "assistant"
+                for b in m["content"]
+                if b.get("type") == "text"
+            ]
             if kept is not None and kept not in " ".join(texts):
                 problems[name] = f"the partial answer was lost: {texts}"
             if any(b.get("type") == "thinking" for m in history for b in m["content"]):
@@ -191,12 +241,18 @@ async def test_broken_streams_are_readable_and_the_history_stays_valid(
     figures.add(CATEGORY, "cases", len(BREAK_CASES))
 
 
-async def _prompt_and_cancel(agent: AgentConnection, server: FakeModelServer, session: str,
-                             how: str, wait_for: str | None, workspace: Path
-                             ) -> tuple[dict[str, Any], float]:
+async def _prompt_and_cancel(
+    agent: AgentConnection,
+    server: FakeModelServer,
+    session: str,
+    how: str,
+    wait_for: str | None,
+    workspace: Path,
+) -> tuple[dict[str, Any], float]:
     asked = len(server.requests)
-    request_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": how}]})
+    request_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": how}]}
+    )
     if wait_for == "permission":
         while True:
             message = await agent.receive()
@@ -228,19 +284,24 @@ CANCEL_CASES: dict[str, tuple[list[dict[str, Any]], str | None, str]] = {
     "endless_pings": ([endless_pings()], "agent_message_chunk", "cancel"),
     "retry_wait": ([error_status(429, retry_after=30)], None, "cancel"),
     "mid_stream": ([slow_text(200, 0.05)], "agent_message_chunk", "cancel"),
-    "thinking": ([reply("x", thinking=[f"t{i} " for i in range(200)], delay=0.05)],
-                 "agent_thought_chunk", "cancel"),
-    "tool_running": ([reply(tool_uses=[ToolUse("toolu_s", "bash",
-                                               {"command": "touch started; sleep 30"})])],
-                     "permission", "cancel"),
+    "thinking": (
+        [reply("x", thinking=[f"t{i} " for i in range(200)], delay=0.05)],
+        "agent_thought_chunk",
+        "cancel",
+    ),
+    "tool_running": (
+        [reply(tool_uses=[ToolUse("toolu_s", "bash", {"command": "touch started; sleep 30"})])],
+        "permission",
+        "cancel",
+    ),
     "cancel_request_while_hanging": ([hang()], None, "cancel_request"),
     "close_while_streaming": ([slow_text(200, 0.05)], "agent_message_chunk", "close"),
 }
 
 
-async def test_cancel_works_at_every_point(tmp_path: Path, workspace: Path,
-                                           model_server: FakeModelServer,
-                                           figures: Figures) -> None:
+async def test_cancel_works_at_every_point(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     problems: dict[str, str] = {}
     latencies: list[float] = []
     async with http_agent(tmp_path, model_server.base_url) as agent:
@@ -249,8 +310,9 @@ async def test_cancel_works_at_every_point(tmp_path: Path, workspace: Path,
             (workspace / "started").unlink(missing_ok=True)
             session = await agent.new_session(workspace)
             model_server.enqueue(*answers)
-            response, took = await _prompt_and_cancel(agent, model_server, session, how,
-                                                      wait_for, workspace)
+            response, took = await _prompt_and_cancel(
+                agent, model_server, session, how, wait_for, workspace
+            )
             latencies.append(took)
             if how == "cancel_request":
                 if response.get("error", {}).get("code") != -32800:
@@ -262,8 +324,9 @@ async def test_cancel_works_at_every_point(tmp_path: Path, workspace: Path,
             if survivors(workspace):
                 problems[name] = f"processes left: {survivors(workspace)}"
             if how == "close":
-                answer = await agent.request("session/load", {
-                    "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+                answer = await agent.request(
+                    "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+                )
                 if "result" not in answer:
                     problems[name] = f"load after close: {answer}"
             try:

@@ -87,11 +87,14 @@ class Flipper:
         os.replace(temp, self.workspace / name)
 
     def __enter__(self) -> Flipper:
-        pairs = {name: [str(inside), str(outside)]
-                 for name, (inside, outside) in self.pairs.items()}
+        pairs = {
+            name: [str(inside), str(outside)] for name, (inside, outside) in self.pairs.items()
+        }
         self._process = subprocess.Popen(
             [sys.executable, "-c", _FLIP, json.dumps([str(self.workspace), pairs])],
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self._process.stdout is not None
         assert self._process.stdout.readline() == "ready\n"
         return self
@@ -124,8 +127,8 @@ def uses(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
 
 
 async def test_regression_symlink_swapped_between_check_and_use(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     x = workspace.parent
     (workspace / "inside.txt").write_text("INSIDE alpha\n")
     (workspace / "sub").mkdir()
@@ -133,13 +136,21 @@ async def test_regression_symlink_swapped_between_check_and_use(
     (x / "secret.txt").write_text(f"{SECRET} alpha\n")
     (x / "outdir").mkdir()
     (x / "outdir" / "f.txt").write_text(f"{SECRET} alpha\n")
-    pairs = {"link": (workspace / "inside.txt", x / "secret.txt"),
-             "linkdir": (workspace / "sub", x / "outdir")}
+    pairs = {
+        "link": (workspace / "inside.txt", x / "secret.txt"),
+        "linkdir": (workspace / "sub", x / "outdir"),
+    }
     calls = racing_calls()
     # A few calls per answer: an answer's calls are checked in one quick burst, which a busy
     # machine may run inside one time slice of the flipper; many bursts see both sides.
-    model_server.enqueue(*(uses(c[i:i + CALLS_PER_ANSWER]) for c in calls.values()
-                           for i in range(0, len(c), CALLS_PER_ANSWER)), reply("done"))
+    model_server.enqueue(
+        *(
+            uses(c[i : i + CALLS_PER_ANSWER])
+            for c in calls.values()
+            for i in range(0, len(c), CALLS_PER_ANSWER)
+        ),
+        reply("done"),
+    )
 
     async with http_agent(tmp_path, model_server.base_url) as agent:
         session = await start(agent, workspace)
@@ -149,8 +160,9 @@ async def test_regression_symlink_swapped_between_check_and_use(
             flipper.point(name, inside)
         before = tree_snapshot(x, skip=workspace)
         with flipper:
-            response, updates, requests = await agent.run_prompt(session, "race", reject,
-                                                                 timeout=120)
+            response, updates, requests = await agent.run_prompt(
+                session, "race", reject, timeout=120
+            )
         assert response["result"]["stopReason"] == "end_turn", response
 
     asked = asked_ids(requests)
@@ -169,8 +181,11 @@ async def test_regression_symlink_swapped_between_check_and_use(
                 counts["refused"] += 1
             else:
                 shown = "inside.txt" if args["path"] == "link" else "sub/f.txt"
-                expected = {"read_file": "INSIDE alpha", "write_file": f"Wrote {shown}",
-                            "edit_file": f"Edited {shown}"}[tool]
+                expected = {
+                    "read_file": "INSIDE alpha",
+                    "write_file": f"Wrote {shown}",
+                    "edit_file": f"Edited {shown}",
+                }[tool]
                 assert expected in content, (call_id, content)
                 counts["inside"] += 1
         # The race was run: some calls were judged inside, some outside.

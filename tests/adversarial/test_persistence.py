@@ -104,9 +104,17 @@ class Tracked:
 
     def inherited(self) -> Tracked:
         """What a fork asked for now must hold (its id is filled in by the answer)."""
-        return Tracked("", [Turn(t.text, t.answered, t.model_activity) for t in self.turns
-                            if t.answered or t.model_activity],
-                       set(self.started_calls), set(self.ended_calls), self.compactions_seen)
+        return Tracked(
+            "",
+            [
+                Turn(t.text, t.answered, t.model_activity)
+                for t in self.turns
+                if t.answered or t.model_activity
+            ],
+            set(self.started_calls),
+            set(self.ended_calls),
+            self.compactions_seen,
+        )
 
 
 class Menu:
@@ -118,33 +126,62 @@ class Menu:
 
     def one(self) -> dict[str, Any]:
         n = next(self.ids)
-        choice = self.rng.choice(["text", "text", "thinking", "bash", "big_output",
-                                  "big_write", "reads", "slow_bash"])
+        choice = self.rng.choice(
+            ["text", "text", "thinking", "bash", "big_output", "big_write", "reads", "slow_bash"]
+        )
         if choice == "text":
-            return reply([f"t{n}w{i} " for i in range(self.rng.randint(3, 40))],
-                         delay=self.rng.choice([0.0, 0.005, 0.02]))
+            return reply(
+                [f"t{n}w{i} " for i in range(self.rng.randint(3, 40))],
+                delay=self.rng.choice([0.0, 0.005, 0.02]),
+            )
         if choice == "thinking":
             return reply([f"a{n} "] * 5, thinking=[f"h{n}x{i} " for i in range(20)], delay=0.01)
         if choice == "bash":
-            return reply(f"running {n}", tool_uses=[ToolUse(f"toolu_{n}", "bash", {
-                "command": f"echo out{n}; sleep 0.{self.rng.randint(0, 5)}"})])
+            return reply(
+                f"running {n}",
+                tool_uses=[
+                    ToolUse(
+                        f"toolu_{n}",
+                        "bash",
+                        {"command": f"echo out{n}; sleep 0.{self.rng.randint(0, 5)}"},
+                    )
+                ],
+            )
         if choice == "slow_bash":
             return reply(tool_uses=[ToolUse(f"toolu_{n}", "bash", {"command": "sleep 5"})])
         if choice == "big_output":
-            return reply(tool_uses=[ToolUse(f"toolu_{n}", "bash", {
-                "command": "head -c 400000 /dev/zero | tr '\\0' a"})])
+            return reply(
+                tool_uses=[
+                    ToolUse(
+                        f"toolu_{n}", "bash", {"command": "head -c 400000 /dev/zero | tr '\\0' a"}
+                    )
+                ]
+            )
         if choice == "big_write":
-            return reply(tool_uses=[ToolUse(f"toolu_{n}", "write_file", {
-                "path": f"big{n}.txt", "content": "b" * 400_000})])
-        return reply(tool_uses=[ToolUse(f"toolu_{n}r{i}", "read_file", {"path": "small.txt"})
-                                for i in range(3)])
+            return reply(
+                tool_uses=[
+                    ToolUse(
+                        f"toolu_{n}",
+                        "write_file",
+                        {"path": f"big{n}.txt", "content": "b" * 400_000},
+                    )
+                ]
+            )
+        return reply(
+            tool_uses=[
+                ToolUse(f"toolu_{n}r{i}", "read_file", {"path": "small.txt"}) for i in range(3)
+            ]
+        )
 
     def trigger(self) -> Exchange:
         """A tool call in an answer that fills 95% of the context: once its result is recorded
         the turn compacts (when the session has an earlier turn to summarise)."""
         n = next(self.ids)
-        return reply(f"compacting {n}", input_tokens=190_000, tool_uses=[
-            ToolUse(f"toolu_{n}{TRIGGER}", "read_file", {"path": "small.txt"})])
+        return reply(
+            f"compacting {n}",
+            input_tokens=190_000,
+            tool_uses=[ToolUse(f"toolu_{n}{TRIGGER}", "read_file", {"path": "small.txt"})],
+        )
 
     def summary(self) -> Exchange:
         """The next answer: the summary when a compaction asks, streamed slowly."""
@@ -154,8 +191,9 @@ class Menu:
     def script(self, size: int, compaction: str | None = None) -> list[dict[str, Any]]:
         """``size`` answers; ``compaction`` "auto" starts with a trigger, "manual" (a
         ``/compact`` prompt is sent first) with its summary."""
-        exchanges = {"auto": [self.trigger(), self.summary()],
-                     "manual": [self.summary()]}.get(compaction or "", [])
+        exchanges = {"auto": [self.trigger(), self.summary()], "manual": [self.summary()]}.get(
+            compaction or "", []
+        )
         while len(exchanges) < size:
             if self.rng.random() < 0.06:
                 exchanges += [self.trigger(), self.summary()]
@@ -212,8 +250,9 @@ def script_env(home: Path, exchanges: list[Exchange], pycache: Path) -> dict[str
     env = scripted_env(home, [], {"IAC_CODE_LOG_LEVEL": "WARNING"})
     if env.pop("PYTHONDONTWRITEBYTECODE", None):
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
-    Path(env["IAC_CODE_MODEL_SCRIPT"]).write_text(json.dumps(
-        {"version": SCRIPT_VERSION, "exchanges": exchanges}, separators=(",", ":")))
+    Path(env["IAC_CODE_MODEL_SCRIPT"]).write_text(
+        json.dumps({"version": SCRIPT_VERSION, "exchanges": exchanges}, separators=(",", ":"))
+    )
     return env
 
 
@@ -234,9 +273,14 @@ def compaction_audit(records: list[dict[str, Any]]) -> tuple[list[str], int, set
     for record in records:
         if record.get("type") == "message" and isinstance(record.get("message"), dict):
             message = record["message"]
-            answered = {str(b.get("tool_use_id")) for b in message.get("content") or []
-                        if isinstance(b, dict) and b.get("type") == "tool_result"
-                        and not b.get("is_error") and TRIGGER in str(b.get("tool_use_id"))}
+            answered = {
+                str(b.get("tool_use_id"))
+                for b in message.get("content") or []
+                if isinstance(b, dict)
+                and b.get("type") == "tool_result"
+                and not b.get("is_error")
+                and TRIGGER in str(b.get("tool_use_id"))
+            }
             if answered and any(start > 0 for start in turn_starts(messages)):
                 started |= answered
             messages.append(message)
@@ -244,40 +288,66 @@ def compaction_audit(records: list[dict[str, Any]]) -> tuple[list[str], int, set
             count += 1
             new = record.get("messages")
             recent = new[2:] if isinstance(new, list) else []
-            if not (isinstance(new, list) and len(new) > 2 and new[0].get("role") == "user"
-                    and SUMMARY in json.dumps(new[0]) and new[1].get("role") == "assistant"):
-                problems.append(f"compaction {count} is not a summary and recent turns: "
-                                f"{json.dumps(new)[:300]}")
-            elif not (len(recent) < len(messages) and messages[-len(recent):] == recent
-                      and len(messages) - len(recent) in turn_starts(messages)):
-                problems.append(f"compaction {count} does not keep whole recent turns: "
-                                f"{len(recent)} kept of {len(messages)}")
+            if not (
+                isinstance(new, list)
+                and len(new) > 2
+                and new[0].get("role") == "user"
+                and SUMMARY in json.dumps(new[0])
+                and new[1].get("role") == "assistant"
+            ):
+                problems.append(
+                    f"compaction {count} is not a summary and recent turns: {json.dumps(new)[:300]}"
+                )
+            elif not (
+                len(recent) < len(messages)
+                and messages[-len(recent) :] == recent
+                and len(messages) - len(recent) in turn_starts(messages)
+            ):
+                problems.append(
+                    f"compaction {count} does not keep whole recent turns: "
+                    f"{len(recent)} kept of {len(messages)}"
+                )
             messages = list(new) if isinstance(new, list) else []
     return problems, count, started
 
 
-def check_after_kill(records: list[dict[str, Any]], tracked: Tracked
-                     ) -> tuple[list[str], set[str]]:
+def check_after_kill(records: list[dict[str, Any]], tracked: Tracked) -> tuple[list[str], set[str]]:
     """The problems of one session's records; and the compactions started in it."""
     problems = []
-    users = [r["message"] for r in records if r.get("type") == "message"
-             and r["message"].get("role") == "user"]
-    user_texts = {b.get("text") for m in users for b in m.get("content") or []
-                  if isinstance(b, dict)}
-    tool_ids = {b.get("id") for r in records if r.get("type") == "message"
-                for b in r["message"].get("content") or [] if b.get("type") == "tool_use"}
+    users = [
+        r["message"]
+        for r in records
+        if r.get("type") == "message" and r["message"].get("role") == "user"
+    ]
+    user_texts = {
+        b.get("text") for m in users for b in m.get("content") or [] if isinstance(b, dict)
+    }
+    tool_ids = {
+        b.get("id")
+        for r in records
+        if r.get("type") == "message"
+        for b in r["message"].get("content") or []
+        if b.get("type") == "tool_use"
+    }
     call_records = {r["start"].get("toolCallId") for r in records if r.get("type") == "tool_call"}
     for turn in tracked.turns:
         if (turn.answered or turn.model_activity) and turn.text not in user_texts:
             problems.append(f"the prompt {turn.text!r} was lost")
     for index, turn in enumerate(tracked.turns):
         if turn.answered == "end_turn":
-            position = next((i for i, r in enumerate(records) if r.get("type") == "message"
-                             and any(b.get("text") == turn.text
-                                     for b in r["message"].get("content") or [])), None)
-            after = records[position + 1:] if position is not None else []
-            if not any(r.get("type") == "message" and r["message"]["role"] == "assistant"
-                       for r in after):
+            position = next(
+                (
+                    i
+                    for i, r in enumerate(records)
+                    if r.get("type") == "message"
+                    and any(b.get("text") == turn.text for b in r["message"].get("content") or [])
+                ),
+                None,
+            )
+            after = records[position + 1 :] if position is not None else []
+            if not any(
+                r.get("type") == "message" and r["message"]["role"] == "assistant" for r in after
+            ):
                 problems.append(f"the answer to {turn.text!r} (turn {index}) was lost")
     lost_uses = tracked.started_calls - tool_ids
     if lost_uses:
@@ -289,8 +359,10 @@ def check_after_kill(records: list[dict[str, Any]], tracked: Tracked
     problems += bad_compactions
     tracked.compacted = compactions > 0
     if compactions < tracked.compactions_seen:
-        problems.append(f"compactions the client saw recorded lost: {compactions} records, "
-                        f"{tracked.compactions_seen} notices")
+        problems.append(
+            f"compactions the client saw recorded lost: {compactions} records, "
+            f"{tracked.compactions_seen} notices"
+        )
     transcript = Transcript.from_records(records)
     transcript.repair()
     bad = history_problems(api_messages(transcript.messages))
@@ -322,8 +394,9 @@ async def kill_round(lane: Lane, round_no: int) -> tuple[list[str], int]:
     async with spawn_agent(env, lane.base / "kill.stderr") as agent:
         await agent.initialize()
         for session_id in loads:
-            answer = await agent.request("session/load", {
-                "sessionId": session_id, "cwd": str(workspace), "mcpServers": []})
+            answer = await agent.request(
+                "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+            )
             assert "result" in answer, (session_id, answer)
             touched.append(session_id)
         for _ in range(rng.randint(1, 2)):
@@ -332,8 +405,7 @@ async def kill_round(lane: Lane, round_no: int) -> tuple[list[str], int]:
             touched.append(session_id)
         for session_id in touched:
             if rng.random() < 0.6:
-                await agent.call("session/set_mode", {"sessionId": session_id,
-                                                      "modeId": "bypass"})
+                await agent.call("session/set_mode", {"sessionId": session_id, "modeId": "bypass"})
         agent._unread.clear()  # the replays of the loads: what was seen before, not now
         serialize_sends(agent)
         pending: dict[int, tuple[str, Turn | Tracked | None]] = {}
@@ -366,8 +438,13 @@ async def kill_round(lane: Lane, round_no: int) -> tuple[list[str], int]:
                         elif isinstance(what, Tracked) and "result" in message:
                             what.session_id = message["result"]["sessionId"]
                             known[what.session_id] = what
-            except (EOFError, AssertionError, ValueError, trio.BrokenResourceError,
-                    trio.ClosedResourceError):
+            except (
+                EOFError,
+                AssertionError,
+                ValueError,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+            ):
                 pass
             finally:
                 done.set()
@@ -381,12 +458,18 @@ async def kill_round(lane: Lane, round_no: int) -> tuple[list[str], int]:
             if kind not in ("available_commands_update", "current_mode_update"):
                 working.set()
             if kind == "agent_message_chunk" and COMPACTED in str(
-                    (update.get("content") or {}).get("text")):
+                (update.get("content") or {}).get("text")
+            ):
                 tracked.compactions_seen += 1
                 lane.compactions_completed += 1
             turn = active.get(tracked.session_id)
-            if turn is not None and kind in ("agent_message_chunk", "agent_thought_chunk",
-                                             "tool_call", "tool_call_update", "usage_update"):
+            if turn is not None and kind in (
+                "agent_message_chunk",
+                "agent_thought_chunk",
+                "tool_call",
+                "tool_call_update",
+                "usage_update",
+            ):
                 turn.model_activity = True
             if kind == "tool_call":
                 tracked.started_calls.add(update["toolCallId"])
@@ -406,8 +489,10 @@ async def kill_round(lane: Lane, round_no: int) -> tuple[list[str], int]:
                     tracked.turns.append(turn)
                     active[session_id] = turn
                     text, what = turn.text, turn
-                request_id = await agent.send_request("session/prompt", {
-                    "sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+                request_id = await agent.send_request(
+                    "session/prompt",
+                    {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+                )
                 pending[request_id] = (session_id, what)
             if rng.random() >= EARLY_KILLS:
                 # The clock starts when the agent shows it works on a prompt: however slow a
@@ -421,8 +506,9 @@ async def kill_round(lane: Lane, round_no: int) -> tuple[list[str], int]:
                 kill_at -= fork_at
                 source = rng.choice(touched)
                 inheritance = known[source].inherited()  # before the request: all on disk
-                request_id = await agent.send_request("session/fork", {
-                    "sessionId": source, "cwd": str(workspace), "mcpServers": []})
+                request_id = await agent.send_request(
+                    "session/fork", {"sessionId": source, "cwd": str(workspace), "mcpServers": []}
+                )
                 pending[request_id] = (source, inheritance)
             await trio.sleep(kill_at)
             agent.process.send_signal(signal.SIGKILL)
@@ -483,10 +569,9 @@ async def run_lane(lane: Lane, plan: Plan) -> None:
     kill_quietly(survivors(lane.workspace))
 
 
-async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
-                                       soak_run: bool) -> None:
+async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures, soak_run: bool) -> None:
     kills = 1000 if soak_run else 200
-    seed = int(os.environ.get(SEED_VARIABLE) or random.randrange(2 ** 32))
+    seed = int(os.environ.get(SEED_VARIABLE) or random.randrange(2**32))
     replay = f"seed {seed} (replay its choices: {SEED_VARIABLE}={seed})"
     lanes = [Lane(number, seed, tmp_path / f"lane{number}") for number in range(LANES)]
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
@@ -508,8 +593,9 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
     tracked = {}
     for lane in lanes:
         for session_id, session in lane.known.items():
-            shutil.copytree(lane.root / session_id, home / "sessions" / session_id,
-                            copy_function=os.link)  # the lanes are done with them
+            shutil.copytree(
+                lane.root / session_id, home / "sessions" / session_id, copy_function=os.link
+            )  # the lanes are done with them
             tracked[session_id] = (lane, session)
     size = VERIFIED * (10 if soak_run else 1)
     picker = random.Random(seed)  # those that compacted (up to half), and others at random
@@ -525,8 +611,9 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
             assert set(tracked) <= listed, (replay, "not listed", set(tracked) - listed)
             for session_id in sample:
                 lane, session = tracked[session_id]
-                await verify(agent, server, home / "sessions", session_id, lane.workspace,
-                             session, replay)
+                await verify(
+                    agent, server, home / "sessions", session_id, lane.workspace, session, replay
+                )
                 loads += 1
     assert guard_violations(home) == []
     started = sum(len(lane.triggers) + lane.manual_compactions for lane in lanes)
@@ -535,8 +622,11 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
     figures.add(CATEGORY, "sessions", len(tracked))
     figures.add(CATEGORY, "sessions_verified_on_sdk", len(sample))
     figures.add(CATEGORY, "session_loads", loads)
-    figures.add(CATEGORY, "turns_interrupted", sum(
-        1 for _, session in tracked.values() for turn in session.turns if not turn.answered))
+    figures.add(
+        CATEGORY,
+        "turns_interrupted",
+        sum(1 for _, session in tracked.values() for turn in session.turns if not turn.answered),
+    )
     figures.add(CATEGORY, "torn_history_tails_seen", sum(lane.torn for lane in lanes))
     figures.add(CATEGORY, "compactions_started", started)
     figures.add(CATEGORY, "compactions_completed", completed)
@@ -544,17 +634,29 @@ async def test_kill_9_at_random_points(tmp_path: Path, figures: Figures,
     figures.add(CATEGORY, "cases", kills)
 
 
-async def verify(agent: AgentConnection, server: FakeModelServer, root: Path, session_id: str,
-                 workspace: Path, session: Tracked, replay: str) -> None:
+async def verify(
+    agent: AgentConnection,
+    server: FakeModelServer,
+    root: Path,
+    session_id: str,
+    workspace: Path,
+    session: Tracked,
+    replay: str,
+) -> None:
     """Load and prompt one session: the request must be valid and hold every answered prompt
     that no compaction summarised (and the summary, if there was one)."""
     records, _ = stored(root, session_id)
     compactions = [i for i, r in enumerate(records) if r.get("type") == "compaction"]
-    summarised = {json.dumps(b.get("text")) for r in records[:max(compactions or [0])]
-                  if r.get("type") == "message"
-                  for b in r["message"].get("content") or [] if isinstance(b, dict)}
-    answer = await agent.request("session/load", {
-        "sessionId": session_id, "cwd": str(workspace), "mcpServers": []})
+    summarised = {
+        json.dumps(b.get("text"))
+        for r in records[: max(compactions or [0])]
+        if r.get("type") == "message"
+        for b in r["message"].get("content") or []
+        if isinstance(b, dict)
+    }
+    answer = await agent.request(
+        "session/load", {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    )
     assert "result" in answer, (replay, session_id, answer)
     sent = len(server.requests)
     response, _, _ = await agent.run_prompt(session_id, "verify", allow, timeout=30)
@@ -562,8 +664,11 @@ async def verify(agent: AgentConnection, server: FakeModelServer, root: Path, se
     body = server.requests[sent].body
     assert history_problems(body["messages"]) == [], (replay, session_id, body["messages"])
     seen = json.dumps(body["messages"])
-    lost = [t.text for t in session.turns if t.answered
-            and json.dumps(t.text) not in seen and json.dumps(t.text) not in summarised]
+    lost = [
+        t.text
+        for t in session.turns
+        if t.answered and json.dumps(t.text) not in seen and json.dumps(t.text) not in summarised
+    ]
     assert lost == [], f"{replay}: {session_id}: answered prompts missing: {lost}"
     assert not compactions or SUMMARY in seen, (replay, session_id, "the summary is not sent")
 

@@ -28,8 +28,11 @@ from tests.adversarial.conftest import Figures
 from tests.adversarial.support import NULL_ID, LineAgent, rss_kib, scripted_env
 
 CATEGORY = "protocol"
-INIT = {"protocolVersion": 1, "clientCapabilities": {},
-        "clientInfo": {"name": "adv", "version": "0"}}
+INIT = {
+    "protocolVersion": 1,
+    "clientCapabilities": {},
+    "clientInfo": {"name": "adv", "version": "0"},
+}
 PONGS = 4000
 
 
@@ -40,14 +43,23 @@ def examples(soak_run: bool, default: int) -> int:
 def fuzz_settings(count: int) -> settings:
     """``count`` examples; the same ones on every run (tests/conftest.py's ``ci`` profile),
     new random ones under ``--hypothesis-profile=fuzz`` (``nox -s fuzz``)."""
-    return settings(max_examples=count, deadline=None,
-                    suppress_health_check=list(HealthCheck), database=None)
+    return settings(
+        max_examples=count, deadline=None, suppress_health_check=list(HealthCheck), database=None
+    )
 
 
-def agent_for(tmp_path: Path, name: str, exchanges: list[dict[str, Any]] | None = None,
-              extra: dict[str, str] | None = None, **kwargs: Any) -> LineAgent:
-    env = scripted_env(tmp_path / f"{name}-home",
-                       exchanges if exchanges is not None else [reply("pong")] * PONGS, extra)
+def agent_for(
+    tmp_path: Path,
+    name: str,
+    exchanges: list[dict[str, Any]] | None = None,
+    extra: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> LineAgent:
+    env = scripted_env(
+        tmp_path / f"{name}-home",
+        exchanges if exchanges is not None else [reply("pong")] * PONGS,
+        extra,
+    )
     return LineAgent(env, tmp_path / f"{name}.stderr", **kwargs)
 
 
@@ -55,20 +67,27 @@ def deep_probe(agent: LineAgent, cwd: Path) -> None:
     """A whole turn still works: new session, prompt, a streamed answer, end_turn."""
     session = agent.call("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
     seen = len(agent.notifications)
-    result = agent.call("session/prompt", {"sessionId": session,
-                                           "prompt": [{"type": "text", "text": "ping"}]})
+    result = agent.call(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "ping"}]}
+    )
     assert result["stopReason"] == "end_turn", result
-    texts = [n["params"]["update"]["content"]["text"] for n in agent.notifications[seen:]
-             if n["params"]["sessionId"] == session
-             and n["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+    texts = [
+        n["params"]["update"]["content"]["text"]
+        for n in agent.notifications[seen:]
+        if n["params"]["sessionId"] == session
+        and n["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
     assert "pong" in "".join(texts), texts
 
 
 def streamed_text(agent: LineAgent, session: str) -> str:
     """The agent's message text streamed to ``session`` so far."""
-    return "".join(n["params"]["update"]["content"].get("text", "") for n in agent.notifications
-                   if n["params"].get("sessionId") == session
-                   and n["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    return "".join(
+        n["params"]["update"]["content"].get("text", "")
+        for n in agent.notifications
+        if n["params"].get("sessionId") == session
+        and n["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
 
 
 def finish(agent: LineAgent, figures: Figures, cases: int) -> None:
@@ -83,30 +102,61 @@ def finish(agent: LineAgent, figures: Figures, cases: int) -> None:
 any_text = st.text(st.characters(exclude_categories=()), max_size=40)
 """Any code point, lone surrogates included (they are valid JSON escapes)."""
 
-scalars = (st.none() | st.booleans() | st.integers(min_value=-(2 ** 70), max_value=2 ** 70)
-           | st.floats() | any_text)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | any_text
+)
 json_values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 ENVELOPE_KEYS = ["jsonrpc", "id", "method", "params", "result", "error"]
-method_names = st.sampled_from(sorted({*REQUESTS, *NOTIFICATIONS, "$/cancel_request",
-                                       "session/request_permission", "fs/read_text_file",
-                                       "_vendor/x", "", "initialize "})) | any_text
-ids = (st.integers(min_value=-(2 ** 64), max_value=2 ** 64) | any_text | st.none()
-       | st.booleans() | st.floats() | st.lists(st.integers(), max_size=2)
-       | st.dictionaries(any_text, st.integers(), max_size=1))
+method_names = (
+    st.sampled_from(
+        sorted(
+            {
+                *REQUESTS,
+                *NOTIFICATIONS,
+                "$/cancel_request",
+                "session/request_permission",
+                "fs/read_text_file",
+                "_vendor/x",
+                "",
+                "initialize ",
+            }
+        )
+    )
+    | any_text
+)
+ids = (
+    st.integers(min_value=-(2**64), max_value=2**64)
+    | any_text
+    | st.none()
+    | st.booleans()
+    | st.floats()
+    | st.lists(st.integers(), max_size=2)
+    | st.dictionaries(any_text, st.integers(), max_size=1)
+)
 ids = ids.filter(lambda v: not (isinstance(v, str) and v.startswith("probe:")))
-envelopes = st.fixed_dictionaries({}, optional={
-    "jsonrpc": st.sampled_from(["2.0", "2.0"]) | json_values,
-    "id": ids,
-    "method": method_names | json_values,
-    "params": json_values,
-    "result": json_values,
-    "error": json_values | st.fixed_dictionaries(
-        {"code": st.integers() | json_values, "message": any_text | json_values}),
-}) | st.dictionaries(st.sampled_from(ENVELOPE_KEYS) | any_text, json_values, max_size=6)
+envelopes = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "2.0"]) | json_values,
+        "id": ids,
+        "method": method_names | json_values,
+        "params": json_values,
+        "result": json_values,
+        "error": json_values
+        | st.fixed_dictionaries(
+            {"code": st.integers() | json_values, "message": any_text | json_values}
+        ),
+    },
+) | st.dictionaries(st.sampled_from(ENVELOPE_KEYS) | any_text, json_values, max_size=6)
 
 
 def dumps(value: Any) -> bytes:
@@ -119,11 +169,14 @@ raw_lines = st.one_of(
     envelopes.map(dumps),
     # Invalid UTF-8 inside an otherwise valid request.
     st.binary(min_size=1, max_size=8).map(
-        lambda junk: b'{"jsonrpc": "2.0", "id": 1, "method": "ses' + junk + b'"}'),
+        lambda junk: b'{"jsonrpc": "2.0", "id": 1, "method": "ses' + junk + b'"}'
+    ),
     # A valid request cut short.
     st.integers(min_value=1, max_value=60).map(
-        lambda n: dumps({"jsonrpc": "2.0", "id": "cut", "method": "session/list",
-                         "params": {"cwd": "/"}})[:n]),
+        lambda n: dumps(
+            {"jsonrpc": "2.0", "id": "cut", "method": "session/list", "params": {"cwd": "/"}}
+        )[:n]
+    ),
 )
 batches = st.lists(raw_lines, min_size=1, max_size=4).map(lambda lines: b"\n".join(lines) + b"\n")
 
@@ -131,8 +184,14 @@ batches = st.lists(raw_lines, min_size=1, max_size=4).map(lambda lines: b"\n".jo
 # -- random lines, envelopes -------------------------------------------------------------------
 
 
-def fuzz_lines(tmp_path: Path, workspace: Path, figures: Figures, name: str,
-               lines: st.SearchStrategy[bytes], count: int) -> None:
+def fuzz_lines(
+    tmp_path: Path,
+    workspace: Path,
+    figures: Figures,
+    name: str,
+    lines: st.SearchStrategy[bytes],
+    count: int,
+) -> None:
     """One agent takes ``count`` Hypothesis examples of ``lines``; after each, a valid request
     is still answered; at the end a whole turn still works."""
     with agent_for(tmp_path, name) as agent:
@@ -156,16 +215,23 @@ def as_lines(messages: list[Any]) -> bytes:
     return b"".join(dumps(m) + b"\n" for m in messages)
 
 
-def test_random_lines_keep_the_agent_serving(tmp_path: Path, workspace: Path,
-                                             figures: Figures, soak_run: bool) -> None:
+def test_random_lines_keep_the_agent_serving(
+    tmp_path: Path, workspace: Path, figures: Figures, soak_run: bool
+) -> None:
     fuzz_lines(tmp_path, workspace, figures, "lines", batches, examples(soak_run, 250))
 
 
-def test_jsonrpc_messages_of_every_shape(tmp_path: Path, workspace: Path,
-                                         figures: Figures, soak_run: bool) -> None:
-    fuzz_lines(tmp_path, workspace, figures, "shapes",
-               st.lists(envelopes, min_size=1, max_size=3).map(as_lines),
-               examples(soak_run, 250))
+def test_jsonrpc_messages_of_every_shape(
+    tmp_path: Path, workspace: Path, figures: Figures, soak_run: bool
+) -> None:
+    fuzz_lines(
+        tmp_path,
+        workspace,
+        figures,
+        "shapes",
+        st.lists(envelopes, min_size=1, max_size=3).map(as_lines),
+        examples(soak_run, 250),
+    )
 
 
 # -- wrong params for every routed method ------------------------------------------------------
@@ -173,8 +239,15 @@ def test_jsonrpc_messages_of_every_shape(tmp_path: Path, workspace: Path,
 STR, INT, BOOL, OBJ, ARR = "str", "int", "bool", "obj", "arr"
 ANY = "any"
 """Any JSON value is right (``protocolVersion``: one we cannot read is negotiated, not refused)."""
-JSON_KIND: dict[type, str] = {str: STR, int: INT, bool: BOOL, dict: OBJ, list: ARR,
-                              float: "float", type(None): "null"}
+JSON_KIND: dict[type, str] = {
+    str: STR,
+    int: INT,
+    bool: BOOL,
+    dict: OBJ,
+    list: ARR,
+    float: "float",
+    type(None): "null",
+}
 
 
 def kind_of(value: Any) -> str:
@@ -185,53 +258,92 @@ def kind_of(value: Any) -> str:
 Spec = dict[tuple[Any, ...], tuple[str, bool, bool]]
 META: Spec = {("_meta",): (OBJ, False, True)}
 SESSION_ONLY: Spec = {("sessionId",): (STR, True, False), **META}
-LOAD: Spec = {("sessionId",): (STR, True, False), ("cwd",): (STR, True, False),
-              ("mcpServers",): (ARR, False, False), ("mcpServers", 0): (OBJ, False, False),
-              ("additionalDirectories",): (ARR, False, True),
-              ("additionalDirectories", 0): (STR, False, False), **META}
+LOAD: Spec = {
+    ("sessionId",): (STR, True, False),
+    ("cwd",): (STR, True, False),
+    ("mcpServers",): (ARR, False, False),
+    ("mcpServers", 0): (OBJ, False, False),
+    ("additionalDirectories",): (ARR, False, True),
+    ("additionalDirectories", 0): (STR, False, False),
+    **META,
+}
 
 
-def templates(session: str, victim: Callable[[], str], cwd: str
-              ) -> dict[str, tuple[Callable[[], dict[str, Any]], Spec]]:
+def templates(
+    session: str, victim: Callable[[], str], cwd: str
+) -> dict[str, tuple[Callable[[], dict[str, Any]], Spec]]:
     """Valid params and their field specs, for every method the agent routes. Half the prompts
     go to a fresh session: only a first prompt sets the title."""
     flip = itertools.cycle([True, False])
-    load = lambda: {"sessionId": session, "cwd": cwd,  # noqa: E731
-                    "mcpServers": [{"name": "m", "command": "x"}], "additionalDirectories": [cwd]}
+    load = lambda: {  # noqa: E731
+        "sessionId": session,
+        "cwd": cwd,
+        "mcpServers": [{"name": "m", "command": "x"}],
+        "additionalDirectories": [cwd],
+    }
     config = lambda: {"sessionId": session, "configId": "mode", "value": "default"}  # noqa: E731
-    config_spec: Spec = {("sessionId",): (STR, True, False), ("configId",): (STR, True, False),
-                         ("value",): (STR, True, False), **META}
+    config_spec: Spec = {
+        ("sessionId",): (STR, True, False),
+        ("configId",): (STR, True, False),
+        ("value",): (STR, True, False),
+        **META,
+    }
     listing = lambda: {"cwd": cwd, "cursor": None}  # noqa: E731
     listing_spec: Spec = {("cwd",): (STR, False, True), ("cursor",): (STR, False, True), **META}
     return {
-        "initialize": (lambda: {
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
-                                   "terminal": False},
-            "clientInfo": {"name": "adv", "version": "0", "title": "t"}}, {
-            ("protocolVersion",): (ANY, True, False),
-            ("clientCapabilities",): (OBJ, False, False),
-            ("clientCapabilities", "fs"): (OBJ, False, False),
-            ("clientCapabilities", "fs", "readTextFile"): (BOOL, False, False),
-            ("clientCapabilities", "fs", "writeTextFile"): (BOOL, False, False),
-            ("clientCapabilities", "terminal"): (BOOL, False, False),
-            ("clientInfo",): (OBJ, False, True),
-            ("clientInfo", "name"): (STR, True, False),
-            ("clientInfo", "version"): (STR, True, False),
-            ("clientInfo", "title"): (STR, False, True), **META}),
-        "authenticate": (lambda: {"methodId": "anthropic-api-key"},
-                         {("methodId",): (STR, True, False), **META}),
+        "initialize": (
+            lambda: {
+                "protocolVersion": 1,
+                "clientCapabilities": {
+                    "fs": {"readTextFile": False, "writeTextFile": False},
+                    "terminal": False,
+                },
+                "clientInfo": {"name": "adv", "version": "0", "title": "t"},
+            },
+            {
+                ("protocolVersion",): (ANY, True, False),
+                ("clientCapabilities",): (OBJ, False, False),
+                ("clientCapabilities", "fs"): (OBJ, False, False),
+                ("clientCapabilities", "fs", "readTextFile"): (BOOL, False, False),
+                ("clientCapabilities", "fs", "writeTextFile"): (BOOL, False, False),
+                ("clientCapabilities", "terminal"): (BOOL, False, False),
+                ("clientInfo",): (OBJ, False, True),
+                ("clientInfo", "name"): (STR, True, False),
+                ("clientInfo", "version"): (STR, True, False),
+                ("clientInfo", "title"): (STR, False, True),
+                **META,
+            },
+        ),
+        "authenticate": (
+            lambda: {"methodId": "anthropic-api-key"},
+            {("methodId",): (STR, True, False), **META},
+        ),
         "logout": (lambda: {}, {**META}),
-        "session/new": (lambda: {"cwd": cwd, "mcpServers": [], "additionalDirectories": [cwd]}, {
-            ("cwd",): (STR, True, False), ("mcpServers",): (ARR, False, False),
-            ("additionalDirectories",): (ARR, False, True),
-            ("additionalDirectories", 0): (STR, False, False), **META}),
-        "session/prompt": (lambda: {"sessionId": victim() if next(flip) else session, "prompt": [
-            {"type": "text", "text": "hi", "annotations": {"priority": 1}}]}, {
-            ("sessionId",): (STR, True, False), ("prompt",): (ARR, True, False),
-            ("prompt", 0): (OBJ, False, False), ("prompt", 0, "type"): (STR, True, False),
-            ("prompt", 0, "text"): (STR, True, False),
-            ("prompt", 0, "annotations"): (OBJ, False, True), **META}),
+        "session/new": (
+            lambda: {"cwd": cwd, "mcpServers": [], "additionalDirectories": [cwd]},
+            {
+                ("cwd",): (STR, True, False),
+                ("mcpServers",): (ARR, False, False),
+                ("additionalDirectories",): (ARR, False, True),
+                ("additionalDirectories", 0): (STR, False, False),
+                **META,
+            },
+        ),
+        "session/prompt": (
+            lambda: {
+                "sessionId": victim() if next(flip) else session,
+                "prompt": [{"type": "text", "text": "hi", "annotations": {"priority": 1}}],
+            },
+            {
+                ("sessionId",): (STR, True, False),
+                ("prompt",): (ARR, True, False),
+                ("prompt", 0): (OBJ, False, False),
+                ("prompt", 0, "type"): (STR, True, False),
+                ("prompt", 0, "text"): (STR, True, False),
+                ("prompt", 0, "annotations"): (OBJ, False, True),
+                **META,
+            },
+        ),
         "session/close": (lambda: {"sessionId": victim()}, SESSION_ONLY),
         "session/delete": (lambda: {"sessionId": victim()}, SESSION_ONLY),
         "session/load": (load, LOAD),
@@ -239,17 +351,28 @@ def templates(session: str, victim: Callable[[], str], cwd: str
         "session/fork": (load, LOAD),
         "session/list": (listing, listing_spec),
         "sessions/list": (listing, listing_spec),
-        "session/set_mode": (lambda: {"sessionId": session, "modeId": "default"}, {
-            ("sessionId",): (STR, True, False), ("modeId",): (STR, True, False), **META}),
+        "session/set_mode": (
+            lambda: {"sessionId": session, "modeId": "default"},
+            {("sessionId",): (STR, True, False), ("modeId",): (STR, True, False), **META},
+        ),
         "session/set_config_option": (config, config_spec),
         "config/set": (config, config_spec),
-        "_session/steering": (lambda: {
-            "sessionId": session, "prompt": [{"type": "text", "text": "hi"}],
-            "idleBehavior": "promptRequired"}, {
-            ("sessionId",): (STR, True, False), ("prompt",): (ARR, True, False),
-            ("prompt", 0): (OBJ, False, False), ("prompt", 0, "type"): (STR, True, False),
-            ("prompt", 0, "text"): (STR, True, False),
-            ("idleBehavior",): (STR, False, True), **META}),
+        "_session/steering": (
+            lambda: {
+                "sessionId": session,
+                "prompt": [{"type": "text", "text": "hi"}],
+                "idleBehavior": "promptRequired",
+            },
+            {
+                ("sessionId",): (STR, True, False),
+                ("prompt",): (ARR, True, False),
+                ("prompt", 0): (OBJ, False, False),
+                ("prompt", 0, "type"): (STR, True, False),
+                ("prompt", 0, "text"): (STR, True, False),
+                ("idleBehavior",): (STR, False, True),
+                **META,
+            },
+        ),
     }
 
 
@@ -268,8 +391,7 @@ def reported_path(path: tuple[Any, ...]) -> str:
     return wire_path(path)
 
 
-def set_at(params: dict[str, Any], path: tuple[Any, ...], value: Any, delete: bool = False
-           ) -> None:
+def set_at(params: dict[str, Any], path: tuple[Any, ...], value: Any, delete: bool = False) -> None:
     target: Any = params
     for part in path[:-1]:
         target = target[part]
@@ -282,13 +404,17 @@ def set_at(params: dict[str, Any], path: tuple[Any, ...], value: Any, delete: bo
 @st.composite
 def mutations(draw: st.DrawFn, methods: list[str]) -> tuple[str, str, int, Any]:
     method = draw(st.sampled_from(methods))
-    return method, draw(st.sampled_from(["retype", "retype", "retype", "delete", "extra",
-                                         "revalue"])), \
-        draw(st.integers(min_value=0, max_value=10 ** 6)), draw(json_values)
+    return (
+        method,
+        draw(st.sampled_from(["retype", "retype", "retype", "delete", "extra", "revalue"])),
+        draw(st.integers(min_value=0, max_value=10**6)),
+        draw(json_values),
+    )
 
 
-def test_wrong_param_types_for_every_routed_method(tmp_path: Path, workspace: Path,
-                                                   figures: Figures, soak_run: bool) -> None:
+def test_wrong_param_types_for_every_routed_method(
+    tmp_path: Path, workspace: Path, figures: Figures, soak_run: bool
+) -> None:
     with agent_for(tmp_path, "params") as agent:
         agent.call("initialize", INIT)
         session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
@@ -316,8 +442,11 @@ def test_wrong_param_types_for_every_routed_method(tmp_path: Path, workspace: Pa
                 paths = sorted(spec, key=str)
                 path = paths[pick % len(paths)]
                 try:
-                    set_at(params, path, value if spec[path][0] in (ANY, kind_of(value)) else
-                           str(value))
+                    set_at(
+                        params,
+                        path,
+                        value if spec[path][0] in (ANY, kind_of(value)) else str(value),
+                    )
                 except (KeyError, IndexError, TypeError):
                     return
             else:
@@ -334,8 +463,9 @@ def test_wrong_param_types_for_every_routed_method(tmp_path: Path, workspace: Pa
                     if required:
                         expected = reported_path(path)
                 else:
-                    if want in (ANY, kind_of(value)) or (want == INT and isinstance(value, int)
-                                                         and not isinstance(value, bool)):
+                    if want in (ANY, kind_of(value)) or (
+                        want == INT and isinstance(value, int) and not isinstance(value, bool)
+                    ):
                         return  # not a wrong type after all
                     set_at(params, path, value)
                     if value is not None or not nullable:
@@ -343,7 +473,10 @@ def test_wrong_param_types_for_every_routed_method(tmp_path: Path, workspace: Pa
             answer = agent.request(method, params)
             if expected is not None:
                 assert "error" in answer and answer["error"]["code"] == -32602, (
-                    method, params, answer)
+                    method,
+                    params,
+                    answer,
+                )
                 assert expected in answer["error"]["data"], (expected, answer)
                 checked.add(method)
             agent.probe()
@@ -357,31 +490,44 @@ def test_wrong_param_types_for_every_routed_method(tmp_path: Path, workspace: Pa
 # -- responses, notifications, ids -------------------------------------------------------------
 
 
-def test_responses_to_ids_we_never_sent_are_never_answered(tmp_path: Path, workspace: Path,
-                                                            figures: Figures,
-                                                            soak_run: bool) -> None:
+def test_responses_to_ids_we_never_sent_are_never_answered(
+    tmp_path: Path, workspace: Path, figures: Figures, soak_run: bool
+) -> None:
     responses = st.fixed_dictionaries(
         {"jsonrpc": st.just("2.0"), "id": ids},
-        optional={"result": json_values, "error": json_values})
-    notifications = st.fixed_dictionaries({
-        "jsonrpc": st.just("2.0"),
-        "method": st.sampled_from(["session/cancel", "$/cancel_request", "_x/y", "nope"]),
-        "params": json_values | st.fixed_dictionaries({"sessionId": json_values}) |
-        st.fixed_dictionaries({"requestId": ids})})
-    fuzz_lines(tmp_path, workspace, figures, "responses",
-               st.lists(responses | notifications, min_size=1, max_size=5).map(as_lines),
-               examples(soak_run, 120))
+        optional={"result": json_values, "error": json_values},
+    )
+    notifications = st.fixed_dictionaries(
+        {
+            "jsonrpc": st.just("2.0"),
+            "method": st.sampled_from(["session/cancel", "$/cancel_request", "_x/y", "nope"]),
+            "params": json_values
+            | st.fixed_dictionaries({"sessionId": json_values})
+            | st.fixed_dictionaries({"requestId": ids}),
+        }
+    )
+    fuzz_lines(
+        tmp_path,
+        workspace,
+        figures,
+        "responses",
+        st.lists(responses | notifications, min_size=1, max_size=5).map(as_lines),
+        examples(soak_run, 120),
+    )
 
 
-def test_requests_before_initialize(tmp_path: Path, workspace: Path, figures: Figures,
-                                    soak_run: bool) -> None:
+def test_requests_before_initialize(
+    tmp_path: Path, workspace: Path, figures: Figures, soak_run: bool
+) -> None:
     with agent_for(tmp_path, "preinit") as agent:
         count = 0
         methods = sorted(m for m in REQUESTS if m != "initialize")
 
         @fuzz_settings(examples(soak_run, 100))
-        @given(st.sampled_from(methods) | any_text.filter(lambda m: m != "initialize"),
-               json_values | st.just({"cwd": str(workspace), "mcpServers": []}))
+        @given(
+            st.sampled_from(methods) | any_text.filter(lambda m: m != "initialize"),
+            json_values | st.just({"cwd": str(workspace), "mcpServers": []}),
+        )
         def run(method: str, params: Any) -> None:
             nonlocal count
             count += 1
@@ -396,25 +542,33 @@ def test_requests_before_initialize(tmp_path: Path, workspace: Path, figures: Fi
 
         run()
         # A malformed initialize is refused and does not count as the handshake.
-        assert agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": []}
-                             )["error"]["code"] == -32602
+        assert (
+            agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": []})["error"][
+                "code"
+            ]
+            == -32602
+        )
         assert agent.request("session/list", {})["error"]["code"] == -32600
         agent.call("initialize", INIT)
         deep_probe(agent, workspace)
         finish(agent, figures, count)
 
 
-def test_a_second_initialize_changes_nothing_that_runs(tmp_path: Path, workspace: Path,
-                                                       figures: Figures) -> None:
+def test_a_second_initialize_changes_nothing_that_runs(
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     with agent_for(tmp_path, "reinit") as agent:
         agent.call("initialize", INIT)
         session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
-        for version in (1, 2, 0, -5, 2 ** 40):
-            again = agent.call("initialize", {**INIT, "protocolVersion": version,
-                                              "clientCapabilities": {"terminal": True}})
+        for version in (1, 2, 0, -5, 2**40):
+            again = agent.call(
+                "initialize",
+                {**INIT, "protocolVersion": version, "clientCapabilities": {"terminal": True}},
+            )
             assert again["protocolVersion"] == 1
-        result = agent.call("session/prompt", {"sessionId": session,
-                                               "prompt": [{"type": "text", "text": "x"}]})
+        result = agent.call(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}
+        )
         assert result["stopReason"] == "end_turn"
         deep_probe(agent, workspace)
         finish(agent, figures, 6)
@@ -429,24 +583,34 @@ def streams_then_hangs(text: str) -> dict[str, Any]:
     return exchange
 
 
-def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path,
-                                         figures: Figures) -> None:
-    exchanges = [streams_then_hangs("working 7"), streams_then_hangs("working seven"),
-                 reply("pong"), reply("pong")]
+def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    exchanges = [
+        streams_then_hangs("working 7"),
+        streams_then_hangs("working seven"),
+        reply("pong"),
+        reply("pong"),
+    ]
     with agent_for(tmp_path, "dupes", exchanges) as agent:
         agent.call("initialize", INIT)
         for request_id in (7, "seven"):
             session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
-            agent.send_message({"jsonrpc": "2.0", "id": request_id, "method": "session/prompt",
-                                "params": {"sessionId": session,
-                                           "prompt": [{"type": "text", "text": "hang"}]}},
-                               expect=False)
+            agent.send_message(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "session/prompt",
+                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hang"}]},
+                },
+                expect=False,
+            )
             agent.owe(request_id, "session/prompt")
             # In flight once its model answer has begun (a fixed sleep raced the first
             # prompt's lazy imports: a cancel before the request left its exchange unplayed).
             begun = f"working {request_id}"
+
             def has_begun(s: str = session, t: str = begun) -> bool:
                 return t in streamed_text(agent, s)
+
             agent.settle(until=has_begun)
             again = agent.request("session/list", {}, request_id=request_id, only=True)
             assert again["error"]["code"] == -32600, again
@@ -465,29 +629,54 @@ def test_duplicate_request_ids_in_flight(tmp_path: Path, workspace: Path,
 def mixed_stream(tag: str) -> bytes:
     """Lines of every kind the reader must cut right: answered, refused, malformed, ignored;
     CRLF, blank lines, multi-byte UTF-8 and invalid UTF-8 among them."""
+
     def line(message: dict[str, Any]) -> bytes:
         return json.dumps(message, ensure_ascii=False).encode()
 
-    return b"\n".join([
-        line({"jsonrpc": "2.0", "id": f"{tag}:1", "method": "session/list", "params": {}}),
-        line({"jsonrpc": "2.0", "id": f"{tag}:2", "method": "session/list",
-              "params": {"cwd": "/tmp/\u00fcn\u00ef/\U0001f642/\u4e2d"}}) + b"\r",
-        b"",
-        b'{"jsonrpc": "2.0", "id": "' + tag.encode() + b':3", "method"',
-        line({"jsonrpc": "2.0", "id": f"{tag}:4", "method": "nope/\u00e9", "params": {}}),
-        line({"jsonrpc": "2.0", "method": "session/cancel",
-              "params": {"sessionId": "sess_" + "0" * 32}}),
-        line({"jsonrpc": "2.0", "id": f"{tag}:5", "method": "session/prompt",
-              "params": {"sessionId": 5}}),
-        b'{"jsonrpc": "2.0", "id": "' + tag.encode() + b':6", "method": "\xff\xfe"}',
-        line({"jsonrpc": "2.0", "id": f"never-sent-{tag}", "result": None}),
-        b"   ",
-        line({"jsonrpc": "2.0", "id": f"{tag}:7", "method": "initialize", "params": INIT}),
-    ]) + b"\n"
+    return (
+        b"\n".join(
+            [
+                line({"jsonrpc": "2.0", "id": f"{tag}:1", "method": "session/list", "params": {}}),
+                line(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": f"{tag}:2",
+                        "method": "session/list",
+                        "params": {"cwd": "/tmp/\u00fcn\u00ef/\U0001f642/\u4e2d"},
+                    }
+                )
+                + b"\r",
+                b"",
+                b'{"jsonrpc": "2.0", "id": "' + tag.encode() + b':3", "method"',
+                line({"jsonrpc": "2.0", "id": f"{tag}:4", "method": "nope/\u00e9", "params": {}}),
+                line(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/cancel",
+                        "params": {"sessionId": "sess_" + "0" * 32},
+                    }
+                ),
+                line(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": f"{tag}:5",
+                        "method": "session/prompt",
+                        "params": {"sessionId": 5},
+                    }
+                ),
+                b'{"jsonrpc": "2.0", "id": "' + tag.encode() + b':6", "method": "\xff\xfe"}',
+                line({"jsonrpc": "2.0", "id": f"never-sent-{tag}", "result": None}),
+                b"   ",
+                line({"jsonrpc": "2.0", "id": f"{tag}:7", "method": "initialize", "params": INIT}),
+            ]
+        )
+        + b"\n"
+    )
 
 
 def test_a_stream_split_at_every_byte_boundary_parses_the_same(
-        tmp_path: Path, figures: Figures) -> None:
+    tmp_path: Path, figures: Figures
+) -> None:
     """The same stream, sent whole, in two pieces cut at every byte boundary, and one byte at
     a time: the same answers every time (ids aside), and nothing else."""
     with agent_for(tmp_path, "chunks") as agent:
@@ -501,8 +690,13 @@ def test_a_stream_split_at_every_byte_boundary_parses_the_same(
                 agent.send(piece, expect=False)
                 time.sleep(pause)  # the agent reads each piece on its own
             agent.settle()
-            return [[{k: v for k, v in a.items() if k != "id"}
-                     for a in agent.answers.get(key, [])[before[key]:]] for key in keys]
+            return [
+                [
+                    {k: v for k, v in a.items() if k != "id"}
+                    for a in agent.answers.get(key, [])[before[key] :]
+                ]
+                for key in keys
+            ]
 
         whole = answers("w", [mixed_stream("w")], 0)
         assert [len(a) for a in whole] == [2, 1, 1, 0, 1, 1, 0, 1], whole
@@ -512,7 +706,7 @@ def test_a_stream_split_at_every_byte_boundary_parses_the_same(
             assert answers("s", [data[:cut], data[cut:]], 0.001) == whole, f"cut at byte {cut}"
             cuts += 1
         data = mixed_stream("b")
-        assert answers("b", [data[i:i + 1] for i in range(len(data))], 0.0005) == whole
+        assert answers("b", [data[i : i + 1] for i in range(len(data))], 0.0005) == whole
         agent.probe()
         finish(agent, figures, cuts + 2)
     figures.add(CATEGORY, "byte_boundaries_cut", cuts + len(data) - 1)
@@ -536,18 +730,24 @@ def test_deep_nesting(tmp_path: Path, workspace: Path, figures: Figures, depth: 
             b'{"jsonrpc":"2.0","id":"d1","method":"initialize","params":{"protocolVersion":1,'
             b'"_meta":' + deep + b"}}",
             b'{"jsonrpc":"2.0","id":"d2","method":"session/new","params":{"cwd":'
-            + dumps(str(workspace)) + b',"mcpServers":[' + deep + b"]}}",
+            + dumps(str(workspace))
+            + b',"mcpServers":['
+            + deep
+            + b"]}}",
             b'{"jsonrpc":"2.0","id":"d3","method":"session/prompt","params":{"sessionId":"'
-            + session.encode() + b'","prompt":[{"type":"text","text":"deep","_meta":'
-            + deep + b',"annotations":' + deep + b"}]}}",
+            + session.encode()
+            + b'","prompt":[{"type":"text","text":"deep","_meta":'
+            + deep
+            + b',"annotations":'
+            + deep
+            + b"}]}}",
             b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":' + deep + b"}}",
         ]
         for line in lines:
             agent.send(line + b"\n")
             agent.probe()
         # The session that got the deep prompt loads and answers again.
-        agent.call("session/load", {"sessionId": session, "cwd": str(workspace),
-                                    "mcpServers": []})
+        agent.call("session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []})
         deep_probe(agent, workspace)
         finish(agent, figures, len(lines))
 
@@ -564,8 +764,10 @@ def test_huge_strings(tmp_path: Path, workspace: Path, figures: Figures) -> None
                 ("session/new", {"cwd": big}),
                 ("session/load", {"sessionId": big, "cwd": str(workspace)}),
                 ("session/set_mode", {"sessionId": session, "modeId": big}),
-                ("session/set_config_option", {"sessionId": session, "configId": "model",
-                                               "value": big}),
+                (
+                    "session/set_config_option",
+                    {"sessionId": session, "configId": "model", "value": big},
+                ),
                 (big, {}),
                 ("session/list", {"cursor": big}),
                 ("initialize", {**INIT, "_meta": {"k": big}}),
@@ -575,8 +777,11 @@ def test_huge_strings(tmp_path: Path, workspace: Path, figures: Figures) -> None
                 cases += 1
                 agent.probe()
         # A huge prompt runs a whole turn (the scripted model answers pong).
-        result = agent.call("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "x" * (8 << 20)}]}, timeout=60)
+        result = agent.call(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "x" * (8 << 20)}]},
+            timeout=60,
+        )
         assert result["stopReason"] == "end_turn"
         grown = rss_kib(agent.process.pid) - start
         assert grown < 512 * 1024, f"RSS grew by {grown} KiB"
@@ -584,17 +789,18 @@ def test_huge_strings(tmp_path: Path, workspace: Path, figures: Figures) -> None
         finish(agent, figures, cases + 1)
 
 
-def test_over_long_line_is_discarded_with_memory_bounded(tmp_path: Path, workspace: Path,
-                                                         figures: Figures,
-                                                         soak_run: bool) -> None:
+def test_over_long_line_is_discarded_with_memory_bounded(
+    tmp_path: Path, workspace: Path, figures: Figures, soak_run: bool
+) -> None:
     limit = 1 << 20
     with agent_for(tmp_path, "long", extra={"IAC_CODE_MAX_LINE_BYTES": str(limit)}) as agent:
         agent.call("initialize", INIT)
         start = rss_kib(agent.process.pid)
         peak = start
         total = (512 if soak_run else 192) << 20
-        chunk = b'{"jsonrpc":"2.0","id":"long","method":"session/list","params":{"x":"' + \
-            b"y" * (4 << 20)
+        chunk = b'{"jsonrpc":"2.0","id":"long","method":"session/list","params":{"x":"' + b"y" * (
+            4 << 20
+        )
         sent = 0
         while sent < total:
             agent.send(chunk, expect=False)
@@ -608,13 +814,19 @@ def test_over_long_line_is_discarded_with_memory_bounded(tmp_path: Path, workspa
         assert f"longer than {limit} bytes" in null_errors[-1]["error"]["data"]["detail"]
         assert "result" in agent.answers[("str", "after")][0]
         # Exactly at the limit is fine; one byte over is not.
-        padding = limit - len(dumps({"jsonrpc": "2.0", "id": "edge", "method": "session/list",
-                                     "params": {"x": ""}}))
-        fits = dumps({"jsonrpc": "2.0", "id": "edge", "method": "session/list",
-                      "params": {"x": "z" * padding}})
+        padding = limit - len(
+            dumps({"jsonrpc": "2.0", "id": "edge", "method": "session/list", "params": {"x": ""}})
+        )
+        fits = dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "edge",
+                "method": "session/list",
+                "params": {"x": "z" * padding},
+            }
+        )
         assert len(fits) == limit
-        assert "result" in agent.request("session/list", {"x": "z" * padding},
-                                         request_id="edge")
+        assert "result" in agent.request("session/list", {"x": "z" * padding}, request_id="edge")
         agent.send(fits[:-3] + b'z"}}\n', expect=False)  # one byte over, valid JSON
         agent.owe(None)
         agent.settle()

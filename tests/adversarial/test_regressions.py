@@ -48,11 +48,13 @@ INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 
 
 @asynccontextmanager
-async def scripted_agent(tmp_path: Path, exchanges: list[dict[str, Any]]
-                         ) -> AsyncIterator[AgentConnection]:
+async def scripted_agent(
+    tmp_path: Path, exchanges: list[dict[str, Any]]
+) -> AsyncIterator[AgentConnection]:
     env = scripted_env(tmp_path / "home", exchanges)
-    async with spawn_agent(env, tmp_path / "agent.stderr",
-                           WireChecker(aliases=METHOD_ALIASES)) as agent:
+    async with spawn_agent(
+        env, tmp_path / "agent.stderr", WireChecker(aliases=METHOD_ALIASES)
+    ) as agent:
         yield agent
     assert "Traceback" not in (tmp_path / "agent.stderr").read_text()
 
@@ -77,11 +79,13 @@ def test_regression_invalid_list_cursor_is_bad_params(tmp_path: Path, figures: F
     figures.add(CATEGORY, "cases", 1)
 
 
-def test_regression_deeply_nested_params_are_bad_params(tmp_path: Path, workspace: Path,
-                                                        figures: Figures) -> None:
+def test_regression_deeply_nested_params_are_bad_params(
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A prompt whose content block carried ``_meta`` or ``annotations`` a few hundred levels
     deep overflowed the stack when the block was stored (-32603 RecursionError); params nested
     more than 64 levels are now -32602 (iaccode/server/routes.py, _decode)."""
+
     def nested(depth: int) -> Any:
         value: Any = 1
         for _ in range(depth):
@@ -93,30 +97,46 @@ def test_regression_deeply_nested_params_are_bad_params(tmp_path: Path, workspac
         session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
         for depth in (70, 400, 900):
             for field in ("_meta", "annotations"):
-                answer = agent.request("session/prompt", {"sessionId": session, "prompt": [
-                    {"type": "text", "text": "deep", field: nested(depth)}]})
+                answer = agent.request(
+                    "session/prompt",
+                    {
+                        "sessionId": session,
+                        "prompt": [{"type": "text", "text": "deep", field: nested(depth)}],
+                    },
+                )
                 assert answer["error"]["code"] == -32602, (depth, field, answer)
                 assert "nested more than 64 levels" in answer["error"]["data"]["params"]
-        result = agent.call("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "shallow", "_meta": nested(40)}]})
+        result = agent.call(
+            "session/prompt",
+            {
+                "sessionId": session,
+                "prompt": [{"type": "text", "text": "shallow", "_meta": nested(40)}],
+            },
+        )
         assert result["stopReason"] == "end_turn"
         agent.call("session/load", {"sessionId": session, "cwd": str(workspace)})
     figures.add(CATEGORY, "cases", 1)
 
 
-def test_regression_lone_surrogates_are_sent_escaped(tmp_path: Path, workspace: Path,
-                                                     figures: Figures) -> None:
+def test_regression_lone_surrogates_are_sent_escaped(
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A lone surrogate (valid as a JSON escape) in anything the agent sends back, a model's
     text or an unknown method's name, made the line impossible to encode: the turn failed with
     -32603. It is now written as the same \\uXXXX escape (iaccode/wire/encode.py, dumps_line)."""
     with line_agent(tmp_path, [reply(["half a pair: \ud83d.", " ok"])]) as agent:
         agent.call("initialize", INIT)
         session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
-        result = agent.call("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "plain title"}]})
+        result = agent.call(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "plain title"}]},
+        )
         assert result["stopReason"] == "end_turn"
-        chunks = "".join(n["params"]["update"]["content"]["text"] for n in agent.notifications
-                         if n["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        chunks = "".join(
+            n["params"]["update"]["content"]["text"]
+            for n in agent.notifications
+            if n["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        )
         assert "half a pair: \ud83d." in chunks
         answer = agent.request("no/such\ud800method", {})
         assert answer["error"]["code"] == -32601
@@ -124,9 +144,9 @@ def test_regression_lone_surrogates_are_sent_escaped(tmp_path: Path, workspace: 
     figures.add(CATEGORY, "cases", 1)
 
 
-def test_regression_surrogate_in_a_title_no_longer_hangs_the_agent(tmp_path: Path,
-                                                                   workspace: Path,
-                                                                   figures: Figures) -> None:
+def test_regression_surrogate_in_a_title_no_longer_hangs_the_agent(
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A first prompt with a lone surrogate became the session title; saving the meta raised
     UnicodeEncodeError inside the turn's ``finally``, before the turn was marked finished: the
     prompt was never answered and the agent could not even shut down (it waited for that turn,
@@ -135,20 +155,30 @@ def test_regression_surrogate_in_a_title_no_longer_hangs_the_agent(tmp_path: Pat
     with line_agent(tmp_path, [reply("ok"), reply("again")]) as agent:
         agent.call("initialize", INIT)
         session = agent.call("session/new", {"cwd": str(workspace)})["sessionId"]
-        result = agent.call("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "title \udc80 with a surrogate"}]}, timeout=10)
+        result = agent.call(
+            "session/prompt",
+            {
+                "sessionId": session,
+                "prompt": [{"type": "text", "text": "title \udc80 with a surrogate"}],
+            },
+            timeout=10,
+        )
         assert result["stopReason"] == "end_turn"
         listed = agent.call("session/list", {})["sessions"]
         assert listed[0]["title"] == "title \udc80 with a surrogate"
         agent.call("session/load", {"sessionId": session, "cwd": str(workspace)})
-        result = agent.call("session/prompt", {"sessionId": session, "prompt": [
-            {"type": "text", "text": "next"}]}, timeout=10)
+        result = agent.call(
+            "session/prompt",
+            {"sessionId": session, "prompt": [{"type": "text", "text": "next"}]},
+            timeout=10,
+        )
         assert result["stopReason"] == "end_turn"
     figures.add(CATEGORY, "cases", 1)
 
 
 def test_regression_session_in_a_non_utf8_folder_does_not_break_listing(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A project folder whose name is not UTF-8 (legal on Linux; it reaches us as a lone
     surrogate) made every later session/list fail with -32603: the listing cache (SQLite)
     cannot store the name. The cache now keeps such a name escaped (iaccode/store/listing.py,
@@ -175,14 +205,17 @@ def test_regression_session_in_a_non_utf8_folder_does_not_break_listing(
 
 
 async def test_regression_nul_or_surrogate_in_a_tool_path_is_refused(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A path with a NUL character or a lone surrogate made ``os.path.realpath`` raise while
     the permission was decided: the turn failed with -32603. Tool inputs whose strings the OS
     cannot take are now refused like any invalid input (iaccode/protocol/convert.py)."""
-    calls = [ToolUse("toolu_n", "read_file", {"path": "f\u0000.txt"}),
-             ToolUse("toolu_s", "write_file", {"path": "ran_\ud800", "content": "x"}),
-             ToolUse("toolu_b", "bash", {"command": "touch ran_b; echo \udc80"}),
-             ToolUse("toolu_g", "grep", {"pattern": "x", "glob": "*\u0000"})]
+    calls = [
+        ToolUse("toolu_n", "read_file", {"path": "f\u0000.txt"}),
+        ToolUse("toolu_s", "write_file", {"path": "ran_\ud800", "content": "x"}),
+        ToolUse("toolu_b", "bash", {"command": "touch ran_b; echo \udc80"}),
+        ToolUse("toolu_g", "grep", {"pattern": "x", "glob": "*\u0000"}),
+    ]
     async with scripted_agent(tmp_path, [reply(tool_uses=calls), reply("ok")]) as agent:
         session = await start(agent, workspace)
         response, updates, _ = await agent.run_prompt(session, "paths", allow)
@@ -195,7 +228,8 @@ async def test_regression_nul_or_surrogate_in_a_tool_path_is_refused(
 
 
 async def test_regression_tool_input_with_unknown_field_is_not_run(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """An input with a field the tool does not have (every schema says
     ``additionalProperties: false``) was run with the field ignored: ``{"command": ..., "cwd":
     "/"}`` ran in the project. It is now refused (iaccode/protocol/convert.py)."""
@@ -209,12 +243,18 @@ async def test_regression_tool_input_with_unknown_field_is_not_run(
 
 
 async def test_regression_deeply_nested_tool_input_is_refused(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A tool input nested 500 levels overflowed the stack when it was shown to the editor, and
     5000 levels when it was parsed: the turn failed with -32603. Inputs nested more than 64
     levels are now refused like invalid JSON (iaccode/llm/assemble.py, _finish_block)."""
-    exchanges = [answer(tool(0, "toolu_d1", "read_file", deep(500)),
-                        tool(1, "toolu_d2", "read_file", deep(5000))), reply("ok")]
+    exchanges = [
+        answer(
+            tool(0, "toolu_d1", "read_file", deep(500)),
+            tool(1, "toolu_d2", "read_file", deep(5000)),
+        ),
+        reply("ok"),
+    ]
     async with scripted_agent(tmp_path, exchanges) as agent:
         session = await start(agent, workspace)
         response, updates, _ = await agent.run_prompt(session, "deep", allow)
@@ -224,16 +264,22 @@ async def test_regression_deeply_nested_tool_input_is_refused(
 
 
 async def test_regression_tool_use_without_a_usable_id_is_dropped(
-        tmp_path: Path, workspace: Path, figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, figures: Figures
+) -> None:
     """A tool_use with no id or a non-string id crashed the turn (KeyError), and a repeated id
     was sent back to the API, which refuses the whole history from then on. Such blocks are now
     left out of the answer: never run, never kept (iaccode/llm/assemble.py, content)."""
-    exchanges = [answer(tool(0, MISSING, "bash", '{"command": "touch ran_m"}'),
-                        tool(1, 5, "bash", '{"command": "touch ran_i"}'),
-                        tool(2, "", "bash", '{"command": "touch ran_e"}'),
-                        tool(3, "toolu_dup", "read_file", '{"path": "f.txt"}'),
-                        tool(4, "toolu_dup", "bash", '{"command": "touch ran_d"}')),
-                 reply("ok"), reply("again")]
+    exchanges = [
+        answer(
+            tool(0, MISSING, "bash", '{"command": "touch ran_m"}'),
+            tool(1, 5, "bash", '{"command": "touch ran_i"}'),
+            tool(2, "", "bash", '{"command": "touch ran_e"}'),
+            tool(3, "toolu_dup", "read_file", '{"path": "f.txt"}'),
+            tool(4, "toolu_dup", "bash", '{"command": "touch ran_d"}'),
+        ),
+        reply("ok"),
+        reply("again"),
+    ]
     (workspace / "f.txt").write_text("f\n")
     async with scripted_agent(tmp_path, exchanges) as agent:
         session = await start(agent, workspace)
@@ -248,19 +294,43 @@ async def test_regression_tool_use_without_a_usable_id_is_dropped(
 
 any_json = st.recursive(
     st.none() | st.booleans() | st.integers(-2, 4) | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3), max_leaves=6)
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 events = st.fixed_dictionaries(
-    {"type": st.sampled_from(["message_start", "content_block_start", "content_block_delta",
-                              "content_block_stop", "message_delta", "message_stop", "error",
-                              "ping"])},
-    optional={"index": st.integers(-1, 3) | any_json, "delta": any_json | st.fixed_dictionaries(
-        {"type": st.sampled_from(["text_delta", "input_json_delta", "signature_delta"])},
-        optional={"text": any_json, "partial_json": any_json, "signature": any_json}),
-        "content_block": any_json | st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+                "error",
+                "ping",
+            ]
+        )
+    },
+    optional={
+        "index": st.integers(-1, 3) | any_json,
+        "delta": any_json
+        | st.fixed_dictionaries(
+            {"type": st.sampled_from(["text_delta", "input_json_delta", "signature_delta"])},
+            optional={"text": any_json, "partial_json": any_json, "signature": any_json},
+        ),
+        "content_block": any_json
+        | st.fixed_dictionaries(
             {"type": st.sampled_from(["text", "tool_use", "thinking"])},
-            optional={"id": any_json, "name": any_json, "text": any_json}),
-        "message": any_json, "usage": any_json, "error": any_json})
+            optional={"id": any_json, "name": any_json, "text": any_json},
+        ),
+        "message": any_json,
+        "usage": any_json,
+        "error": any_json,
+    },
+)
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")  # the SDK's line iterator, left to GC
@@ -273,13 +343,19 @@ def test_regression_malformed_stream_events_are_readable(figures: Figures) -> No
     from iaccode.llm.anthropic_provider import AnthropicProvider
 
     count = 0
-    with FakeModelServer() as server, _environment(ANTHROPIC_API_KEY="test-key",
-                                                   ANTHROPIC_BASE_URL=server.base_url):
+    with (
+        FakeModelServer() as server,
+        _environment(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=server.base_url),
+    ):
 
         @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
         @given(st.lists(events, max_size=6))
-        @example([{"type": "message_stop"},  # found by a --soak run: a null text was passed on
-                  {"type": "content_block_delta", "delta": {"type": "text_delta", "text": None}}])
+        @example(
+            [
+                {"type": "message_stop"},  # found by a --soak run: a null text was passed on
+                {"type": "content_block_delta", "delta": {"type": "text_delta", "text": None}},
+            ]
+        )
         def run(stream: list[dict[str, Any]]) -> None:
             nonlocal count
             count += 1
@@ -300,9 +376,14 @@ def test_regression_malformed_stream_events_are_readable(figures: Figures) -> No
 
         run()
     assembler = StreamAssembler()  # and the blocks kept are fit to send back
-    for event in [{"type": "content_block_start", "index": 0, "content_block": {
-            "type": "tool_use", "id": 7, "name": "bash", "input": {}}},
-            {"type": "content_block_stop", "index": 0}]:
+    for event in [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": 7, "name": "bash", "input": {}},
+        },
+        {"type": "content_block_stop", "index": 0},
+    ]:
         assembler.feed(event)
     assert assembler.content() == []
     figures.add(CATEGORY, "cases", 1)
@@ -340,17 +421,23 @@ async def provider(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-
             await client._client.close()
 
 
-@pytest.mark.parametrize(("start", "delta"), [
-    ({"type": "text", "text": ""}, {"type": "text_delta", "text": None}),
-    ({"type": "text", "text": ""}, {"type": "text_delta", "text": 5}),
-    ({"type": "thinking", "thinking": ""}, {"type": "thinking_delta", "thinking": ["x"]}),
-    ({"type": "thinking", "thinking": ""}, {"type": "signature_delta", "signature": None}),
-    ({"type": "tool_use", "id": "toolu_1", "name": "glob"},
-     {"type": "input_json_delta", "partial_json": {"pattern": "*"}}),
-    ({"type": "text", "text": 7}, None),
-])
+@pytest.mark.parametrize(
+    ("start", "delta"),
+    [
+        ({"type": "text", "text": ""}, {"type": "text_delta", "text": None}),
+        ({"type": "text", "text": ""}, {"type": "text_delta", "text": 5}),
+        ({"type": "thinking", "thinking": ""}, {"type": "thinking_delta", "thinking": ["x"]}),
+        ({"type": "thinking", "thinking": ""}, {"type": "signature_delta", "signature": None}),
+        (
+            {"type": "tool_use", "id": "toolu_1", "name": "glob"},
+            {"type": "input_json_delta", "partial_json": {"pattern": "*"}},
+        ),
+        ({"type": "text", "text": 7}, None),
+    ],
+)
 def test_regression_delta_text_that_is_not_a_string_is_unreadable(
-        start: dict[str, Any], delta: dict[str, Any] | None, figures: Figures) -> None:
+    start: dict[str, Any], delta: dict[str, Any] | None, figures: Figures
+) -> None:
     """A delta (or a block start) whose text was null or a number went on to the editor as an
     ``agent_message_chunk`` of no text, and into the history. Now it is an event we cannot
     read (TypeError in the assembler: a readable ModelError in the provider)."""
@@ -362,8 +449,12 @@ def test_regression_delta_text_that_is_not_a_string_is_unreadable(
 
 
 async def ask(provider: Any, messages: list[dict[str, Any]] | None = None) -> str:
-    request = ModelRequest(model="claude-sonnet-5-5", max_tokens=100, thinking="off",
-                           messages=messages or [{"role": "user", "content": "hi"}])
+    request = ModelRequest(
+        model="claude-sonnet-5-5",
+        max_tokens=100,
+        thinking="off",
+        messages=messages or [{"role": "user", "content": "hi"}],
+    )
     texts = []
     async with provider.stream(request) as stream:
         async for event in stream:
@@ -372,35 +463,39 @@ async def ask(provider: Any, messages: list[dict[str, Any]] | None = None) -> st
 
 
 async def test_regression_lone_surrogate_in_history_does_not_break_the_next_request(
-        provider: Any, figures: Figures) -> None:
+    provider: Any, figures: Figures
+) -> None:
     """A lone surrogate in the history (a model's text, a client's prompt) made every later
     request impossible to encode (UnicodeEncodeError, -32603): the session was stuck for good.
     The request now carries "?" in its place (iaccode/llm/sdk_stream.py, encodable)."""
     client, server = provider
     server.enqueue(reply("fine"))
     history: list[dict[str, Any]] = [
-               {"role": "user", "content": [{"type": "text", "text": "a \ud800 b"}]},
-               {"role": "assistant", "content": [{"type": "text", "text": "c \udfff d"}]},
-               {"role": "user", "content": "again"}]
+        {"role": "user", "content": [{"type": "text", "text": "a \ud800 b"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "c \udfff d"}]},
+        {"role": "user", "content": "again"},
+    ]
     assert await ask(client, history) == "fine"
     sent = server.requests[0].body["messages"]
     assert sent[0]["content"][0]["text"] == "a ? b" and sent[1]["content"][0]["text"] == "c ? d"
     figures.add(CATEGORY, "cases", 1)
 
 
-@pytest.mark.parametrize("header", [
-    {"retry-after": "3600"}, {"retry-after-ms": "3600000"},
-    {"retry-after": "HTTP-DATE"}])
-async def test_regression_long_retry_after_is_not_waited_for(provider: Any, figures: Figures,
-                                                             header: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "header", [{"retry-after": "3600"}, {"retry-after-ms": "3600000"}, {"retry-after": "HTTP-DATE"}]
+)
+async def test_regression_long_retry_after_is_not_waited_for(
+    provider: Any, figures: Figures, header: dict[str, str]
+) -> None:
     """The SDK waits for any ``retry-after`` a server asks (up to 49 days), with the turn
     silent; a 429 asking for an hour held the turn for an hour. Waits over a minute are now not
     retried: the user sees the error at once (no_long_retry_waits in
     iaccode/llm/sdk_stream.py). Short waits are still honoured."""
     client, server = provider
     if header.get("retry-after") == "HTTP-DATE":
-        header = {"retry-after": format_datetime(datetime.now(UTC) + timedelta(hours=1),
-                                                 usegmt=True)}
+        header = {
+            "retry-after": format_datetime(datetime.now(UTC) + timedelta(hours=1), usegmt=True)
+        }
     server.enqueue(error_status(429, "wait an hour", headers=header), reply("never"))
     began = time.monotonic()
     with pytest.raises(ModelError, match="429"), trio.fail_after(10):
@@ -415,19 +510,28 @@ async def test_regression_long_retry_after_is_not_waited_for(provider: Any, figu
 
 
 async def test_regression_jobs_in_their_own_process_group_do_not_outlive_the_call(
-        tmp_path: Path, figures: Figures) -> None:
+    tmp_path: Path, figures: Figures
+) -> None:
     """GNU ``timeout`` and ``set -m`` put a job in a process group of its own, which the kill
     of the shell's group missed: ``timeout 99 sleep 99 &`` ran on after the call. The shell's
     whole session is now ended (iaccode/host/process_tree.py, _signal_group and group_alive)."""
+
     async def report(update: Any) -> None:
         pass
 
-    context = ToolContext(cwd=tmp_path, limits=ToolLimits(kill_grace=1.0), files=None,  # type: ignore[arg-type]
-                          tool_call_id="toolu_r", report=report)
-    commands = ["timeout 99 sleep 99 & echo started",
-                "set -m; sleep 98 & echo started",
-                "echo x; timeout 97 sleep 97",
-                "(set -m; sleep 96 &); echo started"]
+    context = ToolContext(
+        cwd=tmp_path,
+        limits=ToolLimits(kill_grace=1.0),
+        files=None,  # type: ignore[arg-type]
+        tool_call_id="toolu_r",
+        report=report,
+    )
+    commands = [
+        "timeout 99 sleep 99 & echo started",
+        "set -m; sleep 98 & echo started",
+        "echo x; timeout 97 sleep 97",
+        "(set -m; sleep 96 &); echo started",
+    ]
     try:
         for command in commands:
             result = await Bash().run(BashInput(command, timeout=1), context)
@@ -435,5 +539,3 @@ async def test_regression_jobs_in_their_own_process_group_do_not_outlive_the_cal
     finally:
         kill_quietly(survivors(tmp_path))
     figures.add(CATEGORY, "cases", 1)
-
-

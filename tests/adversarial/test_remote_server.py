@@ -55,8 +55,12 @@ def write_serve_config(home: Path, **serve: Any) -> None:
 async def server(tmp_path: Path, model_server: FakeModelServer) -> AsyncIterator[ServerProcess]:
     home = tmp_path / "home"
     env = http_env(home, model_server.base_url)
-    write_serve_config(home, body_timeout=BODY_TIMEOUT, send_timeout=SEND_TIMEOUT,
-                       allowed_hosts=["acp.example.com"])
+    write_serve_config(
+        home,
+        body_timeout=BODY_TIMEOUT,
+        send_timeout=SEND_TIMEOUT,
+        allowed_hosts=["acp.example.com"],
+    )
     async with spawn_server(env, tmp_path / "serve.stderr", TOKEN) as process:
         yield process
 
@@ -77,13 +81,16 @@ async def still_serving(server: ServerProcess, within: float = 5) -> None:
     assert server.process.returncode is None, f"the server ended: {server.stderr[-3000:]}"
     with trio.fail_after(within):
         async with httpx.AsyncClient(timeout=within) as http:
-            response = await http.post(server.url, json=INIT,
-                                       headers={"Authorization": f"Bearer {TOKEN}"})
+            response = await http.post(
+                server.url, json=INIT, headers={"Authorization": f"Bearer {TOKEN}"}
+            )
     assert response.status_code == 200, response.text
     connection = response.headers["acp-connection-id"]
     async with httpx.AsyncClient(timeout=5) as http:
-        await http.delete(server.url, headers={"Authorization": f"Bearer {TOKEN}",
-                                               "Acp-Connection-Id": connection})
+        await http.delete(
+            server.url,
+            headers={"Authorization": f"Bearer {TOKEN}", "Acp-Connection-Id": connection},
+        )
 
 
 async def connect(server: ServerProcess) -> trio.SocketStream:
@@ -118,15 +125,23 @@ async def closed_by_server(stream: trio.SocketStream, timeout: float) -> bool:
     return False
 
 
-def request_head(method: str, server: ServerProcess, *lines: str, path: str = "/acp",
-                 host: str | None = None) -> bytes:
+def request_head(
+    method: str, server: ServerProcess, *lines: str, path: str = "/acp", host: str | None = None
+) -> bytes:
     host = host or "{}:{}".format(*address(server))
-    return (f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n" + "".join(
-        f"{line}\r\n" for line in lines) + "\r\n").encode()
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n"
+        + "".join(f"{line}\r\n" for line in lines)
+        + "\r\n"
+    ).encode()
 
 
-UPGRADE = ("Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13",
-           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==")
+UPGRADE = (
+    "Connection: Upgrade",
+    "Upgrade: websocket",
+    "Sec-WebSocket-Version: 13",
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+)
 
 
 def ws_frame(payload: bytes, opcode: int = 0x1, masked: bool = True) -> bytes:
@@ -150,18 +165,25 @@ def h2_client() -> h2.connection.H2Connection:
     return connection
 
 
-def h2_request(server: ServerProcess, *, token: str | None, length: int,
-               host: str | None = None) -> list[tuple[str, str]]:
-    headers = [(":method", "POST"), (":path", "/acp"), (":scheme", "http"),
-               (":authority", host or "{}:{}".format(*address(server))),
-               ("content-type", "application/json"), ("content-length", str(length))]
+def h2_request(
+    server: ServerProcess, *, token: str | None, length: int, host: str | None = None
+) -> list[tuple[str, str]]:
+    headers = [
+        (":method", "POST"),
+        (":path", "/acp"),
+        (":scheme", "http"),
+        (":authority", host or "{}:{}".format(*address(server))),
+        ("content-type", "application/json"),
+        ("content-length", str(length)),
+    ]
     if token is not None:
         headers.append(("authorization", f"Bearer {token}"))
     return headers
 
 
-async def h2_events(stream: trio.SocketStream, connection: h2.connection.H2Connection,
-                    timeout: float) -> list[h2.events.Event]:
+async def h2_events(
+    stream: trio.SocketStream, connection: h2.connection.H2Connection, timeout: float
+) -> list[h2.events.Event]:
     """What the server sends within ``timeout`` (acknowledging its settings)."""
     found: list[h2.events.Event] = []
     with trio.move_on_after(timeout):
@@ -183,15 +205,15 @@ def status_of(events: list[h2.events.Event]) -> int | None:
 
 async def ws_wrong_token_and_frame_together(server: ServerProcess) -> None:
     async with await connect(server) as stream:
-        await stream.send_all(request_head("GET", server, *UPGRADE,
-                                           "Authorization: Bearer wrong") + ws_frame(b"hi"))
+        await stream.send_all(
+            request_head("GET", server, *UPGRADE, "Authorization: Bearer wrong") + ws_frame(b"hi")
+        )
         await closed_by_server(stream, 5)
 
 
 async def ws_wrong_token_then_frames(server: ServerProcess) -> None:
     async with await connect(server) as stream:
-        await stream.send_all(request_head("GET", server, *UPGRADE,
-                                           "Authorization: Bearer wrong"))
+        await stream.send_all(request_head("GET", server, *UPGRADE, "Authorization: Bearer wrong"))
         await read_until(stream, b"\r\n\r\n", 5)
         with contextlib.suppress(trio.BrokenResourceError):
             for _ in range(20):
@@ -201,27 +223,39 @@ async def ws_wrong_token_then_frames(server: ServerProcess) -> None:
 
 async def ws_other_origin_and_frame(server: ServerProcess) -> None:
     async with await connect(server) as stream:
-        await stream.send_all(request_head("GET", server, *UPGRADE,
-                                           f"Authorization: Bearer {TOKEN}",
-                                           "Origin: http://evil.example") + ws_frame(b"x" * 300))
+        await stream.send_all(
+            request_head(
+                "GET",
+                server,
+                *UPGRADE,
+                f"Authorization: Bearer {TOKEN}",
+                "Origin: http://evil.example",
+            )
+            + ws_frame(b"x" * 300)
+        )
         await closed_by_server(stream, 5)
 
 
 async def ws_other_path_and_close_frame(server: ServerProcess) -> None:
     async with await connect(server) as stream:
-        await stream.send_all(request_head("GET", server, *UPGRADE,
-                                           f"Authorization: Bearer {TOKEN}", path="/other")
-                              + ws_frame(b"\x03\xe8", opcode=0x8))
+        await stream.send_all(
+            request_head("GET", server, *UPGRADE, f"Authorization: Bearer {TOKEN}", path="/other")
+            + ws_frame(b"\x03\xe8", opcode=0x8)
+        )
         await closed_by_server(stream, 5)
 
 
 async def ws_token_then_broken_frames(server: ServerProcess) -> None:
     """With the token: an unmasked frame, a reserved opcode, a length past the limit."""
-    for frame in (ws_frame(b"hi", masked=False), ws_frame(b"hi", opcode=0x3),
-                  bytes([0x81, 0xFF]) + (2 ** 62).to_bytes(8, "big") + os.urandom(4)):
+    for frame in (
+        ws_frame(b"hi", masked=False),
+        ws_frame(b"hi", opcode=0x3),
+        bytes([0x81, 0xFF]) + (2**62).to_bytes(8, "big") + os.urandom(4),
+    ):
         async with await connect(server) as stream:
-            await stream.send_all(request_head("GET", server, *UPGRADE,
-                                               f"Authorization: Bearer {TOKEN}"))
+            await stream.send_all(
+                request_head("GET", server, *UPGRADE, f"Authorization: Bearer {TOKEN}")
+            )
             await read_until(stream, b"\r\n\r\n", 5)
             with contextlib.suppress(trio.BrokenResourceError):
                 await stream.send_all(frame)
@@ -237,8 +271,10 @@ async def h2_wrong_token_then_body(server: ServerProcess) -> None:
         await stream.send_all(connection.data_to_send())
         await h2_events(stream, connection, 5)
         sent = 0
-        with trio.move_on_after(5), contextlib.suppress(
-                trio.BrokenResourceError, h2.exceptions.ProtocolError):
+        with (
+            trio.move_on_after(5),
+            contextlib.suppress(trio.BrokenResourceError, h2.exceptions.ProtocolError),
+        ):
             while sent < 256 << 10:
                 room = min(connection.local_flow_control_window(1), 16384)
                 if room:
@@ -263,16 +299,22 @@ async def h2_garbage_after_preface(server: ServerProcess) -> None:
 async def h1_pipelined_after_refusal(server: ServerProcess) -> None:
     async with await connect(server) as stream:
         body = json.dumps(INIT).encode()
-        refused = request_head("POST", server, "Content-Type: application/json",
-                               f"Content-Length: {len(body) + 1000}")
+        refused = request_head(
+            "POST", server, "Content-Type: application/json", f"Content-Length: {len(body) + 1000}"
+        )
         await stream.send_all(refused + body + request_head("GET", server) * 50)
         await closed_by_server(stream, 5)
 
 
 ATTACKS: list[Callable[[ServerProcess], Awaitable[None]]] = [
-    ws_wrong_token_and_frame_together, ws_wrong_token_then_frames, ws_other_origin_and_frame,
-    ws_other_path_and_close_frame, ws_token_then_broken_frames, h2_wrong_token_then_body,
-    h2_garbage_after_preface, h1_pipelined_after_refusal,
+    ws_wrong_token_and_frame_together,
+    ws_wrong_token_then_frames,
+    ws_other_origin_and_frame,
+    ws_other_path_and_close_frame,
+    ws_token_then_broken_frames,
+    h2_wrong_token_then_body,
+    h2_garbage_after_preface,
+    h1_pipelined_after_refusal,
 ]
 
 
@@ -293,12 +335,17 @@ async def test_no_client_can_end_the_server(server: ServerProcess, figures: Figu
 HUGE = 300 << 20
 
 
-async def test_401_comes_from_the_headers_before_a_body_byte(server: ServerProcess,
-                                                              figures: Figures) -> None:
+async def test_401_comes_from_the_headers_before_a_body_byte(
+    server: ServerProcess, figures: Figures
+) -> None:
     # HTTP/1.1: a 300 MiB body announced, 1 KiB of it sent.
     async with await connect(server) as stream:
-        await stream.send_all(request_head("POST", server, "Content-Type: application/json",
-                                           f"Content-Length: {HUGE}") + b"x" * 1024)
+        await stream.send_all(
+            request_head(
+                "POST", server, "Content-Type: application/json", f"Content-Length: {HUGE}"
+            )
+            + b"x" * 1024
+        )
         answer = await read_until(stream, b"\r\n\r\n", 5)
         assert answer.startswith(b"HTTP/1.1 401"), f"no 401 within 5 s: {answer[:200]!r}"
         sent = 1024
@@ -321,9 +368,15 @@ async def test_401_comes_from_the_headers_before_a_body_byte(server: ServerProce
 async def test_a_body_that_drips_is_cut_off(server: ServerProcess, figures: Figures) -> None:
     """With the token: 1 byte a second of a 1,000-byte body; 408 after body_timeout."""
     async with await connect(server) as stream:
-        await stream.send_all(request_head("POST", server, "Content-Type: application/json",
-                                           f"Authorization: Bearer {TOKEN}",
-                                           "Content-Length: 1000"))
+        await stream.send_all(
+            request_head(
+                "POST",
+                server,
+                "Content-Type: application/json",
+                f"Authorization: Bearer {TOKEN}",
+                "Content-Length: 1000",
+            )
+        )
         answer = b""
         with trio.move_on_after(BODY_TIMEOUT + 8):
             for _ in range(1000):
@@ -339,8 +392,10 @@ async def test_a_body_that_drips_is_cut_off(server: ServerProcess, figures: Figu
     figures.add(CATEGORY, "dripping_bodies_cut_off")
     # Without the token the drip is refused at once.
     async with await connect(server) as stream:
-        await stream.send_all(request_head("POST", server, "Content-Type: application/json",
-                                           "Content-Length: 1000") + b" ")
+        await stream.send_all(
+            request_head("POST", server, "Content-Type: application/json", "Content-Length: 1000")
+            + b" "
+        )
         assert (await read_until(stream, b"\r\n\r\n", 5)).startswith(b"HTTP/1.1 401")
         assert await closed_by_server(stream, 5)
     await still_serving(server)
@@ -352,7 +407,8 @@ FLOOD_FILES = 320
 
 
 async def test_connections_without_the_token_leave_room_for_real_clients(
-        server: ServerProcess, figures: Figures) -> None:
+    server: ServerProcess, figures: Figures
+) -> None:
     """FLOOD connections that never finish their headers, each opened again a second after
     the server closes it, against a server allowed FLOOD_FILES file descriptors: it holds at
     most MAX_UNTRUSTED of them, and a client with the token is still answered (the slack: the
@@ -396,8 +452,9 @@ async def test_connections_without_the_token_leave_room_for_real_clients(
 FORGED = "2026-01-01 00:00:00,000 WARNING iaccode: forged line"
 
 
-async def test_what_a_client_sends_reaches_the_log_escaped(server: ServerProcess,
-                                                           tmp_path: Path) -> None:
+async def test_what_a_client_sends_reaches_the_log_escaped(
+    server: ServerProcess, tmp_path: Path
+) -> None:
     forged_path = "/acp%0A" + FORGED.replace(" ", "%20") + "%1B[2J%E2%80%AE"
     auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
     async with httpx.AsyncClient(timeout=5) as http:
@@ -408,12 +465,21 @@ async def test_what_a_client_sends_reaches_the_log_escaped(server: ServerProcess
         logged = everything_logged(server, tmp_path)
         assert not re.search(rf"^{re.escape(FORGED)}", logged, re.MULTILINE), logged[-2000:]
         # Headers cannot hold a line break, but they can hold other bytes.
-        connection = (await http.post(server.url, json=INIT, headers=auth)
-                      ).headers["acp-connection-id"]
-        for name, value in (("Acp-Connection-Id", "\x1b[31mred\u202e"),
-                            ("Acp-Session-Id", "sess\u202e\x7f")):
-            raw = {key.encode(): text.encode() for key, text in {
-                **auth, "Accept": "text/event-stream", "Acp-Connection-Id": connection}.items()}
+        connection = (await http.post(server.url, json=INIT, headers=auth)).headers[
+            "acp-connection-id"
+        ]
+        for name, value in (
+            ("Acp-Connection-Id", "\x1b[31mred\u202e"),
+            ("Acp-Session-Id", "sess\u202e\x7f"),
+        ):
+            raw = {
+                key.encode(): text.encode()
+                for key, text in {
+                    **auth,
+                    "Accept": "text/event-stream",
+                    "Acp-Connection-Id": connection,
+                }.items()
+            }
             response = await http.get(server.url, headers={**raw, name.encode(): value.encode()})
             assert response.status_code == 404
     await server.wait_log(r"has no session")
@@ -423,17 +489,19 @@ async def test_what_a_client_sends_reaches_the_log_escaped(server: ServerProcess
     assert "\\x1b[2J" in logged  # shown escaped
 
 
-async def test_connection_ids_are_logged_as_a_prefix(server: ServerProcess,
-                                                     tmp_path: Path) -> None:
+async def test_connection_ids_are_logged_as_a_prefix(server: ServerProcess, tmp_path: Path) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(timeout=5) as http:
-        connection = (await http.post(server.url, json=INIT, headers=auth)
-                      ).headers["acp-connection-id"]
+        connection = (await http.post(server.url, json=INIT, headers=auth)).headers[
+            "acp-connection-id"
+        ]
         await http.delete(server.url, headers={**auth, "Acp-Connection-Id": connection})
         # Refusals naming it too.
-        await http.post(server.url, json={"jsonrpc": "2.0", "id": 2, "method": "session/list",
-                                          "params": {}},
-                        headers={**auth, "Acp-Connection-Id": connection})
+        await http.post(
+            server.url,
+            json={"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+            headers={**auth, "Acp-Connection-Id": connection},
+        )
     await server.wait_log(rf"connection {connection[:8]}\S* closed")
     assert connection not in everything_logged(server, tmp_path)
 
@@ -445,23 +513,41 @@ async def test_the_server_answers_only_to_its_own_host_names(server: ServerProce
     """DNS rebinding: a page of attacker.example whose name now resolves to 127.0.0.1 sends
     ``Host: attacker.example`` (and no Origin on a simple request, in some browsers)."""
     _, port = address(server)
-    for host, status in ((f"attacker.example:{port}", 421), ("attacker.example", 421),
-                         (f"localhost.attacker.example:{port}", 421),
-                         (f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200),
-                         (f"LOCALHOST.:{port}", 200), (f"[::1]:{port}", 200),
-                         ("acp.example.com", 200)):
+    for host, status in (
+        (f"attacker.example:{port}", 421),
+        ("attacker.example", 421),
+        (f"localhost.attacker.example:{port}", 421),
+        (f"127.0.0.1:{port}", 200),
+        (f"localhost:{port}", 200),
+        (f"LOCALHOST.:{port}", 200),
+        (f"[::1]:{port}", 200),
+        ("acp.example.com", 200),
+    ):
         async with await connect(server) as stream:
             body = json.dumps(INIT).encode()
-            await stream.send_all(request_head(
-                "POST", server, "Content-Type: application/json",
-                f"Authorization: Bearer {TOKEN}", f"Content-Length: {len(body)}", host=host)
-                + body)
+            await stream.send_all(
+                request_head(
+                    "POST",
+                    server,
+                    "Content-Type: application/json",
+                    f"Authorization: Bearer {TOKEN}",
+                    f"Content-Length: {len(body)}",
+                    host=host,
+                )
+                + body
+            )
             answer = await read_until(stream, b"\r\n\r\n", 5)
             assert answer.startswith(f"HTTP/1.1 {status}".encode()), (host, answer[:300])
     async with await connect(server) as stream:  # the WebSocket upgrade too
-        await stream.send_all(request_head("GET", server, *UPGRADE,
-                                           f"Authorization: Bearer {TOKEN}",
-                                           host=f"attacker.example:{port}"))
+        await stream.send_all(
+            request_head(
+                "GET",
+                server,
+                *UPGRADE,
+                f"Authorization: Bearer {TOKEN}",
+                host=f"attacker.example:{port}",
+            )
+        )
         assert (await read_until(stream, b"\r\n\r\n", 5)).startswith(b"HTTP/1.1 421")
 
 
@@ -479,7 +565,7 @@ async def small_socket(server: ServerProcess) -> AsyncIterator[trio.socket.Socke
 
 async def send_all(sock: trio.socket.SocketType, data: bytes) -> None:
     while data:
-        data = data[await sock.send(data):]
+        data = data[await sock.send(data) :]
 
 
 async def until_session_id(sock: trio.socket.SocketType) -> str:
@@ -499,8 +585,8 @@ async def until_server_lets_go(server: ServerProcess, sock: trio.socket.SocketTy
 
 
 async def test_a_client_that_stops_reading_loses_its_socket(
-        server: ServerProcess, model_server: FakeModelServer, tmp_path: Path,
-        figures: Figures) -> None:
+    server: ServerProcess, model_server: FakeModelServer, tmp_path: Path, figures: Figures
+) -> None:
     model_server.enqueue(*[reply([c * 1024] * 20_000) for c in "xyz"])
     workspace = tmp_path / "project"
     workspace.mkdir()
@@ -508,63 +594,117 @@ async def test_a_client_that_stops_reading_loses_its_socket(
     auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
     # Over HTTP: the event stream on a socket of its own, which we stop reading.
     async with httpx.AsyncClient(timeout=10) as http, small_socket(server) as sock:
-        connection = (await http.post(server.url, json=INIT, headers=auth)
-                      ).headers["acp-connection-id"]
+        connection = (await http.post(server.url, json=INIT, headers=auth)).headers[
+            "acp-connection-id"
+        ]
         conn = {**auth, "Acp-Connection-Id": connection}
-        await send_all(sock, request_head("GET", server, f"Authorization: Bearer {TOKEN}",
-                                     "Accept: text/event-stream",
-                                     f"Acp-Connection-Id: {connection}"))
-        assert (await http.post(server.url, headers=conn, json={
-            "jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new})
-            ).status_code == 202
+        await send_all(
+            sock,
+            request_head(
+                "GET",
+                server,
+                f"Authorization: Bearer {TOKEN}",
+                "Accept: text/event-stream",
+                f"Acp-Connection-Id: {connection}",
+            ),
+        )
+        assert (
+            await http.post(
+                server.url,
+                headers=conn,
+                json={"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new},
+            )
+        ).status_code == 202
         session = await until_session_id(sock)
-        assert (await http.post(server.url, headers={**conn, "Acp-Session-Id": session}, json={
-            "jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
-                "sessionId": session, "prompt": [{"type": "text", "text": "flood"}]}})
-            ).status_code == 202
+        assert (
+            await http.post(
+                server.url,
+                headers={**conn, "Acp-Session-Id": session},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "session/prompt",
+                    "params": {"sessionId": session, "prompt": [{"type": "text", "text": "flood"}]},
+                },
+            )
+        ).status_code == 202
         await server.wait_log(r"\(http, [^)]*\) closing: the client read none", timeout=60)
         await until_server_lets_go(server, sock)
     figures.add(CATEGORY, "stalled_readers_closed")
     # Over WebSocket: the same.
     async with small_socket(server) as sock:
-        await send_all(sock, request_head("GET", server, *UPGRADE,
-                                          f"Authorization: Bearer {TOKEN}"))
+        await send_all(
+            sock, request_head("GET", server, *UPGRADE, f"Authorization: Bearer {TOKEN}")
+        )
         answer = b""
         with trio.fail_after(5):
             while b"\r\n\r\n" not in answer:
                 answer += await sock.recv(65536)
         assert answer.startswith(b"HTTP/1.1 101"), answer
-        for number, (method, params) in enumerate((
-                ("initialize", {"protocolVersion": 1}), ("session/new", new))):
-            await send_all(sock, ws_frame(json.dumps({
-                "jsonrpc": "2.0", "id": number, "method": method, "params": params}).encode()))
+        for number, (method, params) in enumerate(
+            (("initialize", {"protocolVersion": 1}), ("session/new", new))
+        ):
+            await send_all(
+                sock,
+                ws_frame(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+                    ).encode()
+                ),
+            )
         session = await until_session_id(sock)
-        await send_all(sock, ws_frame(json.dumps({
-            "jsonrpc": "2.0", "id": 9, "method": "session/prompt", "params": {
-                "sessionId": session, "prompt": [{"type": "text", "text": "flood"}]}}).encode()))
-        await server.wait_log(r"\(websocket, [^)]*\) closing: the client read none",
-                              timeout=60)
+        await send_all(
+            sock,
+            ws_frame(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 9,
+                        "method": "session/prompt",
+                        "params": {
+                            "sessionId": session,
+                            "prompt": [{"type": "text", "text": "flood"}],
+                        },
+                    }
+                ).encode()
+            ),
+        )
+        await server.wait_log(r"\(websocket, [^)]*\) closing: the client read none", timeout=60)
         await until_server_lets_go(server, sock)
     figures.add(CATEGORY, "stalled_readers_closed")
     # Over HTTP with a session stream: the connection's stream read, the session's not.
-    async with connect_remote(server.url, TOKEN, "http1", session_streams=False) as remote, \
-            small_socket(server) as sock:
+    async with (
+        connect_remote(server.url, TOKEN, "http1", session_streams=False) as remote,
+        small_socket(server) as sock,
+    ):
         agent = AgentConnection(remote, None, server.stderr_path)  # type: ignore[arg-type]
         await agent.initialize()
         session = await agent.new_session(workspace)
-        await send_all(sock, request_head(
-            "GET", server, f"Authorization: Bearer {TOKEN}", "Accept: text/event-stream",
-            f"Acp-Connection-Id: {remote.connection_id}", f"Acp-Session-Id: {session}"))
+        await send_all(
+            sock,
+            request_head(
+                "GET",
+                server,
+                f"Authorization: Bearer {TOKEN}",
+                "Accept: text/event-stream",
+                f"Acp-Connection-Id: {remote.connection_id}",
+                f"Acp-Session-Id: {session}",
+            ),
+        )
         answer = b""
         with trio.fail_after(5):
             while b"\r\n\r\n" not in answer:
                 answer += await sock.recv(65536)
         assert answer.startswith(b"HTTP/1.1 200"), answer
-        await agent.send_request("session/prompt", {
-            "sessionId": session, "prompt": [{"type": "text", "text": "flood"}]})
+        await agent.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "flood"}]}
+        )
         assert remote.connection_id is not None
-        await server.wait_log(rf"connection {remote.connection_id[:8]} \(http, [^)]*\) "
-                              r"closing: the client read none", timeout=60)
+        await server.wait_log(
+            rf"connection {remote.connection_id[:8]} \(http, [^)]*\) "
+            r"closing: the client read none",
+            timeout=60,
+        )
         await until_server_lets_go(server, sock)
     figures.add(CATEGORY, "stalled_readers_closed")
     await still_serving(server)
@@ -573,8 +713,9 @@ async def test_a_client_that_stops_reading_loses_its_socket(
 # -- starting ---------------------------------------------------------------------------------
 
 
-async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path,
-                                                    model_server: FakeModelServer) -> None:
+async def test_a_port_in_use_is_one_line_and_exit_2(
+    tmp_path: Path, model_server: FakeModelServer
+) -> None:
     env = http_env(tmp_path / "home", model_server.base_url, {"IAC_CODE_SERVE_TOKEN": TOKEN})
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

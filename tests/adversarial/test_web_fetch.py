@@ -79,29 +79,61 @@ class Canary(Listener):
     """Must see no connection (it would answer a redirect to the metadata address)."""
 
     def handle(self, conn: socket.socket) -> None:
-        conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n"
-                     b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+        conn.sendall(
+            b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+        )
 
 
 def refused_urls(port: int) -> list[str]:
     return [
-        f"http://127.0.0.1:{port}/", f"http://localhost:{port}/", f"http://LOCALHOST:{port}/",
-        f"http://localhost.:{port}/", f"http://app.localhost:{port}/", f"http://[::1]:{port}/",
-        f"http://[::ffff:127.0.0.1]:{port}/", f"http://[0:0:0:0:0:ffff:7f00:1]:{port}/",
-        f"http://0x7f000001:{port}/", f"http://2130706433:{port}/", f"http://0177.0.0.1:{port}/",
-        f"http://127.1:{port}/", f"http://127.0.0.2:{port}/", f"http://0:{port}/",
-        f"http://0.0.0.0:{port}/", f"http://[::]:{port}/", f"https://127.0.0.1:{port}/",
-        f"http://127.0.0.1:{port}@evil/", f"http://user:pw@127.0.0.1:{port}/",
-        f"http://[64:ff9b::7f00:1]:{port}/", f"http://[2002:7f00:1::]:{port}/",
-        "http://169.254.169.254/latest/meta-data/", "http://[::ffff:a9fe:a9fe]/",
-        "http://[fd00:ec2::254]/", "http://169.254.170.2/v2/credentials",
-        "http://100.100.100.200/", "http://168.63.129.16/", "http://metadata.google.internal/",
-        "http://metadata/", "http://instance-data/", "http://10.0.0.1/", "http://172.16.0.1/",
-        "http://192.168.1.1/", "http://100.64.0.1/", "http://[fe80::1]/", "http://[fc00::1]/",
-        "http://224.0.0.1/", "http://255.255.255.255/", "http://240.0.0.1/",
-        "file:///etc/passwd", f"gopher://127.0.0.1:{port}/", f"ftp://127.0.0.1:{port}/",
-        f"http://127.0.0.1:{port}\\@example.com/", "http://[::ffff:10.0.0.1]/",
-        "http://0x0a000001/", "http://%31%32%37.0.0.1/", "http://127.0.0.1:0/",
+        f"http://127.0.0.1:{port}/",
+        f"http://localhost:{port}/",
+        f"http://LOCALHOST:{port}/",
+        f"http://localhost.:{port}/",
+        f"http://app.localhost:{port}/",
+        f"http://[::1]:{port}/",
+        f"http://[::ffff:127.0.0.1]:{port}/",
+        f"http://[0:0:0:0:0:ffff:7f00:1]:{port}/",
+        f"http://0x7f000001:{port}/",
+        f"http://2130706433:{port}/",
+        f"http://0177.0.0.1:{port}/",
+        f"http://127.1:{port}/",
+        f"http://127.0.0.2:{port}/",
+        f"http://0:{port}/",
+        f"http://0.0.0.0:{port}/",
+        f"http://[::]:{port}/",
+        f"https://127.0.0.1:{port}/",
+        f"http://127.0.0.1:{port}@evil/",
+        f"http://user:pw@127.0.0.1:{port}/",
+        f"http://[64:ff9b::7f00:1]:{port}/",
+        f"http://[2002:7f00:1::]:{port}/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::ffff:a9fe:a9fe]/",
+        "http://[fd00:ec2::254]/",
+        "http://169.254.170.2/v2/credentials",
+        "http://100.100.100.200/",
+        "http://168.63.129.16/",
+        "http://metadata.google.internal/",
+        "http://metadata/",
+        "http://instance-data/",
+        "http://10.0.0.1/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://100.64.0.1/",
+        "http://[fe80::1]/",
+        "http://[fc00::1]/",
+        "http://224.0.0.1/",
+        "http://255.255.255.255/",
+        "http://240.0.0.1/",
+        "file:///etc/passwd",
+        f"gopher://127.0.0.1:{port}/",
+        f"ftp://127.0.0.1:{port}/",
+        f"http://127.0.0.1:{port}\\@example.com/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://0x0a000001/",
+        "http://%31%32%37.0.0.1/",
+        "http://127.0.0.1:0/",
     ]
 
 
@@ -112,15 +144,19 @@ def model_server():  # type: ignore[no-untyped-def]
 
 
 async def test_internal_addresses_are_refused_through_the_agent(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     canary = Canary()
     try:
         urls = refused_urls(canary.port)
         model_server.enqueue(
-            reply(tool_uses=[ToolUse(f"toolu_w{n}", "web_fetch", {"url": url})
-                             for n, url in enumerate(urls)]),
-            reply("done"))
+            reply(
+                tool_uses=[
+                    ToolUse(f"toolu_w{n}", "web_fetch", {"url": url}) for n, url in enumerate(urls)
+                ]
+            ),
+            reply("done"),
+        )
         async with http_agent(tmp_path, model_server.base_url) as agent:
             session = await start(agent, workspace)
             response, _, requests = await agent.run_prompt(session, "fetch", timeout=60)
@@ -129,18 +165,29 @@ async def test_internal_addresses_are_refused_through_the_agent(
     finally:
         canary.close()
     results = request_tool_results(model_server.requests[1].body)
-    not_refused = [(url, results[f"toolu_w{n}"]["content"][:200]) for n, url in enumerate(urls)
-                   if results[f"toolu_w{n}"]["is_error"] is not True]
+    not_refused = [
+        (url, results[f"toolu_w{n}"]["content"][:200])
+        for n, url in enumerate(urls)
+        if results[f"toolu_w{n}"]["is_error"] is not True
+    ]
     assert not_refused == []
     assert canary.connections == 0, "web_fetch connected to loopback"
     figures.add(CATEGORY, "urls_refused_through_the_agent", len(urls))
     figures.add(CATEGORY, "cases", len(urls))
 
 
-_V4 = st.integers(min_value=0, max_value=2 ** 32 - 1)
-_INTERNAL_V4 = [("10.0.0.0", 8), ("127.0.0.0", 8), ("169.254.0.0", 16), ("172.16.0.0", 12),
-                ("192.168.0.0", 16), ("100.64.0.0", 10), ("0.0.0.0", 8), ("224.0.0.0", 4),
-                ("240.0.0.0", 4)]
+_V4 = st.integers(min_value=0, max_value=2**32 - 1)
+_INTERNAL_V4 = [
+    ("10.0.0.0", 8),
+    ("127.0.0.0", 8),
+    ("169.254.0.0", 16),
+    ("172.16.0.0", 12),
+    ("192.168.0.0", 16),
+    ("100.64.0.0", 10),
+    ("0.0.0.0", 8),
+    ("224.0.0.0", 4),
+    ("240.0.0.0", 4),
+]
 
 
 @st.composite
@@ -155,7 +202,8 @@ def internal_v4(draw: st.DrawFn) -> str:
 @settings(max_examples=300, deadline=None)
 @given(internal_v4(), st.sampled_from(["plain", "mapped", "nat64", "6to4", "compat-mapped"]))
 def test_every_internal_v4_address_is_refused_in_every_ipv6_disguise(
-        figures: Figures, address: str, disguise: str) -> None:
+    figures: Figures, address: str, disguise: str
+) -> None:
     import ipaddress
 
     v4 = ipaddress.IPv4Address(address)
@@ -171,8 +219,11 @@ def test_every_internal_v4_address_is_refused_in_every_ipv6_disguise(
 
 
 FAKE_DNS = {
-    "rebind.adv.test": "127.0.0.1", "v6.adv.test": "::1", "meta.adv.test": "169.254.169.254",
-    "lan.adv.test": "192.168.0.10", "mapped.adv.test": "::ffff:10.1.2.3",
+    "rebind.adv.test": "127.0.0.1",
+    "v6.adv.test": "::1",
+    "meta.adv.test": "169.254.169.254",
+    "lan.adv.test": "192.168.0.10",
+    "mapped.adv.test": "::ffff:10.1.2.3",
     "mixed.adv.test": "93.184.216.34,10.0.0.7",  # one public address does not launder a private
 }
 
@@ -182,16 +233,20 @@ def dns_env() -> dict[str, str]:
 
 
 async def test_names_that_resolve_internal_are_refused(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     canary = Canary()
     try:
         urls = [f"http://{name}:{canary.port}/" for name in FAKE_DNS]
         urls += [f"http://{name}.:{canary.port}/x" for name in FAKE_DNS]  # the trailing dot
         model_server.enqueue(
-            reply(tool_uses=[ToolUse(f"toolu_d{n}", "web_fetch", {"url": url})
-                             for n, url in enumerate(urls)]),
-            reply("done"))
+            reply(
+                tool_uses=[
+                    ToolUse(f"toolu_d{n}", "web_fetch", {"url": url}) for n, url in enumerate(urls)
+                ]
+            ),
+            reply("done"),
+        )
         async with http_agent(tmp_path, model_server.base_url, extra=dns_env()) as agent:
             session = await start(agent, workspace)
             response, _, _ = await agent.run_prompt(session, "fetch", timeout=60)
@@ -227,11 +282,14 @@ class HostileServer(Listener):
         path = request.split(b" ", 2)[1].decode()
         if path.startswith("/redirect/"):
             target = self.redirects[int(path.rsplit("/", 1)[1])]
-            conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {target}\r\n"
-                         "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+            conn.sendall(
+                f"HTTP/1.1 302 Found\r\nLocation: {target}\r\n"
+                "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
+            )
         elif path == "/drip":  # headers, then a byte every 0.2 s, forever
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                         b"Content-Length: 100000\r\n\r\n")
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n"
+            )
             while not self._stop.wait(0.2):
                 conn.sendall(b"d")
         elif path == "/drip-headers":  # the status line, one byte at a time
@@ -240,8 +298,9 @@ class HostileServer(Listener):
                     return
                 conn.sendall(bytes([byte]))
         elif path == "/flood":  # an endless chunked body, as fast as it is read
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                         b"Transfer-Encoding: chunked\r\n\r\n")
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
             chunk = b"%x\r\n%s\r\n" % (65536, b"f" * 65536)
             while not self._stop.is_set():
                 conn.sendall(chunk)
@@ -251,13 +310,18 @@ class HostileServer(Listener):
 
 
 async def test_an_allowed_host_cannot_redirect_inside_drip_or_flood(
-        tmp_path: Path, workspace: Path, model_server: FakeModelServer,
-        figures: Figures) -> None:
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
     canary = Canary()
     redirects = [
-        f"http://127.0.0.1:{canary.port}/", f"http://localhost:{canary.port}/",
-        f"http://rebind.adv.test:{canary.port}/", "http://169.254.169.254/latest/meta-data/",
-        "http://meta.adv.test/", "http://[::1]/", "http://10.0.0.1/", "file:///etc/passwd",
+        f"http://127.0.0.1:{canary.port}/",
+        f"http://localhost:{canary.port}/",
+        f"http://rebind.adv.test:{canary.port}/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://meta.adv.test/",
+        "http://[::1]/",
+        "http://10.0.0.1/",
+        "file:///etc/passwd",
         f"http://[::ffff:127.0.0.1]:{canary.port}/",
     ]
     server = HostileServer(redirects)
@@ -265,18 +329,27 @@ async def test_an_allowed_host_cannot_redirect_inside_drip_or_flood(
     home.mkdir()
     timeout = 2.0
     (home / "config.toml").write_text(
-        f'[tools]\nweb_timeout = {timeout}\nweb_allowed_hosts = ["127.0.0.1:{server.port}"]\n')
+        f'[tools]\nweb_timeout = {timeout}\nweb_allowed_hosts = ["127.0.0.1:{server.port}"]\n'
+    )
     base = f"http://127.0.0.1:{server.port}"
     calls = {f"toolu_r{n}": f"{base}/redirect/{n}" for n in range(len(redirects))}
-    capped = {"toolu_drip": f"{base}/drip", "toolu_headers": f"{base}/drip-headers",
-              "toolu_silent": f"{base}/silent", "toolu_flood": f"{base}/flood"}
+    capped = {
+        "toolu_drip": f"{base}/drip",
+        "toolu_headers": f"{base}/drip-headers",
+        "toolu_silent": f"{base}/silent",
+        "toolu_flood": f"{base}/flood",
+    }
     model_server.enqueue(
-        reply(tool_uses=[ToolUse(call_id, "web_fetch", {"url": url})
-                         for call_id, url in {**calls, **capped}.items()]),
-        reply("done"))
+        reply(
+            tool_uses=[
+                ToolUse(call_id, "web_fetch", {"url": url})
+                for call_id, url in {**calls, **capped}.items()
+            ]
+        ),
+        reply("done"),
+    )
     try:
-        async with http_agent(tmp_path, model_server.base_url, extra=dns_env(),
-                              home=home) as agent:
+        async with http_agent(tmp_path, model_server.base_url, extra=dns_env(), home=home) as agent:
             session = await start(agent, workspace)
             began = time.monotonic()
             response, _, _ = await agent.run_prompt(session, "fetch", timeout=60)
@@ -293,8 +366,10 @@ async def test_an_allowed_host_cannot_redirect_inside_drip_or_flood(
     assert canary.connections == 0, "a redirect reached loopback"
     for call_id in ("toolu_drip", "toolu_headers", "toolu_silent"):
         assert results[call_id]["is_error"] is True, results[call_id]
-        assert "timed out" in results[call_id]["content"] or "took longer" in \
-            results[call_id]["content"], results[call_id]
+        assert (
+            "timed out" in results[call_id]["content"]
+            or "took longer" in results[call_id]["content"]
+        ), results[call_id]
     flood = results["toolu_flood"]
     assert "cut at the 5242880-byte download limit" in flood["content"][:300], flood
     assert len(flood["content"]) <= 40_000, len(flood["content"])  # the output cap

@@ -25,10 +25,17 @@ def _dumps(message: dict[str, Any]) -> bytes:
 
 
 def _update(text: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "session/update", "params": {
-        "sessionId": SESSION_ID,
-        "update": {"sessionUpdate": "agent_message_chunk",
-                   "content": {"type": "text", "text": text}}}}
+    return {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {
+            "sessionId": SESSION_ID,
+            "update": {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text},
+            },
+        },
+    }
 
 
 def _stdout() -> Any:

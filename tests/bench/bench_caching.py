@@ -33,7 +33,8 @@ def _workspace(project: Path, files: int) -> None:
         body = "".join(
             f'resource "aws_instance" "web_{number}_{i}" {{\n  ami = "ami-{number:04d}{i:04d}"\n'
             f'  instance_type = "t3.micro"\n  tags = {{ Name = "web-{number}-{i}" }}\n}}\n\n'
-            for i in range(12))
+            for i in range(12)
+        )
         (project / f"module_{number:02d}.tf").write_text(body)
 
 
@@ -44,12 +45,20 @@ def measure(root: Path) -> list[dict[str, int]]:
 
     project = root / "project"
     _workspace(project, REQUESTS - 1)
-    exchanges = [reply(f"Reading module {n:02d}.", tool_uses=[
-        ToolUse(f"toolu_{n:02d}", "read_file", {"path": f"module_{n:02d}.tf"})])
-        for n in range(REQUESTS - 1)]
+    exchanges = [
+        reply(
+            f"Reading module {n:02d}.",
+            tool_uses=[ToolUse(f"toolu_{n:02d}", "read_file", {"path": f"module_{n:02d}.tf"})],
+        )
+        for n in range(REQUESTS - 1)
+    ]
     exchanges.append(reply("Read all the modules: every instance is a t3.micro."))
-    with FakeModelServer(exchanges, prompt_cache=True) as server, spawn_agent(
-            root / "home", ANTHROPIC_API_KEY="bench", ANTHROPIC_BASE_URL=server.base_url) as agent:
+    with (
+        FakeModelServer(exchanges, prompt_cache=True) as server,
+        spawn_agent(
+            root / "home", ANTHROPIC_API_KEY="bench", ANTHROPIC_BASE_URL=server.base_url
+        ) as agent,
+    ):
         agent.initialize()
         session = agent.new_session(project)
         response = agent.response(agent.prompt_request(session, "Read every module."), 120)
@@ -68,12 +77,24 @@ def run(quick: bool = False) -> list[Row]:
     plain = sum(u["input_tokens"] for u in usage)
     uncached = plain + read + written
     billed = plain + WRITE_PRICE * written + READ_PRICE * read
-    note = (f"{REQUESTS} requests, {uncached:,} input tokens: {read:,} read from cache (0.1×), "
-            f"{written:,} written (1.25×), {plain:,} uncached")
-    return [Row("caching", f"input tokens billed, {REQUESTS}-request tool loop", billed,
-                "tokens", uncached, "the same requests without caching",
-                f"≤ {TARGET_SHARE}× uncached", billed <= TARGET_SHARE * uncached, note=note,
-                extra={"usage": usage})]
+    note = (
+        f"{REQUESTS} requests, {uncached:,} input tokens: {read:,} read from cache (0.1×), "
+        f"{written:,} written (1.25×), {plain:,} uncached"
+    )
+    return [
+        Row(
+            "caching",
+            f"input tokens billed, {REQUESTS}-request tool loop",
+            billed,
+            "tokens",
+            uncached,
+            "the same requests without caching",
+            f"≤ {TARGET_SHARE}× uncached",
+            billed <= TARGET_SHARE * uncached,
+            note=note,
+            extra={"usage": usage},
+        )
+    ]
 
 
 if __name__ == "__main__":

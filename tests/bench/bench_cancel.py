@@ -52,8 +52,9 @@ def _cancel_and_time(agent: Client, session: str, request_id: int) -> tuple[floa
 def streaming(root: Path, repeats: int) -> list[float]:
     from acp_conformance.script import reply
 
-    script = write_script(root / "stream.json",
-                          [reply(text_chunks(STREAM_CHUNKS)) for _ in range(repeats)])
+    script = write_script(
+        root / "stream.json", [reply(text_chunks(STREAM_CHUNKS)) for _ in range(repeats)]
+    )
     times = []
     with spawn_agent(root / "home-stream", "--model-script", str(script)) as agent:
         agent.initialize()
@@ -75,9 +76,17 @@ def streaming(root: Path, repeats: int) -> list[float]:
 def _bash_script(path: Path, repeats: int) -> Path:
     from acp_conformance.script import ToolUse, reply
 
-    return write_script(path, [
-        reply("", tool_uses=[ToolUse(f"toolu_{i:04d}", "bash", {"command": "sleep 30"})],
-              stop_reason="tool_use") for i in range(repeats)])
+    return write_script(
+        path,
+        [
+            reply(
+                "",
+                tool_uses=[ToolUse(f"toolu_{i:04d}", "bash", {"command": "sleep 30"})],
+                stop_reason="tool_use",
+            )
+            for i in range(repeats)
+        ],
+    )
 
 
 def bash(root: Path, repeats: int) -> list[float]:
@@ -135,17 +144,30 @@ def run(quick: bool = False) -> list[Row]:
     rows = []
     with scratch("cancel") as root:
         floor = echo_round_trip()
-        cases = [("while streaming", streaming, 10 if quick else 100),
-                 ("while bash runs", bash, 5 if quick else 40),
-                 ("while a permission question waits", permission, 10 if quick else 100)]
+        cases = [
+            ("while streaming", streaming, 10 if quick else 100),
+            ("while bash runs", bash, 5 if quick else 40),
+            ("while a permission question waits", permission, 10 if quick else 100),
+        ]
         for label, measure, repeats in cases:
             log(f"cancel {label} x {repeats}")
             times = measure(root, repeats)
             p50, p99 = percentile(times, 50), percentile(times, 99)
             note = f"n={len(times)}, p50 {ms(p50):.1f} ms, max {ms(max(times)):.1f} ms"
-            rows.append(Row("cancel", f"p99 {label}", ms(p99), "ms", ms(floor),
-                            "bare echo round trip", "< 50 ms", ms(p99) < 50, note=note,
-                            extra={"samples_ms": [ms(t) for t in times]}))
+            rows.append(
+                Row(
+                    "cancel",
+                    f"p99 {label}",
+                    ms(p99),
+                    "ms",
+                    ms(floor),
+                    "bare echo round trip",
+                    "< 50 ms",
+                    ms(p99) < 50,
+                    note=note,
+                    extra={"samples_ms": [ms(t) for t in times]},
+                )
+            )
     return rows
 
 

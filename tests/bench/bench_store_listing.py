@@ -84,8 +84,11 @@ def cold_child(root: Path, use_index: bool) -> float:
         + "print(time.perf_counter() - t)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code, str(root), str(REPO)], check=True, capture_output=True,
-        text=True)
+        [sys.executable, "-c", code, str(root), str(REPO)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return float(out.stdout)
 
 
@@ -137,8 +140,18 @@ def measure(root: Path, count: int) -> Figures:
     cold_no_index = cold_child(root, use_index=False)
     evict(root)
     cold_index = cold_child(root, use_index=True)
-    return Figures(scan_only, no_index, cold_no_index, first, warm, warm_all, second_page,
-                   after_change, cold_index, (root / INDEX_FILE).stat().st_size)
+    return Figures(
+        scan_only,
+        no_index,
+        cold_no_index,
+        first,
+        warm,
+        warm_all,
+        second_page,
+        after_change,
+        cold_index,
+        (root / INDEX_FILE).stat().st_size,
+    )
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -147,17 +160,35 @@ def run(quick: bool = False) -> list[Row]:
         found = measure(root / "sessions", count)
     group = "store listing"
     return [
-        Row(group, f"list 50 of {count:,} sessions in process, index up to date",
-            ms(found.warm), "ms", ms(found.no_index), "every meta.json read, no index",
+        Row(
+            group,
+            f"list 50 of {count:,} sessions in process, index up to date",
+            ms(found.warm),
+            "ms",
+            ms(found.no_index),
+            "every meta.json read, no index",
             note=f"all cwds {ms(found.warm_all):.1f} ms, the second page "
-                 f"{ms(found.second_page):.1f} ms, after one meta changed "
-                 f"{ms(found.after_change):.1f} ms; a stat of every meta.json alone "
-                 f"{ms(found.scan_only):.1f} ms"),
-        Row(group, "the first list (builds index.sqlite3)", ms(found.first), "ms",
-            ms(found.no_index), "every meta.json read, no index",
-            note=f"index {found.index_bytes / 1e6:.1f} MB"),
-        Row(group, "a fresh process, page cache cold, with the index", ms(found.cold_index),
-            "ms", ms(found.cold_no_index), "the same without the index"),
+            f"{ms(found.second_page):.1f} ms, after one meta changed "
+            f"{ms(found.after_change):.1f} ms; a stat of every meta.json alone "
+            f"{ms(found.scan_only):.1f} ms",
+        ),
+        Row(
+            group,
+            "the first list (builds index.sqlite3)",
+            ms(found.first),
+            "ms",
+            ms(found.no_index),
+            "every meta.json read, no index",
+            note=f"index {found.index_bytes / 1e6:.1f} MB",
+        ),
+        Row(
+            group,
+            "a fresh process, page cache cold, with the index",
+            ms(found.cold_index),
+            "ms",
+            ms(found.cold_no_index),
+            "the same without the index",
+        ),
     ]
 
 

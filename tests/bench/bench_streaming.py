@@ -38,10 +38,18 @@ PROVIDER_DELTAS = 20_000
 ROOT = Path(__file__).resolve().parents[2]
 
 PROVIDERS: dict[str, tuple[str, Callable[[str], dict[str, str]]]] = {
-    "Anthropic": ("acp_conformance.fakes.messages", lambda url: {
-        "ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": url}),
-    "OpenAI-compatible": ("acp_conformance.fakes.chat", lambda url: {
-        "IAC_CODE_PROVIDER": "openai", "OPENAI_API_KEY": "bench", "IAC_CODE_BASE_URL": url}),
+    "Anthropic": (
+        "acp_conformance.fakes.messages",
+        lambda url: {"ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": url},
+    ),
+    "OpenAI-compatible": (
+        "acp_conformance.fakes.chat",
+        lambda url: {
+            "IAC_CODE_PROVIDER": "openai",
+            "OPENAI_API_KEY": "bench",
+            "IAC_CODE_BASE_URL": url,
+        },
+    ),
 }
 """Provider -> (the fake API serving it, the environment pointing the agent at it)."""
 
@@ -58,8 +66,9 @@ def _one_answer(agent: Client, project: Path, deltas: int) -> tuple[float, int, 
     return elapsed, updates, agent.bytes_read - before
 
 
-def _runs(root: Path, repeats: int, deltas: int
-          ) -> tuple[list[tuple[float, int, int]], list[tuple[float, int, int]]]:
+def _runs(
+    root: Path, repeats: int, deltas: int
+) -> tuple[list[tuple[float, int, int]], list[tuple[float, int, int]]]:
     """(seconds, updates, bytes) of each run, the agent's and the bare loop's, alternating (the
     machine's load changes; both see the same)."""
     from acp_conformance.script import reply
@@ -84,8 +93,9 @@ def _runs(root: Path, repeats: int, deltas: int
     return agent_runs, bare_runs
 
 
-def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
-                   ) -> list[tuple[float, int, int]]:
+def _provider_runs(
+    root: Path, provider: str, repeats: int, deltas: int
+) -> list[tuple[float, int, int]]:
     """(seconds, updates, bytes) of each answer streamed through ``provider``'s SDK."""
     from acp_conformance.script import reply
 
@@ -93,8 +103,9 @@ def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
     folder = root / provider
     folder.mkdir()
     # A first, short answer imports the SDK and opens the connection: not measured.
-    script = write_script(folder / "script.json",
-                          [reply("warm up"), *[reply(text_chunks(deltas))] * repeats])
+    script = write_script(
+        folder / "script.json", [reply("warm up"), *[reply(text_chunks(deltas))] * repeats]
+    )
     server_argv = [sys.executable, "-m", module, "--script", str(script)]
     with Client(server_argv, cwd=ROOT, stderr=folder / "server.log") as server:
         ready = server.line(30).decode()
@@ -103,7 +114,8 @@ def _provider_runs(root: Path, provider: str, repeats: int, deltas: int
         with spawn_agent(folder / "home", **env) as agent:
             agent.initialize()
             response, _ = agent.count_until_response(
-                agent.prompt_request(agent.new_session(root / "project")))
+                agent.prompt_request(agent.new_session(root / "project"))
+            )
             assert response["result"]["stopReason"] == "end_turn", response
             runs = [_one_answer(agent, root / "project", deltas) for _ in range(repeats)]
         server.proc.terminate()  # the fake serves until SIGTERM
@@ -119,8 +131,7 @@ def run(quick: bool = False) -> list[Row]:
         agent, bare = _runs(root, repeats, deltas)
         through = {}
         for provider in PROVIDERS:
-            log(f"streaming {provider_deltas} deltas x {repeats} through the {provider} "
-                f"provider")
+            log(f"streaming {provider_deltas} deltas x {repeats} through the {provider} provider")
             through[provider] = _provider_runs(root, provider, repeats, provider_deltas)
     rate = median([n / t for t, n, _ in agent])
     bare_rate = median([n / t for t, n, _ in bare])
@@ -129,20 +140,44 @@ def run(quick: bool = False) -> list[Row]:
     seconds = median([t for t, _, _ in agent])
     note = f"{deltas:,} deltas in {seconds:.2f} s (median of {repeats})"
     rows = [
-        Row("streaming", "updates per second", rate, "/s", bare_rate, "bare loop",
-            "≥ 0.5× bare loop", rate >= 0.5 * bare_rate, note=note,
-            extra={"agent_runs": agent, "bare_runs": bare}),
-        Row("streaming", "stdout bytes per second", byte_rate, "MB/s", bare_byte_rate,
-            "bare loop", "≥ 0.5× bare loop", byte_rate >= 0.5 * bare_byte_rate),
+        Row(
+            "streaming",
+            "updates per second",
+            rate,
+            "/s",
+            bare_rate,
+            "bare loop",
+            "≥ 0.5× bare loop",
+            rate >= 0.5 * bare_rate,
+            note=note,
+            extra={"agent_runs": agent, "bare_runs": bare},
+        ),
+        Row(
+            "streaming",
+            "stdout bytes per second",
+            byte_rate,
+            "MB/s",
+            bare_byte_rate,
+            "bare loop",
+            "≥ 0.5× bare loop",
+            byte_rate >= 0.5 * bare_byte_rate,
+        ),
     ]
     for provider, runs in through.items():
         seconds = median([t for t, _, _ in runs])
-        rows.append(Row(
-            "streaming", f"updates per second, {provider} provider (its SDK, fake API over "
-            f"loopback)", median([n / t for t, n, _ in runs]), "/s", rate, "scripted model",
-            note=f"{provider_deltas:,} deltas in {seconds:.2f} s (median of {repeats}); "
-                 f"informational: the fake API in Python shares the cores",
-            extra={"runs": runs}))
+        rows.append(
+            Row(
+                "streaming",
+                f"updates per second, {provider} provider (its SDK, fake API over loopback)",
+                median([n / t for t, n, _ in runs]),
+                "/s",
+                rate,
+                "scripted model",
+                note=f"{provider_deltas:,} deltas in {seconds:.2f} s (median of {repeats}); "
+                f"informational: the fake API in Python shares the cores",
+                extra={"runs": runs},
+            )
+        )
     return rows
 
 

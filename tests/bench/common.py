@@ -128,8 +128,7 @@ def write_script(path: Path, exchanges: list[dict[str, Any]]) -> Path:
 
     checked = validate_script(exchanges)
     with open(path, "w", encoding="utf-8") as file:
-        json.dump({"version": SCRIPT_VERSION, "exchanges": checked}, file,
-                  separators=(",", ":"))
+        json.dump({"version": SCRIPT_VERSION, "exchanges": checked}, file, separators=(",", ":"))
     return path
 
 

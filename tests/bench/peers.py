@@ -42,11 +42,18 @@ class Peer:
         """The peer's environment: ours minus real credentials, a private home, fake keys."""
         home.mkdir(parents=True, exist_ok=True)
         (home / ".codex").mkdir(exist_ok=True)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("ANTHROPIC_", "OPENAI_", "CODEX_", "CLAUDE_"))}
-        env.update(HOME=str(home), CODEX_HOME=str(home / ".codex"),
-                   OPENAI_API_KEY=PLACEHOLDER_KEY, ANTHROPIC_API_KEY=PLACEHOLDER_KEY,
-                   **self.env)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "OPENAI_", "CODEX_", "CLAUDE_"))
+        }
+        env.update(
+            HOME=str(home),
+            CODEX_HOME=str(home / ".codex"),
+            OPENAI_API_KEY=PLACEHOLDER_KEY,
+            ANTHROPIC_API_KEY=PLACEHOLDER_KEY,
+            **self.env,
+        )
         return env
 
 
@@ -70,11 +77,19 @@ def installed() -> list[Peer]:
         modules = prefix / "node_modules"
         codex = modules / "@zed-industries" / f"codex-acp-linux-{arch}"
         if "codex-acp" not in found and (codex / "bin" / "codex-acp").is_file():
-            found["codex-acp"] = Peer("codex-acp", _version(codex),
-                                      [str(codex / "bin" / "codex-acp")], "Rust",
-                                      auth_method="openai-api-key")
+            found["codex-acp"] = Peer(
+                "codex-acp",
+                _version(codex),
+                [str(codex / "bin" / "codex-acp")],
+                "Rust",
+                auth_method="openai-api-key",
+            )
         claude = modules / "@agentclientprotocol" / "claude-agent-acp"
         if "claude-agent-acp" not in found and (claude / "dist" / "index.js").is_file():
-            found["claude-agent-acp"] = Peer("claude-agent-acp", _version(claude),
-                                             ["node", str(claude / "dist" / "index.js")], "Node")
+            found["claude-agent-acp"] = Peer(
+                "claude-agent-acp",
+                _version(claude),
+                ["node", str(claude / "dist" / "index.js")],
+                "Node",
+            )
     return list(found.values())

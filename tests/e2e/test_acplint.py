@@ -50,10 +50,27 @@ def test_acplint_finds_nothing_of_ours(tmp_path: Path) -> None:
     report = tmp_path / "acplint.json"
     env = agent_environment(tmp_path / "home", {"IAC_CODE_MODEL_SCRIPT": str(script)})
     done = subprocess.run(
-        [str(ACPLINT), "--agent", sys.executable, "--agent-args", "-m iaccode acp",
-         "--cwd", str(project), "--output", "json", "--output-file", str(report),
-         "--timeout", "20"],
-        env=env, capture_output=True, text=True, timeout=600, check=False)
+        [
+            str(ACPLINT),
+            "--agent",
+            sys.executable,
+            "--agent-args",
+            "-m iaccode acp",
+            "--cwd",
+            str(project),
+            "--output",
+            "json",
+            "--output-file",
+            str(report),
+            "--timeout",
+            "20",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert report.exists(), done.stdout + done.stderr
     results = json.loads(report.read_text())["results"]
     assert len(results) > 40, results  # it really ran its checks
@@ -63,5 +80,11 @@ def test_acplint_finds_nothing_of_ours(tmp_path: Path) -> None:
         assert piece in (failing[name]["message"] or ""), failing[name]
     # And what it did pass on includes the parts it reads the stable way.
     passed = {r["name"] for r in results if r["status"] == "PASS"}
-    assert {"list_sessions", "load_session", "fork_session", "cancel_graceful_handling",
-            "stress_concurrent_sessions", "schema_all_notifications_valid"} <= passed
+    assert {
+        "list_sessions",
+        "load_session",
+        "fork_session",
+        "cancel_graceful_handling",
+        "stress_concurrent_sessions",
+        "schema_all_notifications_valid",
+    } <= passed

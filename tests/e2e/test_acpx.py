@@ -25,7 +25,7 @@ PLACEHOLDER = "/path/to/.venv/bin/iaccode"
 def readme_acpx_config() -> dict[str, object]:
     """The JSON block under the README's **acpx** paragraph."""
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("**acpx**"):]
+    section = readme[readme.index("**acpx**") :]
     block = re.search(r"```json\n(.*?)```", section, re.S)
     assert block is not None, "no JSON block after **acpx** in the README"
     config: dict[str, object] = json.loads(block.group(1))
@@ -40,8 +40,20 @@ def acpx() -> Path:
     binary = prefix / "node_modules" / ".bin" / "acpx"
     if not binary.exists():
         prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                        f"acpx@{ACPX_VERSION}"], check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                f"acpx@{ACPX_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     return binary
 
 
@@ -54,11 +66,19 @@ def test_the_readme_acpx_config_runs_a_prompt(tmp_path: Path) -> None:
     text = json.dumps(readme_acpx_config())
     assert PLACEHOLDER in text
     (home / ".acpx" / "config.json").write_text(text.replace(PLACEHOLDER, str(iaccode)))
-    env = agent_environment(tmp_path / "iac-home", {
-        "HOME": str(home), "IAC_CODE_MODEL_SCRIPT": str(ROOT / "examples" / "hello-script.json")})
-    done = subprocess.run([str(binary), "--approve-all", "--format", "text", "iac-code", "exec",
-                           "hello"], cwd=project, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    env = agent_environment(
+        tmp_path / "iac-home",
+        {"HOME": str(home), "IAC_CODE_MODEL_SCRIPT": str(ROOT / "examples" / "hello-script.json")},
+    )
+    done = subprocess.run(
+        [str(binary), "--approve-all", "--format", "text", "iac-code", "exec", "hello"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Hello! I'm iac-code, a coding agent for infrastructure as code." in done.stdout
     assert "end_turn" in done.stdout

@@ -17,19 +17,22 @@ SLOW_STREAM = reply([f"word{i} " for i in range(100)], delay=0.05)
 
 
 async def start_prompt(agent: AgentConnection, session: str) -> int:
-    return await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "go"}]})
+    return await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}
+    )
 
 
 async def assert_no_more_updates(agent: AgentConnection, session: str) -> None:
     """Nothing for the session arrives after its prompt was answered (a round trip later)."""
-    _, before = await agent.response(await agent.send_request("session/new", {
-        "cwd": "/", "mcpServers": []}))
+    _, before = await agent.response(
+        await agent.send_request("session/new", {"cwd": "/", "mcpServers": []})
+    )
     assert [m for m in before if m.get("params", {}).get("sessionId") == session] == []
 
 
-async def test_cancel_while_streaming(agent: AgentConnection, model_server: FakeModelServer,
-                                      workspace: Path) -> None:
+async def test_cancel_while_streaming(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     await agent.initialize()
     session = await agent.new_session(workspace)
     latencies = []
@@ -43,8 +46,9 @@ async def test_cancel_while_streaming(agent: AgentConnection, model_server: Fake
         latencies.append(trio.current_time() - sent_at)
         assert response["result"]["stopReason"] == "cancelled"
         assert all(m["method"] == "session/update" for m in before)
-        chunks = [m for m in before
-                  if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        chunks = [
+            m for m in before if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        ]
         assert len(chunks) < 99  # the stream really stopped
         await assert_no_more_updates(agent, session)
     # The protocol's bound (CANCEL-STREAMING); `nox -s bench` measures the real figure.
@@ -58,8 +62,9 @@ async def test_cancel_while_streaming(agent: AgentConnection, model_server: Fake
     assert history[1]["content"][0]["text"].startswith("word0 ")
 
 
-async def test_cancel_during_retry_wait(agent: AgentConnection, model_server: FakeModelServer,
-                                        workspace: Path) -> None:
+async def test_cancel_during_retry_wait(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     model_server.enqueue(error_status(429, retry_after=30))
     await agent.initialize()
     session = await agent.new_session(workspace)
@@ -72,26 +77,30 @@ async def test_cancel_during_retry_wait(agent: AgentConnection, model_server: Fa
     assert len(model_server.requests) == 1
 
 
-async def test_cancel_before_the_model_answers(agent: AgentConnection,
-                                               model_server: FakeModelServer,
-                                               workspace: Path) -> None:
+async def test_cancel_before_the_model_answers(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await start_prompt(agent, session)
     await agent.notify("session/cancel", {"sessionId": session})  # right behind the prompt
     response, before = await agent.response(request_id, timeout=3)
-    assert response["result"] == {"stopReason": "cancelled", "usage": {
-        "inputTokens": 0, "outputTokens": 0, "totalTokens": 0}}
+    assert response["result"] == {
+        "stopReason": "cancelled",
+        "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+    }
     # At most the title (set from the prompt, if the cancel came after it); nothing from
     # the model.
     assert {m["params"]["update"]["sessionUpdate"] for m in before} <= {
-        "available_commands_update", "session_info_update"}
+        "available_commands_update",
+        "session_info_update",
+    }
 
 
-async def test_cancel_request_for_an_in_flight_prompt(agent: AgentConnection,
-                                                      model_server: FakeModelServer,
-                                                      workspace: Path) -> None:
+async def test_cancel_request_for_an_in_flight_prompt(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
     session = await agent.new_session(workspace)
@@ -133,9 +142,9 @@ async def test_close_cancels_the_turn_and_forgets_the_session(
 
 
 @pytest.mark.process  # the exit: its status, within LIFE-EOF-BUSY's bound
-async def test_end_of_input_cancels_turns_and_exits(agent: AgentConnection,
-                                                    model_server: FakeModelServer,
-                                                    workspace: Path) -> None:
+async def test_end_of_input_cancels_turns_and_exits(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
     session = await agent.new_session(workspace)
@@ -152,8 +161,9 @@ async def test_end_of_input_cancels_turns_and_exits(agent: AgentConnection,
 
 @pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
-async def test_signal_shuts_down_cleanly(agent: AgentConnection, model_server: FakeModelServer,
-                                         workspace: Path, signum: signal.Signals) -> None:
+async def test_signal_shuts_down_cleanly(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, signum: signal.Signals
+) -> None:
     model_server.enqueue(hang())
     await agent.initialize()
     session = await agent.new_session(workspace)
@@ -174,11 +184,13 @@ async def test_idle_agent_exits_at_end_of_input(agent: AgentConnection) -> None:
 
 
 async def test_a_late_answer_to_a_question_the_cancel_withdrew_is_no_warning(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     """Cancelling a turn that asks withdraws the question (``$/cancel_request``); an editor
     that answers it anyway is expected to, so the log says so at debug level only."""
-    model_server.enqueue(reply(tool_uses=[ToolUse("toolu_1", "write_file",
-                                                  {"path": "a.tf", "content": "x"})]))
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_1", "write_file", {"path": "a.tf", "content": "x"})])
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     prompt = await start_prompt(agent, session)
@@ -192,7 +204,8 @@ async def test_a_late_answer_to_a_question_the_cancel_withdrew_is_no_warning(
     assert withdrawn["params"] == {"requestId": question["id"]}
     answer, _ = await agent.response(prompt)
     assert answer["result"]["stopReason"] == "cancelled"
-    await agent.reply(question["id"], {"outcome": {"outcome": "selected",
-                                                   "optionId": "allow_once"}})
+    await agent.reply(
+        question["id"], {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+    )
     await assert_no_more_updates(agent, session)  # a round trip: the answer was read
     assert "WARNING" not in agent.stderr, agent.stderr_tail()

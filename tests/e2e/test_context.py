@@ -32,12 +32,17 @@ def real(path: Path) -> Path:
 
 
 def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
-async def ask(agent: AgentConnection, model_server: FakeModelServer, cwd: Path,
-              count: int = 1) -> list[str]:
+async def ask(
+    agent: AgentConnection, model_server: FakeModelServer, cwd: Path, count: int = 1
+) -> list[str]:
     """Open a session in ``cwd``, send ``count`` prompts; the system prompt of each request."""
     model_server.enqueue(*[reply("ok") for _ in range(count)])
     await agent.initialize()
@@ -48,9 +53,9 @@ async def ask(agent: AgentConnection, model_server: FakeModelServer, cwd: Path,
     return [system_text(r.body) for r in model_server.requests]
 
 
-async def test_environment_section_outside_git(agent: AgentConnection,
-                                               model_server: FakeModelServer,
-                                               workspace: Path) -> None:
+async def test_environment_section_outside_git(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     [system] = await ask(agent, model_server, workspace)
     assert f"Working directory: {real(workspace)}" in system
     assert f"Today's date: {datetime.date.today().isoformat()}" in system
@@ -63,8 +68,9 @@ async def test_environment_section_outside_git(agent: AgentConnection,
     assert "sub-agent of iac-code" not in system
 
 
-async def test_git_branch_and_status(agent: AgentConnection, model_server: FakeModelServer,
-                                     workspace: Path) -> None:
+async def test_git_branch_and_status(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     git(workspace, "init", "-q", "-b", "feature-x")
     (workspace / "main.tf").write_text("x\n")
     git(workspace, "add", ".")
@@ -78,8 +84,9 @@ async def test_git_branch_and_status(agent: AgentConnection, model_server: FakeM
     assert f"repository root: {real(workspace)}" in system
 
 
-async def test_clean_repository(agent: AgentConnection, model_server: FakeModelServer,
-                                workspace: Path) -> None:
+async def test_clean_repository(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     git(workspace, "init", "-q", "-b", "main")
     (workspace / "a").write_text("a")
     git(workspace, "add", ".")
@@ -114,9 +121,9 @@ async def test_agents_md_nesting_precedence_and_the_users_own(
     assert "the later one wins" in system
 
 
-async def test_instructions_are_capped_with_a_marker(agent: AgentConnection,
-                                                     model_server: FakeModelServer,
-                                                     workspace: Path) -> None:
+async def test_instructions_are_capped_with_a_marker(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     git(workspace, "init", "-q")
     sub = workspace / "deep"
     sub.mkdir()
@@ -159,12 +166,16 @@ async def test_sub_agent_gets_environment_and_instructions_with_its_own_identity
     (workspace / "AGENTS.md").write_text("PROJECT RULE\n")
     model_server.enqueue(
         reply(tool_uses=[ToolUse("toolu_sub", "agent", {"prompt": "look around"})]),
-        reply("sub-agent's answer"), reply("done"))
+        reply("sub-agent's answer"),
+        reply("done"),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     response, _, _ = await agent.run_prompt(
-        session, "delegate",
-        lambda m: {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+        session,
+        "delegate",
+        lambda m: {"outcome": {"outcome": "selected", "optionId": "allow_once"}},
+    )
     assert response["result"]["stopReason"] == "end_turn"
     main, sub, _ = (system_text(r.body) for r in model_server.requests)
     assert "You are iac-code" in main and "sub-agent of iac-code" not in main

@@ -33,8 +33,11 @@ def cli_log(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def agent_env(tmp_path: Path, model_server: FakeModelServer, cli_log: Path) -> dict[str, str]:
-    env = env_with_stand_ins(tmp_path, model_server, logging_clis(
-        ["terraform", "kubectl", "helm", "helmfile", "aws"], cli_log))
+    env = env_with_stand_ins(
+        tmp_path,
+        model_server,
+        logging_clis(["terraform", "kubectl", "helm", "helmfile", "aws"], cli_log),
+    )
     env["AWS_SECRET_ACCESS_KEY"] = SECRET
     return env
 
@@ -60,13 +63,17 @@ async def test_a_change_the_line_hides_asks_on_the_running_call_in_bypass(
     assert len(asked) == 1
     question = asked[0]["params"]["toolCall"]
     assert question["toolCallId"] == "toolu_hidden", "the question is about the running call"
-    assert question["title"] == ("Changes real infrastructure: helmfile apply "
-                                 "--skip-diff-on-install")
+    assert question["title"] == (
+        "Changes real infrastructure: helmfile apply --skip-diff-on-install"
+    )
     text = question["content"][0]["content"]["text"]
     assert "it changes real infrastructure (helmfile apply)" in text
     assert f"from the command: {command}" in text and "started by: sh" in text
     assert [o["kind"] for o in asked[0]["params"]["options"]] == [
-        "allow_once", "reject_once", "reject_always"]
+        "allow_once",
+        "reject_once",
+        "reject_always",
+    ]
     told = result_for(model_server, 1, "toolu_hidden")["content"]
     assert "`helmfile apply --skip-diff-on-install` was not run: refused by the user" in told
     assert "status=126" in told
@@ -79,9 +86,11 @@ async def test_a_change_the_line_hides_asks_on_the_running_call_in_bypass(
 async def test_allowed_once_the_real_cli_runs_with_the_credentials_held_back_from_the_rest(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    command = ("echo 'helmfile apply --suppress-secrets' | sh; "
-               "env | grep -c AWS_SECRET_ACCESS_KEY; python3 -c 'import os; "
-               "print(\"python sees\", os.environ.get(\"AWS_SECRET_ACCESS_KEY\"))'")
+    command = (
+        "echo 'helmfile apply --suppress-secrets' | sh; "
+        "env | grep -c AWS_SECRET_ACCESS_KEY; python3 -c 'import os; "
+        'print("python sees", os.environ.get("AWS_SECRET_ACCESS_KEY"))\''
+    )
     model_server.enqueue(bash("toolu_apply", command), reply("applied"))
     session = await bypass(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "apply", choose("allow_once"))
@@ -101,29 +110,39 @@ echo "aws $*: key ${AWS_ACCESS_KEY_ID:-none} secret ${AWS_SECRET_ACCESS_KEY:-non
 
 
 async def test_the_credentials_a_gate_hands_back_are_the_agents_secrets(
-    tmp_path: Path, model_server: FakeModelServer, workspace: Path, agent_env: dict[str, str],
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    workspace: Path,
+    agent_env: dict[str, str],
 ) -> None:
     """The gate's credential table is secret too (declared at start-up): not in the agent's
     /proc environ, and replaced in what the CLI the gate gave them to printed."""
     (tmp_path / "bin" / "aws").write_text(CREDENTIAL_PRINTER)
     (tmp_path / "bin" / "aws").chmod(0o755)
     agent_env["AWS_ACCESS_KEY_ID"] = KEY_ID  # no secret by the name rule: a credential
-    command = ("aws sts get-caller-identity; "
-               "tr '\\0' '\\n' < /proc/$PPID/environ "
-               "| grep -c -e ^AWS_ACCESS_KEY_ID= -e ^AWS_SECRET_ACCESS_KEY= || true")
+    command = (
+        "aws sts get-caller-identity; "
+        "tr '\\0' '\\n' < /proc/$PPID/environ "
+        "| grep -c -e ^AWS_ACCESS_KEY_ID= -e ^AWS_SECRET_ACCESS_KEY= || true"
+    )
     model_server.enqueue(bash("toolu_who", command), reply("it is you"))
     async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
         session = await bypass(agent, workspace)
         _, _, asked = await agent.run_prompt(session, "who am I", choose("allow_once"))
     told = result_for(model_server, 1, "toolu_who")["content"]
-    assert ("aws sts get-caller-identity: key [secret AWS_ACCESS_KEY_ID] secret "
-            "[secret AWS_SECRET_ACCESS_KEY]") in told, told
+    assert (
+        "aws sts get-caller-identity: key [secret AWS_ACCESS_KEY_ID] secret "
+        "[secret AWS_SECRET_ACCESS_KEY]"
+    ) in told, told
     assert KEY_ID not in told and SECRET not in told
     assert told.rstrip().endswith("\n0"), "neither is left in the agent's environ"
 
 
 async def test_a_cli_off_the_agents_path_gets_no_credentials_and_the_user_is_told(
-    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path,
+    agent: AgentConnection,
+    model_server: FakeModelServer,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     """A terraform the command put behind the gates on its own PATH runs without the held
     credentials: the model reads why in the output, the user gets a notice."""
@@ -145,7 +164,10 @@ async def test_a_cli_off_the_agents_path_gets_no_credentials_and_the_user_is_tol
 
 
 async def test_the_gates_question_shows_no_secret_value(
-    tmp_path: Path, model_server: FakeModelServer, workspace: Path, cli_log: Path,
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    workspace: Path,
+    cli_log: Path,
     agent_env: dict[str, str],
 ) -> None:
     """The argv a gate reports is the expanded one: a value the agent holds as a secret is
@@ -159,8 +181,9 @@ async def test_the_gates_question_shows_no_secret_value(
         session = await bypass(agent, workspace)
         _, _, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
     (question,) = [q["params"]["toolCall"] for q in asked]
-    assert question["title"] == ("Changes real infrastructure: helmfile apply --set "
-                                 "token=[secret DEPLOY_TOKEN]")
+    assert question["title"] == (
+        "Changes real infrastructure: helmfile apply --set token=[secret DEPLOY_TOKEN]"
+    )
     assert token not in str(question)
     assert runs(cli_log) == []
 
@@ -169,31 +192,47 @@ async def test_reads_pass_the_gate_without_a_question(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
     (workspace / "Makefile").write_text("plan:\n\tterraform plan -out=tfplan\n")
-    lines = ["A=plan; terraform $A", "echo 'terraform validate' | sh",
-             "python3 -c \"import subprocess; subprocess.run(['terraform', 'fmt', '-check'])\"",
-             "make plan", "kubectl get pods -A | head -1", "helm template web ./chart"]
-    model_server.enqueue(reply(tool_uses=[ToolUse(f"toolu_{i}", "bash", {"command": line})
-                                          for i, line in enumerate(lines)]), reply("read"))
+    lines = [
+        "A=plan; terraform $A",
+        "echo 'terraform validate' | sh",
+        "python3 -c \"import subprocess; subprocess.run(['terraform', 'fmt', '-check'])\"",
+        "make plan",
+        "kubectl get pods -A | head -1",
+        "helm template web ./chart",
+    ]
+    model_server.enqueue(
+        reply(
+            tool_uses=[
+                ToolUse(f"toolu_{i}", "bash", {"command": line}) for i, line in enumerate(lines)
+            ]
+        ),
+        reply("read"),
+    )
     session = await bypass(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "read")
     assert asked == []
-    assert runs(cli_log) == ["terraform plan", "terraform validate", "terraform fmt -check",
-                             "terraform plan -out=tfplan", "kubectl get pods -A",
-                             "helm template web ./chart"]
+    assert runs(cli_log) == [
+        "terraform plan",
+        "terraform validate",
+        "terraform fmt -check",
+        "terraform plan -out=tfplan",
+        "kubectl get pods -A",
+        "helm template web ./chart",
+    ]
 
 
 async def test_the_question_about_the_line_covers_its_change_once(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    model_server.enqueue(
-        bash("toolu_apply", "helmfile apply && aws s3 rb s3://old"),
-        reply("done"))
+    model_server.enqueue(bash("toolu_apply", "helmfile apply && aws s3 rb s3://old"), reply("done"))
     session = await start(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "apply", choose("allow_once"))
     # One question for both (the line's), none again from the gates.
     assert len(asked) == 1
-    assert "helmfile apply; aws s3 rb" in asked[0]["params"]["toolCall"]["content"][0][
-        "content"]["text"]
+    assert (
+        "helmfile apply; aws s3 rb"
+        in asked[0]["params"]["toolCall"]["content"][0]["content"]["text"]
+    )
     assert runs(cli_log) == ["helmfile apply", "aws s3 rb s3://old"]
 
 
@@ -203,25 +242,29 @@ async def test_a_change_the_line_did_not_name_asks_again(
     """Allowing the line allows the argvs it spells out, exactly: the same verb with other
     arguments, from a script the line runs, asks again."""
     (workspace / "deploy.sh").write_text("helmfile -e prod apply\nhelmfile destroy\n")
-    model_server.enqueue(bash("toolu_apply", "helmfile -e dev apply && sh deploy.sh"),
-                         reply("done"))
+    model_server.enqueue(
+        bash("toolu_apply", "helmfile -e dev apply && sh deploy.sh"), reply("done")
+    )
     session = await start(agent, workspace)
     answers = iter(["allow_once", "reject_once", "reject_once"])
-    _, _, asked = await agent.run_prompt(session, "apply",
-                                         lambda message: selected(next(answers)))
+    _, _, asked = await agent.run_prompt(session, "apply", lambda message: selected(next(answers)))
     assert [q["params"]["toolCall"]["title"] for q in asked] == [
         "Changes real infrastructure: helmfile -e dev apply && sh deploy.sh",
         "Changes real infrastructure: helmfile -e prod apply",
-        "Changes real infrastructure: helmfile destroy"]
+        "Changes real infrastructure: helmfile destroy",
+    ]
     assert runs(cli_log) == ["helmfile -e dev apply"]
 
 
 async def test_always_reject_holds_for_the_gates(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_1", "echo 'kubectl delete ns a' | sh"), reply("no"),
-                         bash("toolu_2", "X=kubectl; $X delete ns b; echo 'helm uninstall c' | sh"),
-                         reply("no again"))
+    model_server.enqueue(
+        bash("toolu_1", "echo 'kubectl delete ns a' | sh"),
+        reply("no"),
+        bash("toolu_2", "X=kubectl; $X delete ns b; echo 'helm uninstall c' | sh"),
+        reply("no again"),
+    )
     session = await bypass(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "one", choose("reject_always"))
     assert len(asked) == 1
@@ -236,14 +279,22 @@ async def test_a_cancel_ends_a_waiting_gate_and_its_question(
 ) -> None:
     # The shell ignores TERM (and so does the gate it starts): had the channel closed before
     # the command was ended, the refused gate would let "echo after" run at once.
-    model_server.enqueue(bash("toolu_wait", "trap '' TERM; echo $$ > shell.pid; "
-                                            "echo 'helmfile destroy' | sh; "
-                                            "echo after > after.txt"))
+    model_server.enqueue(
+        bash(
+            "toolu_wait",
+            "trap '' TERM; echo $$ > shell.pid; "
+            "echo 'helmfile destroy' | sh; "
+            "echo after > after.txt",
+        )
+    )
     session = await bypass(agent, workspace)
-    prompt_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "destroy"}]})
-    while "method" not in (message := await agent.receive()) \
-            or message["method"] != "session/request_permission":
+    prompt_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "destroy"}]}
+    )
+    while (
+        "method" not in (message := await agent.receive())
+        or message["method"] != "session/request_permission"
+    ):
         pass
     await agent.notify("session/cancel", {"sessionId": session})
     answer, _ = await agent.response(prompt_id)
@@ -256,46 +307,54 @@ async def test_a_cancel_ends_a_waiting_gate_and_its_question(
 async def test_gates_a_command_removes_are_put_back_and_it_is_told(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_rm", "rm -f \"$(command -v helmfile)\""), reply("gone?"),
-                         bash("toolu_apply", "echo 'helmfile apply' | sh"), reply("no"))
+    model_server.enqueue(
+        bash("toolu_rm", 'rm -f "$(command -v helmfile)"'),
+        reply("gone?"),
+        bash("toolu_apply", "echo 'helmfile apply' | sh"),
+        reply("no"),
+    )
     session = await bypass(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "remove", choose("allow_once"))
-    assert "reaches for the gates" in asked[0]["params"]["toolCall"]["content"][0]["content"][
-        "text"]
+    assert (
+        "reaches for the gates" in asked[0]["params"]["toolCall"]["content"][0]["content"]["text"]
+    )
     told = result_for(model_server, 1, "toolu_rm")
     assert "they were put back" in told["content"] and told["is_error"] is True
     _, _, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
     assert [q["params"]["toolCall"]["title"] for q in asked] == [
-        "Changes real infrastructure: helmfile apply"], "the gate is back"
+        "Changes real infrastructure: helmfile apply"
+    ], "the gate is back"
     assert runs(cli_log) == []
 
 
-async def test_a_gate_without_its_channel_refuses(workspace: Path, cli_log: Path,
-                                                  agent_env: dict[str, str],
-                                                  tmp_path: Path) -> None:
+async def test_a_gate_without_its_channel_refuses(
+    workspace: Path, cli_log: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
     """A gate run outside a command of the agent (its channel gone) runs nothing."""
     from iaccode.gate.folder import GateFolder
 
     folder = GateFolder.create(str(tmp_path))
     env = {**agent_env, "PATH": f"{folder.bin}{os.pathsep}{agent_env['PATH']}"}
-    done = await trio.run_process(["terraform", "apply"], env=env, capture_stderr=True,
-                                  check=False)
+    done = await trio.run_process(["terraform", "apply"], env=env, capture_stderr=True, check=False)
     assert done.returncode == 126 and b"no channel to the agent" in done.stderr
-    env.update({"IAC_CODE_GATE_SOCKET": str(tmp_path / "gone.sock"),
-                "IAC_CODE_GATE_TOKEN": "x"})
-    done = await trio.run_process(["terraform", "apply"], env=env, capture_stderr=True,
-                                  check=False)
+    env.update({"IAC_CODE_GATE_SOCKET": str(tmp_path / "gone.sock"), "IAC_CODE_GATE_TOKEN": "x"})
+    done = await trio.run_process(["terraform", "apply"], env=env, capture_stderr=True, check=False)
     assert done.returncode == 126 and b"iac-code cannot be reached" in done.stderr
     assert runs(cli_log) == []
 
 
 @pytest.mark.skipif(not hasattr(os, "getppid"), reason="posix")
 async def test_the_editors_terminal_has_the_gates_too(
-    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, cli_log: Path,
+    agent: AgentConnection,
+    model_server: FakeModelServer,
+    workspace: Path,
+    cli_log: Path,
     agent_env: dict[str, str],
 ) -> None:
-    command = ("terraform version; echo 'helmfile destroy --concurrency 1' | sh; "
-               "env | grep -c AWS_SECRET_ACCESS_KEY")
+    command = (
+        "terraform version; echo 'helmfile destroy --concurrency 1' | sh; "
+        "env | grep -c AWS_SECRET_ACCESS_KEY"
+    )
     model_server.enqueue(bash("toolu_term", command), reply("done"))
     session = await bypass(agent, workspace, terminal=True)
     terminal = RealTerminal(agent, lambda message: selected("reject_once"), env=agent_env)
@@ -305,25 +364,37 @@ async def test_the_editors_terminal_has_the_gates_too(
     (question,) = terminal.questions
     assert question["params"]["toolCall"]["toolCallId"] == "toolu_term"
     assert question["params"]["toolCall"]["title"] == (
-        "Changes real infrastructure: helmfile destroy --concurrency 1")
+        "Changes real infrastructure: helmfile destroy --concurrency 1"
+    )
     told = result_for(model_server, 1, "toolu_term")["content"]
     assert "terraform got AWS_SECRET_ACCESS_KEY" in told and "\n0\n" in told
     created = terminal.created[0]
-    assert {item["name"] for item in created["env"]} >= {"IAC_CODE_GATE_SOCKET",
-                                                         "IAC_CODE_GATE_TOKEN"}
+    assert {item["name"] for item in created["env"]} >= {
+        "IAC_CODE_GATE_SOCKET",
+        "IAC_CODE_GATE_TOKEN",
+    }
 
 
 async def test_with_both_settings_off_there_are_no_gates(
-    tmp_path: Path, model_server: FakeModelServer, workspace: Path, cli_log: Path,
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    workspace: Path,
+    cli_log: Path,
     agent_env: dict[str, str],
 ) -> None:
-    write_config(Path(agent_env["IAC_CODE_HOME"]),
-                 'mode = "bypass"\n\n[iac]\nconfirm_infra_changes = false\n'
-                 'hold_credentials = false\n')
-    model_server.enqueue(bash("toolu_1", "echo 'terraform apply' | sh; type -P terraform; "
-                                         "env | grep -c -e ^AWS_ACCESS_KEY_ID= "
-                                         "-e ^AWS_SECRET_ACCESS_KEY= -e ^GITHUB_TOKEN="),
-                         reply("ran"))
+    write_config(
+        Path(agent_env["IAC_CODE_HOME"]),
+        'mode = "bypass"\n\n[iac]\nconfirm_infra_changes = false\nhold_credentials = false\n',
+    )
+    model_server.enqueue(
+        bash(
+            "toolu_1",
+            "echo 'terraform apply' | sh; type -P terraform; "
+            "env | grep -c -e ^AWS_ACCESS_KEY_ID= "
+            "-e ^AWS_SECRET_ACCESS_KEY= -e ^GITHUB_TOKEN=",
+        ),
+        reply("ran"),
+    )
     agent_env["AWS_ACCESS_KEY_ID"] = "AKIAEXAMPLE"
     agent_env["GITHUB_TOKEN"] = "ghp_not-a-cloud-credential"
     async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
@@ -337,8 +408,8 @@ async def test_with_both_settings_off_there_are_no_gates(
 
 
 def test_the_official_sdk_client_reads_the_gates_question(
-        agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path,
-        cli_log: Path) -> None:
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, cli_log: Path
+) -> None:
     """What an editor built on the official ACP Python SDK gets: a question its own models
     accept, on the running call, and the call's card back to running after the answer."""
     import asyncio
@@ -353,13 +424,15 @@ def test_the_official_sdk_client_reads_the_gates_question(
     client = RecordingClient("reject_once")
 
     async def main() -> None:
-        async with acp.spawn_agent_process(client, sys.executable, "-m", "iaccode", "acp",
-                                           env=agent_env) as (conn, _process):
+        async with acp.spawn_agent_process(
+            client, sys.executable, "-m", "iaccode", "acp", env=agent_env
+        ) as (conn, _process):
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             await conn.set_session_mode(session_id=session.session_id, mode_id="bypass")
-            response = await conn.prompt(session_id=session.session_id,
-                                         prompt=[acp.text_block("delete it")])
+            response = await conn.prompt(
+                session_id=session.session_id, prompt=[acp.text_block("delete it")]
+            )
             assert response.stop_reason == "end_turn"
 
     asyncio.run(asyncio.wait_for(main(), timeout=120))

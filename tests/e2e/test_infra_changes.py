@@ -23,8 +23,7 @@ def terraform_log(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def agent_env(tmp_path: Path, model_server: FakeModelServer, terraform_log: Path
-              ) -> dict[str, str]:
+def agent_env(tmp_path: Path, model_server: FakeModelServer, terraform_log: Path) -> dict[str, str]:
     """The usual test agent, with a stand-in terraform first on its PATH."""
     return env_with_stand_ins(tmp_path, model_server, logging_clis(["terraform"], terraform_log))
 
@@ -49,9 +48,14 @@ APPLY = "cd . && TF_IN_AUTOMATION=1 terraform apply -auto-approve"
 async def test_asked_after_always_allow_and_never_run_when_rejected(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, terraform_log: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_validate", "terraform validate"), reply("valid"),
-                         bash("toolu_apply", APPLY), reply("not applied"),
-                         bash("toolu_plan", "terraform plan"), reply("planned"))
+    model_server.enqueue(
+        bash("toolu_validate", "terraform validate"),
+        reply("valid"),
+        bash("toolu_apply", APPLY),
+        reply("not applied"),
+        bash("toolu_plan", "terraform plan"),
+        reply("planned"),
+    )
     session = await start(agent, workspace)
     _, _, asked = await agent.run_prompt(session, "validate", choose("allow_always"))
     assert len(asked) == 1 and runs(terraform_log) == ["validate"]
@@ -59,17 +63,23 @@ async def test_asked_after_always_allow_and_never_run_when_rejected(
     _, updates, asked = await agent.run_prompt(session, "apply", choose("reject_once"))
     assert len(asked) == 1, "Always allow for bash must not cover an infrastructure change"
     question = asked[0]["params"]
-    assert question["toolCall"]["title"] == ("terraform apply · workspace default · local "
-                                             "terraform.tfstate"), "asked with the plan"
+    assert question["toolCall"]["title"] == (
+        "terraform apply · workspace default · local terraform.tfstate"
+    ), "asked with the plan"
     shown = question["toolCall"]["content"][0]["content"]["text"]
     assert "changes real infrastructure (terraform apply)" in shown and APPLY in shown
     assert "    ~ update   terraform_data.stand_in" in shown
     assert [o["kind"] for o in question["options"]] == [
-        "allow_once", "reject_once", "reject_always"]
+        "allow_once",
+        "reject_once",
+        "reject_always",
+    ]
     assert runs(terraform_log) == ["validate"], "a rejected apply must never run"
     assert tool_updates(updates, "toolu_apply")[-1]["status"] == "failed"
-    assert "`terraform apply -auto-approve` was not run: refused by the user" in result_for(
-        model_server, 3, "toolu_apply")["content"]
+    assert (
+        "`terraform apply -auto-approve` was not run: refused by the user"
+        in result_for(model_server, 3, "toolu_apply")["content"]
+    )
 
     _, _, asked = await agent.run_prompt(session, "plan")
     assert asked == [], "a plan is an ordinary command, covered by Always allow"
@@ -79,9 +89,12 @@ async def test_asked_after_always_allow_and_never_run_when_rejected(
 async def test_asked_in_bypass_mode_and_run_once_allowed(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, terraform_log: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_fmt", "terraform fmt -check"), reply("formatted"),
-                         bash("toolu_destroy", "env TF_LOG=1 terraform destroy -auto-approve"),
-                         reply("destroyed"))
+    model_server.enqueue(
+        bash("toolu_fmt", "terraform fmt -check"),
+        reply("formatted"),
+        bash("toolu_destroy", "env TF_LOG=1 terraform destroy -auto-approve"),
+        reply("destroyed"),
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
     _, _, asked = await agent.run_prompt(session, "fmt")
@@ -90,10 +103,13 @@ async def test_asked_in_bypass_mode_and_run_once_allowed(
     _, _, asked = await agent.run_prompt(session, "destroy", choose("allow_once"))
     assert len(asked) == 1, "bypass must still ask before an infrastructure change"
     assert "terraform destroy" in asked[0]["params"]["toolCall"]["content"][0]["content"]["text"]
-    assert runs(terraform_log) == ["fmt -check", "apply -input=false <the approved plan>"], \
+    assert runs(terraform_log) == ["fmt -check", "apply -input=false <the approved plan>"], (
         "the destroy plan the question showed is what runs"
-    assert "stand-in terraform ran: apply -input=false" in result_for(
-        model_server, 3, "toolu_destroy")["content"]
+    )
+    assert (
+        "stand-in terraform ran: apply -input=false"
+        in result_for(model_server, 3, "toolu_destroy")["content"]
+    )
 
 
 async def test_plan_mode_refuses_an_infrastructure_change(
@@ -109,11 +125,16 @@ async def test_plan_mode_refuses_an_infrastructure_change(
 
 
 async def test_confirm_infra_changes_false_makes_it_an_ordinary_command(
-    tmp_path: Path, model_server: FakeModelServer, workspace: Path, terraform_log: Path,
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    workspace: Path,
+    terraform_log: Path,
     agent_env: dict[str, str],
 ) -> None:
-    write_config(Path(agent_env["IAC_CODE_HOME"]),
-                 'mode = "bypass"\n\n[iac]\nconfirm_infra_changes = false\n')
+    write_config(
+        Path(agent_env["IAC_CODE_HOME"]),
+        'mode = "bypass"\n\n[iac]\nconfirm_infra_changes = false\n',
+    )
     model_server.enqueue(bash("toolu_apply", "terraform apply -auto-approve"), reply("applied"))
     async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
         session = await start(agent, workspace)

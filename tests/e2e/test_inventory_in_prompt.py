@@ -36,9 +36,14 @@ async def test_the_inventory_is_in_the_system_prompt_and_follows_the_files(
     await agent.run_prompt(session, "What does this project declare?")
     first = system_text(model_server, 0)
     assert "# Infrastructure as code in this project" in first
-    for shown in ("network/ (Terraform module, 4 files)", "aws_vpc.main",
-                  "providers: aws (hashicorp/aws ~> 5.40)", "Vpc: ALIYUN::ECS::VPC",
-                  "Deployment/web, Service/web", "chart/ (Helm chart worker 0.3.1)"):
+    for shown in (
+        "network/ (Terraform module, 4 files)",
+        "aws_vpc.main",
+        "providers: aws (hashicorp/aws ~> 5.40)",
+        "Vpc: ALIYUN::ECS::VPC",
+        "Deployment/web, Service/web",
+        "chart/ (Helm chart worker 0.3.1)",
+    ):
         assert shown in first
     assert "cached_module_copy" not in first  # .terraform/ is skipped
 

@@ -54,8 +54,10 @@ class Terminal:
         while text.encode() not in self.output:
             left = deadline - time.monotonic()
             if left <= 0 or not self._read(left):
-                raise AssertionError(f"never saw {text!r}; the terminal shows:\n"
-                                     f"{self.output.decode(errors='replace')}")
+                raise AssertionError(
+                    f"never saw {text!r}; the terminal shows:\n"
+                    f"{self.output.decode(errors='replace')}"
+                )
 
     def type(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\r")
@@ -92,10 +94,10 @@ def sent_key(request: RecordedRequest) -> str | None:
 
 
 def login_env(home: Path, keyring: str = NO_KEYRING, **extra: str) -> dict[str, str]:
-    env = agent_environment(home, {"PYTHON_KEYRING_BACKEND": keyring,
-                                   "PYTHONPATH": str(ROOT), **extra})
-    for name in ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "DEEPSEEK_API_KEY",
-                 "OPENROUTER_API_KEY"):
+    env = agent_environment(
+        home, {"PYTHON_KEYRING_BACKEND": keyring, "PYTHONPATH": str(ROOT), **extra}
+    )
+    for name in ("OPENAI_API_KEY", "DASHSCOPE_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY"):
         env.pop(name, None)
     return env
 
@@ -116,7 +118,7 @@ def test_login_in_a_terminal_saves_the_key_unseen(tmp_path: Path) -> None:
     assert terminal.wait() == 0
     assert "sk-openai-pasted-9876" not in terminal.text  # never echoed
     assert f"Saved the OpenAI API key in {home / 'credentials.toml'}." in terminal.text
-    assert "to use openai, set provider = \"openai\"" in terminal.text
+    assert 'to use openai, set provider = "openai"' in terminal.text
     stored = home / "credentials.toml"
     assert stat.S_IMODE(stored.stat().st_mode) == 0o600
     assert 'api_key = "sk-openai-pasted-9876"' in stored.read_text()
@@ -158,35 +160,55 @@ def test_login_ended_with_ctrl_d_saves_nothing(tmp_path: Path) -> None:
 def test_the_keyring_holds_the_key_when_there_is_one(tmp_path: Path) -> None:
     home, items = tmp_path / "home", tmp_path / "keyring.json"
     env = login_env(home, TEST_KEYRING, IAC_TEST_KEYRING_FILE=str(items))
-    done = subprocess.run(iaccode("login", "--provider", "anthropic"), env=env, input=KEY + "\n",
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        iaccode("login", "--provider", "anthropic"),
+        env=env,
+        input=KEY + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the OS keyring (service 'iac-code', user 'anthropic')" in done.stdout
     text = (home / "credentials.toml").read_text()
     assert "keyring = true" in text and KEY not in text
     assert KEY in items.read_text()
-    out = subprocess.run(iaccode("logout"), env=env, capture_output=True, text=True,
-                         timeout=30, check=False)
+    out = subprocess.run(
+        iaccode("logout"), env=env, capture_output=True, text=True, timeout=30, check=False
+    )
     assert out.returncode == 0 and "Removed the saved Anthropic API key." in out.stdout
     assert KEY not in items.read_text() and not (home / "credentials.toml").exists()
 
 
 def _saved(home: Path, env: dict[str, str], key: str = KEY) -> None:
-    done = subprocess.run(iaccode("login", "--provider", "anthropic"), env=env,
-                          input=key + "\n", capture_output=True, text=True, timeout=30,
-                          check=False)
+    done = subprocess.run(
+        iaccode("login", "--provider", "anthropic"),
+        env=env,
+        input=key + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("keyring", [NO_KEYRING, TEST_KEYRING])
 def test_the_editor_logs_in_through_terminal_auth_and_out_again(
-        tmp_path: Path, model_server: FakeModelServer, workspace: Path, keyring: str) -> None:
+    tmp_path: Path, model_server: FakeModelServer, workspace: Path, keyring: str
+) -> None:
     """What an editor with terminal auth does: initialize offers the terminal method; a new
     session needs a key (-32000); the editor runs the method in a terminal, the user pastes
     the key, the editor authenticates; the session works with that key; logout forgets it."""
     home = tmp_path / "home"
-    env = login_env(home, keyring, IAC_TEST_KEYRING_FILE=str(tmp_path / "keyring.json"),
-                    ANTHROPIC_BASE_URL=model_server.base_url, IAC_CODE_MAX_RETRIES="0")
+    env = login_env(
+        home,
+        keyring,
+        IAC_TEST_KEYRING_FILE=str(tmp_path / "keyring.json"),
+        ANTHROPIC_BASE_URL=model_server.base_url,
+        IAC_CODE_MAX_RETRIES="0",
+    )
     model_server.enqueue(reply("Hello with the saved key"))
     client = RecordingClient()
 
@@ -194,7 +216,8 @@ def test_the_editor_logs_in_through_terminal_auth_and_out_again(
         async with acp.spawn_agent_process(client, *iaccode("acp"), env=env) as (conn, _):
             init = await conn.initialize(
                 protocol_version=acp.PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(auth=AuthCapabilities(terminal=True)))
+                client_capabilities=ClientCapabilities(auth=AuthCapabilities(terminal=True)),
+            )
             assert init.auth_methods is not None and init.agent_capabilities is not None
             methods = {method.id: method for method in init.auth_methods}
             assert set(methods) == {"anthropic-api-key", "iaccode-login"}
@@ -218,15 +241,14 @@ def test_the_editor_logs_in_through_terminal_auth_and_out_again(
 
             await conn.authenticate(method_id="iaccode-login")
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            answer = await conn.prompt(session_id=session.session_id,
-                                       prompt=[acp.text_block("Hi")])
+            answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("Hi")])
             assert answer.stop_reason == "end_turn"
             assert sent_key(model_server.requests[-1]) == KEY
 
             # The SDK has no logout helper yet (0.12): its own models, on its connection.
             raw = await conn._conn.send_request(
-                "logout", acp.schema.LogoutRequest().model_dump(by_alias=True,
-                                                                exclude_none=True))
+                "logout", acp.schema.LogoutRequest().model_dump(by_alias=True, exclude_none=True)
+            )
             acp.schema.LogoutResponse.model_validate(raw)
             assert not (home / "credentials.toml").exists()
             with pytest.raises(acp.RequestError) as again:
@@ -242,7 +264,8 @@ def test_the_editor_logs_in_through_terminal_auth_and_out_again(
 
 
 def test_the_environment_wins_over_the_saved_key(
-        tmp_path: Path, model_server: FakeModelServer, workspace: Path) -> None:
+    tmp_path: Path, model_server: FakeModelServer, workspace: Path
+) -> None:
     home = tmp_path / "home"
     env = login_env(home, ANTHROPIC_BASE_URL=model_server.base_url)
     _saved(home, env)
@@ -266,15 +289,16 @@ def test_the_environment_wins_over_the_saved_key(
 
 
 def test_a_login_reaches_a_running_agent_and_commands_never_see_the_key(
-        tmp_path: Path, model_server: FakeModelServer, workspace: Path) -> None:
+    tmp_path: Path, model_server: FakeModelServer, workspace: Path
+) -> None:
     """The saved key is read when it changed (no restart), and it is not in the environment
     the agent's commands get."""
     home = tmp_path / "home"
     env = login_env(home, ANTHROPIC_BASE_URL=model_server.base_url)
     _saved(home, env, "sk-ant-first-1111111111")
-    model_server.enqueue(reply("first"),
-                         reply(tool_uses=[ToolUse("t1", "bash", {"command": "env"})]),
-                         reply("done"))
+    model_server.enqueue(
+        reply("first"), reply(tool_uses=[ToolUse("t1", "bash", {"command": "env"})]), reply("done")
+    )
     client = RecordingClient(choice="allow_once")
 
     async def main() -> None:
@@ -285,8 +309,7 @@ def test_a_login_reaches_a_running_agent_and_commands_never_see_the_key(
             assert sent_key(model_server.requests[-1]) == "sk-ant-first-1111111111"
             await asyncio.to_thread(_saved, home, env, "sk-ant-second-222222222")
             await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("env")])
-            assert {sent_key(r) for r in model_server.requests[-2:]} == {
-                "sk-ant-second-222222222"}
+            assert {sent_key(r) for r in model_server.requests[-2:]} == {"sk-ant-second-222222222"}
 
     run(main())
     tool_results = str(model_server.requests[-1].body)

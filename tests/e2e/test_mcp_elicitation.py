@@ -22,19 +22,22 @@ def calls_log(tmp_path: Path) -> Path:
     return tmp_path / "mcp-calls.jsonl"
 
 
-async def open_session(agent: AgentConnection, workspace: Path, log: Path,
-                       **capabilities: Any) -> str:
+async def open_session(
+    agent: AgentConnection, workspace: Path, log: Path, **capabilities: Any
+) -> str:
     await agent.initialize(**capabilities)
-    result = await agent.call("session/new", {"cwd": str(workspace),
-                                              "mcpServers": [acp_stdio_server("db", log)]})
+    result = await agent.call(
+        "session/new", {"cwd": str(workspace), "mcpServers": [acp_stdio_server("db", log)]}
+    )
     return str(result["sessionId"])
 
 
 async def test_the_servers_form_reaches_the_editor_and_its_answer_the_server(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
-        calls_log: Path) -> None:
-    model_server.enqueue(call("mcp__db__ask_user", question="Which name for the table?"),
-                         reply("done"))
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
+) -> None:
+    model_server.enqueue(
+        call("mcp__db__ask_user", question="Which name for the table?"), reply("done")
+    )
     session = await open_session(agent, workspace, calls_log, elicitation={"form": {}})
     forms: list[dict[str, Any]] = []
 
@@ -54,8 +57,8 @@ async def test_the_servers_form_reaches_the_editor_and_its_answer_the_server(
 
 
 async def test_an_editor_without_elicitation_declines_for_the_user(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
-        calls_log: Path) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
+) -> None:
     model_server.enqueue(call("mcp__db__ask_user", question="Name?"), reply("done"))
     session = await open_session(agent, workspace, calls_log)
     _, _, asked = await agent.run_prompt(session, "ask", timeout=SLACK)
@@ -64,12 +67,13 @@ async def test_an_editor_without_elicitation_declines_for_the_user(
 
 
 async def test_a_cancel_while_the_form_is_open_withdraws_it(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
-        calls_log: Path) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, calls_log: Path
+) -> None:
     model_server.enqueue(call("mcp__db__ask_user", question="Name?"))
     session = await open_session(agent, workspace, calls_log, elicitation={"form": {}})
-    prompt = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "ask"}]})
+    prompt = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "ask"}]}
+    )
     while (message := await agent.receive(SLACK)).get("method") != "elicitation/create":
         pass
     await agent.notify("session/cancel", {"sessionId": session})

@@ -36,45 +36,51 @@ sys.addaudithook(slow_mcp)
 
 
 @pytest.fixture
-async def slow_mcp_agent(agent_env: dict[str, str], tmp_path: Path
-                         ) -> AsyncIterator[AgentConnection]:
+async def slow_mcp_agent(
+    agent_env: dict[str, str], tmp_path: Path
+) -> AsyncIterator[AgentConnection]:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {**agent_env, "PYTHONPATH": str(site)}
-    async with spawn_agent(env, tmp_path / "agent.stderr",
-                           WireChecker(aliases=METHOD_ALIASES)) as agent:
+    async with spawn_agent(
+        env, tmp_path / "agent.stderr", WireChecker(aliases=METHOD_ALIASES)
+    ) as agent:
         yield agent
 
 
 async def test_session_new_with_a_server_answers_while_the_sdk_loads(
-        slow_mcp_agent: AgentConnection, workspace: Path, tmp_path: Path) -> None:
+    slow_mcp_agent: AgentConnection, workspace: Path, tmp_path: Path
+) -> None:
     agent = slow_mcp_agent
     await agent.initialize()
     server = acp_stdio_server("db", tmp_path / "calls.jsonl")
-    result = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": [server]},
-                              timeout=5)
+    result = await agent.call(
+        "session/new", {"cwd": str(workspace), "mcpServers": [server]}, timeout=5
+    )
     assert result["sessionId"]
     # The loop goes on answering: another session, and the listing that shows the server.
-    other = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": []},
-                             timeout=5)
+    other = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": []}, timeout=5)
     assert other["sessionId"] != result["sessionId"]
     listed = await agent.call("session/list", {}, timeout=5)
     assert {s["sessionId"] for s in listed["sessions"]} >= {result["sessionId"]}
 
 
 async def test_a_cancel_is_answered_while_the_sdk_loads(
-        slow_mcp_agent: AgentConnection, workspace: Path, tmp_path: Path) -> None:
+    slow_mcp_agent: AgentConnection, workspace: Path, tmp_path: Path
+) -> None:
     """The first prompt waits for the server still starting (``mcp_startup_timeout``); a
     cancel then ends it at once."""
     agent = slow_mcp_agent
     await agent.initialize()
     server = acp_stdio_server("db", tmp_path / "calls.jsonl")
-    result = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": [server]},
-                              timeout=5)
+    result = await agent.call(
+        "session/new", {"cwd": str(workspace), "mcpServers": [server]}, timeout=5
+    )
     session = result["sessionId"]
-    request_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "look it up"}]})
+    request_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "look it up"}]}
+    )
     await agent.notify("session/cancel", {"sessionId": session})
     answer, _ = await agent.response(request_id, timeout=5)
     assert answer["result"]["stopReason"] == "cancelled"

@@ -26,53 +26,64 @@ def ids(messages: list[dict], session: str) -> list[tuple[str, str | None]]:
 
 
 async def test_one_id_per_model_message_and_the_same_after_load(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     (workspace / "main.tf").write_text('variable "region" {}\n')
     model_server.enqueue(
-        reply(["Let me ", "look."], thinking=["Read ", "it first."],
-              tool_uses=[ToolUse("toolu_1", "read_file", {"path": "main.tf"})]),
-        reply(["It declares ", "region."], thinking="Easy."))
+        reply(
+            ["Let me ", "look."],
+            thinking=["Read ", "it first."],
+            tool_uses=[ToolUse("toolu_1", "read_file", {"path": "main.tf"})],
+        ),
+        reply(["It declares ", "region."], thinking="Easy."),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     _, live, _ = await agent.run_prompt(session, "What does main.tf declare?")
     seen = ids(live, session)
     first, second = seen[0][1], seen[2][1]
-    assert seen == [("agent_thought_chunk", first), ("agent_message_chunk", first),
-                    ("agent_thought_chunk", second), ("agent_message_chunk", second)]
+    assert seen == [
+        ("agent_thought_chunk", first),
+        ("agent_message_chunk", first),
+        ("agent_thought_chunk", second),
+        ("agent_message_chunk", second),
+    ]
     assert first and second and first != second
 
     await agent.call("session/close", {"sessionId": session})
-    request = await agent.send_request("session/load", {"sessionId": session,
-                                                        "cwd": str(workspace),
-                                                        "mcpServers": []})
+    request = await agent.send_request(
+        "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+    )
     _, replayed = await agent.response(request)
     assert ids(replayed, session) == seen
 
 
 async def test_a_cancelled_answer_keeps_its_id_in_the_history(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     model_server.enqueue(reply([f"part{i} " for i in range(100)], delay=0.05), hang())
     await agent.initialize()
     session = await agent.new_session(workspace)
-    request = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "stream"}]})
+    request = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "stream"}]}
+    )
     first = await agent.receive_update("agent_message_chunk")
     await agent.notify("session/cancel", {"sessionId": session})
     _, live = await agent.response(request)
     live_id = first["params"]["update"]["messageId"]
-    assert {u.get("messageId") for u in updates(live, session, "agent_message_chunk")} <= {
-        live_id}
+    assert {u.get("messageId") for u in updates(live, session, "agent_message_chunk")} <= {live_id}
 
     await agent.call("session/close", {"sessionId": session})
-    load = await agent.send_request("session/load", {"sessionId": session,
-                                                     "cwd": str(workspace), "mcpServers": []})
+    load = await agent.send_request(
+        "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+    )
     _, replayed = await agent.response(load)
     assert [pair[1] for pair in ids(replayed, session)] == [live_id]
 
 
-def test_the_official_python_sdk_reads_the_ids(agent_env: dict[str, str],
-                                               model_server: FakeModelServer,
-                                               workspace: Path) -> None:
+def test_the_official_python_sdk_reads_the_ids(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path
+) -> None:
     import acp
     from acp.schema import AgentMessageChunk, AgentThoughtChunk
 

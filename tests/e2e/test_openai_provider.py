@@ -36,18 +36,23 @@ def chat_server() -> Iterator[FakeChatServer]:
 @pytest.fixture
 def agent_env(tmp_path: Path, chat_server: FakeChatServer) -> dict[str, str]:
     """An agent on the `openai` preset, pointed at the fake, with quick retries."""
-    return agent_environment(tmp_path / "home", {
-        "IAC_CODE_PROVIDER": "openai",
-        "IAC_CODE_BASE_URL": chat_server.base_url,
-        "OPENAI_API_KEY": "sk-test-openai",
-        "IAC_CODE_MAX_RETRIES": "2",
-    })
+    return agent_environment(
+        tmp_path / "home",
+        {
+            "IAC_CODE_PROVIDER": "openai",
+            "IAC_CODE_BASE_URL": chat_server.base_url,
+            "OPENAI_API_KEY": "sk-test-openai",
+            "IAC_CODE_MAX_RETRIES": "2",
+        },
+    )
 
 
 def updates(messages: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [m["params"]["update"] for m in messages
-            if m.get("method") == "session/update"
-            and m["params"]["update"]["sessionUpdate"] == kind]
+    return [
+        m["params"]["update"]
+        for m in messages
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == kind
+    ]
 
 
 def text_of(messages: list[dict[str, Any]], kind: str) -> str:
@@ -66,9 +71,16 @@ def with_reasoning_tokens(exchange: dict[str, Any], tokens: int) -> dict[str, An
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     """A raw Chat Completions chunk, sent by the fake as it is."""
-    return {"type": "chat.chunk", "chunk": {
-        "id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": 0, "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}}
+    return {
+        "type": "chat.chunk",
+        "chunk": {
+            "id": "chatcmpl-raw",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        },
+    }
 
 
 async def start(agent: AgentConnection, workspace: Path) -> str:
@@ -76,27 +88,47 @@ async def start(agent: AgentConnection, workspace: Path) -> str:
     return await agent.new_session(workspace)
 
 
-async def test_text_reasoning_and_usage(agent: AgentConnection, chat_server: FakeChatServer,
-                                        workspace: Path) -> None:
-    chat_server.enqueue(with_reasoning_tokens(reply(
-        ["Hel", "lo ", "world"], thinking=["Let me ", "think."], input_tokens=12,
-        output_tokens=7, cache_read_input_tokens=100), 4))
+async def test_text_reasoning_and_usage(
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
+) -> None:
+    chat_server.enqueue(
+        with_reasoning_tokens(
+            reply(
+                ["Hel", "lo ", "world"],
+                thinking=["Let me ", "think."],
+                input_tokens=12,
+                output_tokens=7,
+                cache_read_input_tokens=100,
+            ),
+            4,
+        )
+    )
     session = await start(agent, workspace)
     assert chat_server.requests == []  # no network call at start-up or in session/new
     response, before = await agent.prompt(session, "Say hello")
 
     assert response["result"]["stopReason"] == "end_turn"
     assert response["result"]["usage"] == {
-        "inputTokens": 112, "outputTokens": 7, "totalTokens": 119, "thoughtTokens": 4,
-        "cachedReadTokens": 100}
-    kinds = [u["sessionUpdate"] for u in
-             (m["params"]["update"] for m in before if m.get("method") == "session/update")]
+        "inputTokens": 112,
+        "outputTokens": 7,
+        "totalTokens": 119,
+        "thoughtTokens": 4,
+        "cachedReadTokens": 100,
+    }
+    kinds = [
+        u["sessionUpdate"]
+        for u in (m["params"]["update"] for m in before if m.get("method") == "session/update")
+    ]
     # The same stream an Anthropic answer gives: each delta its own update, thinking first.
     assert kinds[-6:] == ["agent_thought_chunk"] * 2 + ["agent_message_chunk"] * 3 + [
-        "usage_update"]
+        "usage_update"
+    ]
     assert text_of(before, "agent_thought_chunk") == "Let me think."
     assert [u["content"]["text"] for u in updates(before, "agent_message_chunk")] == [
-        "Hel", "lo ", "world"]
+        "Hel",
+        "lo ",
+        "world",
+    ]
 
     request = chat_server.requests[0]
     assert request.path == "/v1/chat/completions"
@@ -119,10 +151,16 @@ async def test_parallel_tool_calls_and_the_history_sent_back(
     (workspace / "a.tf").write_text('variable "a" {}\n')
     (workspace / "b.tf").write_text('variable "b" {}\n')
     chat_server.enqueue(
-        reply("Reading both.", thinking="Two files.", tool_uses=[
-            ToolUse("call_a", "read_file", {"path": "a.tf"}),
-            ToolUse("call_b", "read_file", {"path": "b.tf"})]),
-        reply("They declare a and b."))
+        reply(
+            "Reading both.",
+            thinking="Two files.",
+            tool_uses=[
+                ToolUse("call_a", "read_file", {"path": "a.tf"}),
+                ToolUse("call_b", "read_file", {"path": "b.tf"}),
+            ],
+        ),
+        reply("They declare a and b."),
+    )
     session = await start(agent, workspace)
     response, seen, _ = await agent.run_prompt(session, "read a.tf and b.tf")
     assert response["result"]["stopReason"] == "end_turn"
@@ -133,9 +171,10 @@ async def test_parallel_tool_calls_and_the_history_sent_back(
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool"]
     assistant = messages[2]
     assert assistant["content"] == "Reading both."  # the reasoning is not sent back
-    assert [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
-            for c in assistant["tool_calls"]] == [
-        ("call_a", "read_file", {"path": "a.tf"}), ("call_b", "read_file", {"path": "b.tf"})]
+    assert [
+        (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+        for c in assistant["tool_calls"]
+    ] == [("call_a", "read_file", {"path": "a.tf"}), ("call_b", "read_file", {"path": "b.tf"})]
     assert [m["tool_call_id"] for m in messages[3:]] == ["call_a", "call_b"]
     assert 'variable "a"' in messages[3]["content"]
     assert 'variable "b"' in messages[4]["content"]
@@ -148,13 +187,22 @@ async def test_deepseek_gets_its_reasoning_back_after_a_tool_call(
     """DeepSeek's thinking mode answers 400 when a tool-calling turn's reasoning_content is
     not sent back; the other APIs never get it."""
     (workspace / "main.tf").write_text('variable "region" {}\n')
-    env = agent_environment(tmp_path / "home", {
-        "IAC_CODE_PROVIDER": "deepseek", "DEEPSEEK_API_KEY": "sk-deepseek",
-        "IAC_CODE_BASE_URL": chat_server.base_url, "IAC_CODE_MODEL": "deepseek-reasoner"})
+    env = agent_environment(
+        tmp_path / "home",
+        {
+            "IAC_CODE_PROVIDER": "deepseek",
+            "DEEPSEEK_API_KEY": "sk-deepseek",
+            "IAC_CODE_BASE_URL": chat_server.base_url,
+            "IAC_CODE_MODEL": "deepseek-reasoner",
+        },
+    )
     chat_server.enqueue(
-        reply(thinking="I should read main.tf.",
-              tool_uses=[ToolUse("call_r", "read_file", {"path": "main.tf"})]),
-        reply("It declares region.", thinking="Now I know."))
+        reply(
+            thinking="I should read main.tf.",
+            tool_uses=[ToolUse("call_r", "read_file", {"path": "main.tf"})],
+        ),
+        reply("It declares region.", thinking="Now I know."),
+    )
     async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         session = await start(agent, workspace)
         response, seen, _ = await agent.run_prompt(session, "what is in main.tf?")
@@ -168,11 +216,12 @@ async def test_deepseek_gets_its_reasoning_back_after_a_tool_call(
     assert assistant["reasoning_content"] == "I should read main.tf."
 
 
-async def test_each_finish_reason(agent: AgentConnection, chat_server: FakeChatServer,
-                                  workspace: Path) -> None:
-    chat_server.enqueue(reply("cut", stop_reason="max_tokens"),
-                        reply("", stop_reason="refusal"),
-                        reply("done"))
+async def test_each_finish_reason(
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
+) -> None:
+    chat_server.enqueue(
+        reply("cut", stop_reason="max_tokens"), reply("", stop_reason="refusal"), reply("done")
+    )
     session = await start(agent, workspace)
     stops = [(await agent.prompt(session, f"p{i}"))[0]["result"]["stopReason"] for i in range(3)]
     assert stops == ["max_tokens", "refusal", "end_turn"]  # length, content_filter, stop
@@ -182,13 +231,29 @@ async def test_arguments_that_are_not_json_are_answered_as_the_models_error(
     agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
     chat_server.enqueue(
-        {"events": [
-            chunk({"role": "assistant", "content": None}),
-            chunk({"tool_calls": [{"index": 0, "id": "call_bad", "type": "function",
-                                   "function": {"name": "write_file", "arguments": ""}}]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "x.tf", '}}]}),
-            chunk({}, "tool_calls")]},
-        reply("Sorry."))
+        {
+            "events": [
+                chunk({"role": "assistant", "content": None}),
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_bad",
+                                "type": "function",
+                                "function": {"name": "write_file", "arguments": ""},
+                            }
+                        ]
+                    }
+                ),
+                chunk(
+                    {"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "x.tf", '}}]}
+                ),
+                chunk({}, "tool_calls"),
+            ]
+        },
+        reply("Sorry."),
+    )
     session = await start(agent, workspace)
     response, seen, asked = await agent.run_prompt(session, "write it")
     assert response["result"]["stopReason"] == "end_turn"
@@ -199,10 +264,14 @@ async def test_arguments_that_are_not_json_are_answered_as_the_models_error(
     assert "not valid JSON" in tool_message["content"]
 
 
-async def test_429_then_success(agent: AgentConnection, chat_server: FakeChatServer,
-                                workspace: Path) -> None:
-    chat_server.enqueue(error_status(429, "Rate limit reached", retry_after=0.2),
-                        error_status(503), reply("finally"))
+async def test_429_then_success(
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
+) -> None:
+    chat_server.enqueue(
+        error_status(429, "Rate limit reached", retry_after=0.2),
+        error_status(503),
+        reply("finally"),
+    )
     session = await start(agent, workspace)
     response, before = await agent.prompt(session, "hi")
     assert response["result"]["stopReason"] == "end_turn"
@@ -213,16 +282,19 @@ async def test_429_then_success(agent: AgentConnection, chat_server: FakeChatSer
 async def test_a_wait_over_a_minute_is_not_retried_and_a_retry_wait_is_cancelled(
     agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
-    chat_server.enqueue(error_status(429, "Come back in an hour", retry_after=3600),
-                        error_status(429, retry_after=30))
+    chat_server.enqueue(
+        error_status(429, "Come back in an hour", retry_after=3600),
+        error_status(429, retry_after=30),
+    )
     session = await start(agent, workspace)
     response, before = await agent.prompt(session, "hi")
     assert response["result"]["stopReason"] == "end_turn"
     assert "answered 429: Come back in an hour" in text_of(before, "agent_message_chunk")
     assert len(chat_server.requests) == 1  # not retried
 
-    request_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "again"}]})
+    request_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}
+    )
     await trio.to_thread.run_sync(chat_server.wait_for_requests, 2, 10)
     await agent.notify("session/cancel", {"sessionId": session})
     response, _ = await agent.response(request_id, timeout=5)  # not after the 30 s wait
@@ -236,7 +308,8 @@ async def test_an_error_answer_is_shown_with_what_the_api_said(
     chat_server.enqueue(
         error_status(400, "This model's maximum context length is 128000 tokens"),
         stream_error("partial ", error_type="server_error", message="The server had an error"),
-        reply("back"))
+        reply("back"),
+    )
     session = await start(agent, workspace)
     _, before = await agent.prompt(session, "one")
     shown = text_of(before, "agent_message_chunk")
@@ -251,8 +324,7 @@ async def test_an_error_answer_is_shown_with_what_the_api_said(
 async def test_a_stream_cut_midway_is_a_readable_error_and_the_session_goes_on(
     agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
 ) -> None:
-    chat_server.enqueue(reply(["partial ", "answer ", "never ends"], cut_after=4),
-                        reply("second"))
+    chat_server.enqueue(reply(["partial ", "answer ", "never ends"], cut_after=4), reply("second"))
     session = await start(agent, workspace)
     response, before = await agent.prompt(session, "one")
     assert response["result"]["stopReason"] == "end_turn"
@@ -265,12 +337,14 @@ async def test_a_stream_cut_midway_is_a_readable_error_and_the_session_goes_on(
     assert {"role": "assistant", "content": "partial answer "} in history
 
 
-async def test_cancel_closes_the_http_stream(agent: AgentConnection, chat_server: FakeChatServer,
-                                            workspace: Path) -> None:
+async def test_cancel_closes_the_http_stream(
+    agent: AgentConnection, chat_server: FakeChatServer, workspace: Path
+) -> None:
     chat_server.enqueue(reply([f"word{i} " for i in range(400)], delay=0.05), reply("after"))
     session = await start(agent, workspace)
-    request_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "count"}]})
+    request_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "count"}]}
+    )
     await agent.receive_update("agent_message_chunk")
     await agent.notify("session/cancel", {"sessionId": session})
     response, before = await agent.response(request_id)
@@ -284,30 +358,46 @@ async def test_cancel_closes_the_http_stream(agent: AgentConnection, chat_server
     assert history[2]["role"] == "assistant" and history[2]["content"].startswith("word0 ")
 
 
-@pytest.mark.parametrize(("provider", "variable"), [
-    ("openai", "OPENAI_API_KEY"), ("dashscope", "DASHSCOPE_API_KEY"),
-    ("deepseek", "DEEPSEEK_API_KEY"), ("openrouter", "OPENROUTER_API_KEY")])
-async def test_a_missing_key_names_the_variable_to_set(tmp_path: Path, workspace: Path,
-                                                       provider: str, variable: str) -> None:
+@pytest.mark.parametrize(
+    ("provider", "variable"),
+    [
+        ("openai", "OPENAI_API_KEY"),
+        ("dashscope", "DASHSCOPE_API_KEY"),
+        ("deepseek", "DEEPSEEK_API_KEY"),
+        ("openrouter", "OPENROUTER_API_KEY"),
+    ],
+)
+async def test_a_missing_key_names_the_variable_to_set(
+    tmp_path: Path, workspace: Path, provider: str, variable: str
+) -> None:
     env = agent_environment(tmp_path / "home", {"IAC_CODE_PROVIDER": provider})
     async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         result = await agent.initialize()
         method = result["authMethods"][0]
         assert method["id"] == f"{provider}-api-key"
         assert variable in method["description"]
-        for name, params in [("session/new", {"cwd": str(workspace), "mcpServers": []}),
-                             ("authenticate", {"methodId": method["id"]})]:
+        for name, params in [
+            ("session/new", {"cwd": str(workspace), "mcpServers": []}),
+            ("authenticate", {"methodId": method["id"]}),
+        ]:
             error = (await agent.request(name, params))["error"]
             assert error["code"] == -32000
             assert variable in error["data"]["detail"]
 
 
-async def test_the_dashscope_preset(tmp_path: Path, workspace: Path,
-                                    chat_server: FakeChatServer) -> None:
-    env = agent_environment(tmp_path / "home", {
-        "IAC_CODE_PROVIDER": "dashscope", "DASHSCOPE_API_KEY": "sk-dashscope",
-        # Only the address is the fake's; everything else is the preset's.
-        "IAC_CODE_BASE_URL": chat_server.base_url, "IAC_CODE_THOUGHT_LEVEL": "high"})
+async def test_the_dashscope_preset(
+    tmp_path: Path, workspace: Path, chat_server: FakeChatServer
+) -> None:
+    env = agent_environment(
+        tmp_path / "home",
+        {
+            "IAC_CODE_PROVIDER": "dashscope",
+            "DASHSCOPE_API_KEY": "sk-dashscope",
+            # Only the address is the fake's; everything else is the preset's.
+            "IAC_CODE_BASE_URL": chat_server.base_url,
+            "IAC_CODE_THOUGHT_LEVEL": "high",
+        },
+    )
     chat_server.enqueue(reply("你好", thinking="想一想"), reply("more"), reply("again"))
     async with spawn_agent(env, tmp_path / "stderr", WireChecker(aliases=METHOD_ALIASES)) as agent:
         result = await agent.initialize()
@@ -331,14 +421,18 @@ async def test_the_dashscope_preset(tmp_path: Path, workspace: Path,
         assert "reasoning_effort" not in request.body
         assert request.body["max_tokens"] == 16_000
 
-        await agent.call("session/set_config_option", {
-            "sessionId": new["sessionId"], "configId": "model", "value": "qwen3-max"})
+        await agent.call(
+            "session/set_config_option",
+            {"sessionId": new["sessionId"], "configId": "model", "value": "qwen3-max"},
+        )
         await agent.prompt(new["sessionId"], "more")
         body = chat_server.requests[1].body
         assert body["model"] == "qwen3-max" and body["enable_thinking"] is True
 
-        await agent.call("session/set_config_option", {
-            "sessionId": new["sessionId"], "configId": "thought_level", "value": "off"})
+        await agent.call(
+            "session/set_config_option",
+            {"sessionId": new["sessionId"], "configId": "thought_level", "value": "off"},
+        )
         await agent.prompt(new["sessionId"], "again")
         body = chat_server.requests[2].body
         assert "enable_thinking" not in body and "reasoning_effort" not in body
@@ -353,29 +447,46 @@ async def test_a_session_continues_on_another_provider(
     home = tmp_path / "home"
     with FakeModelServer() as anthropic_server:
         anthropic_server.enqueue(
-            reply("Let me look.", thinking="Read it first.",
-                  tool_uses=[ToolUse("toolu_01", "read_file", {"path": "main.tf"})]),
-            reply("It declares region."))
-        anthropic_env = agent_environment(home, {"ANTHROPIC_API_KEY": "k",
-                                                 "ANTHROPIC_BASE_URL": anthropic_server.base_url})
+            reply(
+                "Let me look.",
+                thinking="Read it first.",
+                tool_uses=[ToolUse("toolu_01", "read_file", {"path": "main.tf"})],
+            ),
+            reply("It declares region."),
+        )
+        anthropic_env = agent_environment(
+            home, {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": anthropic_server.base_url}
+        )
         async with spawn_agent(anthropic_env, tmp_path / "stderr1") as agent:
             session = await start(agent, workspace)
             await agent.run_prompt(session, "what is in main.tf?")
 
-        openai_env = agent_environment(home, {
-            "IAC_CODE_PROVIDER": "openai", "OPENAI_API_KEY": "k",
-            "IAC_CODE_BASE_URL": chat_server.base_url})
+        openai_env = agent_environment(
+            home,
+            {
+                "IAC_CODE_PROVIDER": "openai",
+                "OPENAI_API_KEY": "k",
+                "IAC_CODE_BASE_URL": chat_server.base_url,
+            },
+        )
         chat_server.enqueue(reply("Nothing else.", thinking="Qwen's reasoning."))
         async with spawn_agent(openai_env, tmp_path / "stderr2") as agent:
             await agent.initialize()
-            loaded = await agent.call("session/load", {
-                "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+            loaded = await agent.call(
+                "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+            )
             assert loaded["models"]["currentModelId"] == "gpt-5.1"
             response, _ = await agent.prompt(session, "anything else?")
             assert response["result"]["stopReason"] == "end_turn"
         messages = chat_server.requests[0].body["messages"]
         assert [m["role"] for m in messages] == [
-            "system", "user", "assistant", "tool", "assistant", "user"]
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+        ]
         assert messages[2]["tool_calls"][0]["id"] == "toolu_01"
         assert messages[3]["tool_call_id"] == "toolu_01"
         assert "Read it first." not in json.dumps(messages)
@@ -383,38 +494,54 @@ async def test_a_session_continues_on_another_provider(
         anthropic_server.enqueue(reply("Back on Claude."))
         async with spawn_agent(anthropic_env, tmp_path / "stderr3") as agent:
             await agent.initialize()
-            await agent.call("session/resume", {
-                "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+            await agent.call(
+                "session/resume", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+            )
             response, before = await agent.prompt(session, "and now?")
             assert text_of(before, "agent_message_chunk") == "Back on Claude."
         sent = anthropic_server.requests[-1].body
         assert sent["model"] == "claude-sonnet-5-5"
         # The other provider's reasoning has no signature: Anthropic would refuse it.
-        assert sent["messages"][-2] == {"role": "assistant",
-                                        "content": [{"type": "text", "text": "Nothing else."}]}
+        assert sent["messages"][-2] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Nothing else."}],
+        }
         assert sent["messages"][1]["content"][0]["signature"] == "fake-signature"
 
 
 @pytest.mark.process  # --record and iaccode replay are commands
-def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
-                                                   chat_server: FakeChatServer) -> None:
+def test_a_recorded_openai_session_replays_offline(
+    tmp_path: Path, chat_server: FakeChatServer
+) -> None:
     """``--record`` wraps the OpenAI-compatible provider too; the transcript keeps the
     translated events and the provider, so ``iaccode replay`` plays it with no network."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "main.tf").write_text('variable "region" {}\n')
     chat_server.enqueue(
-        reply("Reading.", thinking="Look first.",
-              tool_uses=[ToolUse("call_1", "read_file", {"path": "main.tf"})]),
-        reply(["It declares ", "region."]))
+        reply(
+            "Reading.",
+            thinking="Look first.",
+            tool_uses=[ToolUse("call_1", "read_file", {"path": "main.tf"})],
+        ),
+        reply(["It declares ", "region."]),
+    )
     out = tmp_path / "session.jsonl"
-    env = agent_environment(tmp_path / "home", {
-        "IAC_CODE_PROVIDER": "dashscope", "DASHSCOPE_API_KEY": "sk-recorded-secret",
-        "IAC_CODE_BASE_URL": chat_server.base_url})
+    env = agent_environment(
+        tmp_path / "home",
+        {
+            "IAC_CODE_PROVIDER": "dashscope",
+            "DASHSCOPE_API_KEY": "sk-recorded-secret",
+            "IAC_CODE_BASE_URL": chat_server.base_url,
+        },
+    )
 
     async def record() -> None:
-        async with spawn_agent(env, tmp_path / "stderr", command=[
-                sys.executable, "-m", "iaccode", "acp", "--record", str(out)]) as agent:
+        async with spawn_agent(
+            env,
+            tmp_path / "stderr",
+            command=[sys.executable, "-m", "iaccode", "acp", "--record", str(out)],
+        ) as agent:
             session = await start(agent, project)
             response, _, _ = await agent.run_prompt(session, "what is in main.tf?")
             assert response["result"]["stopReason"] == "end_turn"
@@ -425,8 +552,13 @@ def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
     text = out.read_text()
     assert "sk-recorded-secret" not in text
     assert json.loads(text.splitlines()[0])["provider"] == "dashscope"
-    replay = subprocess.run([sys.executable, "-m", "iaccode", "replay", str(out)],
-                            capture_output=True, text=True, timeout=90, check=False)
+    replay = subprocess.run(
+        [sys.executable, "-m", "iaccode", "replay", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
     assert replay.returncode == 0, replay.stderr
     assert "agent messages match" in replay.stdout
 
@@ -435,12 +567,23 @@ def test_a_recorded_openai_session_replays_offline(tmp_path: Path,
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_no_sdk_is_imported_before_initialize(tmp_path: Path, provider: str) -> None:
     """Editors wait for ``initialize``: the SDKs (about a second each) load after it."""
-    env = agent_environment(tmp_path / "home", {
-        "IAC_CODE_PROVIDER": provider, "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"})
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "iaccode", "acp"],
-                            input=b"", capture_output=True, env=env, timeout=60, check=False)
+    env = agent_environment(
+        tmp_path / "home",
+        {"IAC_CODE_PROVIDER": provider, "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"},
+    )
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "iaccode", "acp"],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    imported = {line.rsplit("|", 1)[-1].strip() for line in
-                result.stderr.decode(errors="replace").splitlines() if "import time:" in line}
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in result.stderr.decode(errors="replace").splitlines()
+        if "import time:" in line
+    }
     assert "iaccode.llm.providers" in imported  # the measurement works
     assert not imported & {"openai", "anthropic", "httpx", "httpx2", "pydantic"}

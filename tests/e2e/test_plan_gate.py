@@ -56,8 +56,7 @@ def terraform(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def agent_env(tmp_path: Path, model_server: FakeModelServer, terraform: str
-              ) -> dict[str, str]:
+def agent_env(tmp_path: Path, model_server: FakeModelServer, terraform: str) -> dict[str, str]:
     env = env_with_stand_ins(tmp_path, model_server, {})  # tmp/bin first: the real Terraform
     env.pop("TF_CLI_CONFIG_FILE", None)
     return env
@@ -74,17 +73,25 @@ def infra(workspace: Path, terraform: str) -> Path:
     return folder
 
 
-def tf(terraform: str, cwd: Path, *args: str, env: dict[str, str] | None = None
-       ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([terraform, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=180, check=False,
-                          env={**os.environ, "TF_IN_AUTOMATION": "1", **(env or {})})
+def tf(
+    terraform: str, cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [terraform, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env={**os.environ, "TF_IN_AUTOMATION": "1", **(env or {})},
+    )
     return done
 
 
 def state(folder: Path, name: str, attribute: str, workspace: str | None = None) -> Any:
-    path = folder / (f"terraform.tfstate.d/{workspace}/terraform.tfstate" if workspace
-                     else "terraform.tfstate")
+    path = folder / (
+        f"terraform.tfstate.d/{workspace}/terraform.tfstate" if workspace else "terraform.tfstate"
+    )
     resources = json.loads(path.read_text())["resources"]
     found = [r for r in resources if r["name"] == name]
     if not found:
@@ -101,8 +108,9 @@ def text(question: dict[str, Any]) -> str:
     return str(question["params"]["toolCall"]["content"][0]["content"]["text"])
 
 
-def answering(*answers: str, meanwhile: Callable[[], None] | None = None
-              ) -> Callable[[dict[str, Any]], Any]:
+def answering(
+    *answers: str, meanwhile: Callable[[], None] | None = None
+) -> Callable[[dict[str, Any]], Any]:
     """The user: each permission question answered in turn (after ``meanwhile``, which runs
     while the question is open)."""
     left = list(answers)
@@ -122,8 +130,8 @@ def told(model_server: FakeModelServer, call_id: str) -> str:
 
 @pytest.mark.parametrize("mode", ["bypass", "always_allow"])
 async def test_an_apply_without_a_plan_file_applies_the_plan_the_question_showed(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path,
-        mode: str) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path, mode: str
+) -> None:
     command = "cd infra && terraform apply -auto-approve -var size=big"
     if mode == "always_allow":
         model_server.enqueue(bash("toolu_true", "true"), reply("allowed"))
@@ -133,24 +141,31 @@ async def test_an_apply_without_a_plan_file_applies_the_plan_the_question_showed
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
     else:
         await agent.run_prompt(session, "allow bash", answering("allow_always"), timeout=SLACK)
-    _, updates, asked = await agent.run_prompt(session, "apply", answering("allow_once"),
-                                               timeout=SLACK)
+    _, updates, asked = await agent.run_prompt(
+        session, "apply", answering("allow_once"), timeout=SLACK
+    )
 
     (question,) = asked  # one question: the plan's, on the running call
     call = question["params"]["toolCall"]
     assert call["toolCallId"] == "toolu_apply" and call["title"] == TITLE
     lines = text(question).splitlines()
-    assert lines[0] == ("`terraform apply -auto-approve -var size=big` is about to run: it "
-                        "changes real infrastructure (terraform apply).")
+    assert lines[0] == (
+        "`terraform apply -auto-approve -var size=big` is about to run: it "
+        "changes real infrastructure (terraform apply)."
+    )
     assert lines[4:7] == [
         "Plan summary: 0 to add, 1 to change, 0 to destroy, 1 to replace (read from the plan "
         "file).",
         "  -/+ replace  terraform_data.disk (cannot be updated in place: triggers_replace)",
-        "    ~ update   terraform_data.server"], "the replacement first"
+        "    ~ update   terraform_data.server",
+    ], "the replacement first"
     assert f"from the command: {command}" in text(question)
     assert "started by:" not in text(question), "the call's own shell started it"
     assert [o["kind"] for o in question["params"]["options"]] == [
-        "allow_once", "reject_once", "reject_always"]
+        "allow_once",
+        "reject_once",
+        "reject_always",
+    ]
     # What the question showed is what the state holds now.
     assert state(infra, "server", "input") == "big"
     assert state(infra, "disk", "triggers_replace") == "big"
@@ -161,22 +176,30 @@ async def test_an_apply_without_a_plan_file_applies_the_plan_the_question_showed
 
 
 async def test_make_a_script_and_chdir_all_go_through_the_plan(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path
 ) -> None:
     """What started Terraform does not matter: make, a script the model wrote, -chdir."""
     (workspace / "Makefile").write_text(
-        "deploy:\n\tterraform -chdir=infra apply -auto-approve -var size=medium\n")
-    (workspace / "teardown.sh").write_text("#!/bin/sh\nset -e\nterraform -chdir=infra destroy "
-                                           "-auto-approve\necho torn down\n")
+        "deploy:\n\tterraform -chdir=infra apply -auto-approve -var size=medium\n"
+    )
+    (workspace / "teardown.sh").write_text(
+        "#!/bin/sh\nset -e\nterraform -chdir=infra destroy -auto-approve\necho torn down\n"
+    )
     (workspace / "teardown.sh").chmod(0o755)
-    model_server.enqueue(reply(tool_uses=[ToolUse("toolu_make", "bash", {"command": "make deploy"}),
-                                          ToolUse("toolu_sh", "bash",
-                                                  {"command": "./teardown.sh"})]),
-                         reply("done"))
+    model_server.enqueue(
+        reply(
+            tool_uses=[
+                ToolUse("toolu_make", "bash", {"command": "make deploy"}),
+                ToolUse("toolu_sh", "bash", {"command": "./teardown.sh"}),
+            ]
+        ),
+        reply("done"),
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
-    _, _, asked = await agent.run_prompt(session, "deploy, then tear down",
-                                         answering("allow_once", "reject_once"), timeout=SLACK)
+    _, _, asked = await agent.run_prompt(
+        session, "deploy, then tear down", answering("allow_once", "reject_once"), timeout=SLACK
+    )
     titles = [q["params"]["toolCall"]["title"] for q in asked]
     assert titles == [TITLE, "terraform destroy · workspace default · local terraform.tfstate"]
     assert "from the command: make deploy" in text(asked[0])
@@ -188,20 +211,25 @@ async def test_make_a_script_and_chdir_all_go_through_the_plan(
 
 
 async def test_a_plan_file_changed_after_the_question_is_refused(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path,
-        terraform: str) -> None:
-    assert tf(terraform, infra, "plan", "-var", "size=medium", "-out=mine.tfplan"
-              ).returncode == 0
-    model_server.enqueue(bash("toolu_apply", "terraform -chdir=infra apply mine.tfplan"),
-                         reply("refused"))
+    agent: AgentConnection,
+    model_server: FakeModelServer,
+    workspace: Path,
+    infra: Path,
+    terraform: str,
+) -> None:
+    assert tf(terraform, infra, "plan", "-var", "size=medium", "-out=mine.tfplan").returncode == 0
+    model_server.enqueue(
+        bash("toolu_apply", "terraform -chdir=infra apply mine.tfplan"), reply("refused")
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
 
     def swap() -> None:  # while the user reads the plan, another one takes its place
         assert tf(terraform, infra, "plan", "-destroy", "-out=mine.tfplan").returncode == 0
 
-    _, _, asked = await agent.run_prompt(session, "apply my plan",
-                                         answering("allow_once", meanwhile=swap), timeout=SLACK)
+    _, _, asked = await agent.run_prompt(
+        session, "apply my plan", answering("allow_once", meanwhile=swap), timeout=SLACK
+    )
     (question,) = asked
     assert "0 to add, 1 to change, 0 to destroy, 1 to replace" in text(question)
     assert "started by:" not in text(question), "bash exec'd it: the agent is no starter"
@@ -211,30 +239,36 @@ async def test_a_plan_file_changed_after_the_question_is_refused(
 
 
 async def test_a_stale_plan_is_explained_in_plain_words(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path,
-        terraform: str) -> None:
-    model_server.enqueue(bash("toolu_apply", "cd infra && terraform apply -var size=big"),
-                         reply("stale"))
+    agent: AgentConnection,
+    model_server: FakeModelServer,
+    workspace: Path,
+    infra: Path,
+    terraform: str,
+) -> None:
+    model_server.enqueue(
+        bash("toolu_apply", "cd infra && terraform apply -var size=big"), reply("stale")
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
 
     def someone_else_applies() -> None:
-        assert tf(terraform, infra, "apply", "-auto-approve", "-var", "size=other"
-                  ).returncode == 0
+        assert tf(terraform, infra, "apply", "-auto-approve", "-var", "size=other").returncode == 0
 
-    await agent.run_prompt(session, "apply",
-                           answering("allow_once", meanwhile=someone_else_applies), timeout=SLACK)
+    await agent.run_prompt(
+        session, "apply", answering("allow_once", meanwhile=someone_else_applies), timeout=SLACK
+    )
     output = told(model_server, "toolu_apply")
     assert output.startswith("Not applied: The state changed after this plan was made"), output
     assert state(infra, "server", "input") == "other"
 
 
 async def test_an_empty_plan_asks_nothing_and_applies_nothing(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path
 ) -> None:
     serial = json.loads((infra / "terraform.tfstate").read_text())["serial"]
-    model_server.enqueue(bash("toolu_apply", "terraform -chdir=infra apply -auto-approve"),
-                         reply("nothing"))
+    model_server.enqueue(
+        bash("toolu_apply", "terraform -chdir=infra apply -auto-approve"), reply("nothing")
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
     _, _, asked = await agent.run_prompt(session, "apply", timeout=SLACK)
@@ -244,13 +278,19 @@ async def test_an_empty_plan_asks_nothing_and_applies_nothing(
 
 
 async def test_a_protected_workspace_needs_its_name_typed(
-        tmp_path: Path, model_server: FakeModelServer, workspace: Path, infra: Path,
-        terraform: str, agent_env: dict[str, str]) -> None:
+    tmp_path: Path,
+    model_server: FakeModelServer,
+    workspace: Path,
+    infra: Path,
+    terraform: str,
+    agent_env: dict[str, str],
+) -> None:
     prod = {"TF_WORKSPACE": "prod-eu"}
     assert tf(terraform, infra, "workspace", "new", "prod-eu").returncode == 0
     assert tf(terraform, infra, "apply", "-auto-approve", env=prod).returncode == 0
-    write_config(Path(agent_env["IAC_CODE_HOME"]),
-                 'mode = "bypass"\n\n[iac]\nprotected = ["prod*"]\n')
+    write_config(
+        Path(agent_env["IAC_CODE_HOME"]), 'mode = "bypass"\n\n[iac]\nprotected = ["prod*"]\n'
+    )
     command = "cd infra && TF_WORKSPACE=prod-eu terraform destroy -auto-approve"
     for call_id in ("toolu_wrong", "toolu_right", "toolu_none"):
         model_server.enqueue(bash(call_id, command), reply("ok"))
@@ -261,6 +301,7 @@ async def test_a_protected_workspace_needs_its_name_typed(
             assert message["method"] == "elicitation/create", "no click for a protected target"
             forms.append(message["params"])
             return {"action": "accept", "content": {"confirm": name}}
+
         return answer
 
     async with spawn_agent(agent_env, tmp_path / "stderr") as agent:
@@ -271,11 +312,14 @@ async def test_a_protected_workspace_needs_its_name_typed(
         await agent.run_prompt(session, "destroy prod", typing("prod-eu"), timeout=SLACK)
     form = forms[-1]
     assert form["toolCallId"] == "toolu_right" and form["mode"] == "form"
-    assert form["message"].startswith("terraform destroy · workspace prod-eu · local "
-                                      "terraform.tfstate.d/prod-eu/terraform.tfstate")
+    assert form["message"].startswith(
+        "terraform destroy · workspace prod-eu · local "
+        "terraform.tfstate.d/prod-eu/terraform.tfstate"
+    )
     assert "    - destroy  terraform_data.disk" in form["message"]
-    assert form["message"].endswith("Type its name, prod-eu, to go ahead; anything else stops "
-                                    "the change.")
+    assert form["message"].endswith(
+        "Type its name, prod-eu, to go ahead; anything else stops the change."
+    )
     assert state(infra, "server", "input", "prod-eu") is None, "destroyed"
     assert state(infra, "server", "input") == "small", "the default workspace untouched"
 
@@ -291,15 +335,21 @@ async def test_a_protected_workspace_needs_its_name_typed(
 
 
 async def test_a_sensitive_output_never_reaches_the_model(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, infra: Path
 ) -> None:
-    model_server.enqueue(bash("toolu_apply", "cd infra && terraform apply -var size=big && "
-                                             "terraform output -json && terraform show -json"),
-                         reply("applied"))
+    model_server.enqueue(
+        bash(
+            "toolu_apply",
+            "cd infra && terraform apply -var size=big && "
+            "terraform output -json && terraform show -json",
+        ),
+        reply("applied"),
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
-    _, updates, asked = await agent.run_prompt(session, "apply", answering("allow_once"),
-                                               timeout=SLACK)
+    _, updates, asked = await agent.run_prompt(
+        session, "apply", answering("allow_once"), timeout=SLACK
+    )
     assert state(infra, "server", "input") == "big"
     assert TOKEN not in text(asked[0])
     output = told(model_server, "toolu_apply")

@@ -13,8 +13,10 @@ from tests.e2e.test_tools import choose, result_for, start, tool_updates
 from tests.support.agent_process import AgentConnection
 from tests.support.stand_ins import env_with_stand_ins
 
-BLOCK = ('  # aws_s3_bucket.b{n} will be created\n  + resource "aws_s3_bucket" "b{n}" {{\n'
-         '      + bucket = "bucket-{n}"\n    }}\n\n')
+BLOCK = (
+    '  # aws_s3_bucket.b{n} will be created\n  + resource "aws_s3_bucket" "b{n}" {{\n'
+    '      + bucket = "bucket-{n}"\n    }}\n\n'
+)
 
 
 @pytest.fixture
@@ -24,13 +26,18 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer) -> dict[str, str]:
     with plan.open("w") as out:
         out.write("Terraform will perform the following actions:\n\n")
         out.writelines(BLOCK.format(n=n) for n in range(15_000))
-        out.write('  # aws_db_instance.main will be destroyed\n'
-                  '  - resource "aws_db_instance" "main" {\n      - id = "db-1" -> null\n'
-                  '    }\n\n')
+        out.write(
+            "  # aws_db_instance.main will be destroyed\n"
+            '  - resource "aws_db_instance" "main" {\n      - id = "db-1" -> null\n'
+            "    }\n\n"
+        )
         out.writelines(BLOCK.format(n=n) for n in range(15_000, 30_000))
         out.write("Plan: 30000 to add, 0 to change, 1 to destroy.\n")
-    return env_with_stand_ins(tmp_path, model_server, {
-        "terraform": f'#!/bin/sh\n[ "$1" = plan ] && exec cat {plan}\necho "unexpected: $*"\n'})
+    return env_with_stand_ins(
+        tmp_path,
+        model_server,
+        {"terraform": f'#!/bin/sh\n[ "$1" = plan ] && exec cat {plan}\necho "unexpected: $*"\n'},
+    )
 
 
 async def test_a_destroy_in_the_middle_of_a_long_plan_leads_the_summary(
@@ -38,7 +45,8 @@ async def test_a_destroy_in_the_middle_of_a_long_plan_leads_the_summary(
 ) -> None:
     model_server.enqueue(
         reply(tool_uses=[ToolUse("toolu_plan", "bash", {"command": "terraform plan"})]),
-        reply("One database would be destroyed."))
+        reply("One database would be destroyed."),
+    )
     session = await start(agent, workspace)
     _, updates, _ = await agent.run_prompt(session, "plan", choose("allow_once"), timeout=60)
     seen = result_for(model_server, 1, "toolu_plan")["content"]

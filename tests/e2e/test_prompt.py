@@ -12,9 +12,11 @@ from tests.support.agent_process import AgentConnection
 
 
 def updates(messages: list[dict], kind: str) -> list[dict]:
-    return [m["params"]["update"] for m in messages
-            if m.get("method") == "session/update"
-            and m["params"]["update"]["sessionUpdate"] == kind]
+    return [
+        m["params"]["update"]
+        for m in messages
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == kind
+    ]
 
 
 def text_of(messages: list[dict], kind: str) -> str:
@@ -24,32 +26,52 @@ def text_of(messages: list[dict], kind: str) -> str:
 async def test_streamed_answer_with_thinking_and_usage(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(reply(["Hel", "lo ", "world"], thinking=["Let me ", "think."],
-                               input_tokens=12, output_tokens=7,
-                               cache_read_input_tokens=100, cache_creation_input_tokens=3))
+    model_server.enqueue(
+        reply(
+            ["Hel", "lo ", "world"],
+            thinking=["Let me ", "think."],
+            input_tokens=12,
+            output_tokens=7,
+            cache_read_input_tokens=100,
+            cache_creation_input_tokens=3,
+        )
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     response, before = await agent.prompt(session, "Say hello")
 
     assert response["result"]["stopReason"] == "end_turn"
     assert response["result"]["usage"] == {
-        "inputTokens": 115, "outputTokens": 7, "totalTokens": 122,
-        "cachedReadTokens": 100, "cachedWriteTokens": 3}
+        "inputTokens": 115,
+        "outputTokens": 7,
+        "totalTokens": 122,
+        "cachedReadTokens": 100,
+        "cachedWriteTokens": 3,
+    }
     # Each delta is its own update, thinking first, in the order the model produced them.
     kinds = [m["params"]["update"]["sessionUpdate"] for m in before]
     assert kinds == ["available_commands_update", "session_info_update"] + [
-        "agent_thought_chunk"] * 2 + ["agent_message_chunk"] * 3 + ["usage_update"]
+        "agent_thought_chunk"
+    ] * 2 + ["agent_message_chunk"] * 3 + ["usage_update"]
     assert text_of(before, "agent_thought_chunk") == "Let me think."
-    assert [u["content"]["text"] for u in updates(before, "agent_message_chunk")] == \
-        ["Hel", "lo ", "world"]
+    assert [u["content"]["text"] for u in updates(before, "agent_message_chunk")] == [
+        "Hel",
+        "lo ",
+        "world",
+    ]
     assert all(m["params"]["sessionId"] == session for m in before)
     assert updates(before, "usage_update")[0]["size"] == 200_000
 
     sent = model_server.requests[0].body
     assert sent["stream"] is True
     assert sent["messages"] == [  # the newest block is a prompt-cache breakpoint
-        {"role": "user", "content": [{"type": "text", "text": "Say hello",
-                                      "cache_control": {"type": "ephemeral"}}]}]
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Say hello", "cache_control": {"type": "ephemeral"}}
+            ],
+        }
+    ]
     assert sent["model"] == "claude-sonnet-5-5"
     assert sent["thinking"] == {"type": "adaptive", "display": "summarized"}
     headers = model_server.requests[0].headers
@@ -64,8 +86,9 @@ async def test_deltas_stream_as_they_arrive(
     model_server.enqueue(reply(["one", "two", "three"], delay=0.3))
     await agent.initialize()
     session = await agent.new_session(workspace)
-    request_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "count"}]})
+    request_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "count"}]}
+    )
     first = await agent.receive_update("agent_message_chunk")
     assert first["params"]["update"]["content"]["text"] == "one"
     response, _ = await agent.response(request_id)
@@ -87,11 +110,14 @@ async def test_history_carries_into_the_next_turn(
     assert assistant[1] == {"type": "text", "text": "First answer"}
 
 
-async def test_stop_reasons(agent: AgentConnection, model_server: FakeModelServer,
-                            workspace: Path) -> None:
-    model_server.enqueue(reply("cut", stop_reason="max_tokens"),
-                         reply("", stop_reason="refusal"),
-                         reply("done", stop_reason="stop_sequence"))
+async def test_stop_reasons(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    model_server.enqueue(
+        reply("cut", stop_reason="max_tokens"),
+        reply("", stop_reason="refusal"),
+        reply("done", stop_reason="stop_sequence"),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     stops = [(await agent.prompt(session, f"p{i}"))[0]["result"]["stopReason"] for i in range(3)]
@@ -104,14 +130,26 @@ async def test_prompt_content_blocks_reach_the_model(
     model_server.enqueue(reply("ok"))
     await agent.initialize()
     session = await agent.new_session(workspace)
-    response = await agent.request("session/prompt", {"sessionId": session, "prompt": [
-        {"type": "text", "text": "Look:"},
-        {"type": "resource_link", "name": "main.tf", "uri": "file:///p/main.tf"},
-        {"type": "resource", "resource": {"uri": "file:///p/vars.tf", "text": "variable x {}",
-                                          "mimeType": "text/plain"}},
-        {"type": "image", "data": "", "mimeType": "image/png", "uri": "file:///p/shot.png"},
-        {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
-    ]})
+    response = await agent.request(
+        "session/prompt",
+        {
+            "sessionId": session,
+            "prompt": [
+                {"type": "text", "text": "Look:"},
+                {"type": "resource_link", "name": "main.tf", "uri": "file:///p/main.tf"},
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "file:///p/vars.tf",
+                        "text": "variable x {}",
+                        "mimeType": "text/plain",
+                    },
+                },
+                {"type": "image", "data": "", "mimeType": "image/png", "uri": "file:///p/shot.png"},
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+            ],
+        },
+    )
     assert response["result"]["stopReason"] == "end_turn"
     texts = [b["text"] for b in model_server.requests[0].body["messages"][0]["content"]]
     assert texts == [
@@ -126,9 +164,11 @@ async def test_prompt_content_blocks_reach_the_model(
 async def test_model_error_is_a_readable_message_and_the_session_lives_on(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(error_status(400, "prompt is too long"),
-                         stream_error("partial ", message="Overloaded"),
-                         reply("back again"))
+    model_server.enqueue(
+        error_status(400, "prompt is too long"),
+        stream_error("partial ", message="Overloaded"),
+        reply("back again"),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
 
@@ -170,13 +210,15 @@ async def test_second_prompt_while_busy_is_queued_and_sessions_run_concurrently(
     await agent.initialize()
     busy = await agent.new_session(workspace)
     other = await agent.new_session(workspace)
-    first = await agent.send_request("session/prompt", {
-        "sessionId": busy, "prompt": [{"type": "text", "text": "slow"}]})
+    first = await agent.send_request(
+        "session/prompt", {"sessionId": busy, "prompt": [{"type": "text", "text": "slow"}]}
+    )
     await trio.to_thread.run_sync(model_server.wait_for_requests, 1, 30)
 
     # Queued behind the running turn (see test_real_clients.py for how it runs after it).
-    queued = await agent.send_request("session/prompt", {
-        "sessionId": busy, "prompt": [{"type": "text", "text": "again"}]})
+    queued = await agent.send_request(
+        "session/prompt", {"sessionId": busy, "prompt": [{"type": "text", "text": "again"}]}
+    )
 
     response, before = await agent.prompt(other, "fast")
     assert text_of(before, "agent_message_chunk") == "other session"
@@ -198,7 +240,8 @@ async def test_an_editor_that_pauses_reading_gets_every_delta_in_order(
     await agent.initialize()
     session = await agent.new_session(workspace)
     request_id = await agent.send_request(
-        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]})
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}
+    )
     await trio.sleep(1.5)  # the editor is busy: the agent fills the pipe, then waits
     response, before = await agent.response(request_id, timeout=60)
     assert response["result"]["stopReason"] == "end_turn"

@@ -42,9 +42,13 @@ async def test_a_tool_loop_reads_each_previous_request_from_cache(
 ) -> None:
     for name in ("a", "b", "c"):
         (workspace / f"{name}.tf").write_text(f'resource "null_resource" "{name}" {{}}\n' * 50)
-    model_server.enqueue(*[reply(tool_uses=[ToolUse(f"toolu_{n}", "read_file",
-                                                     {"path": f"{n}.tf"})]) for n in "abc"],
-                         reply("All three read."))
+    model_server.enqueue(
+        *[
+            reply(tool_uses=[ToolUse(f"toolu_{n}", "read_file", {"path": f"{n}.tf"})])
+            for n in "abc"
+        ],
+        reply("All three read."),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     response, updates = await agent.prompt(session, "read the three files")
@@ -59,8 +63,9 @@ async def test_a_tool_loop_reads_each_previous_request_from_cache(
     assert usage[0]["cache_read_input_tokens"] == 0 and usage[0]["cache_creation_input_tokens"]
     for before, now in zip(usage, usage[1:], strict=False):
         # each request reads all of the one before it (its prefix up to its last breakpoint)
-        assert now["cache_read_input_tokens"] == (before["cache_read_input_tokens"]
-                                                  + before["cache_creation_input_tokens"])
+        assert now["cache_read_input_tokens"] == (
+            before["cache_read_input_tokens"] + before["cache_creation_input_tokens"]
+        )
         assert now["cache_creation_input_tokens"] > 0
     reported = response["result"]["usage"]
     assert reported["cachedReadTokens"] == sum(u["cache_read_input_tokens"] for u in usage)
@@ -77,5 +82,6 @@ async def test_the_next_prompt_reads_the_conversation_so_far(
     await agent.prompt(session, "first")
     await agent.prompt(session, "second")
     first, second = model_server.cache_usage
-    assert second["cache_read_input_tokens"] == (first["cache_read_input_tokens"]
-                                                 + first["cache_creation_input_tokens"])
+    assert second["cache_read_input_tokens"] == (
+        first["cache_read_input_tokens"] + first["cache_creation_input_tokens"]
+    )

@@ -25,12 +25,16 @@ def reject(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def texts(question: dict[str, Any]) -> str:
-    return "\n".join(item["content"]["text"] for item in question["params"]["toolCall"]
-                     .get("content") or [] if item["type"] == "content")
+    return "\n".join(
+        item["content"]["text"]
+        for item in question["params"]["toolCall"].get("content") or []
+        if item["type"] == "content"
+    )
 
 
-async def ask(agent: AgentConnection, workspace: Path, servers: list[dict[str, Any]]
-              ) -> dict[str, Any]:
+async def ask(
+    agent: AgentConnection, workspace: Path, servers: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The one question the prompt asks (rejected)."""
     await agent.initialize()
     result = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": servers})
@@ -41,10 +45,12 @@ async def ask(agent: AgentConnection, workspace: Path, servers: list[dict[str, A
 
 
 async def test_an_mcp_tool_question_shows_its_arguments_and_paths(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
-        tmp_path: Path) -> None:
-    model_server.enqueue(call("mcp__db__write_note", path="infra/notes.md", text="rotate keys"),
-                         reply("Not written."))
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(
+        call("mcp__db__write_note", path="infra/notes.md", text="rotate keys"),
+        reply("Not written."),
+    )
     question = await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
     tool_call = question["params"]["toolCall"]
     # A tool without hints may destroy (MCP's defaults): it asks in every mode and says so.
@@ -56,19 +62,23 @@ async def test_an_mcp_tool_question_shows_its_arguments_and_paths(
 
 
 async def test_a_sub_agent_question_shows_its_task(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path) -> None:
-    task = ("Read every module under modules/ and list the variables that have no "
-            "description, with the file and line of each.")
-    model_server.enqueue(call("agent", prompt=task, description="undocumented variables"),
-                         reply("Not run."))
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
+    task = (
+        "Read every module under modules/ and list the variables that have no "
+        "description, with the file and line of each."
+    )
+    model_server.enqueue(
+        call("agent", prompt=task, description="undocumented variables"), reply("Not run.")
+    )
     question = await ask(agent, workspace, [])
     assert question["params"]["toolCall"]["title"] == "Sub-agent: undocumented variables"
     assert task in texts(question)
 
 
 async def test_a_read_outside_the_project_says_so(
-        agent: AgentConnection, model_server: FakeModelServer, workspace: Path,
-        tmp_path: Path) -> None:
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere" / "hostname"
     outside.parent.mkdir()
     outside.write_text("box\n")

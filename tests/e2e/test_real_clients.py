@@ -26,8 +26,9 @@ ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 
 async def load(agent: AgentConnection, session: str, cwd: Path) -> list[dict[str, Any]]:
     """``session/load``; the replayed ``session/update`` messages."""
-    request_id = await agent.send_request("session/load", {
-        "sessionId": session, "cwd": str(cwd), "mcpServers": []})
+    request_id = await agent.send_request(
+        "session/load", {"sessionId": session, "cwd": str(cwd), "mcpServers": []}
+    )
     answer, before = await agent.response(request_id)
     assert "result" in answer, answer
     return [m for m in before if m.get("method") == "session/update"]
@@ -38,10 +39,15 @@ async def test_every_update_of_a_call_names_its_tool(
 ) -> None:
     (workspace / "main.tf").write_text('resource "x" "y" {}\n')
     model_server.enqueue(
-        reply(tool_uses=[ToolUse("toolu_r", "read_file", {"path": "main.tf"}),
-                         ToolUse("toolu_b", "bash", {"command": "make plan"}),
-                         ToolUse("toolu_x", "no_such_tool", {})]),
-        reply("ok"))
+        reply(
+            tool_uses=[
+                ToolUse("toolu_r", "read_file", {"path": "main.tf"}),
+                ToolUse("toolu_b", "bash", {"command": "make plan"}),
+                ToolUse("toolu_x", "no_such_tool", {}),
+            ]
+        ),
+        reply("ok"),
+    )
     session = await start(agent, workspace, terminal=True)
 
     def editor(message: dict[str, Any]) -> dict[str, Any]:
@@ -55,13 +61,19 @@ async def test_every_update_of_a_call_names_its_tool(
         return answers[message["method"]]
 
     _, updates, requests = await agent.run_prompt(session, "go", editor)
-    for call_id, name in (("toolu_r", "read_file"), ("toolu_b", "bash"),
-                          ("toolu_x", "no_such_tool")):
+    for call_id, name in (
+        ("toolu_r", "read_file"),
+        ("toolu_b", "bash"),
+        ("toolu_x", "no_such_tool"),
+    ):
         lifecycle = tool_updates(updates, call_id)
         assert lifecycle and all(u.get("name") == name for u in lifecycle), lifecycle
     # The terminal's live update (sent by the tool itself) is named too.
-    assert any(c.get("type") == "terminal" for u in tool_updates(updates, "toolu_b")
-               for c in u.get("content") or [])
+    assert any(
+        c.get("type") == "terminal"
+        for u in tool_updates(updates, "toolu_b")
+        for c in u.get("content") or []
+    )
     question = next(r for r in requests if r["method"] == "session/request_permission")
     assert question["params"]["toolCall"]["name"] == "bash"
     # And a reload shows the names again.
@@ -74,8 +86,10 @@ async def test_the_permission_question_shows_the_edit_as_a_diff(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "main.tf").write_text('region = "eu-west-1"\n')
-    model_server.enqueue(call("edit_file", path="main.tf", old_string="eu-west-1",
-                              new_string="us-east-1"), reply("ok"))
+    model_server.enqueue(
+        call("edit_file", path="main.tf", old_string="eu-west-1", new_string="us-east-1"),
+        reply("ok"),
+    )
     session = await start(agent, workspace)
     seen_on_disk: list[str] = []
 
@@ -86,9 +100,14 @@ async def test_the_permission_question_shows_the_edit_as_a_diff(
 
     _, _, requests = await agent.run_prompt(session, "move it", editor)
     assert seen_on_disk == ['region = "eu-west-1"\n']
-    assert requests[0]["params"]["toolCall"]["content"] == [{
-        "type": "diff", "path": str(workspace / "main.tf"),
-        "oldText": 'region = "eu-west-1"\n', "newText": 'region = "us-east-1"\n'}]
+    assert requests[0]["params"]["toolCall"]["content"] == [
+        {
+            "type": "diff",
+            "path": str(workspace / "main.tf"),
+            "oldText": 'region = "eu-west-1"\n',
+            "newText": 'region = "us-east-1"\n',
+        }
+    ]
     assert (workspace / "main.tf").read_text() == 'region = "eu-west-1"\n'
 
 
@@ -108,14 +127,25 @@ async def test_a_new_file_diff_says_old_text_null_in_the_question_and_the_result
         return ALLOW
 
     _, updates, requests = await agent.run_prompt(session, "write", editor)
-    diff = {"type": "diff", "path": str(workspace / "out" / "new.tf"), "oldText": None,
-            "newText": NEW_TF}
+    diff = {
+        "type": "diff",
+        "path": str(workspace / "out" / "new.tf"),
+        "oldText": None,
+        "newText": NEW_TF,
+    }
     assert seen == [False]  # not even the folder was made before the answer
     assert requests[0]["params"]["toolCall"]["content"] == [diff]
     final = tool_updates(updates, "toolu_write_file")[-1]["content"]
     assert final[0] == diff  # then the check of the Terraform file written (iaccode/iac)
-    assert final[1:] == [{"type": "content", "content": {
-        "type": "text", "text": "IaC check of out/new.tf (Terraform): no problems."}}]
+    assert final[1:] == [
+        {
+            "type": "content",
+            "content": {
+                "type": "text",
+                "text": "IaC check of out/new.tf (Terraform): no problems.",
+            },
+        }
+    ]
     assert (workspace / "out" / "new.tf").read_text() == NEW_TF
 
 
@@ -123,19 +153,22 @@ async def test_an_edit_that_cannot_apply_asks_without_a_diff_and_fails_when_run(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     (workspace / "main.tf").write_text("a\n")
-    model_server.enqueue(call("edit_file", path="main.tf", old_string="zzz",
-                              new_string="b"), reply("ok"))
+    model_server.enqueue(
+        call("edit_file", path="main.tf", old_string="zzz", new_string="b"), reply("ok")
+    )
     session = await start(agent, workspace)
     _, updates, requests = await agent.run_prompt(session, "edit", choose("allow_once"))
     assert "content" not in requests[0]["params"]["toolCall"]
     assert tool_updates(updates, "toolu_edit_file")[-1]["status"] == "failed"
 
 
-async def prompt_until_asked(agent: AgentConnection, session: str, text: str
-                             ) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+async def prompt_until_asked(
+    agent: AgentConnection, session: str, text: str
+) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
     """Send a prompt; return its id, the first permission question, and what came before."""
-    prompt_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
+    prompt_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+    )
     before: list[dict[str, Any]] = []
     while True:
         message = await agent.receive()
@@ -144,8 +177,9 @@ async def prompt_until_asked(agent: AgentConnection, session: str, text: str
         before.append(message)
 
 
-async def answers_to(agent: AgentConnection, *request_ids: int
-                     ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+async def answers_to(
+    agent: AgentConnection, *request_ids: int
+) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
     """Wait until every request is answered: the answers (in the order they came) and the
     other messages before the last one."""
     answers: dict[int, dict[str, Any]] = {}
@@ -174,9 +208,14 @@ def final_states(updates: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 async def test_a_cancel_while_asking_fails_the_asked_call_and_the_queued_one(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(reply(tool_uses=[
-        ToolUse("toolu_first", "bash", {"command": "touch first"}),
-        ToolUse("toolu_second", "write_file", {"path": "second.txt", "content": "2"})]))
+    model_server.enqueue(
+        reply(
+            tool_uses=[
+                ToolUse("toolu_first", "bash", {"command": "touch first"}),
+                ToolUse("toolu_second", "write_file", {"path": "second.txt", "content": "2"}),
+            ]
+        )
+    )
     session = await start(agent, workspace)
     prompt_id, question, before = await prompt_until_asked(agent, session, "both")
     assert question["params"]["toolCall"]["toolCallId"] == "toolu_first"
@@ -216,9 +255,14 @@ async def test_session_close_while_asking_fails_the_call_before_close_answers(
 async def test_a_cancel_while_a_command_runs_fails_it_and_the_call_queued_behind(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(reply(tool_uses=[
-        ToolUse("toolu_sleep", "bash", {"command": "sleep 30"}),
-        ToolUse("toolu_after", "bash", {"command": "touch after"})]))
+    model_server.enqueue(
+        reply(
+            tool_uses=[
+                ToolUse("toolu_sleep", "bash", {"command": "sleep 30"}),
+                ToolUse("toolu_after", "bash", {"command": "touch after"}),
+            ]
+        )
+    )
     session = await start(agent, workspace)
     prompt_id, question, before = await prompt_until_asked(agent, session, "sleep")
     await agent.reply(question["id"], ALLOW)
@@ -261,8 +305,11 @@ class OuterShellTerminal:
             line = shlex.join([params["command"], *params.get("args", [])])
             # "; true" keeps the outer shell alive above the command (no exec shortcut).
             shell = await trio.lowlevel.open_process(
-                ["/bin/bash", "-c", f"{line}; true"], cwd=params.get("cwd"),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                ["/bin/bash", "-c", f"{line}; true"],
+                cwd=params.get("cwd"),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+            )
             terminal_id = f"term-{len(self.shells) + 1}"
             self.shells[terminal_id] = shell
             await self.reply(message["id"], {"terminalId": terminal_id})
@@ -290,14 +337,17 @@ class OuterShellTerminal:
 async def test_a_terminal_whose_outer_shell_alone_is_killed_leaves_nothing_alive(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    command = ("sleep 300 & echo $! > bg.pid; "
-               "setsid sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid; "
-               "sleep 300")
+    command = (
+        "sleep 300 & echo $! > bg.pid; "
+        "setsid sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid; "
+        "sleep 300"
+    )
     model_server.enqueue(call("bash", command=command))
     session = await start(agent, workspace, terminal=True)
     terminal = OuterShellTerminal(agent)
-    prompt_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "start it"}]})
+    prompt_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "start it"}]}
+    )
 
     async def cancel_once_started() -> None:
         await wait_until(lambda: pid_files_written(workspace, "bg.pid", "escaped.pid"), 30)
@@ -324,8 +374,11 @@ async def test_a_terminal_whose_outer_shell_alone_is_killed_leaves_nothing_alive
 
 
 def chunks(updates: list[dict[str, Any]], kind: str = "agent_message_chunk") -> list[str]:
-    return [m["params"]["update"]["content"]["text"] for m in updates
-            if m["params"]["update"]["sessionUpdate"] == kind]
+    return [
+        m["params"]["update"]["content"]["text"]
+        for m in updates
+        if m["params"]["update"]["sessionUpdate"] == kind
+    ]
 
 
 async def test_a_replayed_terminal_command_shows_its_output_as_text(
@@ -339,41 +392,55 @@ async def test_a_replayed_terminal_command_shows_its_output_as_text(
             "session/request_permission": ALLOW,
             "terminal/create": {"terminalId": "term-1"},
             "terminal/wait_for_exit": {"exitCode": 2},
-            "terminal/output": {"output": "Plan: 1 to add\n", "truncated": False,
-                                "exitStatus": {"exitCode": 2}},
+            "terminal/output": {
+                "output": "Plan: 1 to add\n",
+                "truncated": False,
+                "exitStatus": {"exitCode": 2},
+            },
             "terminal/release": {},
         }
         return answers[message["method"]]
 
     _, updates, _ = await agent.run_prompt(session, "plan", editor)
     assert tool_updates(updates, "toolu_bash")[-1]["content"] == [
-        {"type": "terminal", "terminalId": "term-1"}]
+        {"type": "terminal", "terminalId": "term-1"}
+    ]
     replayed = tool_updates(await load(agent, session, workspace), "toolu_bash")
     assert replayed[-1]["status"] == "failed"
-    assert replayed[-1]["content"] == [{"type": "content", "content": {
-        "type": "text", "text": "Plan: 1 to add\n[exit code 2]"}}]
+    assert replayed[-1]["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "Plan: 1 to add\n[exit code 2]"}}
+    ]
     assert not any(c.get("type") == "terminal" for u in replayed for c in u.get("content") or [])
 
 
 async def test_replay_shows_where_the_context_was_compacted_and_cleared(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(reply("a1"), reply("a2"), reply("a3"),
-                         reply("the summary", input_tokens=40_000, output_tokens=1_200),
-                         reply("fresh"))
+    model_server.enqueue(
+        reply("a1"),
+        reply("a2"),
+        reply("a3"),
+        reply("the summary", input_tokens=40_000, output_tokens=1_200),
+        reply("fresh"),
+    )
     session = await start(agent, workspace)
     for text in ("one", "two", "three"):
         await agent.run_prompt(session, text)
     _, live, _ = await agent.run_prompt(session, "/compact")
     # The first turn (2 messages) is summarised; the two recent ones fit in what is kept.
-    compacted = ("[Context compacted: Summarised 2 earlier messages (40k tokens) into 1.2k "
-                 "tokens; the last 2 turns are kept as they were.]")
+    compacted = (
+        "[Context compacted: Summarised 2 earlier messages (40k tokens) into 1.2k "
+        "tokens; the last 2 turns are kept as they were.]"
+    )
     assert [t.strip() for t in chunks(live)] == [compacted]
     _, cleared_live, _ = await agent.run_prompt(session, "/clear")
     await agent.run_prompt(session, "after")
     replayed = await load(agent, session, workspace)
-    order = [(m["params"]["update"]["sessionUpdate"], m["params"]["update"]["content"]["text"])
-             for m in replayed if "content" in m["params"]["update"]]
+    order = [
+        (m["params"]["update"]["sessionUpdate"], m["params"]["update"]["content"]["text"])
+        for m in replayed
+        if "content" in m["params"]["update"]
+    ]
     texts = [text.strip() for _, text in order]
     assert texts.index("three") < texts.index(compacted) < texts.index("after")
     cleared = chunks(cleared_live)[0]
@@ -383,8 +450,13 @@ async def test_replay_shows_where_the_context_was_compacted_and_cleared(
 
 def user_texts(request_body: dict[str, Any]) -> list[str]:
     """Every text block of the user messages the model received, in order."""
-    return [b["text"] for m in request_body["messages"] if m["role"] == "user"
-            for b in m["content"] if isinstance(b, dict) and b.get("type") == "text"]
+    return [
+        b["text"]
+        for m in request_body["messages"]
+        if m["role"] == "user"
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "text"
+    ]
 
 
 async def test_initialize_advertises_steering(agent: AgentConnection) -> None:
@@ -398,8 +470,10 @@ async def test_steering_during_a_tool_call_reaches_the_next_request_and_the_hist
     model_server.enqueue(call("bash", command="echo checked"), reply("Done, and noted."))
     session = await start(agent, workspace)
     prompt_id, question, _ = await prompt_until_asked(agent, session, "check it")
-    steered = await agent.request("_session/steering", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "Also look at prod."}]})
+    steered = await agent.request(
+        "_session/steering",
+        {"sessionId": session, "prompt": [{"type": "text", "text": "Also look at prod."}]},
+    )
     assert steered["result"] == {"outcome": "injected"}
     await agent.reply(question["id"], ALLOW)
     answer, _ = await agent.response(prompt_id)
@@ -422,16 +496,20 @@ async def test_steering_after_the_last_answer_gets_an_answer_of_its_own(
     """An answer that is streaming is not cut; the turn goes on with one more request."""
     model_server.enqueue(reply(["Slow ", "answer."], delay=0.3), reply("About prod: fine."))
     session = await start(agent, workspace)
-    prompt_id = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "first"}]})
+    prompt_id = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "first"}]}
+    )
     await agent.receive_update("agent_message_chunk")  # the answer is streaming
-    steered = await agent.request("_session/steering", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "And prod?"}]})
+    steered = await agent.request(
+        "_session/steering",
+        {"sessionId": session, "prompt": [{"type": "text", "text": "And prod?"}]},
+    )
     assert steered["result"] == {"outcome": "injected"}
     answer, before = await agent.response(prompt_id)
     assert answer["result"]["stopReason"] == "end_turn"
-    assert "".join(chunks([m for m in agent.received if m.get("method") == "session/update"])
-                   ).startswith("Slow answer.")
+    assert "".join(
+        chunks([m for m in agent.received if m.get("method") == "session/update"])
+    ).startswith("Slow answer.")
     assert user_texts(model_server.requests[1].body)[-1] == "And prod?"
     assert model_server.requests[1].body["messages"][-2]["content"][0]["text"] == "Slow answer."
 
@@ -441,13 +519,19 @@ async def test_steering_while_idle_follows_idle_behavior(
 ) -> None:
     model_server.enqueue(reply("Started by steering."))
     session = await start(agent, workspace)
-    refused = await agent.call("_session/steering", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "hello"}],
-        "idleBehavior": "promptRequired"})
+    refused = await agent.call(
+        "_session/steering",
+        {
+            "sessionId": session,
+            "prompt": [{"type": "text", "text": "hello"}],
+            "idleBehavior": "promptRequired",
+        },
+    )
     assert refused == {"outcome": "promptRequired", "reason": "noRunningTurn"}
     assert model_server.requests == []
-    started = await agent.call("_session/steering", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "hello"}]})
+    started = await agent.call(
+        "_session/steering", {"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}
+    )
     assert started == {"outcome": "startedNewTurn"}
     update = await agent.receive_update("agent_message_chunk")
     assert update["params"]["update"]["content"]["text"] == "Started by steering."
@@ -457,19 +541,30 @@ async def test_steering_while_idle_follows_idle_behavior(
 async def test_two_prompts_queue_behind_a_running_turn_and_run_in_order(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(call("bash", command="echo one"), reply("first done"),
-                         reply("second done"), reply("third done"))
+    model_server.enqueue(
+        call("bash", command="echo one"),
+        reply("first done"),
+        reply("second done"),
+        reply("third done"),
+    )
     session = await start(agent, workspace)
     first, question, _ = await prompt_until_asked(agent, session, "first")
-    later = [await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
-        for text in ("second", "third")]
+    later = [
+        await agent.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+        )
+        for text in ("second", "third")
+    ]
     await agent.reply(question["id"], ALLOW)
     answers, _ = await answers_to(agent, first, *later)
     assert list(answers) == [first, *later]
     assert all(m["result"]["stopReason"] == "end_turn" for m in answers.values())
     assert [user_texts(r.body)[-1] for r in model_server.requests] == [
-        "first", "first", "second", "third"]
+        "first",
+        "first",
+        "second",
+        "third",
+    ]
 
 
 async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
@@ -478,8 +573,9 @@ async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
     model_server.enqueue(call("bash", command="touch ran"), reply("next one"))
     session = await start(agent, workspace)
     first, _, _ = await prompt_until_asked(agent, session, "first")
-    queued = await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": "queued"}]})
+    queued = await agent.send_request(
+        "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "queued"}]}
+    )
     await agent.notify("session/cancel", {"sessionId": session})
     answers, _ = await answers_to(agent, first, queued)
     assert answers[first]["result"]["stopReason"] == "cancelled"
@@ -492,13 +588,15 @@ async def test_a_cancel_answers_the_running_and_the_queued_prompt_cancelled(
 async def test_cancel_request_for_a_queued_prompt_drops_that_one_only(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
-    model_server.enqueue(call("bash", command="echo one"), reply("first done"),
-                         reply("third done"))
+    model_server.enqueue(call("bash", command="echo one"), reply("first done"), reply("third done"))
     session = await start(agent, workspace)
     first, question, _ = await prompt_until_asked(agent, session, "first")
-    dropped, third = [await agent.send_request("session/prompt", {
-        "sessionId": session, "prompt": [{"type": "text", "text": text}]})
-        for text in ("second", "third")]
+    dropped, third = [
+        await agent.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
+        )
+        for text in ("second", "third")
+    ]
     await agent.notify("$/cancel_request", {"requestId": dropped})
     answer, _ = await agent.response(dropped)
     assert answer["error"]["code"] == -32800
@@ -506,8 +604,7 @@ async def test_cancel_request_for_a_queued_prompt_drops_that_one_only(
     for request_id in (first, third):
         answer, _ = await agent.response(request_id)
         assert answer["result"]["stopReason"] == "end_turn"
-    assert [user_texts(r.body)[-1] for r in model_server.requests] == [
-        "first", "first", "third"]
+    assert [user_texts(r.body)[-1] for r in model_server.requests] == ["first", "first", "third"]
 
 
 async def test_a_model_error_inside_a_sub_agent_still_ends_its_call(
@@ -515,9 +612,11 @@ async def test_a_model_error_inside_a_sub_agent_still_ends_its_call(
 ) -> None:
     """A model error ends the sub-agent's turn: the parent's `agent` call gets its final
     update (failed, saying why) and the parent turn goes on."""
-    model_server.enqueue(call("agent", prompt="Look around", description="explore"),
-                         error_status(400, "prompt is too long"),
-                         reply("The helper failed; I will look myself."))
+    model_server.enqueue(
+        call("agent", prompt="Look around", description="explore"),
+        error_status(400, "prompt is too long"),
+        reply("The helper failed; I will look myself."),
+    )
     session = await start(agent, workspace)
     response, updates, _ = await agent.run_prompt(session, "explore", choose("allow_once"))
     assert response["result"]["stopReason"] == "end_turn"
@@ -534,8 +633,10 @@ async def test_a_write_through_the_editor_into_a_new_folder(
     write over."""
     from acp_conformance.client import ErrorAnswer
 
-    model_server.enqueue(call("write_file", path="infra/modules/net/main.tf",
-                              content='variable "cidr" {}\n'), reply("wrote"))
+    model_server.enqueue(
+        call("write_file", path="infra/modules/net/main.tf", content='variable "cidr" {}\n'),
+        reply("wrote"),
+    )
     session = await start(agent, workspace, fs={"readTextFile": True, "writeTextFile": True})
     written: dict[str, str] = {}
     folder_when_asked: list[bool] = []
@@ -588,11 +689,14 @@ async def test_commands_replay_as_they_were_lived(
     for text in ("hello", "/compact", "/clear", "/mcp"):
         _, updates, _ = await agent.run_prompt(session, text)
         live += [("user_message_chunk", text)] + _shown(
-            [u for u in updates if u.get("method") == "session/update"])
+            [u for u in updates if u.get("method") == "session/update"]
+        )
     replayed = _shown(await load(agent, session, workspace))
     assert [kind for kind, _ in replayed] == ["user_message_chunk", "agent_message_chunk"] * 4
-    assert replayed == [(kind, text.strip()) if kind == "user_message_chunk" else (kind, text)
-                        for kind, text in live]
+    assert replayed == [
+        (kind, text.strip()) if kind == "user_message_chunk" else (kind, text)
+        for kind, text in live
+    ]
     assert replayed[7][1].startswith("No MCP servers.")
 
 
@@ -607,12 +711,18 @@ async def test_a_sub_agents_calls_are_shown_after_a_load(
     replayed = await load(agent, session, workspace)
     order = [(kind, call_id) for kind, call_id in _shown(replayed) if kind.startswith("tool_call")]
     # The parent's start, the child's start and end, the parent's end: as the user saw them.
-    assert order == [("tool_call", "toolu_agent"), ("tool_call", "toolu_child"),
-                     ("tool_call_update", "toolu_child"), ("tool_call_update", "toolu_agent")]
+    assert order == [
+        ("tool_call", "toolu_agent"),
+        ("tool_call", "toolu_child"),
+        ("tool_call_update", "toolu_child"),
+        ("tool_call_update", "toolu_agent"),
+    ]
     child = tool_updates(replayed, "toolu_child")
     assert all(u["_meta"]["iaccode"]["parentToolCallId"] == "toolu_agent" for u in child)
-    assert child[-1]["status"] == "completed" and child[0]["title"] == tool_updates(
-        updates, "toolu_child")[0]["title"]
+    assert (
+        child[-1]["status"] == "completed"
+        and child[0]["title"] == tool_updates(updates, "toolu_child")[0]["title"]
+    )
 
 
 async def test_an_infrastructure_calls_title_is_the_same_after_a_load(

@@ -37,8 +37,10 @@ from tests.support.serve import Server, start_server
 
 TOKEN = "remote-sdk-test-token-0123456789"
 CLIENTS = Path(__file__).resolve().parent / "remote_clients"
-REFUSAL = re.compile(r"INFO iaccode\.remote\.app: (?:GET|POST|DELETE|PUT|WebSocket) .* "
-                     r"from \S+: (\d{3}) .*")
+REFUSAL = re.compile(
+    r"INFO iaccode\.remote\.app: (?:GET|POST|DELETE|PUT|WebSocket) .* "
+    r"from \S+: (\d{3}) .*"
+)
 TRANSPORTS = ("http", "websocket")
 WORDS = [f"word{i} " for i in range(300)]
 
@@ -65,8 +67,9 @@ def refusals(server: Server) -> list[str]:
 
 
 def texts(updates: list[dict[str, Any]]) -> str:
-    return "".join(u["content"]["text"] for u in updates
-                   if u["sessionUpdate"] == "agent_message_chunk")
+    return "".join(
+        u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
 
 
 async def load_when_released(server: Server, count: int) -> None:
@@ -92,33 +95,46 @@ def ts_clients() -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("package.json", "package-lock.json"):
             shutil.copy(CLIENTS / name, folder / name)
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=folder,
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
     shutil.copy(CLIENTS / "flow.mjs", folder / "flow.mjs")
     return folder
 
 
-async def run_flow(ts_clients: Path, server: Server, transport: str, workspace: Path,
-                   *load: str) -> dict[str, Any]:
+async def run_flow(
+    ts_clients: Path, server: Server, transport: str, workspace: Path, *load: str
+) -> dict[str, Any]:
     done = await trio.run_process(
-        ["node", str(ts_clients / "flow.mjs"), server.url, TOKEN, transport, str(workspace),
-         *load], capture_stdout=True, capture_stderr=True, check=False)
+        ["node", str(ts_clients / "flow.mjs"), server.url, TOKEN, transport, str(workspace), *load],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     result: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
     return result
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_the_typescript_sdk_clients(ts_clients: Path, server: Server,
-                                          model_server: FakeModelServer, workspace: Path,
-                                          transport: str) -> None:
+async def test_the_typescript_sdk_clients(
+    ts_clients: Path, server: Server, model_server: FakeModelServer, workspace: Path, transport: str
+) -> None:
     script_the_flow(model_server)
     flow = await run_flow(ts_clients, server, transport, workspace)
     results, updates = flow["results"], flow["seen"]["updates"]
     one, two = results["one"]["sessionId"], results["two"]["sessionId"]
     assert results["init"]["agentInfo"]["name"] == "iaccode"
     assert [results[k]["stopReason"] for k in ("hello", "write", "cancelled", "other")] == [
-        "end_turn", "end_turn", "cancelled", "end_turn"]
+        "end_turn",
+        "end_turn",
+        "cancelled",
+        "end_turn",
+    ]
     assert texts(updates[one]).startswith("Hello from far away.Written.word0 ")
     assert texts(updates[two]) == "busy elsewhere"  # each session's updates, its own
     assert [q["toolCall"]["title"] for q in flow["seen"]["questions"]] == ["Write a.tf"]
@@ -145,46 +161,56 @@ class Recorder(acp.Client):
         if isinstance(update, AgentMessageChunk):
             self.chunk.set()
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
-                                 **kwargs: Any) -> Any:
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
         self.questions.append(tool_call)
         chosen = next(o for o in options if o.kind == "allow_once")
         return acp.RequestPermissionResponse(
-            outcome=acp.schema.AllowedOutcome(option_id=chosen.option_id, outcome="selected"))
+            outcome=acp.schema.AllowedOutcome(option_id=chosen.option_id, outcome="selected")
+        )
 
     def text(self, session_id: str) -> str:
-        return "".join(u.content.text for u in self.updates.get(session_id, [])
-                       if isinstance(u, AgentMessageChunk))
+        return "".join(
+            u.content.text
+            for u in self.updates.get(session_id, [])
+            if isinstance(u, AgentMessageChunk)
+        )
 
 
 async def python_transport(server: Server, transport: str) -> Any:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     if transport == "http":
         return create_http_stream(server.url, headers=headers)
-    return await create_websocket_stream("ws" + server.url[len("http"):], headers=headers)
+    return await create_websocket_stream("ws" + server.url[len("http") :], headers=headers)
 
 
-async def python_flow(server: Server, transport: str, workspace: Path,
-                      client: Recorder) -> dict[str, Any]:
+async def python_flow(
+    server: Server, transport: str, workspace: Path, client: Recorder
+) -> dict[str, Any]:
     async with acp.connect_to_agent(client, await python_transport(server, transport)) as conn:
         init = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         one = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         hello = await conn.prompt(session_id=one, prompt=[acp.text_block("hi")])
         write = await conn.prompt(session_id=one, prompt=[acp.text_block("write a file")])
         client.chunk.clear()
-        long = asyncio.ensure_future(conn.prompt(session_id=one,
-                                                 prompt=[acp.text_block("go on")]))
+        long = asyncio.ensure_future(conn.prompt(session_id=one, prompt=[acp.text_block("go on")]))
         await client.chunk.wait()
         await conn.cancel(session_id=one)
         cancelled = await long
         two = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         other = await conn.prompt(session_id=two, prompt=[acp.text_block("and you?")])
-    return {"init": init, "one": one, "two": two, "stops": [
-        r.stop_reason for r in (hello, write, cancelled, other)]}
+    return {
+        "init": init,
+        "one": one,
+        "two": two,
+        "stops": [r.stop_reason for r in (hello, write, cancelled, other)],
+    }
 
 
-async def python_load(server: Server, transport: str, workspace: Path, session: str,
-                      client: Recorder) -> None:
+async def python_load(
+    server: Server, transport: str, workspace: Path, session: str, client: Recorder
+) -> None:
     async with acp.connect_to_agent(client, await python_transport(server, transport)) as conn:
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await conn.load_session(cwd=str(workspace), session_id=session, mcp_servers=[])
@@ -195,13 +221,15 @@ def in_asyncio(coroutine: Any) -> Any:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_the_python_sdk_clients(server: Server, model_server: FakeModelServer,
-                                      workspace: Path, transport: str) -> None:
+async def test_the_python_sdk_clients(
+    server: Server, model_server: FakeModelServer, workspace: Path, transport: str
+) -> None:
     """The SDK is asyncio; it runs in a thread of its own beside the test's trio."""
     script_the_flow(model_server)
     client = Recorder()
     flow = await trio.to_thread.run_sync(
-        in_asyncio, python_flow(server, transport, workspace, client))
+        in_asyncio, python_flow(server, transport, workspace, client)
+    )
     assert flow["init"].agent_info.name == "iaccode"
     assert flow["stops"] == ["end_turn", "end_turn", "cancelled", "end_turn"]
     assert client.text(flow["one"]).startswith("Hello from far away.Written.word0 ")
@@ -210,6 +238,7 @@ async def test_the_python_sdk_clients(server: Server, model_server: FakeModelSer
     await load_when_released(server, 1)
     replayed = Recorder()
     await trio.to_thread.run_sync(
-        in_asyncio, python_load(server, transport, workspace, flow["one"], replayed))
+        in_asyncio, python_load(server, transport, workspace, flow["one"], replayed)
+    )
     assert "Hello from far away." in replayed.text(flow["one"])
     assert refusals(server) == []

@@ -31,8 +31,13 @@ READS = [
     ("bash", {"command": "terraform state show terraform_data.db"}),
     ("bash", {"command": "grep -r password . --include='*.tfvars'"}),
     ("bash", {"command": "env TF_VAR_db_password=x sh -c 'cat prod.tfvars'"}),
-    ("bash", {"command": "terraform output -json | python3 -c 'import json, sys; "
-                         "print(json.load(sys.stdin)[\"password\"][\"value\"])'"}),
+    (
+        "bash",
+        {
+            "command": "terraform output -json | python3 -c 'import json, sys; "
+            'print(json.load(sys.stdin)["password"]["value"])\''
+        },
+    ),
     ("bash", {"command": "python3 -c \"print(open('terraform.tfstate').read()[::-1][::-1])\""}),
     ("read_file", {"path": "terraform.tfstate"}),
     ("read_file", {"path": "prod.tfvars"}),
@@ -41,8 +46,7 @@ READS = [
 
 
 @pytest.fixture
-def agent_env(tmp_path: Path, model_server: FakeModelServer, workspace: Path
-              ) -> dict[str, str]:
+def agent_env(tmp_path: Path, model_server: FakeModelServer, workspace: Path) -> dict[str, str]:
     """The agent with the real Terraform first on PATH, and a module applied in the
     workspace with a sensitive variable from prod.tfvars."""
     env = env_with_stand_ins(tmp_path, model_server, {})
@@ -51,13 +55,21 @@ def agent_env(tmp_path: Path, model_server: FakeModelServer, workspace: Path
     (workspace / "main.tf").write_text(MODULE)
     (workspace / "prod.tfvars").write_text(f'db_password = "{SECRET}"\nsize = "large"\n')
     run = {**os.environ, "TF_IN_AUTOMATION": "1"}
-    for argv in (["init", "-input=false"],
-                 ["apply", "-auto-approve", "-input=false", "-var-file=prod.tfvars"],
-                 ["apply", "-auto-approve", "-input=false", "-var-file=prod.tfvars",
-                  "-var", "size=medium"],
-                 ["plan", "-input=false", "-var-file=prod.tfvars", "-out=change.tfplan"]):
-        done = subprocess.run([terraform, *argv], cwd=workspace, env=run, capture_output=True,
-                              text=True, timeout=120, check=False)
+    for argv in (
+        ["init", "-input=false"],
+        ["apply", "-auto-approve", "-input=false", "-var-file=prod.tfvars"],
+        ["apply", "-auto-approve", "-input=false", "-var-file=prod.tfvars", "-var", "size=medium"],
+        ["plan", "-input=false", "-var-file=prod.tfvars", "-out=change.tfplan"],
+    ):
+        done = subprocess.run(
+            [terraform, *argv],
+            cwd=workspace,
+            env=run,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
     assert SECRET in (workspace / "terraform.tfstate.backup").read_text()
     return env
@@ -67,21 +79,25 @@ async def test_no_sensitive_value_reaches_the_model(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(
-        reply(tool_uses=[ToolUse(f"toolu_{n}", name, args)
-                         for n, (name, args) in enumerate(READS)]),
-        reply("I read everything."))
+        reply(
+            tool_uses=[ToolUse(f"toolu_{n}", name, args) for n, (name, args) in enumerate(READS)]
+        ),
+        reply("I read everything."),
+    )
     session = await start(agent, workspace)
     await agent.call("session/set_mode", {"sessionId": session, "modeId": "bypass"})
-    response, updates, asked = await agent.run_prompt(session, "show me the secrets",
-                                                      timeout=120)
+    response, updates, asked = await agent.run_prompt(session, "show me the secrets", timeout=120)
     assert response["result"]["stopReason"] == "end_turn" and asked == []
 
     sent = json.dumps([request.body for request in model_server.requests])
     assert SECRET not in sent and f"pw-{SECRET}" not in sent
-    results = {block["tool_use_id"]: block["content"]
-               for message in model_server.requests[1].messages
-               if isinstance(message["content"], list)
-               for block in message["content"] if block.get("type") == "tool_result"}
+    results = {
+        block["tool_use_id"]: block["content"]
+        for message in model_server.requests[1].messages
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    }
     assert len(results) == len(READS)
     missing = {k: v[-600:] for k, v in results.items() if "(sensitive)" not in v}
     assert not missing, missing

@@ -17,14 +17,18 @@ from acp_conformance.script import ToolUse, hang, reply
 from tests.support.agent_process import METHOD_ALIASES, AgentConnection, spawn_agent
 
 
-def spawn(env: dict[str, str], tmp_path: Path,
-          name: str = "agent") -> AbstractAsyncContextManager[AgentConnection]:
+def spawn(
+    env: dict[str, str], tmp_path: Path, name: str = "agent"
+) -> AbstractAsyncContextManager[AgentConnection]:
     return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES))
 
 
 def kinds(messages: list[dict]) -> list[str]:
-    return [m["params"]["update"]["sessionUpdate"] for m in messages
-            if m.get("method") == "session/update"]
+    return [
+        m["params"]["update"]["sessionUpdate"]
+        for m in messages
+        if m.get("method") == "session/update"
+    ]
 
 
 def allow(message: dict) -> dict:
@@ -38,33 +42,49 @@ def assert_valid_history(messages: list[dict[str, Any]]) -> None:
     for index, message in enumerate(messages):
         uses = [b["id"] for b in message["content"] if b.get("type") == "tool_use"]
         if uses:
-            answered = [b["tool_use_id"] for b in messages[index + 1]["content"]
-                        if b.get("type") == "tool_result"]
+            answered = [
+                b["tool_use_id"]
+                for b in messages[index + 1]["content"]
+                if b.get("type") == "tool_result"
+            ]
             assert sorted(answered) == sorted(uses)
 
 
-async def open_session(agent: AgentConnection, method: str, session: str,
-                       workspace: Path) -> tuple[dict, list[dict]]:
-    request_id = await agent.send_request(method, {"sessionId": session, "cwd": str(workspace),
-                                                   "mcpServers": []})
+async def open_session(
+    agent: AgentConnection, method: str, session: str, workspace: Path
+) -> tuple[dict, list[dict]]:
+    request_id = await agent.send_request(
+        method, {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+    )
     return await agent.response(request_id)
 
 
-async def test_prompt_exit_list_load_resume(agent_env: dict[str, str],
-                                            model_server: FakeModelServer,
-                                            workspace: Path, tmp_path: Path) -> None:
+async def test_prompt_exit_list_load_resume(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
     (workspace / "main.tf").write_text('variable "region" {}\n')
     model_server.enqueue(
-        reply("Let me look.", thinking="Read the module first.",
-              tool_uses=[ToolUse("toolu_1", "read_file", {"path": "main.tf"})]),
+        reply(
+            "Let me look.",
+            thinking="Read the module first.",
+            tool_uses=[ToolUse("toolu_1", "read_file", {"path": "main.tf"})],
+        ),
         reply("It declares region."),
-        reply("Still here."), reply("And again."))
+        reply("Still here."),
+        reply("And again."),
+    )
     async with spawn(agent_env, tmp_path, "first") as agent:
         init = await agent.initialize()
         caps = init["agentCapabilities"]
         assert caps["loadSession"] is True
-        assert caps["sessionCapabilities"] == {"list": {}, "close": {}, "resume": {}, "fork": {},
-                                               "delete": {}, "additionalDirectories": {}}
+        assert caps["sessionCapabilities"] == {
+            "list": {},
+            "close": {},
+            "resume": {},
+            "fork": {},
+            "delete": {},
+            "additionalDirectories": {},
+        }
         session = await agent.new_session(workspace)
         response, updates, _ = await agent.run_prompt(session, "What does   main.tf declare?")
         assert response["result"]["stopReason"] == "end_turn"
@@ -82,9 +102,14 @@ async def test_prompt_exit_list_load_resume(agent_env: dict[str, str],
 
         response, replay = await open_session(agent, "session/load", session, workspace)
         assert set(response["result"]) >= {"modes", "models", "configOptions"}
-        assert kinds(replay) == ["user_message_chunk", "agent_thought_chunk",
-                                 "agent_message_chunk", "tool_call", "tool_call_update",
-                                 "agent_message_chunk"]
+        assert kinds(replay) == [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+        ]
         assert replay[0]["params"]["update"]["content"]["text"] == "What does   main.tf declare?"
         assert replay[4]["params"]["update"]["status"] == "completed"
         after = await agent.receive()  # the commands come after the answer
@@ -107,15 +132,17 @@ async def test_prompt_exit_list_load_resume(agent_env: dict[str, str],
         assert len(model_server.requests[-1].body["messages"]) == 7
 
 
-async def test_fork_is_independent(agent_env: dict[str, str], model_server: FakeModelServer,
-                                   workspace: Path, tmp_path: Path) -> None:
+async def test_fork_is_independent(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
     model_server.enqueue(reply("one"), reply("fork answer"), reply("original answer"))
     async with spawn(agent_env, tmp_path) as agent:
         await agent.initialize()
         original = await agent.new_session(workspace)
         await agent.run_prompt(original, "first")
-        forked = (await agent.call("session/fork", {"sessionId": original,
-                                                    "cwd": str(workspace)}))["sessionId"]
+        forked = (await agent.call("session/fork", {"sessionId": original, "cwd": str(workspace)}))[
+            "sessionId"
+        ]
         assert forked != original
         await agent.run_prompt(forked, "in the fork")
         await agent.run_prompt(original, "in the original")
@@ -127,8 +154,9 @@ async def test_fork_is_independent(agent_env: dict[str, str], model_server: Fake
     assert all("in the fork" not in json.dumps(m) for m in original_history)
 
 
-async def test_delete(agent_env: dict[str, str], model_server: FakeModelServer,
-                      workspace: Path, tmp_path: Path) -> None:
+async def test_delete(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
     model_server.enqueue(reply("hi"))
     async with spawn(agent_env, tmp_path) as agent:
         await agent.initialize()
@@ -140,31 +168,35 @@ async def test_delete(agent_env: dict[str, str], model_server: FakeModelServer,
         _, _ = await open_session(agent, "session/load", session, workspace)  # noqa: F841
     async with spawn(agent_env, tmp_path, "again") as agent:
         await agent.initialize()
-        answer = await agent.request("session/load", {"sessionId": session,
-                                                      "cwd": str(workspace), "mcpServers": []})
+        answer = await agent.request(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         assert answer["error"]["code"] == -32602
 
 
 async def test_session_ids_are_validated(agent: AgentConnection, workspace: Path) -> None:
     await agent.initialize()
     for bad in ("../../etc", "sess_../../x", "", "x" * 500):
-        answer = await agent.request("session/load", {"sessionId": bad, "cwd": str(workspace),
-                                                      "mcpServers": []})
+        answer = await agent.request(
+            "session/load", {"sessionId": bad, "cwd": str(workspace), "mcpServers": []}
+        )
         assert answer["error"]["code"] == -32602, bad
 
 
 @pytest.mark.process  # kill -9
-async def test_kill_during_streaming_then_load(agent_env: dict[str, str],
-                                               model_server: FakeModelServer,
-                                               workspace: Path, tmp_path: Path) -> None:
-    model_server.enqueue(reply("done"), reply([f"w{i} " for i in range(100)], delay=0.05),
-                         reply("recovered"))
+async def test_kill_during_streaming_then_load(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(
+        reply("done"), reply([f"w{i} " for i in range(100)], delay=0.05), reply("recovered")
+    )
     async with spawn(agent_env, tmp_path, "killed") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
         await agent.run_prompt(session, "first")
-        await agent.send_request("session/prompt", {
-            "sessionId": session, "prompt": [{"type": "text", "text": "stream"}]})
+        await agent.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "stream"}]}
+        )
         while (await agent.receive()).get("method") != "session/update":
             pass
         agent.process.send_signal(signal.SIGKILL)
@@ -180,17 +212,19 @@ async def test_kill_during_streaming_then_load(agent_env: dict[str, str],
 
 
 @pytest.mark.process  # kill -9
-async def test_kill_during_a_tool_call_then_load(agent_env: dict[str, str],
-                                                 model_server: FakeModelServer,
-                                                 workspace: Path, tmp_path: Path) -> None:
-    model_server.enqueue(reply(tool_uses=[ToolUse("toolu_sleep", "bash",
-                                                  {"command": "touch started; sleep 30"})]),
-                         reply("recovered"))
+async def test_kill_during_a_tool_call_then_load(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_sleep", "bash", {"command": "touch started; sleep 30"})]),
+        reply("recovered"),
+    )
     async with spawn(agent_env, tmp_path, "killed") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
-        await agent.send_request("session/prompt", {
-            "sessionId": session, "prompt": [{"type": "text", "text": "sleep"}]})
+        await agent.send_request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "sleep"}]}
+        )
         while True:
             message = await agent.receive()
             if message.get("method") == "session/request_permission":
@@ -204,8 +238,11 @@ async def test_kill_during_a_tool_call_then_load(agent_env: dict[str, str],
     async with spawn(agent_env, tmp_path, "after") as agent:
         await agent.initialize()
         _, replay = await open_session(agent, "session/load", session, workspace)
-        failed = [m["params"]["update"] for m in replay
-                  if m["params"]["update"].get("toolCallId") == "toolu_sleep"]
+        failed = [
+            m["params"]["update"]
+            for m in replay
+            if m["params"]["update"].get("toolCallId") == "toolu_sleep"
+        ]
         assert failed[-1]["status"] == "failed"
         await agent.run_prompt(session, "what happened?")
     history = model_server.requests[-1].body["messages"]
@@ -215,9 +252,9 @@ async def test_kill_during_a_tool_call_then_load(agent_env: dict[str, str],
     assert "interrupted" in result["content"]
 
 
-async def test_torn_last_line_is_tolerated(agent_env: dict[str, str],
-                                           model_server: FakeModelServer,
-                                           workspace: Path, tmp_path: Path) -> None:
+async def test_torn_last_line_is_tolerated(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
     model_server.enqueue(reply("one"), reply("two"))
     async with spawn(agent_env, tmp_path, "first") as agent:
         await agent.initialize()
@@ -237,16 +274,17 @@ async def test_torn_last_line_is_tolerated(agent_env: dict[str, str],
 
 
 @pytest.mark.process  # the lock between processes
-async def test_two_processes_cannot_open_one_session(agent_env: dict[str, str],
-                                                     model_server: FakeModelServer,
-                                                     workspace: Path, tmp_path: Path) -> None:
+async def test_two_processes_cannot_open_one_session(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
     async with spawn(agent_env, tmp_path, "one") as first:
         await first.initialize()
         session = await first.new_session(workspace)
         async with spawn(agent_env, tmp_path, "two") as second:
             await second.initialize()
-            answer = await second.request("session/load", {
-                "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+            answer = await second.request(
+                "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+            )
             assert answer["error"]["code"] == -32602
             assert "another" in json.dumps(answer["error"]["data"])
 
@@ -254,23 +292,34 @@ async def test_two_processes_cannot_open_one_session(agent_env: dict[str, str],
 async def test_settings_and_permission_memory_survive_a_reload(
     agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
-    model_server.enqueue(reply(tool_uses=[ToolUse("toolu_a", "bash", {"command": "true"})]),
-                         reply("ok"),
-                         reply(tool_uses=[ToolUse("toolu_b", "bash", {"command": "true"})]),
-                         reply("ok again"))
+    model_server.enqueue(
+        reply(tool_uses=[ToolUse("toolu_a", "bash", {"command": "true"})]),
+        reply("ok"),
+        reply(tool_uses=[ToolUse("toolu_b", "bash", {"command": "true"})]),
+        reply("ok again"),
+    )
     async with spawn(agent_env, tmp_path, "first") as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
-        options = await agent.call("session/set_config_option", {
-            "sessionId": session, "configId": "thought_level", "value": "high"})
+        options = await agent.call(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "thought_level", "value": "high"},
+        )
         assert {o["id"] for o in options["configOptions"]} == {"model", "mode", "thought_level"}
-        await agent.call("session/set_config_option", {
-            "sessionId": session, "configId": "model", "value": "claude-opus-5-5"})
+        await agent.call(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "model", "value": "claude-opus-5-5"},
+        )
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
-        await agent.run_prompt(session, "run", lambda m: {
-            "outcome": {"outcome": "selected", "optionId": "allow_always"}})
-        bad = await agent.request("session/set_config_option", {
-            "sessionId": session, "configId": "thought_level", "value": "extreme"})
+        await agent.run_prompt(
+            session,
+            "run",
+            lambda m: {"outcome": {"outcome": "selected", "optionId": "allow_always"}},
+        )
+        bad = await agent.request(
+            "session/set_config_option",
+            {"sessionId": session, "configId": "thought_level", "value": "extreme"},
+        )
         assert bad["error"]["code"] == -32602 and "medium" in json.dumps(bad["error"]["data"])
     async with spawn(agent_env, tmp_path, "second") as agent:
         await agent.initialize()
@@ -278,8 +327,11 @@ async def test_settings_and_permission_memory_survive_a_reload(
         result = response["result"]
         assert result["modes"]["currentModeId"] == "accept_edits"
         current = {o["id"]: o["currentValue"] for o in result["configOptions"]}
-        assert current == {"model": "claude-opus-5-5", "mode": "accept_edits",
-                           "thought_level": "high"}
+        assert current == {
+            "model": "claude-opus-5-5",
+            "mode": "accept_edits",
+            "thought_level": "high",
+        }
         _, _, asked = await agent.run_prompt(session, "run again")
         assert asked == []  # allow_always came back with the session
     assert model_server.requests[-1].body["model"] == "claude-opus-5-5"
@@ -291,11 +343,13 @@ async def test_compaction_keeps_the_request_in_the_window(
     env = {**agent_env, "IAC_CODE_COMPACTION_THRESHOLD": "0.5"}
     # Three quick turns, then a tool turn whose answer reports a nearly full window.
     model_server.enqueue(
-        reply("a1"), reply("a2"), reply("a3"),
-        reply(tool_uses=[ToolUse("toolu_l", "list_files", {"path": "."})],
-              input_tokens=150_000),
-        reply("The summary of turns one to three."),   # the compaction request
-        reply("done after compaction"))
+        reply("a1"),
+        reply("a2"),
+        reply("a3"),
+        reply(tool_uses=[ToolUse("toolu_l", "list_files", {"path": "."})], input_tokens=150_000),
+        reply("The summary of turns one to three."),  # the compaction request
+        reply("done after compaction"),
+    )
     async with spawn(env, tmp_path) as agent:
         await agent.initialize()
         session = await agent.new_session(workspace)
@@ -303,8 +357,11 @@ async def test_compaction_keeps_the_request_in_the_window(
             await agent.run_prompt(session, text)
         response, updates, _ = await agent.run_prompt(session, "four")
         assert response["result"]["stopReason"] == "end_turn"
-        notices = [m["params"]["update"]["content"]["text"] for m in updates
-                   if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        notices = [
+            m["params"]["update"]["content"]["text"]
+            for m in updates
+            if m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        ]
         assert any("Context compacted" in text for text in notices)
     summary_request = model_server.requests[4].body["messages"]
     assert "Summarise" in summary_request[-1]["content"][-1]["text"]
@@ -315,8 +372,9 @@ async def test_compaction_keeps_the_request_in_the_window(
     assert any(b.get("type") == "tool_use" for m in final for b in m["content"])  # pair kept
 
 
-async def test_slash_commands(agent: AgentConnection, model_server: FakeModelServer,
-                              workspace: Path) -> None:
+async def test_slash_commands(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path
+) -> None:
     model_server.enqueue(reply("a1"), reply("a2"), reply("summary"), reply("fresh"))
     await agent.initialize()
     session = await agent.new_session(workspace)
@@ -328,7 +386,8 @@ async def test_slash_commands(agent: AgentConnection, model_server: FakeModelSer
     await agent.run_prompt(session, "/clear")
     await agent.run_prompt(session, "after clear")
     assert model_server.requests[-1].messages == [
-        {"role": "user", "content": [{"type": "text", "text": "after clear"}]}]
+        {"role": "user", "content": [{"type": "text", "text": "after clear"}]}
+    ]
 
 
 @pytest.mark.process  # the lock between processes

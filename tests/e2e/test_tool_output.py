@@ -13,8 +13,12 @@ from tests.support.agent_process import AgentConnection
 
 
 def result(server: FakeModelServer, index: int, call_id: str) -> dict:
-    return next(b for m in server.requests[index].messages for b in m["content"]
-                if b.get("type") == "tool_result" and b["tool_use_id"] == call_id)
+    return next(
+        b
+        for m in server.requests[index].messages
+        for b in m["content"]
+        if b.get("type") == "tool_result" and b["tool_use_id"] == call_id
+    )
 
 
 async def test_oversized_output_is_saved_and_readable(
@@ -27,9 +31,13 @@ async def test_oversized_output_is_saved_and_readable(
     saved = tmp_path / "home" / "tool-output" / session / "toolu_big.txt"
     model_server.enqueue(
         reply(tool_uses=[ToolUse("toolu_big", "read_file", {"path": "big.log"})]),
-        reply(tool_uses=[ToolUse("toolu_back", "read_file", {
-            "path": str(saved), "offset": 900, "limit": 2})]),
-        reply("Line 900 is there."))
+        reply(
+            tool_uses=[
+                ToolUse("toolu_back", "read_file", {"path": str(saved), "offset": 900, "limit": 2})
+            ]
+        ),
+        reply("Line 900 is there."),
+    )
     response, _, requests = await agent.run_prompt(session, "read the log")
     assert response["result"]["stopReason"] == "end_turn"
     assert requests == []  # reading our own saved output asks nothing
@@ -57,12 +65,13 @@ async def test_another_sessions_output_is_not_ours(
     (other / "x.txt").write_text("secret\n")
     model_server.enqueue(
         reply(tool_uses=[ToolUse("toolu_x", "read_file", {"path": str(other / "x.txt")})]),
-        reply("ok"))
+        reply("ok"),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     _, _, requests = await agent.run_prompt(
-        session, "peek", lambda m: {"outcome": {"outcome": "selected",
-                                                "optionId": "reject_once"}})
+        session, "peek", lambda m: {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+    )
     assert [r["method"] for r in requests] == ["session/request_permission"]
 
 
@@ -74,11 +83,12 @@ async def test_a_fork_has_its_own_copy_of_the_saved_output(
     await agent.initialize()
     source = await agent.new_session(workspace)
     model_server.enqueue(
-        reply(tool_uses=[ToolUse("toolu_big", "read_file", {"path": "big.log"})]),
-        reply("Read it."))
+        reply(tool_uses=[ToolUse("toolu_big", "read_file", {"path": "big.log"})]), reply("Read it.")
+    )
     await agent.run_prompt(source, "read the log")
-    fork = (await agent.call("session/fork", {"sessionId": source,
-                                              "cwd": str(workspace)}))["sessionId"]
+    fork = (await agent.call("session/fork", {"sessionId": source, "cwd": str(workspace)}))[
+        "sessionId"
+    ]
     await agent.call("session/close", {"sessionId": source})
     await agent.call("session/delete", {"sessionId": source})
     outputs = tmp_path / "home" / "tool-output"
@@ -86,9 +96,13 @@ async def test_a_fork_has_its_own_copy_of_the_saved_output(
     copy = outputs / fork / "toolu_big.txt"
 
     model_server.enqueue(
-        reply(tool_uses=[ToolUse("toolu_back", "read_file", {
-            "path": str(copy), "offset": 900, "limit": 1})]),
-        reply("Line 900 is there."))
+        reply(
+            tool_uses=[
+                ToolUse("toolu_back", "read_file", {"path": str(copy), "offset": 900, "limit": 1})
+            ]
+        ),
+        reply("Line 900 is there."),
+    )
     response, _, requests = await agent.run_prompt(fork, "what is on line 900?")
     assert response["result"]["stopReason"] == "end_turn"
     assert requests == []  # the copy is the fork's own: no question

@@ -23,8 +23,9 @@ IACCODE = [sys.executable, "-m", "iaccode"]
 
 
 def iaccode(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*IACCODE, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    return subprocess.run(
+        [*IACCODE, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
@@ -35,15 +36,22 @@ def test_golden_transcripts_replay(path: Path) -> None:
 
 
 def test_the_golden_set_is_complete() -> None:
-    assert {p.stem for p in GOLDEN} == {"plain-answer", "tool-permission-rejection",
-                                        "cancel-mid-command", "load-after-crash",
-                                        "absolute-paths"}
+    assert {p.stem for p in GOLDEN} == {
+        "plain-answer",
+        "tool-permission-rejection",
+        "cancel-mid-command",
+        "load-after-crash",
+        "absolute-paths",
+    }
 
 
 def test_record_through_the_sdk_then_replay(tmp_path: Path) -> None:
     out = tmp_path / "session.jsonl"
-    asyncio.run(record._record(out, [reply(["Hi ", "there."], thinking="Greet.")],
-                               record.one_prompt("Hello"), []))
+    asyncio.run(
+        record._record(
+            out, [reply(["Hi ", "there."], thinking="Greet.")], record.one_prompt("Hello"), []
+        )
+    )
     text = out.read_text()
     assert "recording-key" not in text  # secrets never reach the file
     kinds = [json.loads(line)["type"] for line in text.splitlines()]
@@ -84,17 +92,27 @@ def test_a_newer_format_is_refused_clearly(tmp_path: Path) -> None:
 
 
 def test_the_demo_runs_without_a_key(tmp_path: Path) -> None:
-    result = subprocess.run([*IACCODE, "demo", "--speed", "50"], capture_output=True,
-                            text=True, timeout=120, check=False,
-                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    result = subprocess.run(
+        [*IACCODE, "demo", "--speed", "50"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert result.returncode == 0, result.stderr
-    for shown in ("Tag the logs bucket", "Read main.tf", "Allow Edit main.tf",
-                  "Environment = var.environment", "end_turn",
-                  "IaC check of main.tf (Terraform) found 1 problem:",
-                  "IaC check of main.tf (Terraform): no problems.",
-                  "Plan summary: 0 to add, 1 to change, 0 to destroy",
-                  "~ update   aws_s3_bucket.logs",
-                  "Changes real infrastructure: terraform apply"):
+    for shown in (
+        "Tag the logs bucket",
+        "Read main.tf",
+        "Allow Edit main.tf",
+        "Environment = var.environment",
+        "end_turn",
+        "IaC check of main.tf (Terraform) found 1 problem:",
+        "IaC check of main.tf (Terraform): no problems.",
+        "Plan summary: 0 to add, 1 to change, 0 to destroy",
+        "~ update   aws_s3_bucket.logs",
+        "Changes real infrastructure: terraform apply",
+    ):
         assert shown in result.stdout
 
 
@@ -140,8 +158,9 @@ def _with_model_call(path: Path, out: Path, tool_input: dict[str, object]) -> No
 
 
 @pytest.mark.parametrize("outside", ["/etc/hostname", "../../../etc/hostname", "~/.ssh/id_rsa"])
-def test_a_recorded_path_outside_the_scratch_folders_is_refused(tmp_path: Path,
-                                                                 outside: str) -> None:
+def test_a_recorded_path_outside_the_scratch_folders_is_refused(
+    tmp_path: Path, outside: str
+) -> None:
     hostile = tmp_path / "hostile.jsonl"
     _with_model_call(GOLDEN_ABSOLUTE, hostile, {"path": outside})
     result = iaccode("replay", str(hostile))
@@ -164,29 +183,42 @@ def test_a_session_opened_outside_the_recorded_folders_is_refused(tmp_path: Path
 
 
 def test_mcp_results_are_recorded_and_a_replay_does_not_call_the_server_again(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """A replay must not drop the table a second time: the MCP server's answers are played."""
     from acp.schema import EnvVariable, McpServerStdio
     from acp_conformance.fakes.mcp_server import ROOT, calls
 
     calls_log = tmp_path / "mcp-calls.jsonl"
     server = McpServerStdio(
-        name="db", command=sys.executable,
+        name="db",
+        command=sys.executable,
         args=["-m", "acp_conformance.fakes.mcp_server", "stdio", "--log", str(calls_log)],
-        env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))])
+        env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))],
+    )
 
     async def scenario(conn: Any, editor: record.Editor, project: Path) -> None:
         session = await conn.new_session(cwd=str(project), mcp_servers=[server])
         await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("Drop it")])
 
     out = tmp_path / "session.jsonl"
-    asyncio.run(record._record(
-        out, [reply(tool_uses=[ToolUse("toolu_drop", "mcp__db__drop_table", {"name": "old"})]),
-              reply("Dropped.")], scenario, ["allow_once"]))
-    [recorded] = [json.loads(line) for line in out.read_text().splitlines()
-                  if json.loads(line)["type"] == "tool"]
-    assert (recorded["name"], recorded["result"]["text"]) == ("mcp__db__drop_table",
-                                                              "dropped old")
+    asyncio.run(
+        record._record(
+            out,
+            [
+                reply(tool_uses=[ToolUse("toolu_drop", "mcp__db__drop_table", {"name": "old"})]),
+                reply("Dropped."),
+            ],
+            scenario,
+            ["allow_once"],
+        )
+    )
+    [recorded] = [
+        json.loads(line)
+        for line in out.read_text().splitlines()
+        if json.loads(line)["type"] == "tool"
+    ]
+    assert (recorded["name"], recorded["result"]["text"]) == ("mcp__db__drop_table", "dropped old")
     assert calls(calls_log) == [{"tool": "drop_table", "arguments": {"name": "old"}}]
 
     result = iaccode("replay", str(out))

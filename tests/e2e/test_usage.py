@@ -30,30 +30,45 @@ def thinking_reply(thought_tokens: int, **tokens: Any) -> dict:
     return exchange
 
 
-def spawn(env: dict[str, str], tmp_path: Path,
-          name: str) -> AbstractAsyncContextManager[AgentConnection]:
+def spawn(
+    env: dict[str, str], tmp_path: Path, name: str
+) -> AbstractAsyncContextManager[AgentConnection]:
     return spawn_agent(env, tmp_path / f"{name}.stderr", WireChecker(aliases=METHOD_ALIASES))
 
 
 def usage_updates(messages: list[dict]) -> list[dict]:
-    return [m["params"]["update"] for m in messages if m.get("method") == "session/update"
-            and m["params"]["update"]["sessionUpdate"] == "usage_update"]
+    return [
+        m["params"]["update"]
+        for m in messages
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "usage_update"
+    ]
 
 
 async def test_thought_tokens_and_cost_of_a_priced_model(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path
 ) -> None:
     model_server.enqueue(
-        thinking_reply(30, input_tokens=1000, output_tokens=50, cache_read_input_tokens=10_000,
-                       cache_creation_input_tokens=2000),
-        thinking_reply(5, input_tokens=10, output_tokens=20))
+        thinking_reply(
+            30,
+            input_tokens=1000,
+            output_tokens=50,
+            cache_read_input_tokens=10_000,
+            cache_creation_input_tokens=2000,
+        ),
+        thinking_reply(5, input_tokens=10, output_tokens=20),
+    )
     await agent.initialize()
     session = await agent.new_session(workspace)
     response, before = await agent.prompt(session, "one")
     assert response["result"]["usage"]["thoughtTokens"] == 30
     price = PRICES[PRICED]
-    first = (1000 * price.input + 50 * price.output + 10_000 * price.input * 0.1
-             + 2000 * price.input * 1.25) / 1e6
+    first = (
+        1000 * price.input
+        + 50 * price.output
+        + 10_000 * price.input * 0.1
+        + 2000 * price.input * 1.25
+    ) / 1e6
     [update] = usage_updates(before)
     assert update["cost"]["currency"] == "USD"
     assert update["cost"]["amount"] == pytest.approx(first, abs=1e-6)
@@ -72,8 +87,10 @@ async def test_no_cost_once_a_model_we_do_not_price_was_used(
     session = await agent.new_session(workspace)
     _, before = await agent.prompt(session, "one")
     assert "cost" in usage_updates(before)[0]
-    await agent.call("session/set_config_option", {
-        "sessionId": session, "configId": "model", "value": "claude-sonnet-5-5"})
+    await agent.call(
+        "session/set_config_option",
+        {"sessionId": session, "configId": "model", "value": "claude-sonnet-5-5"},
+    )
     for text in ("two", "three"):
         response, before = await agent.prompt(session, text)
         [update] = usage_updates(before)
@@ -84,8 +101,10 @@ async def test_no_cost_once_a_model_we_do_not_price_was_used(
 async def test_a_loaded_session_shows_and_goes_on_counting_its_cost(
     agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
-    model_server.enqueue(reply("a", input_tokens=1000, output_tokens=50),
-                         reply("b", input_tokens=2000, output_tokens=10))
+    model_server.enqueue(
+        reply("a", input_tokens=1000, output_tokens=50),
+        reply("b", input_tokens=2000, output_tokens=10),
+    )
     price = PRICES[PRICED]
     first = (1000 * price.input + 50 * price.output) / 1e6
     async with spawn(agent_env, tmp_path, "first") as agent:
@@ -94,8 +113,9 @@ async def test_a_loaded_session_shows_and_goes_on_counting_its_cost(
         await agent.prompt(session, "one")
     async with spawn(agent_env, tmp_path, "second") as agent:  # a new process: the disk remembers
         await agent.initialize()
-        await agent.call("session/load", {"sessionId": session, "cwd": str(workspace),
-                                          "mcpServers": []})
+        await agent.call(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         shown = await agent.receive_update("usage_update")
         update = shown["params"]["update"]
         assert update["used"] == 1000 + 50 and update["size"] == 200_000
@@ -106,19 +126,24 @@ async def test_a_loaded_session_shows_and_goes_on_counting_its_cost(
         second = (2000 * price.input + 10 * price.output) / 1e6
         assert update["cost"]["amount"] == pytest.approx(first + second, abs=1e-6)
 
-        fork = (await agent.call("session/fork", {"sessionId": session, "cwd": str(workspace),
-                                                  "mcpServers": []}))["sessionId"]
+        fork = (
+            await agent.call(
+                "session/fork", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+            )
+        )["sessionId"]
         shown = await agent.receive_update("usage_update")
         assert shown["params"]["sessionId"] == fork
         assert shown["params"]["update"]["used"] == 2000 + 10  # the same context
         assert shown["params"]["update"]["cost"]["amount"] == 0  # its own spending
 
-        await agent.call("session/resume", {"sessionId": session, "cwd": str(workspace),
-                                            "mcpServers": []})
+        await agent.call(
+            "session/resume", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         shown = await agent.receive_update("usage_update")
         assert shown["params"]["sessionId"] == session
-        assert shown["params"]["update"]["cost"]["amount"] == pytest.approx(first + second,
-                                                                            abs=1e-6)
+        assert shown["params"]["update"]["cost"]["amount"] == pytest.approx(
+            first + second, abs=1e-6
+        )
 
 
 async def test_a_new_session_shows_no_usage_before_its_first_request(

@@ -32,8 +32,14 @@ METHOD_ALIASES = {"sessions/list": "session/list", "config/set": "session/set_co
 """Older names of two ACP methods that iac-code answers too: their answers are checked as the
 methods they stand for."""
 
-__all__ = ["AGENT_COMMAND", "RECEIVE_TIMEOUT", "METHOD_ALIASES", "AgentConnection", "ErrorAnswer",
-           "spawn_agent"]
+__all__ = [
+    "AGENT_COMMAND",
+    "RECEIVE_TIMEOUT",
+    "METHOD_ALIASES",
+    "AgentConnection",
+    "ErrorAnswer",
+    "spawn_agent",
+]
 
 SPAWN_BY_DEFAULT = False
 """Whether :func:`spawn_agent` starts a process when not told: set for each test by
@@ -41,9 +47,14 @@ SPAWN_BY_DEFAULT = False
 
 
 @contextlib.asynccontextmanager
-async def spawn_agent(env: Mapping[str, str], stderr_path: Path, checker: Any | None = None,
-                      command: list[str] | None = None, *, process: bool | None = None
-                      ) -> AsyncIterator[AgentConnection]:
+async def spawn_agent(
+    env: Mapping[str, str],
+    stderr_path: Path,
+    checker: Any | None = None,
+    command: list[str] | None = None,
+    *,
+    process: bool | None = None,
+) -> AsyncIterator[AgentConnection]:
     """``async with spawn_agent(env, stderr_path, checker) as agent``: ``iaccode acp`` (or
     ``command``, always a process), in the test's process or spawned (``process``; by default
     as the test is marked), ended at the end."""

@@ -16,5 +16,7 @@ SETTINGS_PREFIX = "IAC_CODE_"
 def agent_environment(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """What an agent of the tests runs with: its data dir (``IAC_CODE_HOME``) in ``home``,
     then the test's ``extra`` settings."""
-    return harness_environment({"IAC_CODE_HOME": str(home), **(extra or {})},
-                               drop_prefixes=(*CREDENTIAL_PREFIXES, SETTINGS_PREFIX))
+    return harness_environment(
+        {"IAC_CODE_HOME": str(home), **(extra or {})},
+        drop_prefixes=(*CREDENTIAL_PREFIXES, SETTINGS_PREFIX),
+    )

@@ -35,9 +35,13 @@ HANG = "hang"
 
 
 class FakeEditor:
-    def __init__(self, answers: list[PermissionChoice | str] | None = None, *,
-                 elicitations: list[ElicitationAnswer | str | None] | None = None,
-                 elicitation_modes: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        answers: list[PermissionChoice | str] | None = None,
+        *,
+        elicitations: list[ElicitationAnswer | str | None] | None = None,
+        elicitation_modes: frozenset[str] = frozenset(),
+    ) -> None:
         self.updates: list[SessionUpdate] = []
         self.questions: list[tuple[ToolCallFields, list[PermissionOption]]] = []
         self.elicitations: list[Elicitation] = []
@@ -59,13 +63,16 @@ class FakeEditor:
     def queue_update(self, update: SessionUpdate) -> bool:
         return False  # as a full output would: the turn awaits send_update
 
-    async def advise(self, message: str, *, title: str,
-                     severity: NoticeSeverity = "warning") -> None:
-        await self.send_update(advisory(message, title=title, severity=severity,
-                                        as_notice=self.shows_notices))
+    async def advise(
+        self, message: str, *, title: str, severity: NoticeSeverity = "warning"
+    ) -> None:
+        await self.send_update(
+            advisory(message, title=title, severity=severity, as_notice=self.shows_notices)
+        )
 
-    async def request_permission(self, tool_call: ToolCallFields,
-                                 options: list[PermissionOption]) -> PermissionChoice:
+    async def request_permission(
+        self, tool_call: ToolCallFields, options: list[PermissionOption]
+    ) -> PermissionChoice:
         self.questions.append((tool_call, options))
         self.asked.set()
         if not self._answers:
@@ -93,25 +100,44 @@ class FakeEditor:
 
     def tool_updates(self, call_id: str) -> list[ToolCallStart | ToolCallProgress]:
         """The updates of one tool call, in order."""
-        return [u for u in self.updates if isinstance(u, ToolCallStart | ToolCallProgress)
-                and u.tool_call_id == call_id]
+        return [
+            u
+            for u in self.updates
+            if isinstance(u, ToolCallStart | ToolCallProgress) and u.tool_call_id == call_id
+        ]
 
     def statuses(self, call_id: str) -> list[str | None]:
         return [u.status for u in self.tool_updates(call_id)]
 
 
-def turn_env(cwd: Path, provider: Provider, editor: FakeEditor, *, mode: str = "default",
-             remembered: dict[str, bool] | None = None,
-             cancel_turn: Callable[[], None] = lambda: None,
-             tools: dict[str, Tool] | None = None, **config: Any) -> TurnEnv:
+def turn_env(
+    cwd: Path,
+    provider: Provider,
+    editor: FakeEditor,
+    *,
+    mode: str = "default",
+    remembered: dict[str, bool] | None = None,
+    cancel_turn: Callable[[], None] = lambda: None,
+    tools: dict[str, Tool] | None = None,
+    **config: Any,
+) -> TurnEnv:
     """A turn's environment in ``cwd`` (a real path) with the built-in tools."""
     return TurnEnv(
-        model=ModelSide(provider=provider, model="claude-sonnet-4-5",
-                        system=lambda: "You are a test.", thinking=lambda: "off"),
+        model=ModelSide(
+            provider=provider,
+            model="claude-sonnet-4-5",
+            system=lambda: "You are a test.",
+            thinking=lambda: "off",
+        ),
         calls=ToolEnv(
             config=Config(home=cwd / ".home", **config),
             tools=tools if tools is not None else builtin_tools(),
             editor=editor,
-            session=SessionState(cwd=cwd, mode=lambda: mode,
-                                 remembered=remembered if remembered is not None else {},
-                                 cancel_turn=cancel_turn)))
+            session=SessionState(
+                cwd=cwd,
+                mode=lambda: mode,
+                remembered=remembered if remembered is not None else {},
+                cancel_turn=cancel_turn,
+            ),
+        ),
+    )

@@ -49,7 +49,6 @@ KILLED = -9
 """The return code of an agent cancelled at the end (as ``trio.Process`` reports a SIGKILL)."""
 
 
-
 class Hosted(Protocol):
     """A server run in the test's process: an agent, or ``iaccode serve``'s
     (``tests/support/serve.py``)."""
@@ -58,7 +57,8 @@ class Hosted(Protocol):
 
 
 _AGENT: contextvars.ContextVar[Hosted | None] = contextvars.ContextVar(
-    "in_process_agent", default=None)
+    "in_process_agent", default=None
+)
 """The server whose task (or worker thread) is running: its log records go to its stderr."""
 
 
@@ -77,8 +77,10 @@ class InProcessAgent:
 
     @property
     def pid(self) -> int:
-        raise AssertionError("the pid of an agent in the test's process (it would be the "
-                             "test's own): mark the test @pytest.mark.process")
+        raise AssertionError(
+            "the pid of an agent in the test's process (it would be the "
+            "test's own): mark the test @pytest.mark.process"
+        )
 
     def poll(self) -> int | None:
         return self.returncode
@@ -89,8 +91,9 @@ class InProcessAgent:
         return self.returncode
 
     def send_signal(self, signum: int) -> None:
-        raise AssertionError(f"signal {signum} to an agent in the test's process: mark the "
-                             "test @pytest.mark.process")
+        raise AssertionError(
+            f"signal {signum} to an agent in the test's process: mark the test @pytest.mark.process"
+        )
 
     def kill(self) -> None:
         self._scope.cancel()
@@ -130,8 +133,9 @@ def _pipe() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
     return trio.lowlevel.FdStream(read), trio.lowlevel.FdStream(write)
 
 
-async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
-                 send: trio.abc.SendStream) -> int:
+async def _serve(
+    env: Mapping[str, str], receive: trio.abc.ReceiveStream, send: trio.abc.SendStream
+) -> int:
     """``cli.run_acp`` and ``stdio.serve_stdio`` on two streams, without a recorder (``--record``
     is an option: a process's)."""
     from iaccode import secret_env
@@ -152,8 +156,11 @@ async def _serve(env: Mapping[str, str], receive: trio.abc.ReceiveStream,
     # environment: the user's secret names count as secrets (undone by _forget_caches).
     secret_env.declare(secret_names(config))
     with _log_level(config.log_level), _log_file(config.log_file):
-        log.info("iaccode serving ACP in the test's process (%s, model %s)", config.provider,
-                 config.model)
+        log.info(
+            "iaccode serving ACP in the test's process (%s, model %s)",
+            config.provider,
+            config.model,
+        )
         try:
             provider = make_provider(config)
             connection = Connection(receive, send, max_line_bytes=config.max_line_bytes)
@@ -194,8 +201,10 @@ class _ProcessState:
     @contextlib.contextmanager
     def entered(self, env: Mapping[str, str]) -> Iterator[None]:
         if self.running and dict(env) != self.env:
-            raise AssertionError("agents in one test process with different environments: "
-                                 "mark the test @pytest.mark.process")
+            raise AssertionError(
+                "agents in one test process with different environments: "
+                "mark the test @pytest.mark.process"
+            )
         if not self.running:
             self.saved, self.env = dict(os.environ), dict(env)
             _replace(os.environ, self.env)
@@ -323,10 +332,10 @@ def as_server_task(server: Hosted, log_level: str, log_file: Path) -> Iterator[N
         yield
 
 
-
 @contextlib.asynccontextmanager
-async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any | None = None,
-                         **connection: Any) -> AsyncIterator[AgentConnection]:
+async def run_in_process(
+    env: Mapping[str, str], stderr_path: Path, checker: Any | None = None, **connection: Any
+) -> AsyncIterator[AgentConnection]:
     """The server in a task of the test's run, driven as a spawned agent; ``connection``:
     more arguments for :class:`AgentConnection` (``timeout``, ``services``, ...)."""
     agent = InProcessAgent(env, stderr_path)
@@ -335,8 +344,12 @@ async def run_in_process(env: Mapping[str, str], stderr_path: Path, checker: Any
             async with trio.open_nursery() as nursery:
                 await nursery.start(agent.serve)
                 try:
-                    yield AgentConnection(agent, checker, stderr_path,  # type: ignore[arg-type]
-                                          **connection)
+                    yield AgentConnection(
+                        agent,
+                        checker,
+                        stderr_path,  # type: ignore[arg-type]
+                        **connection,
+                    )
                 finally:
                     with trio.CancelScope(shield=True):
                         await _shut_down(agent)

@@ -25,8 +25,9 @@ def selected(option_id: str) -> dict[str, Any]:
 
 
 class RealTerminal:
-    def __init__(self, agent: AgentConnection, permission: Policy,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, agent: AgentConnection, permission: Policy, env: Mapping[str, str] | None = None
+    ) -> None:
         self.agent = agent
         self.permission = permission
         self.env = dict(os.environ if env is None else env)
@@ -37,11 +38,13 @@ class RealTerminal:
         self._done: dict[str, trio.Event] = {}
         self._send = trio.Lock()
 
-    async def prompt(self, session_id: str, text: str, timeout: float = 600
-                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def prompt(
+        self, session_id: str, text: str, timeout: float = 600
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Prompt and serve the agent until the prompt is answered."""
-        prompt_id = await self.agent.send_request("session/prompt", {
-            "sessionId": session_id, "prompt": [{"type": "text", "text": text}]})
+        prompt_id = await self.agent.send_request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
         others: list[dict[str, Any]] = []
         with trio.fail_after(timeout):
             async with trio.open_nursery() as nursery:
@@ -77,7 +80,8 @@ class RealTerminal:
             terminal_id = params["terminalId"]
             result: dict[str, Any] = {
                 "output": self._output[terminal_id].decode("utf-8", "replace"),
-                "truncated": False}
+                "truncated": False,
+            }
             if self._done[terminal_id].is_set():
                 result["exitStatus"] = self._status(terminal_id)
             await self._reply(message["id"], result)
@@ -93,8 +97,13 @@ class RealTerminal:
         self.created.append(params)
         env = {**self.env, **{item["name"]: item["value"] for item in params.get("env") or []}}
         process = await trio.lowlevel.open_process(
-            [params["command"], *params.get("args", [])], cwd=params.get("cwd"), env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            [params["command"], *params.get("args", [])],
+            cwd=params.get("cwd"),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         terminal_id = f"term-{len(self._processes) + 1}"
         self._processes[terminal_id] = process
         self._output[terminal_id] = bytearray()
@@ -112,5 +121,8 @@ class RealTerminal:
     def _status(self, terminal_id: str) -> dict[str, Any]:
         code = self._processes[terminal_id].returncode
         assert code is not None
-        return {"exitCode": code, "signal": None} if code >= 0 else {
-            "exitCode": None, "signal": f"SIG{-code}"}
+        return (
+            {"exitCode": code, "signal": None}
+            if code >= 0
+            else {"exitCode": None, "signal": f"SIG{-code}"}
+        )

@@ -105,8 +105,15 @@ class ServerInProcess(_Server):
         try:
             with self._scope, as_server_task(self, config.log_level, config.log_file):
                 try:
-                    await serve_remote(config, "127.0.0.1", 0, self.token, False,
-                                       stop=self._stop, task_status=task_status)
+                    await serve_remote(
+                        config,
+                        "127.0.0.1",
+                        0,
+                        self.token,
+                        False,
+                        stop=self._stop,
+                        task_status=task_status,
+                    )
                     self.returncode = 0
                 except Exception:
                     logging.getLogger("iaccode").exception("the server failed")
@@ -118,8 +125,9 @@ class ServerInProcess(_Server):
 
 
 @contextlib.asynccontextmanager
-async def serve_in_process(env: Mapping[str, str], stderr_path: Path,
-                           token: str) -> AsyncIterator[ServerInProcess]:
+async def serve_in_process(
+    env: Mapping[str, str], stderr_path: Path, token: str
+) -> AsyncIterator[ServerInProcess]:
     """``iaccode serve`` in the test's process with IAC_CODE_SERVE_TOKEN=token; stopped at
     the end as by SIGTERM (cancelled after :data:`SHUTDOWN_WAIT` seconds)."""
     env = {**env, "IAC_CODE_SERVE_TOKEN": token}
@@ -149,14 +157,20 @@ SERVE_COMMAND = [sys.executable, "-m", "iaccode", "serve", "--port", "0"]
 
 
 @contextlib.asynccontextmanager
-async def spawn_server(env: Mapping[str, str], stderr_path: Path, token: str,
-                       args: Sequence[str] = ()) -> AsyncIterator[ServerProcess]:
+async def spawn_server(
+    env: Mapping[str, str], stderr_path: Path, token: str, args: Sequence[str] = ()
+) -> AsyncIterator[ServerProcess]:
     """Start ``iaccode serve --port 0`` with IAC_CODE_SERVE_TOKEN=token; SIGTERM it at the end
     (SIGKILL after 10 s)."""
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(
-            [*SERVE_COMMAND, *args], stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-            env={**env, "IAC_CODE_SERVE_TOKEN": token}, start_new_session=True)
+            [*SERVE_COMMAND, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=stderr,
+            stderr=stderr,
+            env={**env, "IAC_CODE_SERVE_TOKEN": token},
+            start_new_session=True,
+        )
         server = ServerProcess(process, stderr_path, token)
         try:
             await server.wait_listening()
@@ -173,8 +187,9 @@ async def spawn_server(env: Mapping[str, str], stderr_path: Path, token: str,
 
 
 @contextlib.asynccontextmanager
-async def start_server(env: Mapping[str, str], stderr_path: Path, token: str, *,
-                       process: bool | None = None) -> AsyncIterator[Server]:
+async def start_server(
+    env: Mapping[str, str], stderr_path: Path, token: str, *, process: bool | None = None
+) -> AsyncIterator[Server]:
     """``iaccode serve`` in the test's process, or spawned (``process``; by default as the
     test is marked)."""
     if process is None:

@@ -12,7 +12,8 @@ from iaccode.server.options import ACP_MODES
 
 def test_the_acp_modes_are_the_modes() -> None:
     assert [(mode.id, mode.name, mode.description) for mode in ACP_MODES.values()] == [
-        (mode.id, mode.name, mode.description) for mode in MODES.values()]
+        (mode.id, mode.name, mode.description) for mode in MODES.values()
+    ]
     assert list(MODES) == ["default", "accept_edits", "plan", "bypass"]
 
 

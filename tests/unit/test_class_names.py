@@ -22,8 +22,11 @@ def class_definitions(package: Path) -> dict[str, list[str]]:
 
 
 def test_no_two_classes_share_a_name() -> None:
-    shared = {name: places for name, places in class_definitions(ROOT / "iaccode").items()
-              if len(places) > 1}
+    shared = {
+        name: places
+        for name, places in class_definitions(ROOT / "iaccode").items()
+        if len(places) > 1
+    }
     assert shared == {}
 
 
@@ -33,4 +36,6 @@ def test_the_reader_finds_nested_and_repeated_classes(tmp_path: Path) -> None:
     (package / "a.py").write_text("class Thing:\n    class Inner:\n        pass\n")
     (package / "sub" / "b.py").write_text("def f():\n    class Thing:\n        pass\n")
     assert class_definitions(package) == {
-        "Thing": ["pkg/a.py:1", "pkg/sub/b.py:2"], "Inner": ["pkg/a.py:2"]}
+        "Thing": ["pkg/a.py:1", "pkg/sub/b.py:2"],
+        "Inner": ["pkg/a.py:2"],
+    }

@@ -44,6 +44,7 @@ def config_error(env: dict[str, str], **overrides: object) -> str:
 
 # --- reading ---------------------------------------------------------------------------------
 
+
 def test_missing_file_gives_the_defaults(tmp_path: Path) -> None:
     env = home_with(tmp_path, None)
     config = Config.from_env(env)
@@ -91,18 +92,24 @@ def test_partial_tools_table_keeps_other_limits(tmp_path: Path) -> None:
 
 
 def test_web_allowed_hosts_from_the_file(tmp_path: Path) -> None:
-    config = Config.from_env(home_with(
-        tmp_path, '[tools]\nweb_allowed_hosts = ["Docs.Intranet:443", "[fd00::1]:8080"]\n'))
+    config = Config.from_env(
+        home_with(
+            tmp_path, '[tools]\nweb_allowed_hosts = ["Docs.Intranet:443", "[fd00::1]:8080"]\n'
+        )
+    )
     assert config.tool_limits.web_allowed_hosts == {"docs.intranet:443", "[fd00::1]:8080"}
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ('"docs:443"', "tools.web_allowed_hosts must be an array of strings, got 'docs:443'"),
-    ("[443]", "tools.web_allowed_hosts must be an array of strings, got [443]"),
-    ('["docs"]', "\"host:port\" entries, like \"docs.intranet:443\"; 'docs' is not"),
-    ('["docs:0"]', "'docs:0' is not"),
-    ('[":80"]', "':80' is not"),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('"docs:443"', "tools.web_allowed_hosts must be an array of strings, got 'docs:443'"),
+        ("[443]", "tools.web_allowed_hosts must be an array of strings, got [443]"),
+        ('["docs"]', '"host:port" entries, like "docs.intranet:443"; \'docs\' is not'),
+        ('["docs:0"]', "'docs:0' is not"),
+        ('[":80"]', "':80' is not"),
+    ],
+)
 def test_bad_web_allowed_hosts_are_named(tmp_path: Path, value: str, expected: str) -> None:
     message = config_error(home_with(tmp_path, f"[tools]\nweb_allowed_hosts = {value}\n"))
     assert expected in message
@@ -151,6 +158,7 @@ def test_home_from_an_override_is_where_the_file_is_read(tmp_path: Path) -> None
 
 # --- precedence ------------------------------------------------------------------------------
 
+
 def test_environment_beats_the_file(tmp_path: Path) -> None:
     env = home_with(tmp_path, FULL) | {
         "IAC_CODE_MODEL": "claude-haiku-5-5",
@@ -179,10 +187,17 @@ def test_empty_environment_variable_counts_as_unset(tmp_path: Path) -> None:
 
 
 def test_overrides_beat_environment_and_file(tmp_path: Path) -> None:
-    env = home_with(tmp_path, FULL) | {"IAC_CODE_MODEL": "claude-haiku-5-5",
-                                       "IAC_CODE_MODE": "bypass"}
-    config = Config.from_env(env, model="claude-sonnet-5-5", default_mode="accept_edits",
-                             max_tokens=12_000, model_script=None)
+    env = home_with(tmp_path, FULL) | {
+        "IAC_CODE_MODEL": "claude-haiku-5-5",
+        "IAC_CODE_MODE": "bypass",
+    }
+    config = Config.from_env(
+        env,
+        model="claude-sonnet-5-5",
+        default_mode="accept_edits",
+        max_tokens=12_000,
+        model_script=None,
+    )
     assert config.model == "claude-sonnet-5-5"
     assert config.default_mode == "accept_edits"
     assert config.max_tokens == 12_000
@@ -209,6 +224,7 @@ def test_environment_only_settings_still_work(tmp_path: Path) -> None:
 
 # --- errors in config.toml -------------------------------------------------------------------
 
+
 def test_invalid_toml_names_file_and_line(tmp_path: Path) -> None:
     env = home_with(tmp_path, 'model = "a"\nmax_tokens = = 3\n')
     message = config_error(env)
@@ -220,8 +236,16 @@ def test_invalid_toml_names_file_and_line(tmp_path: Path) -> None:
 def test_unknown_key_is_named_with_the_known_ones(tmp_path: Path) -> None:
     message = config_error(home_with(tmp_path, "max_token = 5\n"))
     assert "config.toml: unknown key 'max_token'" in message
-    for key in ("model", "mode", "thought_level", "max_turn_requests", "max_tokens",
-                "compaction_threshold", "log_level", "[tools]"):
+    for key in (
+        "model",
+        "mode",
+        "thought_level",
+        "max_turn_requests",
+        "max_tokens",
+        "compaction_threshold",
+        "log_level",
+        "[tools]",
+    ):
         assert key in message
 
 
@@ -245,53 +269,68 @@ def test_tools_that_is_not_a_table(tmp_path: Path) -> None:
     assert "config.toml: tools must be a table, got an integer" in message
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ('max_tokens = "big"', "config.toml: max_tokens must be an integer, got a string"),
-    ("max_tokens = true", "config.toml: max_tokens must be an integer, got a boolean"),
-    ("max_tokens = 1.5", "config.toml: max_tokens must be an integer, got a float"),
-    ("max_turn_requests = false", "max_turn_requests must be an integer, got a boolean"),
-    ("model = 5", "config.toml: model must be a string, got an integer"),
-    ("mode = true", "config.toml: mode must be a string, got a boolean"),
-    ("thought_level = [1]", "config.toml: thought_level must be a string, got an array"),
-    ('compaction_threshold = "0.5"', "compaction_threshold must be a number, got a string"),
-    ("compaction_threshold = true", "compaction_threshold must be a number, got a boolean"),
-    ("log_level = 10", "config.toml: log_level must be a string, got an integer"),
-    ("model = 1979-05-27", "config.toml: model must be a string, got a date or time"),
-    ("[tools]\noutput_chars = true", "tools.output_chars must be an integer, got a boolean"),
-    ('[tools]\nbash_timeout = "2m"', "tools.bash_timeout must be a number, got a string"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('max_tokens = "big"', "config.toml: max_tokens must be an integer, got a string"),
+        ("max_tokens = true", "config.toml: max_tokens must be an integer, got a boolean"),
+        ("max_tokens = 1.5", "config.toml: max_tokens must be an integer, got a float"),
+        ("max_turn_requests = false", "max_turn_requests must be an integer, got a boolean"),
+        ("model = 5", "config.toml: model must be a string, got an integer"),
+        ("mode = true", "config.toml: mode must be a string, got a boolean"),
+        ("thought_level = [1]", "config.toml: thought_level must be a string, got an array"),
+        ('compaction_threshold = "0.5"', "compaction_threshold must be a number, got a string"),
+        ("compaction_threshold = true", "compaction_threshold must be a number, got a boolean"),
+        ("log_level = 10", "config.toml: log_level must be a string, got an integer"),
+        ("model = 1979-05-27", "config.toml: model must be a string, got a date or time"),
+        ("[tools]\noutput_chars = true", "tools.output_chars must be an integer, got a boolean"),
+        ('[tools]\nbash_timeout = "2m"', "tools.bash_timeout must be a number, got a string"),
+    ],
+)
 def test_wrong_type_is_named(tmp_path: Path, line: str, expected: str) -> None:
     assert expected in config_error(home_with(tmp_path, line + "\n"))
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ("max_tokens = -1", "config.toml: max_tokens must not be negative, got -1"),
-    ("max_turn_requests = -5", "config.toml: max_turn_requests must not be negative, got -5"),
-    ("compaction_threshold = 0", "compaction_threshold must be more than 0 and at most 1"),
-    ("compaction_threshold = 1.5", "compaction_threshold must be more than 0 and at most 1"),
-    ("compaction_threshold = -0.1", "compaction_threshold must be more than 0 and at most 1"),
-    ("compaction_threshold = nan", "compaction_threshold must be a finite number"),
-    ('model = ""', "config.toml: model must not be empty"),
-    ('mode = "fast"', "config.toml: mode must be one of default, accept_edits, plan, bypass, "
-                      "got 'fast'"),
-    ('mode = "Plan"', "mode must be one of"),
-    ('thought_level = "max"', "config.toml: thought_level must be one of off, low, medium, "
-                              "high, got 'max'"),
-    ('log_level = "loud"', "config.toml: log_level must be one of"),
-    ("[tools]\nbash_timeout = 0", "config.toml: tools.bash_timeout must be more than 0, got 0.0"),
-    ("[tools]\nweb_timeout = -3", "tools.web_timeout must be more than 0"),
-    ("[tools]\nbash_max_timeout = inf", "tools.bash_max_timeout must be a finite number"),
-    ("[tools]\noutput_chars = 0", "config.toml: tools.output_chars must be at least 1, got 0"),
-    ("[tools]\nbash_timeout = 900", "tools.bash_timeout (900) must not exceed "
-                                    "tools.bash_max_timeout (600)"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("max_tokens = -1", "config.toml: max_tokens must not be negative, got -1"),
+        ("max_turn_requests = -5", "config.toml: max_turn_requests must not be negative, got -5"),
+        ("compaction_threshold = 0", "compaction_threshold must be more than 0 and at most 1"),
+        ("compaction_threshold = 1.5", "compaction_threshold must be more than 0 and at most 1"),
+        ("compaction_threshold = -0.1", "compaction_threshold must be more than 0 and at most 1"),
+        ("compaction_threshold = nan", "compaction_threshold must be a finite number"),
+        ('model = ""', "config.toml: model must not be empty"),
+        (
+            'mode = "fast"',
+            "config.toml: mode must be one of default, accept_edits, plan, bypass, got 'fast'",
+        ),
+        ('mode = "Plan"', "mode must be one of"),
+        (
+            'thought_level = "max"',
+            "config.toml: thought_level must be one of off, low, medium, high, got 'max'",
+        ),
+        ('log_level = "loud"', "config.toml: log_level must be one of"),
+        (
+            "[tools]\nbash_timeout = 0",
+            "config.toml: tools.bash_timeout must be more than 0, got 0.0",
+        ),
+        ("[tools]\nweb_timeout = -3", "tools.web_timeout must be more than 0"),
+        ("[tools]\nbash_max_timeout = inf", "tools.bash_max_timeout must be a finite number"),
+        ("[tools]\noutput_chars = 0", "config.toml: tools.output_chars must be at least 1, got 0"),
+        (
+            "[tools]\nbash_timeout = 900",
+            "tools.bash_timeout (900) must not exceed tools.bash_max_timeout (600)",
+        ),
+    ],
+)
 def test_out_of_range_value_is_named(tmp_path: Path, line: str, expected: str) -> None:
     assert expected in config_error(home_with(tmp_path, line + "\n"))
 
 
 def test_non_utf8_file(tmp_path: Path) -> None:
     env = home_with(tmp_path, None)
-    (tmp_path / "home" / "config.toml").write_bytes(b"model = \"\xff\"\n")
+    (tmp_path / "home" / "config.toml").write_bytes(b'model = "\xff"\n')
     message = config_error(env)
     assert "config.toml" in message
     assert "UTF-8" in message
@@ -306,21 +345,30 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 # --- errors in the environment and overrides -------------------------------------------------
 
-@pytest.mark.parametrize(("name", "raw", "expected"), [
-    ("IAC_CODE_MAX_TOKENS", "big", "IAC_CODE_MAX_TOKENS must be a whole number, got 'big'"),
-    ("IAC_CODE_MAX_TOKENS", "-1", "IAC_CODE_MAX_TOKENS must not be negative, got -1"),
-    ("IAC_CODE_MAX_TURN_REQUESTS", "1.5", "IAC_CODE_MAX_TURN_REQUESTS must be a whole number"),
-    ("IAC_CODE_MAX_RETRIES", "-2", "IAC_CODE_MAX_RETRIES must not be negative"),
-    ("IAC_CODE_MAX_LINE_BYTES", "-1", "IAC_CODE_MAX_LINE_BYTES must not be negative"),
-    ("IAC_CODE_MODE", "fast", "IAC_CODE_MODE must be one of default, accept_edits, plan, bypass"),
-    ("IAC_CODE_THOUGHT_LEVEL", "max", "IAC_CODE_THOUGHT_LEVEL must be one of off, low, medium"),
-    ("IAC_CODE_COMPACTION_THRESHOLD", "most", "IAC_CODE_COMPACTION_THRESHOLD must be a number"),
-    ("IAC_CODE_COMPACTION_THRESHOLD", "2", "IAC_CODE_COMPACTION_THRESHOLD must be more than 0"),
-    ("IAC_CODE_COMPACTION_THRESHOLD", "nan", "IAC_CODE_COMPACTION_THRESHOLD must be a finite"),
-    ("IAC_CODE_LOG_LEVEL", "loud", "IAC_CODE_LOG_LEVEL must be one of"),
-])
-def test_bad_environment_variable_is_named(tmp_path: Path, name: str, raw: str,
-                                           expected: str) -> None:
+
+@pytest.mark.parametrize(
+    ("name", "raw", "expected"),
+    [
+        ("IAC_CODE_MAX_TOKENS", "big", "IAC_CODE_MAX_TOKENS must be a whole number, got 'big'"),
+        ("IAC_CODE_MAX_TOKENS", "-1", "IAC_CODE_MAX_TOKENS must not be negative, got -1"),
+        ("IAC_CODE_MAX_TURN_REQUESTS", "1.5", "IAC_CODE_MAX_TURN_REQUESTS must be a whole number"),
+        ("IAC_CODE_MAX_RETRIES", "-2", "IAC_CODE_MAX_RETRIES must not be negative"),
+        ("IAC_CODE_MAX_LINE_BYTES", "-1", "IAC_CODE_MAX_LINE_BYTES must not be negative"),
+        (
+            "IAC_CODE_MODE",
+            "fast",
+            "IAC_CODE_MODE must be one of default, accept_edits, plan, bypass",
+        ),
+        ("IAC_CODE_THOUGHT_LEVEL", "max", "IAC_CODE_THOUGHT_LEVEL must be one of off, low, medium"),
+        ("IAC_CODE_COMPACTION_THRESHOLD", "most", "IAC_CODE_COMPACTION_THRESHOLD must be a number"),
+        ("IAC_CODE_COMPACTION_THRESHOLD", "2", "IAC_CODE_COMPACTION_THRESHOLD must be more than 0"),
+        ("IAC_CODE_COMPACTION_THRESHOLD", "nan", "IAC_CODE_COMPACTION_THRESHOLD must be a finite"),
+        ("IAC_CODE_LOG_LEVEL", "loud", "IAC_CODE_LOG_LEVEL must be one of"),
+    ],
+)
+def test_bad_environment_variable_is_named(
+    tmp_path: Path, name: str, raw: str, expected: str
+) -> None:
     assert expected in config_error(home_with(tmp_path, None) | {name: raw})
 
 
@@ -348,6 +396,7 @@ def test_config_error_is_a_value_error() -> None:
 
 # --- [iac] -------------------------------------------------------------------------------------
 
+
 def test_infra_changes_are_confirmed_by_default(tmp_path: Path) -> None:
     assert Config.from_env({"IAC_CODE_HOME": str(tmp_path)}).confirm_infra_changes is True
 
@@ -370,18 +419,27 @@ def test_protected_targets_are_globs_kept_as_written(tmp_path: Path) -> None:
     assert Config.from_env(env).protected == ("prod*", "Production")
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('[iac]\nprotected = "prod"\n', "config.toml: iac.protected must be an array"),
-    ('[iac]\nprotected = ["prod", " "]\n', "config.toml: iac.protected must hold globs"),
-    ('[iac]\nconfirm_infra_changes = "no"\n',
-     "config.toml: iac.confirm_infra_changes must be a boolean, got a string"),
-    ("[iac]\nconfirm_infra_changes = 0\n",
-     "config.toml: iac.confirm_infra_changes must be a boolean, got an integer"),
-    ("[iac]\nconfirm_infra = false\n",
-     "config.toml: unknown key 'iac.confirm_infra'; the [iac] keys are confirm_infra_changes, "
-     "hold_credentials"),
-    ("iac = true\n", "config.toml: iac must be a table, got a boolean"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[iac]\nprotected = "prod"\n', "config.toml: iac.protected must be an array"),
+        ('[iac]\nprotected = ["prod", " "]\n', "config.toml: iac.protected must hold globs"),
+        (
+            '[iac]\nconfirm_infra_changes = "no"\n',
+            "config.toml: iac.confirm_infra_changes must be a boolean, got a string",
+        ),
+        (
+            "[iac]\nconfirm_infra_changes = 0\n",
+            "config.toml: iac.confirm_infra_changes must be a boolean, got an integer",
+        ),
+        (
+            "[iac]\nconfirm_infra = false\n",
+            "config.toml: unknown key 'iac.confirm_infra'; the [iac] keys are "
+            "confirm_infra_changes, hold_credentials",
+        ),
+        ("iac = true\n", "config.toml: iac must be a table, got a boolean"),
+    ],
+)
 def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) -> None:
     assert expected in config_error(home_with(tmp_path, text))
 
@@ -390,9 +448,12 @@ def test_bad_iac_settings_are_named(tmp_path: Path, text: str, expected: str) ->
 
 
 def test_serve_table_is_read(tmp_path: Path) -> None:
-    env = home_with(tmp_path, "[serve]\nmax_body_bytes = 1024\nidle_timeout = 5\n"
-                    "send_timeout = 2.5\nallowed_origins = [\"https://ACP.example.com/\"]\n"
-                    "allowed_hosts = [\"ACP.example.com\"]\nbody_timeout = 7\n")
+    env = home_with(
+        tmp_path,
+        "[serve]\nmax_body_bytes = 1024\nidle_timeout = 5\n"
+        'send_timeout = 2.5\nallowed_origins = ["https://ACP.example.com/"]\n'
+        'allowed_hosts = ["ACP.example.com"]\nbody_timeout = 7\n',
+    )
     serve = Config.from_env(env).serve
     assert (serve.max_body_bytes, serve.idle_timeout, serve.send_timeout) == (1024, 5.0, 2.5)
     assert serve.allowed_origins == frozenset({"https://acp.example.com"})
@@ -427,14 +488,17 @@ def test_a_weak_token_is_refused(tmp_path: Path, token: str) -> None:
     assert "IAC_CODE_SERVE_TOKEN must be at least 16 printable characters" in config_error(env)
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ("max_body_bytes = 0", "serve.max_body_bytes must be at least 1"),
-    ("idle_timeout = -1", "serve.idle_timeout must be more than 0"),
-    ('allowed_origins = ["evil"]', "serve.allowed_origins must hold origins"),
-    ('allowed_hosts = ["https://acp.example.com"]', "serve.allowed_hosts must hold host names"),
-    ('allowed_hosts = ["acp.example.com:8765"]', "serve.allowed_hosts must hold host names"),
-    ("body_timeout = 0", "serve.body_timeout must be more than 0"),
-    ("tokenfile = 'x'", "unknown key 'serve.tokenfile'"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("max_body_bytes = 0", "serve.max_body_bytes must be at least 1"),
+        ("idle_timeout = -1", "serve.idle_timeout must be more than 0"),
+        ('allowed_origins = ["evil"]', "serve.allowed_origins must hold origins"),
+        ('allowed_hosts = ["https://acp.example.com"]', "serve.allowed_hosts must hold host names"),
+        ('allowed_hosts = ["acp.example.com:8765"]', "serve.allowed_hosts must hold host names"),
+        ("body_timeout = 0", "serve.body_timeout must be more than 0"),
+        ("tokenfile = 'x'", "unknown key 'serve.tokenfile'"),
+    ],
+)
 def test_bad_serve_settings_are_named(tmp_path: Path, line: str, expected: str) -> None:
     assert expected in config_error(home_with(tmp_path, f"[serve]\n{line}\n"))

@@ -210,11 +210,14 @@ async def test_plain_exception_before_ready_is_answered_and_reading_goes_on() ->
             await h.ping()
 
 
-@pytest.mark.parametrize("error", [
-    RpcError(-32001, "custom failure", {"why": ["a", 1, None], "nested": {"ok": True}}),
-    RpcError(errors.INVALID_PARAMS, "Invalid params", {"params.sessionId": "is required"}),
-    RpcError(errors.AUTH_REQUIRED, "no data"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        RpcError(-32001, "custom failure", {"why": ["a", 1, None], "nested": {"ok": True}}),
+        RpcError(errors.INVALID_PARAMS, "Invalid params", {"params.sessionId": "is required"}),
+        RpcError(errors.AUTH_REQUIRED, "no data"),
+    ],
+)
 async def test_rpc_error_is_sent_verbatim(error: RpcError) -> None:
     async def fail(params: Any, ready: Ready) -> Any:
         ready()
@@ -263,7 +266,10 @@ async def test_string_and_integer_ids_are_echoed_exactly() -> None:
             for request_id in [0, -1, 2**53, "", "1", "ünïcode"]:
                 await h.peer.request(request_id, "echo", [request_id])
                 assert await h.peer.receive() == {
-                    "jsonrpc": "2.0", "id": request_id, "result": [request_id]}
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": [request_id],
+                }
 
 
 # -- concurrency -------------------------------------------------------------------------------
@@ -379,7 +385,10 @@ async def test_agent_request_while_peer_request_in_flight() -> None:
             assert isinstance(outgoing["id"], int)
             await h.peer.answer(outgoing["id"], {"content": "hello"})
             assert await h.peer.receive() == {
-                "jsonrpc": "2.0", "id": 0, "result": {"got": {"content": "hello"}}}
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {"got": {"content": "hello"}},
+            }
 
 
 async def test_agent_requests_get_distinct_ids_and_null_results() -> None:
@@ -407,8 +416,10 @@ async def test_agent_requests_get_distinct_ids_and_null_results() -> None:
             await h.peer.answer(second["id"], None)
             await h.peer.answer(first["id"], first["params"]["name"].upper())
             answer = await h.peer.receive()
-    expected = {first["params"]["name"]: first["params"]["name"].upper(),
-                second["params"]["name"]: None}
+    expected = {
+        first["params"]["name"]: first["params"]["name"].upper(),
+        second["params"]["name"]: None,
+    }
     assert answer == {"jsonrpc": "2.0", "id": 1, "result": expected}
 
 
@@ -430,8 +441,17 @@ async def test_agent_request_error_answer_raises_rpc_error() -> None:
         async with serving(handler) as h:
             await h.peer.request("r", "ask")
             outgoing = await h.peer.receive()
-            await h.peer.send({"jsonrpc": "2.0", "id": outgoing["id"], "error": {
-                "code": -32002, "message": "Resource not found", "data": {"path": "/nope"}}})
+            await h.peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": outgoing["id"],
+                    "error": {
+                        "code": -32002,
+                        "message": "Resource not found",
+                        "data": {"path": "/nope"},
+                    },
+                }
+            )
             assert (await h.peer.receive())["result"] == "failed"
     [exc] = raised
     assert (exc.code, exc.message, exc.data) == (-32002, "Resource not found", {"path": "/nope"})
@@ -460,7 +480,8 @@ async def test_agent_request_malformed_error_answer_still_raises() -> None:
 
 
 async def test_cancelled_agent_request_tells_peer_and_drops_late_answer(
-    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     handler = FakeHandler()
 
@@ -478,8 +499,11 @@ async def test_cancelled_agent_request_tells_peer_and_drops_late_answer(
             outgoing = await h.peer.receive()
             assert outgoing["method"] == "slow/thing"
             messages = [await h.peer.receive(), await h.peer.receive()]
-            assert {"jsonrpc": "2.0", "method": CANCEL_REQUEST,
-                    "params": {"requestId": outgoing["id"]}} in messages
+            assert {
+                "jsonrpc": "2.0",
+                "method": CANCEL_REQUEST,
+                "params": {"requestId": outgoing["id"]},
+            } in messages
             assert {"jsonrpc": "2.0", "id": 1, "result": "gave up"} in messages
             # The late answer is dropped with a debug line (it was expected), and the
             # connection keeps serving.
@@ -507,8 +531,10 @@ async def test_request_cancelled_from_outside_a_handler(
                     outgoing = await h.peer.receive()
                     scope.cancel()
             assert await h.peer.receive() == {
-                "jsonrpc": "2.0", "method": CANCEL_REQUEST,
-                "params": {"requestId": outgoing["id"]}}
+                "jsonrpc": "2.0",
+                "method": CANCEL_REQUEST,
+                "params": {"requestId": outgoing["id"]},
+            }
             await h.peer.answer(outgoing["id"], 1)
             await h.ping()
 
@@ -534,10 +560,16 @@ async def test_stray_responses_are_logged_with_the_client_error_once_per_kind(
     with trio.fail_after(5):
         async with serving() as h:
             for stray_id in range(1, 9):
-                await h.peer.send({"jsonrpc": "2.0", "id": stray_id, "error": {
-                    "code": -32601, "message": "Method not found: session/update"}})
-            await h.peer.send({"jsonrpc": "2.0", "id": 9, "error": {
-                "code": -32602, "message": "Invalid params"}})
+                await h.peer.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": stray_id,
+                        "error": {"code": -32601, "message": "Method not found: session/update"},
+                    }
+                )
+            await h.peer.send(
+                {"jsonrpc": "2.0", "id": 9, "error": {"code": -32602, "message": "Invalid params"}}
+            )
             await h.ping()
     warnings = [r.getMessage() for r in caplog.records if "unknown request id" in r.getMessage()]
     assert len(warnings) == 2, warnings
@@ -578,10 +610,21 @@ async def test_peer_cancel_request_cancels_in_flight_request() -> None:
     assert handler.notifications == []  # $/cancel_request is the connection's own
 
 
-@pytest.mark.parametrize("params", [
-    {"requestId": 99}, {"requestId": "nope"}, {"requestId": True}, {"requestId": None},
-    {"requestId": 1.0}, {"requestId": [1]}, {}, [1], None, "1",
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"requestId": 99},
+        {"requestId": "nope"},
+        {"requestId": True},
+        {"requestId": None},
+        {"requestId": 1.0},
+        {"requestId": [1]},
+        {},
+        [1],
+        None,
+        "1",
+    ],
+)
 async def test_peer_cancel_request_for_unknown_id_does_nothing(params: Any) -> None:
     handler = FakeHandler()
     release = trio.Event()
@@ -645,19 +688,22 @@ async def test_duplicate_id_while_in_flight_is_rejected_first_still_answers() ->
 # -- malformed input ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("line", "code", "echo_id"), [
-    (b"{not json", errors.PARSE_ERROR, None),
-    (b"\xff\xfe", errors.PARSE_ERROR, None),
-    (b"[1, 2]", errors.INVALID_REQUEST, None),
-    (b"42", errors.INVALID_REQUEST, None),
-    (b'{"id": 3, "method": "ping"}', errors.INVALID_REQUEST, 3),
-    (b'{"jsonrpc": "1.0", "id": "a", "method": "ping"}', errors.INVALID_REQUEST, "a"),
-    (b'{"jsonrpc": "2.0", "id": 4, "method": 5}', errors.INVALID_REQUEST, 4),
-    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', errors.INVALID_REQUEST, None),
-    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', errors.INVALID_REQUEST, None),
-    (b'{"jsonrpc": "2.0", "id": 8}', errors.INVALID_REQUEST, None),
-    (b'{"jsonrpc": "2.0", "id": 9, "method": "missing"}', errors.METHOD_NOT_FOUND, 9),
-])
+@pytest.mark.parametrize(
+    ("line", "code", "echo_id"),
+    [
+        (b"{not json", errors.PARSE_ERROR, None),
+        (b"\xff\xfe", errors.PARSE_ERROR, None),
+        (b"[1, 2]", errors.INVALID_REQUEST, None),
+        (b"42", errors.INVALID_REQUEST, None),
+        (b'{"id": 3, "method": "ping"}', errors.INVALID_REQUEST, 3),
+        (b'{"jsonrpc": "1.0", "id": "a", "method": "ping"}', errors.INVALID_REQUEST, "a"),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": 5}', errors.INVALID_REQUEST, 4),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', errors.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', errors.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": 8}', errors.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": 9, "method": "missing"}', errors.METHOD_NOT_FOUND, 9),
+    ],
+)
 async def test_malformed_lines_are_answered_and_reading_goes_on(
     line: bytes, code: int, echo_id: Any
 ) -> None:
@@ -805,12 +851,14 @@ async def test_stop_reading_behaves_like_end_of_input(
             assert handler.closed == 1
             assert h.served_at == pytest.approx(stopped_at + 2)
             assert await h.peer.receive_rest() == [
-                {"jsonrpc": "2.0", "id": 1, "result": "finished"}]
+                {"jsonrpc": "2.0", "id": 1, "result": "finished"}
+            ]
 
 
 @pytest.mark.parametrize("how", ["end of input", "stop_reading"])
 async def test_handler_cancelled_at_drain_timeout_still_answers(
-    autojump_clock: trio.testing.MockClock, how: str,
+    autojump_clock: trio.testing.MockClock,
+    how: str,
 ) -> None:
     """The peer must not wait forever for a request the drain cancelled.
 
@@ -948,14 +996,17 @@ async def test_notify_nowait_refuses_when_the_outbox_is_full(
 
 
 async def test_peer_that_stops_reading_does_not_block_shutdown(
-    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     with trio.fail_after(30):
         async with serving(pair=trio.testing.lockstep_stream_pair, drain_timeout=5) as h:
-            await h.peer.send(*[
-                {"jsonrpc": "2.0", "id": i, "method": "echo", "params": "x" * 1000}
-                for i in range(10)
-            ])
+            await h.peer.send(
+                *[
+                    {"jsonrpc": "2.0", "id": i, "method": "echo", "params": "x" * 1000}
+                    for i in range(10)
+                ]
+            )
             await trio.testing.wait_all_tasks_blocked()
             closed_at = await h.close_input()  # and never read anything
             await h.served.wait()
@@ -978,12 +1029,11 @@ async def test_peer_that_stops_reading_with_full_outbox_does_not_block_shutdown(
     handler.routes["chatty"] = chatty
     count = WRITE_BUFFER + 50
     with trio.fail_after(60):
-        async with serving(handler, pair=trio.testing.lockstep_stream_pair,
-                           drain_timeout=5) as h:
+        async with serving(handler, pair=trio.testing.lockstep_stream_pair, drain_timeout=5) as h:
             await h.peer.request("c", "chatty")
-            await h.peer.send(*[
-                {"jsonrpc": "2.0", "id": i, "method": "echo", "params": i} for i in range(count)
-            ])
+            await h.peer.send(
+                *[{"jsonrpc": "2.0", "id": i, "method": "echo", "params": i} for i in range(count)]
+            )
             await trio.testing.wait_all_tasks_blocked()
             closed_at = await h.close_input()
             await h.served.wait()

@@ -12,13 +12,16 @@ from iaccode.context.instructions import Instructions, candidates, folders
 from iaccode.context.sections import SECTIONS, Section, SessionFacts, build
 
 
-@pytest.mark.parametrize(("porcelain", "line"), [
-    ("## main...origin/main\n", "branch main, clean"),
-    ("## main...origin/main [ahead 2]\n M a.tf\n?? b.tf\n", "branch main, 2 changed files"),
-    ("## feature\n M a.tf\n", "branch feature, 1 changed file"),
-    ("## No commits yet on trunk\n?? x\n", "branch trunk (no commits yet), 1 changed file"),
-    ("## HEAD (no branch)\n", "detached HEAD, clean"),
-])
+@pytest.mark.parametrize(
+    ("porcelain", "line"),
+    [
+        ("## main...origin/main\n", "branch main, clean"),
+        ("## main...origin/main [ahead 2]\n M a.tf\n?? b.tf\n", "branch main, 2 changed files"),
+        ("## feature\n M a.tf\n", "branch feature, 1 changed file"),
+        ("## No commits yet on trunk\n?? x\n", "branch trunk (no commits yet), 1 changed file"),
+        ("## HEAD (no branch)\n", "detached HEAD, clean"),
+    ],
+)
 def test_describe_status(porcelain: str, line: str) -> None:
     assert describe_status(porcelain) == line
 
@@ -43,19 +46,22 @@ def test_folders_from_the_root_down(tmp_path: Path) -> None:
 
 
 def facts(tmp_path: Path) -> SessionFacts:
-    return SessionFacts(cwd=tmp_path, home=tmp_path, environment=gather(tmp_path),
-                        instructions=Instructions([]))
+    return SessionFacts(
+        cwd=tmp_path, home=tmp_path, environment=gather(tmp_path), instructions=Instructions([])
+    )
 
 
 def test_sections_in_order_by_audience_and_a_failing_one_is_left_out(tmp_path: Path) -> None:
     def broken(_: SessionFacts) -> str:
         raise RuntimeError("bug")
 
-    sections = [*SECTIONS,
-                Section("late", lambda f: "LATE", 95),
-                Section("early_main_only", lambda f: "EARLY", 5, subagent=False),
-                Section("silent", lambda f: None, 40),
-                Section("broken", broken, 41)]
+    sections = [
+        *SECTIONS,
+        Section("late", lambda f: "LATE", 95),
+        Section("early_main_only", lambda f: "EARLY", 5, subagent=False),
+        Section("silent", lambda f: None, 40),
+        Section("broken", broken, 41),
+    ]
     prompt = build(facts(tmp_path), sections)
     assert prompt.main.startswith("EARLY") and prompt.main.endswith("LATE")
     assert "EARLY" not in prompt.subagent and prompt.subagent.endswith("LATE")

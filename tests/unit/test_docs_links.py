@@ -26,8 +26,12 @@ temporary files, root's and macOS users' homes."""
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md")),
-            root / "tests" / "README.md", root / "conformance" / "README.md"]
+    return [
+        root / "README.md",
+        *sorted((root / "docs").glob("*.md")),
+        root / "tests" / "README.md",
+        root / "conformance" / "README.md",
+    ]
 
 
 def anchors(path: Path) -> set[str]:
@@ -74,9 +78,11 @@ def machine_paths(path: Path, root: Path = ROOT) -> list[str]:
     home = str(Path.home())
     places = (*MACHINE_PATHS, *([home + "/"] if home not in ("/", "/home/you") else []))
     name = path.relative_to(root).as_posix()
-    return [f"{name}:{number}: {line.strip()}"
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if any(place in line for place in places)]
+    return [
+        f"{name}:{number}: {line.strip()}"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if any(place in line for place in places)
+    ]
 
 
 @pytest.mark.parametrize("document", documents(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -97,11 +103,14 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
         "[ok](docs/there.md) [ok](docs/there.md#a-heading-here) [web](https://example.com)\n"
         "[gone](docs/missing.md) [out](../elsewhere/NOTES.md) [no](docs/there.md#nowhere)\n"
         "```\n[in a code block](not/checked.md)\n```\n"
-        "run it from /work/main or /tmp/x; notes in `../shared/NOTES.md`\n")
+        "run it from /work/main or /tmp/x; notes in `../shared/NOTES.md`\n"
+    )
     assert broken_links(readme, tmp_path) == [
         "README.md: docs/missing.md names no file",
         "README.md: ../elsewhere/NOTES.md leads outside the repository",
         "README.md: docs/there.md#nowhere names no heading of there.md",
-        "README.md: `../shared/NOTES.md` is outside the repository"]
+        "README.md: `../shared/NOTES.md` is outside the repository",
+    ]
     assert machine_paths(readme, tmp_path) == [
-        "README.md:6: run it from /work/main or /tmp/x; notes in `../shared/NOTES.md`"]
+        "README.md:6: run it from /work/main or /tmp/x; notes in `../shared/NOTES.md`"
+    ]

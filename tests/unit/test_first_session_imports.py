@@ -74,14 +74,36 @@ async def main():
 trio.run(main)
 """
 
-LATER = ("iaccode.turn.turn", "iaccode.turn.tool_runner", "iaccode.tools.bash",
-         "iaccode.tools.read_file", "iaccode.tools.web_fetch", "iaccode.iac", "iaccode.context",
-         "iaccode.mcp.connection", "iaccode.remote", "iaccode.transcript.recorder", "mcp",
-         "anthropic", "openai", "httpx", "pathspec", "hcl2", "yaml", "sqlite3", "bs4",
-         # A stored key is looked for only without one in the environment, the secrets of
-         # the output only once a tool runs; the store makes its folder in a worker thread.
-         "iaccode.llm.stored_keys", "keyring", "iaccode.redaction", "iaccode.secret_env",
-         "iaccode.private_files", "iaccode.process_secrets", "iaccode.turn.exposure")
+LATER = (
+    "iaccode.turn.turn",
+    "iaccode.turn.tool_runner",
+    "iaccode.tools.bash",
+    "iaccode.tools.read_file",
+    "iaccode.tools.web_fetch",
+    "iaccode.iac",
+    "iaccode.context",
+    "iaccode.mcp.connection",
+    "iaccode.remote",
+    "iaccode.transcript.recorder",
+    "mcp",
+    "anthropic",
+    "openai",
+    "httpx",
+    "pathspec",
+    "hcl2",
+    "yaml",
+    "sqlite3",
+    "bs4",
+    # A stored key is looked for only without one in the environment, the secrets of
+    # the output only once a tool runs; the store makes its folder in a worker thread.
+    "iaccode.llm.stored_keys",
+    "keyring",
+    "iaccode.redaction",
+    "iaccode.secret_env",
+    "iaccode.private_files",
+    "iaccode.process_secrets",
+    "iaccode.turn.exposure",
+)
 
 
 def test_opening_the_first_session_imports_none_of_what_a_prompt_needs(tmp_path: Path) -> None:
@@ -89,11 +111,21 @@ def test_opening_the_first_session_imports_none_of_what_a_prompt_needs(tmp_path:
     project.mkdir()
     env = agent_environment(tmp_path / "home", {"ANTHROPIC_API_KEY": "sk-test"})
     root = Path(__file__).parents[2]
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(project)], env=env, cwd=root,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(project)],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     imported: list[str] = json.loads(done.stdout)
     assert "iaccode.server.agent" in imported  # the spy saw the server load
-    early = sorted(name for name in imported
-                   if any(name == later or name.startswith(later + ".") for later in LATER))
+    early = sorted(
+        name
+        for name in imported
+        if any(name == later or name.startswith(later + ".") for later in LATER)
+    )
     assert early == []

@@ -163,11 +163,15 @@ async def test_long_line_over_many_chunks_raises_once_then_next_line_reads(
         assert await feed(chunks, 100) == [b"short", TOO_LONG, b"next", None]
 
 
-@pytest.mark.parametrize("chunks", [
-    [b"ok\n"] + [b"z" * 50] * 20,
-    [b"ok\n", b"z" * 150, b"z"],
-    [b"ok\n" + b"z" * 101],
-], ids=["many-chunks", "tail-chunk", "one-chunk"])
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"ok\n"] + [b"z" * 50] * 20,
+        [b"ok\n", b"z" * 150, b"z"],
+        [b"ok\n" + b"z" * 101],
+    ],
+    ids=["many-chunks", "tail-chunk", "one-chunk"],
+)
 async def test_long_line_at_end_of_stream_raises_once(chunks: list[bytes]) -> None:
     """An unterminated over-long last line: one LineTooLong, then end of stream.
 

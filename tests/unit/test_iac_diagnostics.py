@@ -109,26 +109,41 @@ async def test_clean_terraform_adds_one_short_line(tmp_path: Path) -> None:
         path = written(tmp_path, name, (PROJECT / name).read_text())
         text = await report_of(path)
         assert text.endswith("): no problems.") and "\n" not in text
-    assert await report_of(written(tmp_path, "x.tofu", GOOD_TF)) == \
-        "IaC check of x.tofu (OpenTofu): no problems."
+    assert (
+        await report_of(written(tmp_path, "x.tofu", GOOD_TF))
+        == "IaC check of x.tofu (OpenTofu): no problems."
+    )
 
 
 @pytest.mark.usefixtures("no_tools")
-@pytest.mark.parametrize(("text", "expected"), [
-    ('resource "aws_s3_bucket" "logs" {\n  bucket = \n}\n',
-     "line 2, column 12: syntax error: unexpected end of line; expected a value or expression"),
-    ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n',
-     "line 1, column 33: syntax error: unexpected end of file at line 3; expected \"}\" (the "
-     "block that opens here is not closed: a \"}\" is missing)"),
-    # The block that lacks its "}" is the first; the second closes, so the scan names the first.
-    ('resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n  tags = { a = "}" }\n\n'
-     'resource "aws_s3_bucket" "data" {\n  bucket = "acme-data" # {\n}\n',
-     "line 1, column 33: syntax error: unexpected end of file at line 8; expected \"}\""),
-    ('variable "x" {\n  type = string\n  default = ["a", "b"\n}\n',
-     "line 4, column 1: syntax error: unexpected '}'"),
-])
-async def test_hcl_syntax_errors_have_line_and_column(tmp_path: Path, text: str,
-                                                      expected: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            'resource "aws_s3_bucket" "logs" {\n  bucket = \n}\n',
+            "line 2, column 12: syntax error: unexpected end of line; expected a value or "
+            "expression",
+        ),
+        (
+            'resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n',
+            'line 1, column 33: syntax error: unexpected end of file at line 3; expected "}" (the '
+            'block that opens here is not closed: a "}" is missing)',
+        ),
+        # The block that lacks its "}" is the first; the second closes, so the scan names the first.
+        (
+            'resource "aws_s3_bucket" "logs" {\n  bucket = "acme-logs"\n  tags = { a = "}" }\n\n'
+            'resource "aws_s3_bucket" "data" {\n  bucket = "acme-data" # {\n}\n',
+            'line 1, column 33: syntax error: unexpected end of file at line 8; expected "}"',
+        ),
+        (
+            'variable "x" {\n  type = string\n  default = ["a", "b"\n}\n',
+            "line 4, column 1: syntax error: unexpected '}'",
+        ),
+    ],
+)
+async def test_hcl_syntax_errors_have_line_and_column(
+    tmp_path: Path, text: str, expected: str
+) -> None:
     report = await report_of(written(tmp_path, "main.tf", text))
     assert report.startswith("IaC check of main.tf (Terraform) found 1 problem:\n- ")
     assert report.splitlines()[1].startswith(f"- {expected}")
@@ -142,8 +157,9 @@ async def test_terraform_json_syntax(tmp_path: Path) -> None:
     with pytest.raises(json.JSONDecodeError) as found:
         json.loads(text)
     error = found.value
-    assert (f"- line {error.lineno}, column {error.colno}: syntax error: not valid JSON: "
-            f"{error.msg}") in report
+    assert (
+        f"- line {error.lineno}, column {error.colno}: syntax error: not valid JSON: {error.msg}"
+    ) in report
 
 
 async def test_fmt_and_validate_when_terraform_is_on_path(tmp_path: Path, tools: Path) -> None:
@@ -158,8 +174,9 @@ async def test_fmt_and_validate_when_terraform_is_on_path(tmp_path: Path, tools:
     path.write_text('resource "aws_s3_bucket" "logs" {\n  bucket = var.regon\n}\n')
     report = await report_of(path)
     assert report.splitlines()[1] == (
-        '- main.tf:2: error: Reference to undeclared input variable: An input variable with '
-        'the name "regon" has not been declared. (terraform validate)')
+        "- main.tf:2: error: Reference to undeclared input variable: An input variable with "
+        'the name "regon" has not been declared. (terraform validate)'
+    )
     assert calls(tools)[-1] == "validate -json -no-color"
     path.write_text(GOOD_TF)
     assert (await report_of(path)).endswith("no problems.")
@@ -178,8 +195,13 @@ async def test_a_syntax_error_skips_the_programs(tmp_path: Path, tools: Path) ->
 
 
 def initialise(module: Path) -> None:
-    subprocess.run(["terraform", "init", "-backend=false", "-input=false", "-no-color"],
-                   cwd=module, check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["terraform", "init", "-backend=false", "-input=false", "-no-color"],
+        cwd=module,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (module / ".terraform").mkdir(exist_ok=True)  # init of builtin providers may not make it
 
 
@@ -233,8 +255,7 @@ async def test_ros_template_problems_with_their_lines(tmp_path: Path) -> None:
     report = await report_of(written(tmp_path, "ros.yaml", BROKEN_ROS))
     assert report.splitlines() == [
         "IaC check of ros.yaml (ROS template) found 8 problems:",
-        "- line 1: ROSTemplateFormatVersion '2015-09-02' is not a known version (it is "
-        "2015-09-01)",
+        "- line 1: ROSTemplateFormatVersion '2015-09-02' is not a known version (it is 2015-09-01)",
         "- line 9: Ref target (it must be a parameter, resource or pseudo-parameter): VpcCidr "
         "is not defined (did you mean Vpc?)",
         "- line 12: DependsOn resource Gateway is not defined",
@@ -258,44 +279,57 @@ async def test_cloudformation_json_problems(tmp_path: Path) -> None:
     path = written(tmp_path, "bucket.json", json.dumps(template, indent=2))
     report = await report_of(path)
     assert report.splitlines()[1:] == [
-        "- line 2: AWSTemplateFormatVersion '2010-09-10' is not a known version (it is "
-        "2010-09-09)",
+        "- line 2: AWSTemplateFormatVersion '2010-09-10' is not a known version (it is 2010-09-09)",
         "- line 50: Fn::GetAtt resource LogBucket is not defined (did you mean LogsBucket?)",
     ]
 
 
 @pytest.mark.usefixtures("no_tools")
 async def test_template_syntax_errors_have_their_line(tmp_path: Path) -> None:
-    yaml_text = (PROJECT / "cfn" / "queue.yaml").read_text().replace(
-        "    Type: AWS::SQS::Queue\n    Properties:\n      QueueName: !Sub",
-        "    Type: AWS::SQS::Queue\n   Properties:\n      QueueName: !Sub", 1)
+    yaml_text = (
+        (PROJECT / "cfn" / "queue.yaml")
+        .read_text()
+        .replace(
+            "    Type: AWS::SQS::Queue\n    Properties:\n      QueueName: !Sub",
+            "    Type: AWS::SQS::Queue\n   Properties:\n      QueueName: !Sub",
+            1,
+        )
+    )
     report = await report_of(written(tmp_path, "queue.yaml", yaml_text))
     assert report == (
         "IaC check of queue.yaml (template) found 1 problem:\n- line 12, column 4: not valid "
         "YAML: expected <block end>, but found '<block mapping start>' (while parsing a block "
-        "mapping); check the indentation of this line and the one before")
-    json_text = (PROJECT / "cfn" / "bucket.json").read_text().replace('"AWS::S3::Bucket",',
-                                                                    '"AWS::S3::Bucket"')
+        "mapping); check the indentation of this line and the one before"
+    )
+    json_text = (
+        (PROJECT / "cfn" / "bucket.json")
+        .read_text()
+        .replace('"AWS::S3::Bucket",', '"AWS::S3::Bucket"')
+    )
     report = await report_of(written(tmp_path, "bucket.json", json_text))
     assert "- line 10, column 7: not valid JSON: Expecting ',' delimiter" in report
 
 
-async def test_cfn_lint_findings_are_added_for_cloudformation(tmp_path: Path,
-                                                              tools: Path) -> None:
+async def test_cfn_lint_findings_are_added_for_cloudformation(tmp_path: Path, tools: Path) -> None:
     path = written(tmp_path, "queue.yaml", (PROJECT / "cfn" / "queue.yaml").read_text())
     report = await report_of(path)
     assert report.splitlines()[1:] == [
         "- line 9: Property Resources/Queue/Properties/DelaySeconds should be of type Integer "
-        "(cfn-lint E3012)"]
+        "(cfn-lint E3012)"
+    ]
     ros = written(tmp_path, "vpc.yaml", (PROJECT / "ros" / "vpc.yaml").read_text())
     assert (await report_of(ros)).endswith("no problems.")  # cfn-lint is for CloudFormation
 
 
 @pytest.mark.usefixtures("no_tools")
 async def test_files_that_are_not_iac_add_nothing(tmp_path: Path) -> None:
-    for name, text in (("README.md", "# hi\n"), ("ci.yaml", "jobs: {test: {}}\n"),
-                       ("broken.yaml", "a: [1\n"), ("package.json", '{"name": "x"}'),
-                       ("k8s.yaml", (PROJECT / "k8s" / "web.yaml").read_text())):
+    for name, text in (
+        ("README.md", "# hi\n"),
+        ("ci.yaml", "jobs: {test: {}}\n"),
+        ("broken.yaml", "a: [1\n"),
+        ("package.json", '{"name": "x"}'),
+        ("k8s.yaml", (PROJECT / "k8s" / "web.yaml").read_text()),
+    ):
         path = written(tmp_path, name, text)
         assert await check_file(path, text) is None
 
@@ -304,10 +338,13 @@ async def test_files_that_are_not_iac_add_nothing(tmp_path: Path) -> None:
 async def test_annotate_appends_to_the_result_and_its_content(tmp_path: Path) -> None:
     path = written(tmp_path, "main.tf", 'resource "a" "b" {\n')
     diff = DiffContent(path=str(path), new_text=path.read_text(), old_text=None)
-    result = await annotate(ToolResult("Created main.tf (1 line, 19 bytes).", content=[diff]),
-                            tmp_path)
-    assert result.text.startswith("Created main.tf (1 line, 19 bytes).\n\nIaC check of main.tf "
-                                  "(Terraform) found 1 problem:\n- line 1, column 18: syntax")
+    result = await annotate(
+        ToolResult("Created main.tf (1 line, 19 bytes).", content=[diff]), tmp_path
+    )
+    assert result.text.startswith(
+        "Created main.tf (1 line, 19 bytes).\n\nIaC check of main.tf "
+        "(Terraform) found 1 problem:\n- line 1, column 18: syntax"
+    )
     assert result.content is not None and result.content[0] == diff
     assert isinstance(result.content[1], ContentToolCallContent)
     assert isinstance(result.content[1].content, TextContent)
@@ -320,12 +357,13 @@ async def test_annotate_appends_to_the_result_and_its_content(tmp_path: Path) ->
 async def test_a_template_of_aliases_is_checked_once_per_object(tmp_path: Path) -> None:
     laughs = ["AWSTemplateFormatVersion: '2010-09-09'", "a0: &a0 {Ref: Missing}"]
     laughs += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]" for n in range(1, 10)]
-    laughs += ["Resources:", "  Queue:", "    Type: AWS::SQS::Queue",
-               "    Properties: {Tags: *a9}"]
+    laughs += ["Resources:", "  Queue:", "    Type: AWS::SQS::Queue", "    Properties: {Tags: *a9}"]
     with trio.fail_after(20):  # 9**9 references if walked naively
         report = await report_of(written(tmp_path, "laughs.yaml", "\n".join(laughs) + "\n"))
-    assert report.splitlines()[1:] == ["- line 2: Ref target (it must be a parameter, resource "
-                                       "or pseudo-parameter): Missing is not defined"]
+    assert report.splitlines()[1:] == [
+        "- line 2: Ref target (it must be a parameter, resource "
+        "or pseudo-parameter): Missing is not defined"
+    ]
 
 
 async def test_tofu_files_are_formatted_by_tofu(tmp_path: Path, tools: Path) -> None:

@@ -42,8 +42,9 @@ def block(text: str, where: str) -> list[str]:
     """The lines of one entry of the inventory."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(where + " ("))
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")),
-               len(lines))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines)
+    )
     return lines[start:end]
 
 
@@ -54,8 +55,7 @@ def test_terraform_modules(project: Path) -> None:
         "network/ (Terraform module, 4 files)",
         "  terraform: required_version >= 1.6; backend s3",
         "  providers: aws (hashicorp/aws ~> 5.40), random (hashicorp/random >= 3.5)",
-        "  resources: aws_vpc.main, aws_subnet.private, aws_internet_gateway.gw, "
-        "random_id.suffix",
+        "  resources: aws_vpc.main, aws_subnet.private, aws_internet_gateway.gw, random_id.suffix",
         "  data: data.aws_availability_zones.available",
         "  variables: region (string, default), cidr_block (string, required), "
         "azs (list(string), default), tags (map(string), required)",
@@ -64,8 +64,9 @@ def test_terraform_modules(project: Path) -> None:
     app = block(text, "app/")
     assert app[0] == "app/ (OpenTofu / Terraform module, 2 files)"
     assert "  resources: aws_sqs_queue.jobs, aws_s3_bucket.logs" in app
-    assert ("  modules: network = ../network, bucket = terraform-aws-modules/s3-bucket/aws "
-            "4.1.0") in app
+    assert (
+        "  modules: network = ../network, bucket = terraform-aws-modules/s3-bucket/aws 4.1.0"
+    ) in app
 
 
 def test_templates_manifests_charts_and_pulumi(project: Path) -> None:
@@ -79,15 +80,21 @@ def test_templates_manifests_charts_and_pulumi(project: Path) -> None:
         "  outputs: VpcId, VSwitchId",
     ]
     assert block(text, "cfn/bucket.json")[1] == (
-        "  resources: LogsBucket: AWS::S3::Bucket, LogsBucketPolicy: AWS::S3::BucketPolicy")
+        "  resources: LogsBucket: AWS::S3::Bucket, LogsBucketPolicy: AWS::S3::BucketPolicy"
+    )
     assert block(text, "cfn/queue.yaml")[0] == "cfn/queue.yaml (CloudFormation template)"
-    assert block(text, "k8s/web.yaml") == ["k8s/web.yaml (Kubernetes)",
-                                           "  Deployment/web, Service/web"]
-    assert block(text, "chart/") == ["chart/ (Helm chart worker 0.3.1)",
-                                     "  templates make: ConfigMap, Deployment"]
+    assert block(text, "k8s/web.yaml") == [
+        "k8s/web.yaml (Kubernetes)",
+        "  Deployment/web, Service/web",
+    ]
+    assert block(text, "chart/") == [
+        "chart/ (Helm chart worker 0.3.1)",
+        "  templates make: ConfigMap, Deployment",
+    ]
     assert block(text, "pulumi/") == [
         "pulumi/ (Pulumi project edge (yaml))",
-        "  resources: assets: aws:s3:BucketV2, cdn: aws:cloudfront:Distribution"]
+        "  resources: assets: aws:s3:BucketV2, cdn: aws:cloudfront:Distribution",
+    ]
 
 
 def test_gitignore_and_the_terraform_cache_are_left_out(project: Path) -> None:
@@ -105,9 +112,12 @@ def test_biggest_folders_first_and_capped(tmp_path: Path) -> None:
         module = tmp_path / f"module{index:03}"
         module.mkdir()
         count = 1 + index % 7
-        (module / "main.tf").write_text("".join(
-            f'resource "aws_s3_bucket" "bucket_{n}" {{\n  bucket = "b{n}"\n}}\n'
-            for n in range(count)))
+        (module / "main.tf").write_text(
+            "".join(
+                f'resource "aws_s3_bucket" "bucket_{n}" {{\n  bucket = "b{n}"\n}}\n'
+                for n in range(count)
+            )
+        )
     text = ProjectInventory(tmp_path).build()
     assert text is not None
     assert len(text) <= MAX_CHARS
@@ -123,8 +133,10 @@ def test_a_syntax_error_is_listed_not_fatal(tmp_path: Path) -> None:
     text = ProjectInventory(tmp_path).build()
     assert text is not None
     assert "  resources: aws_vpc.main" in text
-    assert ("syntax errors: broken.tf: line 2, column 12: unexpected end of line; "
-            "expected a value or expression") in text
+    assert (
+        "syntax errors: broken.tf: line 2, column 12: unexpected end of line; "
+        "expected a value or expression"
+    ) in text
 
 
 def test_rebuilt_when_a_file_changes(project: Path) -> None:
@@ -161,13 +173,15 @@ async def test_the_section_is_built_in_a_thread_and_shared(project: Path) -> Non
     version = inventory_version(project)
     assert inventory_version(project) == version  # nothing changed
     (project / "k8s" / "job.yaml").write_text(
-        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n")
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n"
+    )
     assert inventory_version(project) == version + 1
     assert "Job/migrate" in (iac_inventory(SimpleNamespace(cwd=project)) or "")
 
 
 async def test_the_projects_kept_are_the_last_used_and_one_let_go_is_read_again(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     first = tmp_path / "first"
     first.mkdir()
     (first / "main.tf").write_text('resource "aws_s3_bucket" "logs" {}\n')
@@ -187,7 +201,8 @@ async def test_the_projects_kept_are_the_last_used_and_one_let_go_is_read_again(
 
 
 async def test_background_builds_share_a_few_worker_threads(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     running, most, lock = 0, 0, threading.Lock()
     entered, go = threading.Semaphore(0), threading.Event()
     build = ProjectInventory._build
@@ -211,6 +226,7 @@ async def test_background_builds_share_a_few_worker_threads(
         (tmp_path / f"p{number}").mkdir()
         (tmp_path / f"p{number}" / "main.tf").write_text(f'variable "v{number}" {{}}\n')
         projects.append(ProjectInventory(tmp_path / f"p{number}"))
+
     # Started where the prompt's sections start them: in worker threads of the run.
     def start_all() -> None:
         for project in projects:
@@ -225,5 +241,7 @@ async def test_background_builds_share_a_few_worker_threads(
     for project in projects:
         assert await trio.to_thread.run_sync(project.ready.wait, 20)
     assert most == BUILD_THREADS
-    assert [f"v{number}" in (project.build() or "")  # built: nothing left to read
-            for number, project in enumerate(projects)] == [True] * len(projects)
+    assert [
+        f"v{number}" in (project.build() or "")  # built: nothing left to read
+        for number, project in enumerate(projects)
+    ] == [True] * len(projects)

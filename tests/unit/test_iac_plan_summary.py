@@ -34,18 +34,20 @@ EXPECTED_LINES = [
 def summarise(data: bytes, chunk: int = 4096) -> str | None:
     reader = PlanReader()
     for start in range(0, len(data), chunk):
-        reader.feed(data[start:start + chunk])
+        reader.feed(data[start : start + chunk])
     return reader.summary()
 
 
-@pytest.mark.parametrize("name", ["plan-color.txt", "show-plan.txt", "plan-json-lines.txt",
-                                  "show.json"])
+@pytest.mark.parametrize(
+    "name", ["plan-color.txt", "show-plan.txt", "plan-json-lines.txt", "show.json"]
+)
 def test_every_shape_gives_the_same_summary(name: str) -> None:
     summary = summarise((PLANS / name).read_bytes())
     assert summary is not None
     lines = summary.splitlines()
-    assert lines[0].startswith("Plan summary: 1 to add, 1 to change, 1 to destroy, "
-                               "1 to replace (read from all ")
+    assert lines[0].startswith(
+        "Plan summary: 1 to add, 1 to change, 1 to destroy, 1 to replace (read from all "
+    )
     expected = list(EXPECTED_LINES)
     if name == "show.json":  # the document names the argument that forces the replacement
         expected[1] = expected[1].replace("place)", "place: triggers_replace)")
@@ -60,27 +62,37 @@ def test_chunk_boundaries_do_not_matter(cuts: list[int]) -> None:
     reader = PlanReader()
     position = 0
     for size in cuts:
-        reader.feed(data[position:position + size])
+        reader.feed(data[position : position + size])
         position += size
     reader.feed(data[position:])
     assert reader.summary() == summarise(data)
 
 
 def test_a_destroy_in_the_middle_of_a_very_long_plan_is_first() -> None:
-    block = ('  # aws_s3_bucket.b{n} will be created\n  + resource "aws_s3_bucket" "b{n}" {{\n'
-             '      + bucket = "bucket-{n}"\n      + id     = (known after apply)\n    }}\n\n')
+    block = (
+        '  # aws_s3_bucket.b{n} will be created\n  + resource "aws_s3_bucket" "b{n}" {{\n'
+        '      + bucket = "bucket-{n}"\n      + id     = (known after apply)\n    }}\n\n'
+    )
     before = "".join(block.format(n=n) for n in range(20_000))
-    victim = ('  # aws_db_instance.main will be destroyed\n'
-              '  - resource "aws_db_instance" "main" {\n      - id = "db-1" -> null\n    }\n\n')
+    victim = (
+        "  # aws_db_instance.main will be destroyed\n"
+        '  - resource "aws_db_instance" "main" {\n      - id = "db-1" -> null\n    }\n\n'
+    )
     after = "".join(block.format(n=n) for n in range(20_000, 40_000))
-    text = ("Terraform will perform the following actions:\n\n" + before + victim + after
-            + "Plan: 40000 to add, 0 to change, 1 to destroy.\n")
+    text = (
+        "Terraform will perform the following actions:\n\n"
+        + before
+        + victim
+        + after
+        + "Plan: 40000 to add, 0 to change, 1 to destroy.\n"
+    )
     assert len(text) > 5_000_000
     summary = summarise(text.encode(), chunk=65536)
     assert summary is not None
     lines = summary.splitlines()
-    assert lines[0].startswith("Plan summary: 40000 to add, 0 to change, 1 to destroy, "
-                               "0 to replace")
+    assert lines[0].startswith(
+        "Plan summary: 40000 to add, 0 to change, 1 to destroy, 0 to replace"
+    )
     assert lines[2] == "    - destroy  aws_db_instance.main"
     assert lines[3] == "    + create   aws_s3_bucket.b0"
     assert len(lines) == 3 + 40_000
@@ -109,15 +121,23 @@ Plan: 1 to import, 1 to add, 1 to change, 1 to destroy.
 
 
 def test_show_json_replacements_moves_and_no_ops() -> None:
-    document = {"format_version": "1.2", "resource_changes": [
-        {"address": "aws_instance.a", "change": {"actions": ["create", "delete"]}},
-        {"address": "aws_instance.b", "change": {"actions": ["no-op"]}},
-        {"address": "aws_s3_bucket.new", "previous_address": "aws_s3_bucket.old",
-         "change": {"actions": ["no-op"]}},
-        {"address": "aws_s3_bucket.x", "change": {"actions": ["no-op"],
-                                                  "importing": {"id": "x"}}},
-        {"address": "aws_s3_bucket.y", "change": {"actions": ["delete"]}},
-    ]}
+    document = {
+        "format_version": "1.2",
+        "resource_changes": [
+            {"address": "aws_instance.a", "change": {"actions": ["create", "delete"]}},
+            {"address": "aws_instance.b", "change": {"actions": ["no-op"]}},
+            {
+                "address": "aws_s3_bucket.new",
+                "previous_address": "aws_s3_bucket.old",
+                "change": {"actions": ["no-op"]},
+            },
+            {
+                "address": "aws_s3_bucket.x",
+                "change": {"actions": ["no-op"], "importing": {"id": "x"}},
+            },
+            {"address": "aws_s3_bucket.y", "change": {"actions": ["delete"]}},
+        ],
+    }
     summary = summarise(json.dumps(document).encode(), chunk=7)
     assert summary is not None
     assert summary.splitlines()[1:] == [
@@ -135,21 +155,30 @@ def test_no_summary_without_a_resource_to_change() -> None:
     assert summarise(b'{"format_version": "1.0", "values": {}}') is None  # show of a state
 
 
-@pytest.mark.parametrize(("command", "expected"), [
-    ("terraform plan", True), ("tofu plan -out=tfplan", True),
-    ("cd infra && terraform plan -no-color | tee plan.log", True),
-    ("terraform show -json tfplan", True), ("terraform -chdir=x show tfplan", True),
-    ("TF_LOG=1 terraform apply -auto-approve", True), ("bash -c 'tofu plan'", True),
-    ("terraform validate", False), ("echo terraform plan", False), ("ls", False),
-])
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("terraform plan", True),
+        ("tofu plan -out=tfplan", True),
+        ("cd infra && terraform plan -no-color | tee plan.log", True),
+        ("terraform show -json tfplan", True),
+        ("terraform -chdir=x show tfplan", True),
+        ("TF_LOG=1 terraform apply -auto-approve", True),
+        ("bash -c 'tofu plan'", True),
+        ("terraform validate", False),
+        ("echo terraform plan", False),
+        ("ls", False),
+    ],
+)
 def test_runs_plan(command: str, expected: bool) -> None:
     assert runs_plan(command) is expected
 
 
 def test_a_plan_run_in_the_editors_terminal_is_summarised_too() -> None:
     output = (PLANS / "show-plan.txt").read_text()
-    result = _terminal_result("term-1", TerminalOutput(output, exit_status=ExitStatus(0)),
-                              None, False, 120.0, plan=True)
+    result = _terminal_result(
+        "term-1", TerminalOutput(output, exit_status=ExitStatus(0)), None, False, 120.0, plan=True
+    )
     summary = summarise(output.encode())
     assert summary is not None
     assert result.text.startswith(summary + "\n\n")
@@ -220,46 +249,73 @@ def test_drift_is_listed_apart_from_the_changes() -> None:
 
 def test_a_refresh_only_plan_has_a_summary_of_its_drift_alone() -> None:
     text = DRIFT_TEXT.split("Unless you have")[0] + (
-        "This is a refresh-only plan, so Terraform will not take any actions to undo\n"
-        "these.\n")
+        "This is a refresh-only plan, so Terraform will not take any actions to undo\nthese.\n"
+    )
     summary = summarise(text.replace("OpenTofu", "Terraform").encode())
     assert summary is not None and summary.splitlines()[1:] == [
         "Changed outside of Terraform (drift): 2",
         "    ~ changed  aws_s3_bucket.demo",
-        "    - deleted  aws_instance.gone"]
+        "    - deleted  aws_instance.gone",
+    ]
     opentofu = summarise(text.replace("outside of Terraform", "outside of OpenTofu").encode())
     assert opentofu == summary
 
 
 def test_drift_in_plan_json_and_show_json() -> None:
-    lines = [{"type": "resource_drift", "change": {"resource": {"addr": "aws_s3_bucket.demo"},
-                                                   "action": "update"}},
-             {"type": "resource_drift", "change": {"resource": {"addr": "aws_instance.gone"},
-                                                   "action": "delete"}},
-             {"type": "planned_change", "change": {"resource": {"addr": "aws_instance.web"},
-                                                   "action": "replace",
-                                                   "reason": "requested"}}]
+    lines = [
+        {
+            "type": "resource_drift",
+            "change": {"resource": {"addr": "aws_s3_bucket.demo"}, "action": "update"},
+        },
+        {
+            "type": "resource_drift",
+            "change": {"resource": {"addr": "aws_instance.gone"}, "action": "delete"},
+        },
+        {
+            "type": "planned_change",
+            "change": {
+                "resource": {"addr": "aws_instance.web"},
+                "action": "replace",
+                "reason": "requested",
+            },
+        },
+    ]
     streamed = summarise("\n".join(json.dumps(line) for line in lines).encode())
-    document = {"resource_drift": [
-        {"address": "aws_s3_bucket.demo", "change": {"actions": ["update"]}},
-        {"address": "aws_instance.gone", "change": {"actions": ["delete"]}}],
-        "resource_changes": [{"address": "aws_instance.web", "action_reason":
-                              "replace_by_request",
-                              "change": {"actions": ["create", "delete"]}}]}
+    document = {
+        "resource_drift": [
+            {"address": "aws_s3_bucket.demo", "change": {"actions": ["update"]}},
+            {"address": "aws_instance.gone", "change": {"actions": ["delete"]}},
+        ],
+        "resource_changes": [
+            {
+                "address": "aws_instance.web",
+                "action_reason": "replace_by_request",
+                "change": {"actions": ["create", "delete"]},
+            }
+        ],
+    }
     shown = read_plan_document(document).summary()
     assert streamed is not None and shown is not None
-    assert streamed.splitlines()[1:] == shown.splitlines()[1:] == [
-        "  -/+ replace  aws_instance.web (requested with -replace)",
-        "Changed outside of Terraform (drift): 2",
-        "    ~ changed  aws_s3_bucket.demo",
-        "    - deleted  aws_instance.gone"]
+    assert (
+        streamed.splitlines()[1:]
+        == shown.splitlines()[1:]
+        == [
+            "  -/+ replace  aws_instance.web (requested with -replace)",
+            "Changed outside of Terraform (drift): 2",
+            "    ~ changed  aws_s3_bucket.demo",
+            "    - deleted  aws_instance.gone",
+        ]
+    )
 
 
-@pytest.mark.parametrize("output", [
-    "\x1b[31m╷\x1b[0m\n\x1b[31m│\x1b[0m \x1b[1m\x1b[31mError: \x1b[0m\x1b[1mSaved plan is stale"
-    "\x1b[0m\n│ The given plan file can no longer be applied because the state was changed\n",
-    '{"@level":"error","@message":"Error: Saved plan is stale","type":"diagnostic"}\n',
-])
+@pytest.mark.parametrize(
+    "output",
+    [
+        "\x1b[31m╷\x1b[0m\n\x1b[31m│\x1b[0m \x1b[1m\x1b[31mError: \x1b[0m\x1b[1mSaved plan is stale"
+        "\x1b[0m\n│ The given plan file can no longer be applied because the state was changed\n",
+        '{"@level":"error","@message":"Error: Saved plan is stale","type":"diagnostic"}\n',
+    ],
+)
 def test_a_stale_plan_is_explained_in_plain_words(output: str) -> None:
     summary = summarise(output.encode())
     assert summary is not None and summary.startswith("Not applied: The state changed after")

@@ -19,9 +19,9 @@ def program(folder: Path, name: str) -> Path:
     return path
 
 
-def test_only_absolute_folders_outside_the_project_count(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
+def test_only_absolute_folders_outside_the_project_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project, user = tmp_path / "proj", tmp_path / "usr-bin"
     program(project / "bin", "git")
     program(project / "node_modules" / ".bin", "git")
@@ -55,7 +55,8 @@ def test_a_path_keeps_only_its_folders_outside_the_project(tmp_path: Path) -> No
 
 
 def test_the_agent_forgets_the_import_folders_inside_a_session(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sys
 
     project = Path(os.path.realpath(tmp_path)) / "proj"

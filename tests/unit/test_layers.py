@@ -46,11 +46,12 @@ def imports(path: Path, root: Path = ROOT) -> Iterator[Import]:
             base = node.module or ""
             if node.level:
                 parts = path.relative_to(root).parts[:-1]
-                parts = parts[:len(parts) - (node.level - 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join([*parts, *([base] if base else [])])
             modules = dict.fromkeys(  # each module once per statement, in order
                 f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}", root) else base
-                for alias in node.names)
+                for alias in node.names
+            )
             for module in modules:
                 yield Import(path, node.lineno, module, root)
 
@@ -89,20 +90,21 @@ class Rule:
 
     def offences(self, root: Path = ROOT) -> list[Import]:
         leaves = leaf_modules(root) if self.leaves else frozenset()
-        return [item
-                for folder in self.folders
-                for path in sorted((root / folder).rglob("*.py"))
-                if path.relative_to(root).as_posix() not in self.exempt
-                for item in imports(path, root)
-                if any(_under(item.module, prefix) for prefix in self.forbidden)
-                and not any(_under(item.module, prefix) for prefix in self.allowed)
-                and item.module not in leaves]
+        return [
+            item
+            for folder in self.folders
+            for path in sorted((root / folder).rglob("*.py"))
+            if path.relative_to(root).as_posix() not in self.exempt
+            for item in imports(path, root)
+            if any(_under(item.module, prefix) for prefix in self.forbidden)
+            and not any(_under(item.module, prefix) for prefix in self.allowed)
+            and item.module not in leaves
+        ]
 
 
 def bottom(package: str) -> Rule:
     """``iaccode/<package>/`` imports nothing of iaccode but itself and the leaf modules."""
     return Rule((f"iaccode/{package}",), ("iaccode",), (f"iaccode.{package}",), leaves=True)
-
 
 
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -149,10 +151,11 @@ def layer_of(module: str) -> str:
 def top_level(root: Path = ROOT) -> list[str]:
     """The top-level modules and packages of ``iaccode`` (layer names, as in :data:`LAYERS`)."""
     package = root / "iaccode"
-    return sorted(path.stem if path.is_file() else path.name
-                  for path in package.iterdir()
-                  if (path.suffix == ".py" and path.is_file())
-                  or (path / "__init__.py").is_file())
+    return sorted(
+        path.stem if path.is_file() else path.name
+        for path in package.iterdir()
+        if (path.suffix == ".py" and path.is_file()) or (path / "__init__.py").is_file()
+    )
 
 
 def unplaced(layers: tuple[tuple[str, ...], ...] = LAYERS, root: Path = ROOT) -> list[str]:
@@ -160,14 +163,14 @@ def unplaced(layers: tuple[tuple[str, ...], ...] = LAYERS, root: Path = ROOT) ->
     module."""
     placed = {name for layer in layers for name in layer}
     found = set(top_level(root))
-    return ([f"iaccode/{name}: place it in LAYERS (tests/unit/test_layers.py), above what it "
-             f"imports and below what imports it" for name in sorted(found - placed)]
-            + [f"LAYERS names {name}, which iaccode does not have" for name in
-               sorted(placed - found)])
+    return [
+        f"iaccode/{name}: place it in LAYERS (tests/unit/test_layers.py), above what it "
+        f"imports and below what imports it"
+        for name in sorted(found - placed)
+    ] + [f"LAYERS names {name}, which iaccode does not have" for name in sorted(placed - found)]
 
 
-def upward_imports(layers: tuple[tuple[str, ...], ...] = LAYERS,
-                   root: Path = ROOT) -> list[str]:
+def upward_imports(layers: tuple[tuple[str, ...], ...] = LAYERS, root: Path = ROOT) -> list[str]:
     """Every import of ``iaccode`` that points to a layer above the importing one."""
     rank = {name: index for index, layer in enumerate(layers) for name in layer}
     found = []
@@ -184,27 +187,35 @@ def upward_imports(layers: tuple[tuple[str, ...], ...] = LAYERS,
 
 def all_but(*packages: str) -> tuple[str, ...]:
     """The folders of every package of ``iaccode`` in :data:`LAYERS` but ``packages``."""
-    return tuple(f"iaccode/{name}" for layer in LAYERS for name in layer
-                 if name not in packages and (ROOT / "iaccode" / name).is_dir())
+    return tuple(
+        f"iaccode/{name}"
+        for layer in LAYERS
+        for name in layer
+        if name not in packages and (ROOT / "iaccode" / name).is_dir()
+    )
 
 
 RULES = {
     "only server and remote speak JSON-RPC: nothing else imports wire": Rule(
-        all_but("server", "remote", "wire"), ("iaccode.wire",)),
-    "conformance imports nothing of iaccode or tests": Rule(
-        ("conformance",), ("iaccode", "tests")),
+        all_but("server", "remote", "wire"), ("iaccode.wire",)
+    ),
+    "conformance imports nothing of iaccode or tests": Rule(("conformance",), ("iaccode", "tests")),
     "protocol imports nothing of iaccode but the leaf modules": bottom("protocol"),
     "store imports nothing of iaccode but the leaf modules": bottom("store"),
     "llm knows nothing of ACP or JSON-RPC": Rule(
-        ("iaccode/llm",), ("iaccode.protocol", "iaccode.wire")),
+        ("iaccode/llm",), ("iaccode.protocol", "iaccode.wire")
+    ),
     "gate knows the iac tables and the machine, not the model or JSON-RPC": Rule(
-        ("iaccode/gate",), ("iaccode.llm", "iaccode.wire")),
+        ("iaccode/gate",), ("iaccode.llm", "iaccode.wire")
+    ),
     "server and remote build the provider only through server.provider.make_provider": Rule(
         ("iaccode/server", "iaccode/remote"),
         ("iaccode.llm.anthropic_provider", "iaccode.llm.openai_provider", "iaccode.llm.offline"),
-        exempt=("iaccode/server/provider.py",)),
+        exempt=("iaccode/server/provider.py",),
+    ),
     "protocol never imports trio: ACP's messages are plain data, no I/O": Rule(
-        ("iaccode/protocol",), ("trio",)),
+        ("iaccode/protocol",), ("trio",)
+    ),
 }
 
 
@@ -239,8 +250,13 @@ def test_layer(rule: Rule) -> None:
 
 def test_every_import_counts_and_is_named_by_file_and_line(tmp_path: Path) -> None:
     tools = tmp_path / "iaccode" / "tools"
-    for package in ["iaccode", "iaccode/tools", "iaccode/tools/search", "iaccode/wire",
-                    "iaccode/session"]:
+    for package in [
+        "iaccode",
+        "iaccode/tools",
+        "iaccode/tools/search",
+        "iaccode/wire",
+        "iaccode/session",
+    ]:
         (tmp_path / package).mkdir(parents=True, exist_ok=True)
         (tmp_path / package / "__init__.py").write_text("")
     (tools / "base.py").write_text("")
@@ -256,12 +272,20 @@ def test_every_import_counts_and_is_named_by_file_and_line(tmp_path: Path) -> No
         "    from . import base\n"
         "    from .search import rg\n"
         "    from .base import Tool, ToolResult\n"
-        "    from iaccode.wire import errors, framing\n")
+        "    from iaccode.wire import errors, framing\n"
+    )
     found = [(item.line, item.module) for item in imports(tools / "probe.py", tmp_path)]
-    assert found == [(1, "typing"), (3, "iaccode.wire.errors"), (5, "iaccode.session"),
-                     (6, "iaccode.server.agent"), (7, "iaccode.tools.base"),
-                     (8, "iaccode.tools.search.rg"), (9, "iaccode.tools.base"),
-                     (10, "iaccode.wire.errors"), (10, "iaccode.wire")]
+    assert found == [
+        (1, "typing"),
+        (3, "iaccode.wire.errors"),
+        (5, "iaccode.session"),
+        (6, "iaccode.server.agent"),
+        (7, "iaccode.tools.base"),
+        (8, "iaccode.tools.search.rg"),
+        (9, "iaccode.tools.base"),
+        (10, "iaccode.wire.errors"),
+        (10, "iaccode.wire"),
+    ]
     rule = Rule(("iaccode/tools",), ("iaccode.session", "iaccode.server", "iaccode.wire"))
     assert [str(item) for item in rule.offences(tmp_path)] == [
         "iaccode/tools/probe.py:3 imports iaccode.wire.errors",
@@ -284,10 +308,12 @@ def test_a_bottom_layer_may_use_only_itself_and_the_leaf_modules(tmp_path: Path)
         "from iaccode import __version__\n"
         "from iaccode.helpers import x\n"
         "from iaccode.wire.framing import LineReader\n"
-        "from iaccode.config import Config\n")
+        "from iaccode.config import Config\n"
+    )
     assert leaf_modules(tmp_path) == {"iaccode", "iaccode.helpers"}
     assert [str(item) for item in bottom("wire").offences(tmp_path)] == [
-        "iaccode/wire/connection.py:4 imports iaccode.config"]
+        "iaccode/wire/connection.py:4 imports iaccode.config"
+    ]
 
 
 def test_the_order_refuses_an_upward_import_and_an_unplaced_module(tmp_path: Path) -> None:
@@ -298,18 +324,22 @@ def test_the_order_refuses_an_upward_import_and_an_unplaced_module(tmp_path: Pat
     (package / "__init__.py").write_text("__version__ = '1'\n")
     (package / "checks.py").write_text("")
     (package / "tools" / "base.py").write_text(
-        "from iaccode import __version__\nfrom iaccode.iac import reader\nimport iaccode.checks\n")
+        "from iaccode import __version__\nfrom iaccode.iac import reader\nimport iaccode.checks\n"
+    )
     (package / "iac" / "reader.py").write_text("")
     (package / "iac" / "diagnostics.py").write_text(
-        "import json\nfrom iaccode.iac import reader\nfrom iaccode.tools.base import Tool\n")
+        "import json\nfrom iaccode.iac import reader\nfrom iaccode.tools.base import Tool\n"
+    )
     (package / "newcomer.py").write_text("")
     layers = (("tools",), ("iac",), ("checks",), ("__init__",), ("gone",))
     assert upward_imports(layers, tmp_path) == [
         "iaccode/iac/diagnostics.py:3 imports iaccode.tools.base: iac may not import tools, "
-        "a layer above it"]
+        "a layer above it"
+    ]
     assert unplaced(layers, tmp_path) == [
         "iaccode/newcomer: place it in LAYERS (tests/unit/test_layers.py), above what it imports "
         "and below what imports it",
-        "LAYERS names gone, which iaccode does not have"]
+        "LAYERS names gone, which iaccode does not have",
+    ]
     exempted = Rule(("iaccode/iac",), ("iaccode.tools",), exempt=("iaccode/iac/diagnostics.py",))
     assert exempted.offences(tmp_path) == []

@@ -56,8 +56,10 @@ def test_validate_accepts_object_form() -> None:
         ({"events": [], "status": 500}, "must have exactly one of"),
         ({"events": {}}, "'events' must be an array, got an object"),
         ({"events": [1]}, r"events\[0\] must be an object"),
-        ({"events": [{"type": "ping"}, {"data": 1}]},
-         r"events\[1\]\.type must be a string, got null"),
+        (
+            {"events": [{"type": "ping"}, {"data": 1}]},
+            r"events\[1\]\.type must be a string, got null",
+        ),
         ({"events": [], "delay": -1}, "'delay' must be a non-negative number"),
         ({"events": [], "delay": "1"}, "'delay' must be a number, got a string"),
         ({"events": [], "delay": True}, "'delay' must be a number, got a boolean"),
@@ -141,15 +143,18 @@ def test_dump_refuses_bad_exchanges(tmp_path: Path) -> None:
     assert not (tmp_path / "x.json").exists()
 
 
-@pytest.mark.parametrize("exchange", [
-    {"events": [{"type": "ping"}]},
-    {"status": 429},
-    {"status": 503, "headers": {"retry-after": "1"}, "comment": "busy"},
-    {"hang": True},
-    {"reset": True},
-    {"model_error": "boom"},
-    {"events": [{"type": "ping"}], "delay": 0.5, "cut_after": 1, "then_hang": True},
-])
+@pytest.mark.parametrize(
+    "exchange",
+    [
+        {"events": [{"type": "ping"}]},
+        {"status": 429},
+        {"status": 503, "headers": {"retry-after": "1"}, "comment": "busy"},
+        {"hang": True},
+        {"reset": True},
+        {"model_error": "boom"},
+        {"events": [{"type": "ping"}], "delay": 0.5, "cut_after": 1, "then_hang": True},
+    ],
+)
 def test_the_fakes_read_an_exchange_as_iaccode_does(exchange: dict[str, Any]) -> None:
     """The fakes (acp_conformance) and iac-code's script loader read one format: the same
     defaults (the fakes also make a status answer's body), so a script plays the same against
@@ -160,11 +165,20 @@ def test_the_fakes_read_an_exchange_as_iaccode_does(exchange: dict[str, Any]) ->
     assert read_exchange(exchange) == expected
 
 
-@pytest.mark.parametrize("bad", [
-    {}, {"hang": True, "reset": True}, {"hang": False}, {"reset": 1}, {"status": 200},
-    {"events": {}}, {"events": [1]}, {"events": [], "delay": -1},
-    {"events": [{"type": "ping"}], "cut_after": 2},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {},
+        {"hang": True, "reset": True},
+        {"hang": False},
+        {"reset": 1},
+        {"status": 200},
+        {"events": {}},
+        {"events": [1]},
+        {"events": [], "delay": -1},
+        {"events": [{"type": "ping"}], "cut_after": 2},
+    ],
+)
 def test_the_fakes_refuse_what_iaccode_refuses(bad: dict[str, Any]) -> None:
     with pytest.raises(ScriptError):
         validate_exchange(bad)

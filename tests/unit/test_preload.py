@@ -38,8 +38,14 @@ print(json.dumps({"before": before, "after": [name for name in wanted if name in
 
 def test_the_preload_waits_for_a_quiet_loop_then_imports() -> None:
     root = Path(__file__).parents[2]
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout)
     assert seen["before"] == []
@@ -53,8 +59,9 @@ def test_what_is_preloaded_follows_the_configuration(tmp_path: Path) -> None:
     home.mkdir()
     plain = Config.from_env({"IAC_CODE_HOME": str(home)})
     assert modules_for(plain) == [*TURN_MODULES, "anthropic"]
-    scripted = Config.from_env({"IAC_CODE_HOME": str(home),
-                                "IAC_CODE_MODEL_SCRIPT": str(tmp_path / "script.json")})
+    scripted = Config.from_env(
+        {"IAC_CODE_HOME": str(home), "IAC_CODE_MODEL_SCRIPT": str(tmp_path / "script.json")}
+    )
     assert modules_for(scripted) == list(TURN_MODULES)
     (home / "config.toml").write_text('provider = "openai"\n[mcp_servers.db]\ncommand = "db"\n')
     with_servers = Config.from_env({"IAC_CODE_HOME": str(home)})

@@ -49,29 +49,40 @@ def marks(request: dict) -> int:
 
 
 def test_breakpoints_on_system_and_the_newest_messages_last_block() -> None:
-    messages = [user("q"), {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "t", "signature": "sig"},
-        {"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                      "content": "x"}]}]
+    messages = [
+        user("q"),
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "t", "signature": "sig"},
+                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {}},
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+    ]
     original = copy.deepcopy(messages)
-    request = with_cache_breakpoints({"model": "m", "system": "sys", "messages": messages,
-                                      "tools": [{"name": "a"}]})
+    request = with_cache_breakpoints(
+        {"model": "m", "system": "sys", "messages": messages, "tools": [{"name": "a"}]}
+    )
     assert messages == original  # the history is not changed
     assert request["system"] == [{"type": "text", "text": "sys", "cache_control": MARK}]
     assert request["messages"][-1]["content"][-1]["cache_control"] == MARK
     assert marks(request) == 2
     # no system: the tools carry the first breakpoint
-    request = with_cache_breakpoints({"model": "m", "messages": messages,
-                                      "tools": [{"name": "a"}, {"name": "b"}]})
+    request = with_cache_breakpoints(
+        {"model": "m", "messages": messages, "tools": [{"name": "a"}, {"name": "b"}]}
+    )
     assert request["tools"][-1]["cache_control"] == MARK and marks(request) == 2
 
 
 def test_never_more_than_four_breakpoints() -> None:
-    marked = [{"role": "user", "content": [{"type": "text", "text": str(i),
-                                            "cache_control": MARK}]} for i in range(3)]
+    marked = [
+        {"role": "user", "content": [{"type": "text", "text": str(i), "cache_control": MARK}]}
+        for i in range(3)
+    ]
     request = with_cache_breakpoints({"model": "m", "system": "sys", "messages": marked})
     assert marks(request) == MAX_BREAKPOINTS
     assert "cache_control" not in request["messages"][-1]["content"][-1] or all(
-        "cache_control" in m["content"][-1] for m in marked)  # the given ones are kept
+        "cache_control" in m["content"][-1] for m in marked
+    )  # the given ones are kept
     assert "cache_control" in request["system"][-1]

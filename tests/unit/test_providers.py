@@ -29,14 +29,21 @@ def test_anthropic_is_the_default(tmp_path: Path) -> None:
     assert list(offered_models(chosen)) == list(PRESETS["anthropic"].models)
 
 
-@pytest.mark.parametrize(("provider", "url", "variable", "model"), [
-    ("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5.1"),
-    ("dashscope", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
-     "qwen3-coder-plus"),
-    ("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "deepseek-chat"),
-    ("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "qwen/qwen3-coder"),
-    ("ollama", "http://localhost:11434/v1", None, "qwen3-coder"),
-])
+@pytest.mark.parametrize(
+    ("provider", "url", "variable", "model"),
+    [
+        ("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5.1"),
+        (
+            "dashscope",
+            "https://dashscope.aliyuncs.com/compatible-mode/v1",
+            "DASHSCOPE_API_KEY",
+            "qwen3-coder-plus",
+        ),
+        ("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "deepseek-chat"),
+        ("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "qwen/qwen3-coder"),
+        ("ollama", "http://localhost:11434/v1", None, "qwen3-coder"),
+    ],
+)
 def test_each_preset_knows_its_url_key_and_default_model(
     tmp_path: Path, provider: str, url: str, variable: str | None, model: str
 ) -> None:
@@ -52,8 +59,9 @@ def test_each_preset_knows_its_url_key_and_default_model(
 
 
 def test_base_url_and_api_key_overrides(tmp_path: Path) -> None:
-    chosen = config(tmp_path, IAC_CODE_PROVIDER="deepseek",
-                    IAC_CODE_BASE_URL="http://gateway.internal/v1")
+    chosen = config(
+        tmp_path, IAC_CODE_PROVIDER="deepseek", IAC_CODE_BASE_URL="http://gateway.internal/v1"
+    )
     where = endpoint(chosen, {"IAC_CODE_API_KEY": "shared"})
     assert where.base_url == "http://gateway.internal/v1"
     assert where.key_variable == "IAC_CODE_API_KEY"
@@ -65,8 +73,9 @@ def test_base_url_and_api_key_overrides(tmp_path: Path) -> None:
     assert "MY_TEAM_KEY" in str(where.missing(named.model, {"IAC_CODE_API_KEY": "shared"}))
 
 
-def test_the_anthropic_preset_takes_the_overrides_too(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_anthropic_preset_takes_the_overrides_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.setenv("IAC_CODE_API_KEY", "")
@@ -91,12 +100,19 @@ def test_openai_compatible_needs_a_base_url_and_a_model(tmp_path: Path) -> None:
     bare = config(tmp_path, IAC_CODE_PROVIDER="openai_compatible")
     with pytest.raises(MissingCredentials, match="IAC_CODE_BASE_URL"):
         make_provider(bare).check_credentials()
-    no_model = config(tmp_path, IAC_CODE_PROVIDER="openai_compatible",
-                      IAC_CODE_BASE_URL="http://localhost:8000/v1")
+    no_model = config(
+        tmp_path,
+        IAC_CODE_PROVIDER="openai_compatible",
+        IAC_CODE_BASE_URL="http://localhost:8000/v1",
+    )
     with pytest.raises(MissingCredentials, match="IAC_CODE_MODEL"):
         make_provider(no_model).check_credentials()
-    ready = config(tmp_path, IAC_CODE_PROVIDER="openai_compatible",
-                   IAC_CODE_BASE_URL="http://localhost:8000/v1", IAC_CODE_MODEL="my-model")
+    ready = config(
+        tmp_path,
+        IAC_CODE_PROVIDER="openai_compatible",
+        IAC_CODE_BASE_URL="http://localhost:8000/v1",
+        IAC_CODE_MODEL="my-model",
+    )
     make_provider(ready).check_credentials()  # a local server needs no key
 
 
@@ -107,22 +123,27 @@ def test_a_model_script_wins_over_any_provider(tmp_path: Path) -> None:
     assert isinstance(make_provider(chosen), ScriptedProvider)
 
 
-@pytest.mark.parametrize(("toml", "env", "expected"), [
-    ('provider = "bedrock"\n', {}, "provider must be one of anthropic, openai, dashscope"),
-    ("", {"IAC_CODE_PROVIDER": "gemini"}, "IAC_CODE_PROVIDER must be one of anthropic"),
-    ('base_url = "localhost:8000"\n', {}, "base_url must be an http:// or https:// URL"),
-    ('api_key_env = "MY KEY"\n', {}, "api_key_env must be an environment variable's name"),
-    ("models = []\n", {}, "models must list at least one model id"),
-    ('models = "qwen3"\n', {}, "models must be an array of strings"),
-])
-def test_bad_provider_settings_are_named(tmp_path: Path, toml: str, env: dict[str, str],
-                                         expected: str) -> None:
+@pytest.mark.parametrize(
+    ("toml", "env", "expected"),
+    [
+        ('provider = "bedrock"\n', {}, "provider must be one of anthropic, openai, dashscope"),
+        ("", {"IAC_CODE_PROVIDER": "gemini"}, "IAC_CODE_PROVIDER must be one of anthropic"),
+        ('base_url = "localhost:8000"\n', {}, "base_url must be an http:// or https:// URL"),
+        ('api_key_env = "MY KEY"\n', {}, "api_key_env must be an environment variable's name"),
+        ("models = []\n", {}, "models must list at least one model id"),
+        ('models = "qwen3"\n', {}, "models must be an array of strings"),
+    ],
+)
+def test_bad_provider_settings_are_named(
+    tmp_path: Path, toml: str, env: dict[str, str], expected: str
+) -> None:
     with pytest.raises(ConfigError, match=expected):
         config(tmp_path, toml, **env)
 
 
 def test_provider_on_the_command_line_beats_the_environment(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    chosen = Config.from_env({"IAC_CODE_HOME": str(home), "IAC_CODE_PROVIDER": "openai"},
-                             provider="dashscope")
+    chosen = Config.from_env(
+        {"IAC_CODE_HOME": str(home), "IAC_CODE_PROVIDER": "openai"}, provider="dashscope"
+    )
     assert (chosen.provider, chosen.model) == ("dashscope", "qwen3-coder-plus")

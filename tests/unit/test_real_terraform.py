@@ -26,8 +26,9 @@ output "password" {
 
 
 def run(terraform: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(terraform), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [str(terraform), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_a_module_is_planned_applied_and_destroyed(tmp_path: Path) -> None:
@@ -40,8 +41,9 @@ def test_a_module_is_planned_applied_and_destroyed(tmp_path: Path) -> None:
     planned = run(terraform, module, "plan", "-input=false", "-out=plan.bin")
     assert planned.returncode == 0, planned.stderr
     shown = json.loads(run(terraform, module, "show", "-json", "plan.bin").stdout)
-    assert [(change["address"], change["change"]["actions"])
-            for change in shown["resource_changes"]] == [("terraform_data.server", ["create"])]
+    assert [
+        (change["address"], change["change"]["actions"]) for change in shown["resource_changes"]
+    ] == [("terraform_data.server", ["create"])]
 
     assert run(terraform, module, "apply", "-input=false", "plan.bin").returncode == 0
     outputs = json.loads(run(terraform, module, "output", "-json").stdout)

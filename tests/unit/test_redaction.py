@@ -24,19 +24,22 @@ TOKEN = "dpl-8f3K+q/Zx9Lm2Wv7Tr4Ys1Nb6Qe0Ha"
 REDACT = Redactor([("DEPLOY_TOKEN", TOKEN), ("SHORTER", "abcdefgh")])
 
 
-@pytest.mark.parametrize("text", [
-    f"token={TOKEN}!",
-    f"t={quote(TOKEN, safe='')}",
-    json.dumps({"t": TOKEN}),
-    TOKEN.encode().hex(),
-    TOKEN.encode().hex().upper(),
-    base64.b64encode(TOKEN.encode()).decode(),
-    base64.b64encode(b"x" + TOKEN.encode() + b"y").decode(),
-    base64.b64encode(b"xy" + TOKEN.encode()).decode(),
-    base64.urlsafe_b64encode(b"xy" + TOKEN.encode()).decode(),
-    "\n".join(textwrap.wrap(base64.b64encode(TOKEN.encode() * 3).decode(), 20)),
-    "\n".join(textwrap.wrap(TOKEN.encode().hex(), 30)),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"token={TOKEN}!",
+        f"t={quote(TOKEN, safe='')}",
+        json.dumps({"t": TOKEN}),
+        TOKEN.encode().hex(),
+        TOKEN.encode().hex().upper(),
+        base64.b64encode(TOKEN.encode()).decode(),
+        base64.b64encode(b"x" + TOKEN.encode() + b"y").decode(),
+        base64.b64encode(b"xy" + TOKEN.encode()).decode(),
+        base64.urlsafe_b64encode(b"xy" + TOKEN.encode()).decode(),
+        "\n".join(textwrap.wrap(base64.b64encode(TOKEN.encode() * 3).decode(), 20)),
+        "\n".join(textwrap.wrap(TOKEN.encode().hex(), 30)),
+    ],
+)
 def test_every_form_of_a_value_is_replaced(text: str) -> None:
     redacted = REDACT(text)
     assert "[secret DEPLOY_TOKEN]" in redacted
@@ -56,13 +59,16 @@ def test_a_value_inside_another_is_replaced_whole() -> None:
     assert redact("x abcdefgh-and-more y abcdefgh") == "x [secret LONG] y [secret SHORT]"
 
 
-@pytest.mark.parametrize("url", [
-    f"https://x.example/{TOKEN[:9]}/{TOKEN[9:]}",  # path segments
-    f"https://{TOKEN.encode().hex()[:40]}.{TOKEN.encode().hex()[40:]}.x.example/",  # labels
-    f"https://{base64.b32encode(TOKEN.encode()).decode().lower()}.x.example/",  # base32
-    f"https://x.example/?d={base64.b32encode(b'ab' + TOKEN.encode()).decode()}",  # offset
-    f"https://x.example/?d={TOKEN.upper()}",  # another case
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://x.example/{TOKEN[:9]}/{TOKEN[9:]}",  # path segments
+        f"https://{TOKEN.encode().hex()[:40]}.{TOKEN.encode().hex()[40:]}.x.example/",  # labels
+        f"https://{base64.b32encode(TOKEN.encode()).decode().lower()}.x.example/",  # base32
+        f"https://x.example/?d={base64.b32encode(b'ab' + TOKEN.encode()).decode()}",  # offset
+        f"https://x.example/?d={TOKEN.upper()}",  # another case
+    ],
+)
 def test_a_value_spread_over_a_url_is_found(url: str) -> None:
     assert REDACT.find_spread(url) == "DEPLOY_TOKEN"
 
@@ -84,26 +90,60 @@ def test_the_piece_of_a_value_left_at_a_cut_goes_too() -> None:
 
 def test_structured_output_is_redacted_in_its_strings() -> None:
     data = {"output": f"k={TOKEN}", "list": [TOKEN, 3, None], "n": 1, TOKEN: {"k": TOKEN}}
-    assert REDACT.value(data) == {"output": "k=[secret DEPLOY_TOKEN]",
-                                  "list": ["[secret DEPLOY_TOKEN]", 3, None], "n": 1,
-                                  "[secret DEPLOY_TOKEN]": {"k": "[secret DEPLOY_TOKEN]"}}
+    assert REDACT.value(data) == {
+        "output": "k=[secret DEPLOY_TOKEN]",
+        "list": ["[secret DEPLOY_TOKEN]", 3, None],
+        "n": 1,
+        "[secret DEPLOY_TOKEN]": {"k": "[secret DEPLOY_TOKEN]"},
+    }
 
 
-@pytest.mark.parametrize("name", [".env", ".env.production", ".envrc", "prod.tfvars",
-                                  "x.auto.tfvars.json", "terraform.tfstate",
-                                  "terraform.tfstate.backup", "id_rsa", "server.pem", "tls.key",
-                                  "credentials", "gcp-credentials.json", ".netrc", ".pgpass",
-                                  "/home/u/.aws/credentials", "deploy/.ENV",
-                                  "/home/u/.kube/config", "~/.aliyun/config.json",
-                                  "/home/u/.config/gh/hosts.yml", "~/.docker/config.json",
-                                  "k8s/db-secret.yaml", "/home/u/.ssh/deploy_key_2024"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".env",
+        ".env.production",
+        ".envrc",
+        "prod.tfvars",
+        "x.auto.tfvars.json",
+        "terraform.tfstate",
+        "terraform.tfstate.backup",
+        "id_rsa",
+        "server.pem",
+        "tls.key",
+        "credentials",
+        "gcp-credentials.json",
+        ".netrc",
+        ".pgpass",
+        "/home/u/.aws/credentials",
+        "deploy/.ENV",
+        "/home/u/.kube/config",
+        "~/.aliyun/config.json",
+        "/home/u/.config/gh/hosts.yml",
+        "~/.docker/config.json",
+        "k8s/db-secret.yaml",
+        "/home/u/.ssh/deploy_key_2024",
+    ],
+)
 def test_secrets_files(name: str) -> None:
     assert is_secret_file(name)
 
 
-@pytest.mark.parametrize("name", ["main.tf", "variables.tf", "README.md", "id_rsa.pub",
-                                  "environment.py", "keys.md", ".envoy.yaml", "secret_env.py",
-                                  "config/app.yaml", "/home/u/.config/git/config"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "main.tf",
+        "variables.tf",
+        "README.md",
+        "id_rsa.pub",
+        "environment.py",
+        "keys.md",
+        ".envoy.yaml",
+        "secret_env.py",
+        "config/app.yaml",
+        "/home/u/.config/git/config",
+    ],
+)
 def test_not_secrets_files(name: str) -> None:
     assert not is_secret_file(name)
 
@@ -113,42 +153,75 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
     assert secret_file_in({"command": "cat 'env/prod.tfvars'|head"}) == "env/prod.tfvars"
     assert secret_file_in({"path": "modules/../.env"}) == "modules/../.env"
     assert secret_file_in({"command": "terraform plan"}) is None
-    exposure = Exposure.from_records([
-        {"type": "tool_call", "start": {"name": "web_fetch", "rawInput": {"url": "x/.env"}}},
-        {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "a.tfvars"}}},
-    ])
+    exposure = Exposure.from_records(
+        [
+            {"type": "tool_call", "start": {"name": "web_fetch", "rawInput": {"url": "x/.env"}}},
+            {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "a.tfvars"}}},
+        ]
+    )
     assert exposure.secret_file == "a.tfvars"  # a fetch of a URL ending in .env reads none
 
 
-@pytest.mark.parametrize(("output", "expected"), [
-    (".env:1:STRIPE_KEY=sk_live_x", ".env"),  # the grep tool, content
-    ("src/a.py:3:x\nconfig/prod.tfvars:12:db_password = 1", "config/prod.tfvars"),
-    (".env:2", ".env"),  # count
-    ("./deploy/.env.prod:TOKEN=x", "./deploy/.env.prod"),  # grep -r
-    ("a.py-4-context\n.env-5-KEY=x", None),  # context lines name no file by ':'
-    ("credentials: {user: x}\nsecrets.yaml is here", None),  # a YAML key, a mention
-    ("total 8\n-rw-r--r-- 1 u u 40 Jan 1 .env", None),  # ls names it, shows nothing of it
-])
-def test_a_secrets_file_whose_lines_an_output_shows_counts(output: str,
-                                                           expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        (".env:1:STRIPE_KEY=sk_live_x", ".env"),  # the grep tool, content
+        ("src/a.py:3:x\nconfig/prod.tfvars:12:db_password = 1", "config/prod.tfvars"),
+        (".env:2", ".env"),  # count
+        ("./deploy/.env.prod:TOKEN=x", "./deploy/.env.prod"),  # grep -r
+        ("a.py-4-context\n.env-5-KEY=x", None),  # context lines name no file by ':'
+        ("credentials: {user: x}\nsecrets.yaml is here", None),  # a YAML key, a mention
+        ("total 8\n-rw-r--r-- 1 u u 40 Jan 1 .env", None),  # ls names it, shows nothing of it
+    ],
+)
+def test_a_secrets_file_whose_lines_an_output_shows_counts(
+    output: str, expected: str | None
+) -> None:
     assert secret_file_shown(output) == expected
 
 
 def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
     assert secret_file_reached({"path": "notes.txt"}, ["/p/.env"]) == "/p/.env"
     assert secret_file_reached({"path": "notes.txt"}, ["/p/notes.txt"]) is None
-    exposure = Exposure.from_records([  # a loaded session: the locations, the results
-        {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "n.txt"},
-                                        "locations": [{"path": "/p/n.txt"}]},
-         "end": {"content": [{"type": "content", "content": {"type": "text",
-                                                               "text": "no secret"}}]}},
-        {"type": "tool_call", "start": {"name": "grep", "rawInput": {"pattern": "KEY"}},
-         "end": {"content": [{"type": "content", "content": {"type": "text",
-                                                               "text": ".env:1:KEY=v"}}]}},
-    ])
+    exposure = Exposure.from_records(
+        [  # a loaded session: the locations, the results
+            {
+                "type": "tool_call",
+                "start": {
+                    "name": "read_file",
+                    "rawInput": {"path": "n.txt"},
+                    "locations": [{"path": "/p/n.txt"}],
+                },
+                "end": {
+                    "content": [
+                        {"type": "content", "content": {"type": "text", "text": "no secret"}}
+                    ]
+                },
+            },
+            {
+                "type": "tool_call",
+                "start": {"name": "grep", "rawInput": {"pattern": "KEY"}},
+                "end": {
+                    "content": [
+                        {"type": "content", "content": {"type": "text", "text": ".env:1:KEY=v"}}
+                    ]
+                },
+            },
+        ]
+    )
     assert exposure.secret_file == ".env"
-    linked = Exposure.from_records([{"type": "tool_call", "start": {
-        "name": "read_file", "rawInput": {"path": "n.txt"}, "locations": [{"path": "/p/.env"}]}}])
+    linked = Exposure.from_records(
+        [
+            {
+                "type": "tool_call",
+                "start": {
+                    "name": "read_file",
+                    "rawInput": {"path": "n.txt"},
+                    "locations": [{"path": "/p/.env"}],
+                },
+            }
+        ]
+    )
     assert linked.secret_file == "/p/.env"
 
 
@@ -169,19 +242,24 @@ def test_another_tool_that_reaches_out_asks_after_a_secrets_file_too() -> None:
     exposure = Exposure()
     exposure.note("read_file", {"path": ".env"})
     fetch = "mcp__web__fetch"
-    assert exposure.host_to_ask(fetch, {"url": "https://c.example/?d=x"}, "default",
-                                "fetch") == "c.example"
+    assert (
+        exposure.host_to_ask(fetch, {"url": "https://c.example/?d=x"}, "default", "fetch")
+        == "c.example"
+    )
     assert exposure.host_to_ask(fetch, {"q": "weather"}, "default", "fetch") == fetch
     assert exposure.host_to_ask("mcp__db__lookup", {"key": "k"}, "default", "read") is None
     assert exposure.host_to_ask(fetch, {"q": "x"}, "bypass", "fetch") is None
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("evil\n\x1b[31mtool\u202eexe.txt\u200b", "evil toolexe.txt"),
-    ("a\r\nb\tc", "a b c"),
-    ("title\x1b]0;pwned\x07 here", "title here"),
-    ("\u2066isolate\u2069 \u200fmark", "isolate mark"),
-    ("x" * 500, "x" * 119 + "…"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("evil\n\x1b[31mtool\u202eexe.txt\u200b", "evil toolexe.txt"),
+        ("a\r\nb\tc", "a b c"),
+        ("title\x1b]0;pwned\x07 here", "title here"),
+        ("\u2066isolate\u2069 \u200fmark", "isolate mark"),
+        ("x" * 500, "x" * 119 + "…"),
+    ],
+)
 def test_shown_names_are_one_printable_line(raw: str, expected: str) -> None:
     assert shown(raw) == expected

@@ -26,28 +26,36 @@ async def test_inbound_makes_each_message_one_line_and_ends() -> None:
 async def test_outbound_routes_the_awaited_answer_and_queues_the_rest_in_order() -> None:
     outbound = Outbound(30, lambda reason: None)
     outbound.expect_reply(1)
-    await outbound.send_all(b'{"jsonrpc":"2.0","method":"a"}\n{"jsonrpc":"2.0","id":"1",'
-                            b'"result":{}}\n{"jsonrpc":"2.0","id":1,"result":{"ok":true}}\n'
-                            b'{"jsonrpc":"2.0","method":"b"}\n')
+    await outbound.send_all(
+        b'{"jsonrpc":"2.0","method":"a"}\n{"jsonrpc":"2.0","id":"1",'
+        b'"result":{}}\n{"jsonrpc":"2.0","id":1,"result":{"ok":true}}\n'
+        b'{"jsonrpc":"2.0","method":"b"}\n'
+    )
     assert json.loads(await outbound.wait_reply(1) or b"") == {
-        "jsonrpc": "2.0", "id": 1, "result": {"ok": True}}
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"ok": True},
+    }
     lane = outbound.outbox.attach(None)
     queued = [json.loads(item.line) for item in await outbound.outbox.take(lane, 10)]
     assert [m.get("method", m.get("id")) for m in queued] == ["a", "1", "b"]  # "1" is not 1
 
 
 async def test_a_full_stream_waits_then_closes_with_a_reason(
-        autojump_clock: trio.testing.MockClock) -> None:
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     reasons: list[str] = []
     outbound = Outbound(5, reasons.append)
     lane = outbound.outbox.attach(None)
     await outbound.send_all(b"m\n" * STREAM_BUFFER)  # fills the queue without waiting
     async with trio.open_nursery() as nursery:
+
         async def read_one_later() -> None:
             await trio.sleep(4)
             items = await outbound.outbox.take(lane, 1)
             assert [item.line for item in items] == [b"m"]
             outbound.outbox.written(items)
+
         nursery.start_soon(read_one_later)
         await outbound.send_all(b"late\n")  # waits 4 s for room: nothing lost
     assert reasons == []

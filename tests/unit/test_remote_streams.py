@@ -21,8 +21,18 @@ def line(message: dict[str, Any]) -> bytes:
 
 
 def update(session: str, text: str) -> bytes:
-    return line({"method": "session/update", "params": {"sessionId": session, "update": {
-        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+    return line(
+        {
+            "method": "session/update",
+            "params": {
+                "sessionId": session,
+                "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": text},
+                },
+            },
+        }
+    )
 
 
 def answer(request_id: int, result: dict[str, Any]) -> bytes:
@@ -35,8 +45,9 @@ def http_outbound() -> Outbound:
 
 def asked(outbound: Outbound, request_id: int, method: str, **params: Any) -> None:
     assert outbound.router is not None
-    outbound.router.client_sent({"jsonrpc": "2.0", "id": request_id, "method": method,
-                                 "params": params})
+    outbound.router.client_sent(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    )
 
 
 def shown(item_line: bytes) -> str:
@@ -78,17 +89,29 @@ async def test_a_session_stream_takes_its_session_and_leaves_the_rest() -> None:
     await outbound.send_all(update("sess_a", "early"))  # before the client opened its stream
     session = outbox.attach("sess_a")
     asked(outbound, 2, "session/prompt", sessionId="sess_a", prompt=[])
-    permission = line({"id": 7, "method": "session/request_permission",
-                       "params": {"sessionId": "sess_a", "options": [], "toolCall": {}}})
-    await outbound.send_all(update("sess_a", "one") + permission
-                            + line({"method": "x/connection-wide", "params": {}})
-                            + answer(2, {"stopReason": "end_turn"}))
+    permission = line(
+        {
+            "id": 7,
+            "method": "session/request_permission",
+            "params": {"sessionId": "sess_a", "options": [], "toolCall": {}},
+        }
+    )
+    await outbound.send_all(
+        update("sess_a", "one")
+        + permission
+        + line({"method": "x/connection-wide", "params": {}})
+        + answer(2, {"stopReason": "end_turn"})
+    )
     asked(outbound, 3, "session/list")
     await outbound.send_all(answer(3, {"sessions": []}))
     assert await drain(outbox, connection) == ["answer 1", "x/connection-wide", "answer 3"]
     # "early" was waiting in the connection's lane: it moved to the session's, first.
-    assert await drain(outbox, session) == ["early", "one", "session/request_permission",
-                                            "answer 2"]
+    assert await drain(outbox, session) == [
+        "early",
+        "one",
+        "session/request_permission",
+        "answer 2",
+    ]
     with pytest.raises(StreamBusy):  # 409: one stream of each scope
         outbox.attach("sess_a")
     with pytest.raises(StreamBusy):
@@ -103,8 +126,12 @@ async def test_the_load_answer_waits_for_the_history_it_replays() -> None:
     connection = outbox.attach(None)
     session = outbox.attach("sess_a")  # opened before the load, as the RFD's resume flow does
     asked(outbound, 1, "session/load", sessionId="sess_a", cwd="/p", mcpServers=[])
-    await outbound.send_all(update("sess_a", "old 1") + update("sess_a", "old 2")
-                            + answer(1, {}) + update("sess_a", "after"))
+    await outbound.send_all(
+        update("sess_a", "old 1")
+        + update("sess_a", "old 2")
+        + answer(1, {})
+        + update("sess_a", "after")
+    )
     assert await drain(outbox, connection) == []  # held: the replay is not written yet
     with trio.move_on_after(0.01):
         first = await outbox.take(session, 1)
@@ -123,8 +150,9 @@ async def test_a_closed_session_stream_gives_back_what_it_had_not_written() -> N
     outbox = outbound.outbox
     connection = outbox.attach(None)
     session = outbox.attach("sess_a")
-    await outbound.send_all(update("sess_a", "one") + update("sess_b", "other")
-                            + update("sess_a", "two"))
+    await outbound.send_all(
+        update("sess_a", "one") + update("sess_b", "other") + update("sess_a", "two")
+    )
     outbox.detach(session)  # the client's GET went away
     await outbound.send_all(update("sess_a", "three"))
     assert await drain(outbox, connection) == ["one", "other", "two", "three"]
@@ -139,8 +167,10 @@ async def test_a_closed_session_is_no_longer_held() -> None:
     outbox.attach(None)
     router = outbound.router
     assert router is not None
-    for request_id, method, result in ((1, "session/new", {"sessionId": "sess_a"}),
-                                       (2, "session/fork", {"sessionId": "sess_b"})):
+    for request_id, method, result in (
+        (1, "session/new", {"sessionId": "sess_a"}),
+        (2, "session/fork", {"sessionId": "sess_b"}),
+    ):
         asked(outbound, request_id, method, sessionId="sess_x", cwd="/p")
         await outbound.send_all(answer(request_id, result))
     asked(outbound, 3, "session/resume", sessionId="sess_c", cwd="/p")
@@ -155,19 +185,23 @@ async def test_a_closed_session_is_no_longer_held() -> None:
 
 
 async def test_room_is_the_connections_across_its_streams(
-        autojump_clock: trio.testing.MockClock) -> None:
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     reasons: list[str] = []
     outbox = Outbox(4, 5, reasons.append)
     outbound = Outbound(5, reasons.append, Router())
     outbound.outbox = outbox
     session = outbox.attach("sess_a")
     outbox.attach(None)
-    await outbound.send_all(update("sess_a", "1") + update("sess_a", "2")
-                            + line({"method": "x", "params": {}}) * 2)  # full: 4 waiting
+    await outbound.send_all(
+        update("sess_a", "1") + update("sess_a", "2") + line({"method": "x", "params": {}}) * 2
+    )  # full: 4 waiting
     async with trio.open_nursery() as nursery:
+
         async def read_later() -> None:
             await trio.sleep(3)
             outbox.written(await outbox.take(session, 1))
+
         nursery.start_soon(read_later)
         await outbound.send_all(update("sess_a", "3"))  # waited 3 s for the session's reader
     assert reasons == []

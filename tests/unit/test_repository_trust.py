@@ -16,13 +16,30 @@ from iaccode.iac.reader import FileReader, Skipped, TooBig, _line_within, plain
 
 
 def test_every_driver_is_emptied() -> None:
-    settings = dict(driver_settings(["filter.lfs.process", "filter.a.b.clean",
-                                     "diff.evil.textconv", "merge.m.driver", "core.pager"]))
+    settings = dict(
+        driver_settings(
+            [
+                "filter.lfs.process",
+                "filter.a.b.clean",
+                "diff.evil.textconv",
+                "merge.m.driver",
+                "core.pager",
+            ]
+        )
+    )
     assert settings == {
-        "filter.lfs.clean": "", "filter.lfs.smudge": "", "filter.lfs.process": "",
-        "filter.lfs.required": "false", "filter.a.b.clean": "", "filter.a.b.smudge": "",
-        "filter.a.b.process": "", "filter.a.b.required": "false",
-        "diff.evil.textconv": "", "diff.evil.command": "", "merge.m.driver": ""}
+        "filter.lfs.clean": "",
+        "filter.lfs.smudge": "",
+        "filter.lfs.process": "",
+        "filter.lfs.required": "false",
+        "filter.a.b.clean": "",
+        "filter.a.b.smudge": "",
+        "filter.a.b.process": "",
+        "filter.a.b.required": "false",
+        "diff.evil.textconv": "",
+        "diff.evil.command": "",
+        "merge.m.driver": "",
+    }
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="another user's .git needs root")
@@ -73,14 +90,17 @@ def test_only_packages_from_the_users_cache_are_trusted(tmp_path: Path) -> None:
     assert validate_verdict(module, env, "terraform", tmp_path).run is False
 
 
-@pytest.mark.parametrize(("text", "needs"), [
-    ('resource "terraform_data" "x" {}\nvariable "v" {}\n', False),
-    ('data "terraform_remote_state" "s" {}\n', False),
-    ('resource "aws_s3_bucket" "b" {}\n', True),
-    ('module "m" {\n  source = "./m"\n}\n', True),
-    ('terraform {\n  required_providers {}\n}\n', True),
-    ('provider "aws" {}\n', True),
-])
+@pytest.mark.parametrize(
+    ("text", "needs"),
+    [
+        ('resource "terraform_data" "x" {}\nvariable "v" {}\n', False),
+        ('data "terraform_remote_state" "s" {}\n', False),
+        ('resource "aws_s3_bucket" "b" {}\n', True),
+        ('module "m" {\n  source = "./m"\n}\n', True),
+        ("terraform {\n  required_providers {}\n}\n", True),
+        ('provider "aws" {}\n', True),
+    ],
+)
 def test_what_needs_a_provider(tmp_path: Path, text: str, needs: bool) -> None:
     (tmp_path / "main.tf").write_text(text)
     assert needs_providers(tmp_path) is needs

@@ -9,13 +9,41 @@ from iaccode.iac.command_env import command_env
 from iaccode.iac.credentials import is_credential
 from iaccode.secret_env import is_secret, scrubbed, secret_values
 
-SECRETS = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_AUTH_HEADER", "GITHUB_TOKEN",
-           "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_SECRET", "SLACK_WEBHOOK_SECRET_URL",
-           "lower_case_token", "anthropic_auth_header", "IAC_CODE_SERVE_TOKEN", "PGPASSWORD",
-           "MYSQL_PWD", "GITHUB_PAT", "ci_deploy_pat", "TF_TOKEN_app_terraform_io",
-           "GOOGLE_CREDENTIALS", "MYSQL_ROOT_PASSWD", "NPM_CONFIG__AUTH"]
-PLAIN = ["HOME", "PATH", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "KEYBOARD", "TOKENIZER_PATH",
-         "TF_LOG", "PWD", "OLDPWD", "TOKENIZERS_PARALLELISM", "PATH_INFO", "TF_VAR_region"]
+SECRETS = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_AUTH_HEADER",
+    "GITHUB_TOKEN",
+    "AWS_SECRET_ACCESS_KEY",
+    "DB_PASSWORD",
+    "MY_SECRET",
+    "SLACK_WEBHOOK_SECRET_URL",
+    "lower_case_token",
+    "anthropic_auth_header",
+    "IAC_CODE_SERVE_TOKEN",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "GITHUB_PAT",
+    "ci_deploy_pat",
+    "TF_TOKEN_app_terraform_io",
+    "GOOGLE_CREDENTIALS",
+    "MYSQL_ROOT_PASSWD",
+    "NPM_CONFIG__AUTH",
+]
+PLAIN = [
+    "HOME",
+    "PATH",
+    "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "KEYBOARD",
+    "TOKENIZER_PATH",
+    "TF_LOG",
+    "PWD",
+    "OLDPWD",
+    "TOKENIZERS_PARALLELISM",
+    "PATH_INFO",
+    "TF_VAR_region",
+]
 
 
 @pytest.mark.parametrize("name", SECRETS)
@@ -50,11 +78,18 @@ def test_short_values_are_not_scrubbed_and_longer_ones_go_first() -> None:
 
 
 def test_a_url_with_a_password_is_a_secret_and_its_password_is_scrubbed_too() -> None:
-    env = {"DATABASE_URL": "postgres://app:s3cret-pw@db:5432/app", "REDIS_URL": "redis://:r3dis-pw-1@c/0",
-           "SITE_URL": "https://user@example.com/", "DOCS": "see http://a:b@ and more",
-           "HTTPS_PROXY": "http://me:proxy-pass-9@proxy:3128"}
-    assert scrubbed(env) == {"SITE_URL": env["SITE_URL"], "DOCS": env["DOCS"],
-                                    "HTTPS_PROXY": env["HTTPS_PROXY"]}  # commands need it
+    env = {
+        "DATABASE_URL": "postgres://app:s3cret-pw@db:5432/app",
+        "REDIS_URL": "redis://:r3dis-pw-1@c/0",
+        "SITE_URL": "https://user@example.com/",
+        "DOCS": "see http://a:b@ and more",
+        "HTTPS_PROXY": "http://me:proxy-pass-9@proxy:3128",
+    }
+    assert scrubbed(env) == {
+        "SITE_URL": env["SITE_URL"],
+        "DOCS": env["DOCS"],
+        "HTTPS_PROXY": env["HTTPS_PROXY"],
+    }  # commands need it
     hidden = secret_values(env)
     assert {"s3cret-pw", "r3dis-pw-1", "proxy-pass-9", env["DATABASE_URL"]} <= set(hidden)
     assert env["HTTPS_PROXY"] not in hidden and env["SITE_URL"] not in hidden

@@ -166,8 +166,11 @@ def test_meta_keeps_the_cost_and_context_use() -> None:
     assert SessionMeta.from_json(json.loads(json.dumps(spent.to_json()))) == spent
     unpriced = SessionMeta(**{**meta.to_json(), "cost_usd": None})
     assert SessionMeta.from_json(unpriced.to_json()).cost_usd is None
-    older = {key: value for key, value in meta.to_json().items()
-             if key not in ("cost_usd", "context_tokens")}  # saved before they were kept
+    older = {
+        key: value
+        for key, value in meta.to_json().items()
+        if key not in ("cost_usd", "context_tokens")
+    }  # saved before they were kept
     assert SessionMeta.from_json(older) == meta
 
 
@@ -472,9 +475,7 @@ def newest_first(metas: list[SessionMeta]) -> list[str]:
     return [m.session_id for m in ordered]
 
 
-def list_all(
-    store: SessionStore, cwd: str | None, limit: int
-) -> tuple[list[str], list[int]]:
+def list_all(store: SessionStore, cwd: str | None, limit: int) -> tuple[list[str], list[int]]:
     ids: list[str] = []
     sizes: list[int] = []
     cursor = None
@@ -559,9 +560,7 @@ def test_list_rebuilds_a_lost_or_damaged_index(
     db.close()
 
 
-def test_list_without_a_usable_index(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_list_without_a_usable_index(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
     metas = populate(store, 12, ["/a", "/b"])
 
     def broken(_: Path) -> sqlite3.Connection:
@@ -720,9 +719,7 @@ def test_read_only_folder(store: SessionStore, opened: SessionFile, tmp_path: Pa
     assert store.read(sid) == (meta, [{"n": 1}])
 
 
-def test_read_only_history_file(
-    store: SessionStore, opened: SessionFile, tmp_path: Path
-) -> None:
+def test_read_only_history_file(store: SessionStore, opened: SessionFile, tmp_path: Path) -> None:
     if not permissions_enforced(tmp_path):
         pytest.skip("file permissions are not enforced for this user (root)")
     sid = opened.session_id

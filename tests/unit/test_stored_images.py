@@ -13,20 +13,42 @@ BIG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(INLINE_LIMIT)).decode()
 
 
 def record(data: str) -> dict:
-    return {"type": "message",
-            "message": {"role": "user", "content": [
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                             "data": data}},
-                {"type": "tool_result", "tool_use_id": "t", "content": [
-                    {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                                 "data": data}}]}]},
-            "prompt": [{"type": "image", "mimeType": "image/png", "data": data}]}
+    return {
+        "type": "message",
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": data},
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": data},
+                        }
+                    ],
+                },
+            ],
+        },
+        "prompt": [{"type": "image", "mimeType": "image/png", "data": data}],
+    }
 
 
 def session_file(tmp_path: Path):  # type: ignore[no-untyped-def]
     stamp = utc_now()
-    meta = SessionMeta(session_id=new_session_id(), cwd=str(tmp_path), created_at=stamp,
-                       updated_at=stamp, model="m", mode="default", thought_level="off")
+    meta = SessionMeta(
+        session_id=new_session_id(),
+        cwd=str(tmp_path),
+        created_at=stamp,
+        updated_at=stamp,
+        model="m",
+        mode="default",
+        thought_level="off",
+    )
     return SessionStore(tmp_path / "sessions").create(meta)
 
 

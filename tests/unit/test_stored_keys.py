@@ -25,8 +25,10 @@ def test_saved_read_and_forgotten(tmp_path: Path) -> None:
     assert where == str(tmp_path / "credentials.toml")
     stored_keys.save(tmp_path, "openai", "sk-oa-2")
     assert stat.S_IMODE((tmp_path / "credentials.toml").stat().st_mode) == 0o600
-    assert (stored_keys.stored_key(tmp_path, "anthropic"),
-            stored_keys.stored_key(tmp_path, "openai")) == ("sk-ant-1", "sk-oa-2")
+    assert (
+        stored_keys.stored_key(tmp_path, "anthropic"),
+        stored_keys.stored_key(tmp_path, "openai"),
+    ) == ("sk-ant-1", "sk-oa-2")
     assert stored_keys.forget(tmp_path, "anthropic") is True
     assert stored_keys.forget(tmp_path, "anthropic") is False
     assert stored_keys.stored_key(tmp_path, "anthropic") is None
@@ -51,8 +53,16 @@ def test_a_change_on_disk_is_seen_at_the_next_read(tmp_path: Path) -> None:
     assert stored_keys.stored_key(tmp_path, "anthropic") == "sk-edited-by-hand"
 
 
-@pytest.mark.parametrize("text", ["[anthropic\napi_key = 1", "\xff\xfe", "api_key = 'x'\n",
-                                  '[anthropic]\napi_key = ""\n', "[anthropic]\napi_key = 5\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[anthropic\napi_key = 1",
+        "\xff\xfe",
+        "api_key = 'x'\n",
+        '[anthropic]\napi_key = ""\n',
+        "[anthropic]\napi_key = 5\n",
+    ],
+)
 def test_a_damaged_file_holds_no_key_and_a_login_replaces_it(tmp_path: Path, text: str) -> None:
     (tmp_path / "credentials.toml").write_bytes(text.encode("latin-1"))
     assert stored_keys.stored_key(tmp_path, "anthropic") is None
@@ -61,8 +71,9 @@ def test_a_damaged_file_holds_no_key_and_a_login_replaces_it(tmp_path: Path, tex
     assert stored_keys.stored_key(tmp_path, "anthropic") == "sk-fresh"
 
 
-@pytest.mark.parametrize("key", ["", "two words", "tab\there", "ключ", "line\nbreak",
-                                 'quote"and\\backslash x'])
+@pytest.mark.parametrize(
+    "key", ["", "two words", "tab\there", "ключ", "line\nbreak", 'quote"and\\backslash x']
+)
 def test_what_is_not_a_key_is_refused(tmp_path: Path, key: str) -> None:
     with pytest.raises(ValueError):
         stored_keys.save(tmp_path, "anthropic", key)
@@ -93,6 +104,8 @@ def test_auth_methods_offer_terminal_login_only_to_clients_that_run_it(tmp_path:
     assert [m["id"] for m in methods] == ["anthropic-api-key", "iaccode-login"]
     assert methods[1]["type"] == "terminal" and methods[1]["args"] == ["login"]
     assert auth_methods(Config(home=tmp_path, model_script=tmp_path / "s.json")) == (
-        auth_methods(config))  # a recording and its replay (on a script) answer alike
-    assert auth_methods(Config(home=tmp_path, provider="ollama", model="qwen3"),
-                        terminal=True) == []
+        auth_methods(config)
+    )  # a recording and its replay (on a script) answer alike
+    assert (
+        auth_methods(Config(home=tmp_path, provider="ollama", model="qwen3"), terminal=True) == []
+    )

@@ -26,22 +26,28 @@ async def report(update: ToolCallProgress) -> None:
 
 
 def context(cwd: Path, call_id: str) -> ToolContext:
-    return ToolContext(cwd=cwd, limits=ToolLimits(kill_grace=0.5),
-                       files=LocalFiles(max_bytes=1_000_000), tool_call_id=call_id,
-                       report=report)
+    return ToolContext(
+        cwd=cwd,
+        limits=ToolLimits(kill_grace=0.5),
+        files=LocalFiles(max_bytes=1_000_000),
+        tool_call_id=call_id,
+        report=report,
+    )
 
 
 async def bash(tool: Tool, cwd: Path, call_id: str, command: str) -> str:
     with trio.fail_after(20):
-        result = await run_tool(tool, tool_input({"command": command}, tool.input_type),
-                                context(cwd, call_id))
+        result = await run_tool(
+            tool, tool_input({"command": command}, tool.input_type), context(cwd, call_id)
+        )
     return result.text
 
 
 def test_without_recording_or_playback_the_tools_are_the_builtins() -> None:
     table = ToolTable()
     assert {name: type(tool) for name, tool in table.builtin().items()} == {
-        name: type(tool) for name, tool in builtin_tools().items()}
+        name: type(tool) for name, tool in builtin_tools().items()
+    }
 
 
 def test_only_machine_dependent_tools_are_wrapped_and_look_the_same(tmp_path: Path) -> None:
@@ -52,7 +58,11 @@ def test_only_machine_dependent_tools_are_wrapped_and_look_the_same(tmp_path: Pa
         assert (type(tool) is type(plain[name])) is (not plain[name].machine_dependent)
         assert tool.definition() == plain[name].definition()
         assert (tool.name, tool.kind, tool.read_only, tool.input_type) == (
-            plain[name].name, plain[name].kind, plain[name].read_only, plain[name].input_type)
+            plain[name].name,
+            plain[name].kind,
+            plain[name].read_only,
+            plain[name].input_type,
+        )
 
 
 @pytest.fixture
@@ -62,8 +72,7 @@ def cwd(tmp_path: Path) -> Path:
     return path
 
 
-async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path,
-                                                                cwd: Path) -> None:
+async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path, cwd: Path) -> None:
     path = tmp_path / "transcript.jsonl"
     recorder = Recorder(path, model="m", home=tmp_path)
     recording = ToolTable(recorder).builtin()["bash"]
@@ -72,7 +81,10 @@ async def test_a_recorded_result_is_played_back_without_running(tmp_path: Path,
     recorder.close()
     [first, second] = read_transcript(path).of_type("tool")
     assert (first["toolCallId"], first["name"], first["result"]["text"]) == (
-        "c1", "bash", "recorded\n")
+        "c1",
+        "bash",
+        "recorded\n",
+    )
     assert second["result"]["is_error"] is True
 
     (cwd / "ran-1").unlink()
@@ -102,14 +114,21 @@ class ServerTool(Tool):
     async def run(self, args: dict, ctx: ToolContext) -> ToolResult:
         await trio.lowlevel.checkpoint()
         self.runs += 1
-        return ToolResult(f"dropped ({self.runs})", model_content=[
-            {"type": "text", "text": f"dropped ({self.runs})"},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": "iVBORw0KGgo="}}])
+        return ToolResult(
+            f"dropped ({self.runs})",
+            model_content=[
+                {"type": "text", "text": f"dropped ({self.runs})"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                },
+            ],
+        )
 
 
 async def test_every_external_tool_is_recorded_and_played_with_what_the_model_saw(
-        tmp_path: Path, cwd: Path) -> None:
+    tmp_path: Path, cwd: Path
+) -> None:
     path = tmp_path / "transcript.jsonl"
     recorder = Recorder(path, model="m", home=tmp_path)
     server = ServerTool()

@@ -45,8 +45,14 @@ from acp_conformance.fakes.messages import FakeModelServer
 
 CHAT_PATH = "/v1/chat/completions"
 
-FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-                  "tool_use": "tool_calls", "refusal": "content_filter", "pause_turn": "stop"}
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    "pause_turn": "stop",
+}
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 ANTHROPIC_ONLY = ("system", "thinking", "output_config", "top_k", "anthropic_version")
@@ -73,8 +79,12 @@ class FakeChatServer(FakeModelServer):
     def stream_frames(self, events: list[dict[str, Any]], body: dict[str, Any]) -> list[bytes]:
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         encoder = _ChunkEncoder(str(body.get("model", "")), include_usage)
-        return [b"".join(b"data: %s\n\n" % json.dumps(chunk).encode()
-                         for chunk in encoder.chunks(event)) for event in events]
+        return [
+            b"".join(
+                b"data: %s\n\n" % json.dumps(chunk).encode() for chunk in encoder.chunks(event)
+            )
+            for event in events
+        ]
 
     def stream_tail(self, body: dict[str, Any]) -> bytes:
         return b"data: [DONE]\n\n"
@@ -95,16 +105,26 @@ class FakeChatServer(FakeModelServer):
                     if delta.get("content"):
                         message["content"] = (message["content"] or "") + delta["content"]
                     for call in delta.get("tool_calls") or []:
-                        into = calls.setdefault(call["index"], {
-                            "id": call.get("id"), "type": "function",
-                            "function": {"name": call["function"].get("name"), "arguments": ""}})
+                        into = calls.setdefault(
+                            call["index"],
+                            {
+                                "id": call.get("id"),
+                                "type": "function",
+                                "function": {"name": call["function"].get("name"), "arguments": ""},
+                            },
+                        )
                         into["function"]["arguments"] += call["function"].get("arguments", "")
                     finish = choice.get("finish_reason") or finish
         if calls:
             message["tool_calls"] = [calls[i] for i in sorted(calls)]
-        return 200, {"id": encoder.id, "object": "chat.completion", "created": encoder.created,
-                     "model": encoder.model, "usage": usage, "choices": [
-                         {"index": 0, "message": message, "finish_reason": finish}]}
+        return 200, {
+            "id": encoder.id,
+            "object": "chat.completion",
+            "created": encoder.created,
+            "model": encoder.model,
+            "usage": usage,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
 
 
 class _ChunkEncoder:
@@ -120,9 +140,13 @@ class _ChunkEncoder:
         self._usage: dict[str, Any] = {}
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                "model": self.model, "choices": [
-                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
 
     def chunks(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         kind = event["type"]
@@ -138,9 +162,20 @@ class _ChunkEncoder:
             if block.get("type") != "tool_use":
                 return []
             index = self._tool_index[event["index"]] = len(self._tool_index)
-            return [self._chunk({"tool_calls": [{
-                "index": index, "id": block["id"], "type": "function",
-                "function": {"name": block["name"], "arguments": ""}}]})]
+            return [
+                self._chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": block["id"],
+                                "type": "function",
+                                "function": {"name": block["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            ]
         if kind == "content_block_delta":
             delta = event["delta"]
             if delta["type"] == "text_delta":
@@ -148,9 +183,18 @@ class _ChunkEncoder:
             if delta["type"] == "thinking_delta":
                 return [self._chunk({"reasoning_content": delta["thinking"]})]
             if delta["type"] == "input_json_delta":
-                return [self._chunk({"tool_calls": [{
-                    "index": self._tool_index[event["index"]],
-                    "function": {"arguments": delta["partial_json"]}}]})]
+                return [
+                    self._chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": self._tool_index[event["index"]],
+                                    "function": {"arguments": delta["partial_json"]},
+                                }
+                            ]
+                        }
+                    )
+                ]
             return []
         if kind == "message_delta":
             self._usage.update(event.get("usage") or {})
@@ -159,25 +203,45 @@ class _ChunkEncoder:
         if kind == "message_stop":
             if not self._include_usage:
                 return []
-            return [{"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                     "model": self.model, "choices": [], "usage": self._usage_object()}]
+            return [
+                {
+                    "id": self.id,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": self._usage_object(),
+                }
+            ]
         if kind == "error":
             error = event.get("error") or {}
-            return [{"error": {"message": error.get("message", ""),
-                               "type": error.get("type", "server_error"), "code": None}}]
+            return [
+                {
+                    "error": {
+                        "message": error.get("message", ""),
+                        "type": error.get("type", "server_error"),
+                        "code": None,
+                    }
+                }
+            ]
         return []  # ping, content_block_stop, signature deltas: nothing on this API
 
     def _usage_object(self) -> dict[str, Any]:
         usage = self._usage
         cached = usage.get("cache_read_input_tokens") or 0
-        prompt = (usage.get("input_tokens") or 0) + cached + (
-            usage.get("cache_creation_input_tokens") or 0)
+        prompt = (
+            (usage.get("input_tokens") or 0)
+            + cached
+            + (usage.get("cache_creation_input_tokens") or 0)
+        )
         completion = usage.get("output_tokens") or 0
-        return {"prompt_tokens": prompt, "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-                "prompt_tokens_details": {"cached_tokens": cached},
-                "completion_tokens_details": {
-                    "reasoning_tokens": usage.get("reasoning_tokens") or 0}}
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": usage.get("reasoning_tokens") or 0},
+        }
 
 
 def refusal(body: dict[str, Any]) -> str | None:
@@ -197,7 +261,8 @@ def refusal(body: dict[str, Any]) -> str | None:
         if tool.get("type") != "function" or not isinstance(function, dict):
             return f"Missing required parameter: 'tools[{number}].type' (and 'function')."
         if not isinstance(function.get("name"), str) or not isinstance(
-                function.get("parameters", {}), dict):
+            function.get("parameters", {}), dict
+        ):
             return f"Invalid 'tools[{number}].function': needs a name and object parameters."
     pending: list[str] = []
     """Tool call ids of the last assistant message, not yet answered."""
@@ -209,16 +274,20 @@ def refusal(body: dict[str, Any]) -> str | None:
         if role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in pending:
-                return (f"Invalid parameter: messages with role 'tool' must be a response to a "
-                        f"preceeding message with 'tool_calls' ({where}, id {call_id!r}).")
+                return (
+                    f"Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceeding message with 'tool_calls' ({where}, id {call_id!r})."
+                )
             pending.remove(call_id)
             if not isinstance(message.get("content"), str | list):
                 return f"Invalid type for '{where}.content': expected a string or an array."
             continue
         if pending:
-            return ("An assistant message with 'tool_calls' must be followed by tool messages "
-                    "responding to each 'tool_call_id'. The following tool_call_ids did not "
-                    f"have response messages: {', '.join(pending)}")
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not "
+                f"have response messages: {', '.join(pending)}"
+            )
         problem = _content_problem(where, role, message)
         if problem:
             return problem
@@ -230,9 +299,11 @@ def refusal(body: dict[str, Any]) -> str | None:
                     return f"Invalid '{where}.tool_calls': each needs an id and string arguments"
             pending = [call["id"] for call in calls]
     if pending:
-        return ("An assistant message with 'tool_calls' must be followed by tool messages "
-                f"responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                f"response messages: {', '.join(pending)}")
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            f"responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(pending)}"
+        )
     return None
 
 
@@ -251,8 +322,9 @@ def _content_problem(where: str, role: str, message: dict[str, Any]) -> str | No
         kind = part.get("type") if isinstance(part, dict) else None
         if kind not in USER_PARTS or (role != "user" and kind != "text"):
             return f"Invalid value: {kind!r}. Supported values are: 'text' and 'image_url'."
-        if kind == "image_url" and not str((part.get("image_url") or {}).get("url", "")
-                                           ).startswith(("data:", "http")):
+        if kind == "image_url" and not str((part.get("image_url") or {}).get("url", "")).startswith(
+            ("data:", "http")
+        ):
             return f"Invalid '{where}.content': image_url needs a URL or a data URL."
     return None
 

@@ -101,11 +101,20 @@ class RecordedRequest:
     def messages(self) -> list[dict[str, Any]]:
         """The body's messages without their prompt-cache marks (``cache_control``): what the
         model reads, for tests about content rather than caching."""
-        return [{**message, "content": [
-            {k: v for k, v in block.items() if k != "cache_control"}
-            if isinstance(block, dict) else block for block in message["content"]]}
-            if isinstance(message.get("content"), list) else message
-            for message in (self.body or {}).get("messages", [])]
+        return [
+            {
+                **message,
+                "content": [
+                    {k: v for k, v in block.items() if k != "cache_control"}
+                    if isinstance(block, dict)
+                    else block
+                    for block in message["content"]
+                ],
+            }
+            if isinstance(message.get("content"), list)
+            else message
+            for message in (self.body or {}).get("messages", [])
+        ]
 
 
 class FakeModelServer:
@@ -133,8 +142,11 @@ class FakeModelServer:
     ) -> None:
         self._lock = threading.Lock()
         self.responder = responder
-        self.cache = (PromptCache(*([min_cache_tokens] if min_cache_tokens is not None else []))
-                      if prompt_cache else None)
+        self.cache = (
+            PromptCache(*([min_cache_tokens] if min_cache_tokens is not None else []))
+            if prompt_cache
+            else None
+        )
         self._cache_usage: list[dict[str, int]] = []
         self._changed = threading.Condition(self._lock)
         self._queue: deque[Exchange] = deque()
@@ -197,8 +209,10 @@ class FakeModelServer:
         raise TimeoutError after ``timeout``."""
         with self._changed:
             if not self._changed.wait_for(lambda: not self._connections, timeout):
-                raise TimeoutError(f"fake model server: {len(self._connections)} connection(s) "
-                                   f"still open after {timeout}s")
+                raise TimeoutError(
+                    f"fake model server: {len(self._connections)} connection(s) "
+                    f"still open after {timeout}s"
+                )
 
     @property
     def cache_usage(self) -> list[dict[str, int]]:
@@ -282,8 +296,9 @@ class FakeModelServer:
     def stream_frames(self, events: list[dict[str, Any]], body: dict[str, Any]) -> list[bytes]:
         """The SSE bytes sent for each scripted event (one item per event; b"" sends nothing),
         for the request ``body``."""
-        return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                for event in events]
+        return [
+            f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
+        ]
 
     def stream_tail(self, body: dict[str, Any]) -> bytes:
         """SSE bytes after the last event of a complete stream."""
@@ -310,8 +325,11 @@ class FakeModelServer:
                 return read_exchange(dict(self.responder(body)))
             except Exception as exc:  # a bug in the test's responder: make it visible
                 self._problem(f"responder failed: {exc!r}")
-                return {"status": 500, "headers": {"x-should-retry": "false"},
-                        "body": self.error_body(500, f"responder failed: {exc!r}")}
+                return {
+                    "status": 500,
+                    "headers": {"x-should-retry": "false"},
+                    "body": self.error_body(500, f"responder failed: {exc!r}"),
+                }
         with self._lock:
             if not self._queue:
                 return None
@@ -432,8 +450,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if bad_json or not isinstance(body, dict):
             fake._problem(f"POST {self.path}: body is not a JSON object")
-            self._send_json(400, fake.error_body(400,
-                                                 "fake model server: body is not a JSON object"))
+            self._send_json(
+                400, fake.error_body(400, "fake model server: body is not a JSON object")
+            )
             return
         refused = fake.refuse(body)
         if refused is not None:
@@ -458,8 +477,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "status":
             self._send_json(exchange["status"], exchange["body"], exchange["headers"])
         elif kind == "model_error":
-            self._send_json(500, fake.error_body(500, exchange["model_error"]),
-                            {"x-should-retry": "false"})
+            self._send_json(
+                500, fake.error_body(500, exchange["model_error"]), {"x-should-retry": "false"}
+            )
         elif body.get("stream") is True:
             self._stream(exchange, body)
         else:
@@ -615,8 +635,7 @@ def _fold_events(events: list[dict[str, Any]]) -> tuple[int, Any]:
     return 200, message
 
 
-def main(argv: list[str] | None = None,
-         server_class: type[FakeModelServer] | None = None) -> int:
+def main(argv: list[str] | None = None, server_class: type[FakeModelServer] | None = None) -> int:
     """Serve a script until SIGTERM/SIGINT; ``server_class`` serves another API (the fake
     Chat Completions API's ``main`` passes its own)."""
     server_class = server_class or FakeModelServer

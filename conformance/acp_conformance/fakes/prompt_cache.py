@@ -86,5 +86,8 @@ class PromptCache:
         read = tokens[hit] if hit >= 0 else 0
         created = tokens[written] - read if written > hit else 0
         total = tokens[-1] if tokens else 0
-        return {"input_tokens": total - read - created, "cache_read_input_tokens": read,
-                "cache_creation_input_tokens": created}
+        return {
+            "input_tokens": total - read - created,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": created,
+        }

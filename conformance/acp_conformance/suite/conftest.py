@@ -40,52 +40,95 @@ PLUGIN = "acp-conformance"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("acp-conformance")
-    group.addoption("--agent", default=None,
-                    help="agent command to check (this or --url is needed)")
-    group.addoption("--agent-env", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra environment for the agent (repeatable); {model_url} in a "
-                    "value is the fake model's base URL")
-    group.addoption("--agent-debug-env", action="append", default=[], metavar="KEY=VALUE",
-                    help="what makes the agent log verbosely, for the stdout check (repeatable; "
-                    "DEBUG=* and RUST_LOG=debug are set already)")
-    group.addoption("--tools", default="auto", metavar="|".join(["auto", "none", *PROFILES,
-                                                                 "PROFILE.json"]),
-                    help="the agent's tools for the tool scenarios: auto (from agentInfo.name), "
-                    "none, a built-in profile or a JSON profile file (see the README)")
-    group.addoption("--model-api", default="messages", choices=sorted(MODEL_APIS),
-                    help="the fake model's API: messages (Anthropic Messages) or chat (OpenAI "
-                    "Chat Completions)")
-    group.addoption("--agent-timeout", type=float, default=20.0,
-                    help="seconds to wait for any one answer from the agent")
-    group.addoption("--report", default=None,
-                    help="JSON report path (default: .conformance/report.json)")
-    group.addoption("--markdown", default=None, metavar="PATH",
-                    help="also write the results table as Markdown to PATH")
-    group.addoption("--url", default=None, metavar="URL",
-                    help="check a remote agent at this endpoint (http://HOST:PORT/acp) "
-                    "instead of spawning one")
+    group.addoption(
+        "--agent", default=None, help="agent command to check (this or --url is needed)"
+    )
+    group.addoption(
+        "--agent-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the agent (repeatable); {model_url} in a "
+        "value is the fake model's base URL",
+    )
+    group.addoption(
+        "--agent-debug-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="what makes the agent log verbosely, for the stdout check (repeatable; "
+        "DEBUG=* and RUST_LOG=debug are set already)",
+    )
+    group.addoption(
+        "--tools",
+        default="auto",
+        metavar="|".join(["auto", "none", *PROFILES, "PROFILE.json"]),
+        help="the agent's tools for the tool scenarios: auto (from agentInfo.name), "
+        "none, a built-in profile or a JSON profile file (see the README)",
+    )
+    group.addoption(
+        "--model-api",
+        default="messages",
+        choices=sorted(MODEL_APIS),
+        help="the fake model's API: messages (Anthropic Messages) or chat (OpenAI "
+        "Chat Completions)",
+    )
+    group.addoption(
+        "--agent-timeout",
+        type=float,
+        default=20.0,
+        help="seconds to wait for any one answer from the agent",
+    )
+    group.addoption(
+        "--report", default=None, help="JSON report path (default: .conformance/report.json)"
+    )
+    group.addoption(
+        "--markdown",
+        default=None,
+        metavar="PATH",
+        help="also write the results table as Markdown to PATH",
+    )
+    group.addoption(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="check a remote agent at this endpoint (http://HOST:PORT/acp) instead of spawning one",
+    )
     group.addoption("--token", default=None, help="bearer token for --url")
-    group.addoption("--transport", default="http2", choices=["http2", "http1", "websocket"],
-                    help="how to reach --url (default http2: h2c, or h2 over https)")
-    group.addoption("--model-port", type=int, default=0, metavar="PORT",
-                    help="port of the fake model (127.0.0.1) that a remote agent talks to")
-    group.addoption("--all-transcripts", action="store_true",
-                    help="keep the wire transcript of every test in the report, not only "
-                    "of failures")
+    group.addoption(
+        "--transport",
+        default="http2",
+        choices=["http2", "http1", "websocket"],
+        help="how to reach --url (default http2: h2c, or h2 over https)",
+    )
+    group.addoption(
+        "--model-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="port of the fake model (127.0.0.1) that a remote agent talks to",
+    )
+    group.addoption(
+        "--all-transcripts",
+        action="store_true",
+        help="keep the wire transcript of every test in the report, not only of failures",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not (config.getoption("--agent") or config.getoption("--url")
-            or config.getoption("--help")):
+    if not (config.getoption("--agent") or config.getoption("--url") or config.getoption("--help")):
         raise pytest.UsageError('give the agent to check: --agent "CMD ARGS" (or --url URL)')
     try:
-        config.stash[TOOLS] = tools_option(str(config.getoption("--tools")),
-                                           config.invocation_params.dir)
+        config.stash[TOOLS] = tools_option(
+            str(config.getoption("--tools")), config.invocation_params.dir
+        )
     except ProfileError as exc:
         raise pytest.UsageError(f"--tools: {exc}") from exc
     config.addinivalue_line(
-        "markers", "requirement(id, tier, summary): the ACP requirement a conformance test "
-        "checks; tier is MUST, CAPABILITY or SHOULD")
+        "markers",
+        "requirement(id, tier, summary): the ACP requirement a conformance test "
+        "checks; tier is MUST, CAPABILITY or SHOULD",
+    )
     if not config.pluginmanager.has_plugin(PLUGIN):
         config.pluginmanager.register(Recorder(config), PLUGIN)
 
@@ -119,4 +162,3 @@ async def agent(harness: Harness) -> AsyncIterator[AgentConnection]:
     """A fresh agent process, not yet initialized."""
     async with harness.spawn() as connection:
         yield connection
-

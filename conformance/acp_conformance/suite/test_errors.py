@@ -33,15 +33,25 @@ async def test_parse_error(agent: AgentConnection, workspace: Path) -> None:
     await still_serving(agent, workspace)
 
 
-@pytest.mark.parametrize(("line", "answer_id"), [
-    (b"42", None), (b'"hello"', None), (b"[]", None),
-    (b'{"jsonrpc": "2.0", "id": 7, "method": 12}', 7),
-], ids=["number", "string", "empty-array", "method-not-a-string"])
-@requirement("ERR-INVALID-REQUEST", "MUST",
-             "a JSON value that is not a request is answered -32600 (id null, or the "
-             "request's id when it has one)")
-async def test_invalid_request(agent: AgentConnection, workspace: Path, line: bytes,
-                               answer_id: Any) -> None:
+@pytest.mark.parametrize(
+    ("line", "answer_id"),
+    [
+        (b"42", None),
+        (b'"hello"', None),
+        (b"[]", None),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": 12}', 7),
+    ],
+    ids=["number", "string", "empty-array", "method-not-a-string"],
+)
+@requirement(
+    "ERR-INVALID-REQUEST",
+    "MUST",
+    "a JSON value that is not a request is answered -32600 (id null, or the "
+    "request's id when it has one)",
+)
+async def test_invalid_request(
+    agent: AgentConnection, workspace: Path, line: bytes, answer_id: Any
+) -> None:
     await agent.initialize()
     await agent.send_raw(line + b"\n")
     answer = await agent.receive()
@@ -51,8 +61,11 @@ async def test_invalid_request(agent: AgentConnection, workspace: Path, line: by
     await still_serving(agent, workspace)
 
 
-@requirement("ERR-METHOD-NOT-FOUND", "MUST",
-             "an unknown method is answered -32601 with the request's id (string or number)")
+@requirement(
+    "ERR-METHOD-NOT-FOUND",
+    "MUST",
+    "an unknown method is answered -32601 with the request's id (string or number)",
+)
 async def test_method_not_found(agent: AgentConnection) -> None:
     await agent.initialize()
     for request_id in ("conformance-id-1", 0, 2**40):
@@ -70,12 +83,17 @@ INVALID_PARAMS = [
 ]
 
 
-@pytest.mark.parametrize(("method", "params"), INVALID_PARAMS,
-                         ids=["cwd-number", "cwd-missing", "prompt-string", "text-missing"])
-@requirement("ERR-INVALID-PARAMS", "MUST",
-             "params that do not match the schema are answered -32602")
-async def test_invalid_params(agent: AgentConnection, workspace: Path, method: str,
-                              params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("method", "params"),
+    INVALID_PARAMS,
+    ids=["cwd-number", "cwd-missing", "prompt-string", "text-missing"],
+)
+@requirement(
+    "ERR-INVALID-PARAMS", "MUST", "params that do not match the schema are answered -32602"
+)
+async def test_invalid_params(
+    agent: AgentConnection, workspace: Path, method: str, params: dict[str, Any]
+) -> None:
     session = await start(agent, workspace)
     params = {k: (session if v == "SESSION" else v) for k, v in params.items()}
     answer = await agent.request(method, params)
@@ -83,8 +101,11 @@ async def test_invalid_params(agent: AgentConnection, workspace: Path, method: s
     await still_serving(agent, workspace)
 
 
-@requirement("ERR-NOTIFICATION-SILENT", "MUST",
-             "notifications are never answered: unknown ones and _-prefixed ones are ignored")
+@requirement(
+    "ERR-NOTIFICATION-SILENT",
+    "MUST",
+    "notifications are never answered: unknown ones and _-prefixed ones are ignored",
+)
 async def test_unknown_notifications(agent: AgentConnection, workspace: Path) -> None:
     session = await start(agent, workspace)
     await agent.notify("conformance/unknown_notification", {"x": 1})
@@ -95,41 +116,60 @@ async def test_unknown_notifications(agent: AgentConnection, workspace: Path) ->
     stop_reason(answer)
 
 
-@requirement("EXT-REQUEST", "MUST",
-             "a _-prefixed request the agent does not know still gets an answer (-32601)")
+@requirement(
+    "EXT-REQUEST",
+    "MUST",
+    "a _-prefixed request the agent does not know still gets an answer (-32601)",
+)
 async def test_extension_request(agent: AgentConnection, workspace: Path, check: Checks) -> None:
     await agent.initialize()
     answer = await agent.request("_conformance/ping", {"_meta": {"x": 1}})
     assert "result" in answer or "error" in answer
-    check.should("EXT-REQUEST-CODE", "an unknown _-prefixed request is -32601",
-                 "result" in answer or error_code(answer) == -32601,
-                 f"error code {error_code(answer)}")
+    check.should(
+        "EXT-REQUEST-CODE",
+        "an unknown _-prefixed request is -32601",
+        "result" in answer or error_code(answer) == -32601,
+        f"error code {error_code(answer)}",
+    )
     await still_serving(agent, workspace)
 
 
-@requirement("META-PASSTHROUGH", "MUST",
-             "_meta (and unknown fields the schema allows) in initialize and session/new "
-             "params and in capabilities are accepted")
+@requirement(
+    "META-PASSTHROUGH",
+    "MUST",
+    "_meta (and unknown fields the schema allows) in initialize and session/new "
+    "params and in capabilities are accepted",
+)
 async def test_meta_and_unknown_fields(agent: AgentConnection, workspace: Path) -> None:
     meta = {"conformance.example/trace": "abc"}
-    result = await agent.call("initialize", {
-        "protocolVersion": 1, "_meta": meta, "futureField": True,
-        "clientCapabilities": {"_meta": meta, "fs": {"_meta": meta}, "futureCapability": {}},
-        "clientInfo": {"name": "acp-conformance", "version": "1", "_meta": meta}})
+    result = await agent.call(
+        "initialize",
+        {
+            "protocolVersion": 1,
+            "_meta": meta,
+            "futureField": True,
+            "clientCapabilities": {"_meta": meta, "fs": {"_meta": meta}, "futureCapability": {}},
+            "clientInfo": {"name": "acp-conformance", "version": "1", "_meta": meta},
+        },
+    )
     assert result.get("protocolVersion") == 1
-    created = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": [],
-                                               "_meta": meta, "futureField": [1, 2]})
+    created = await agent.call(
+        "session/new",
+        {"cwd": str(workspace), "mcpServers": [], "_meta": meta, "futureField": [1, 2]},
+    )
     assert created.get("sessionId")
 
 
-@requirement("ERR-STRAY-RESPONSE", "SHOULD",
-             "a response to a request the agent never sent is ignored (no answer, no crash)")
+@requirement(
+    "ERR-STRAY-RESPONSE",
+    "SHOULD",
+    "a response to a request the agent never sent is ignored (no answer, no crash)",
+)
 async def test_stray_response(agent: AgentConnection, workspace: Path) -> None:
     await agent.initialize()
     await agent.send({"jsonrpc": "2.0", "id": "never-asked", "result": {}})
     await agent.send({"jsonrpc": "2.0", "id": 424242, "error": {"code": -1, "message": "x"}})
-    created_id = await agent.send_request("session/new", {"cwd": str(workspace),
-                                                          "mcpServers": []})
+    created_id = await agent.send_request("session/new", {"cwd": str(workspace), "mcpServers": []})
     answer, before = await agent.response(created_id)
     assert "result" in answer, answer
     answered = [m for m in before if "method" not in m]

@@ -50,8 +50,9 @@ def sse_server(calls_log: Path) -> Iterator[RemoteServer]:
     server.close()
 
 
-async def open_with(agent: AgentConnection, workspace: Path, capability: str | None,
-                    server: dict[str, Any]) -> str:
+async def open_with(
+    agent: AgentConnection, workspace: Path, capability: str | None, server: dict[str, Any]
+) -> str:
     """initialize, check the capability (else n/a), and open a session with ``server``."""
     await agent.initialize()
     if agent.capability("mcpCapabilities") is None:
@@ -62,70 +63,104 @@ async def open_with(agent: AgentConnection, workspace: Path, capability: str | N
     return str(created["sessionId"])
 
 
-async def offered_tool(agent: AgentConnection, model: Model, session: str,
-                       tool: str = "lookup") -> str:
+async def offered_tool(
+    agent: AgentConnection, model: Model, session: str, tool: str = "lookup"
+) -> str:
     """The name the agent offers the model for the server's ``tool``."""
     for _ in range(PROMPTS_TO_CONNECT):
         await agent.prompt(session, "Which tools do you have?")
         names = model.offered_tool_names()
         found = [n for n in names if n.endswith(tool) and n != tool] or [
-            n for n in names if n == tool]
+            n for n in names if n == tool
+        ]
         if found:
             return found[0]
-    raise AssertionError(f"after {PROMPTS_TO_CONNECT} prompts the model was not offered the "
-                         f"MCP server's tool {tool!r} (tools offered: {names})")
+    raise AssertionError(
+        f"after {PROMPTS_TO_CONNECT} prompts the model was not offered the "
+        f"MCP server's tool {tool!r} (tools offered: {names})"
+    )
 
 
-async def tool_runs_on_the_server(agent: AgentConnection, model: Model, session: str,
-                                  log: Path) -> None:
+async def tool_runs_on_the_server(
+    agent: AgentConnection, model: Model, session: str, log: Path
+) -> None:
     tool = await offered_tool(agent, model, session)
     start = model.request_count()
-    model.plan(reply(tool_uses=[ToolUse("toolu_conformance_mcp", tool, {"key": "conformance"})]),
-               reply("Looked up."))
+    model.plan(
+        reply(tool_uses=[ToolUse("toolu_conformance_mcp", tool, {"key": "conformance"})]),
+        reply("Looked up."),
+    )
     answer, _ = await agent.prompt(session, "Look the key up")
     assert "result" in answer, f"the prompt answered {answer}"
     assert {"tool": "lookup", "arguments": {"key": "conformance"}} in calls(log), (
-        f"the MCP server did not run lookup (it logged {calls(log)})")
+        f"the MCP server did not run lookup (it logged {calls(log)})"
+    )
     assert "value of conformance" in model.asked_text(start), (
-        "the tool's result did not reach the model")
+        "the tool's result did not reach the model"
+    )
 
 
-@requirement("MCP-STDIO", "CAPABILITY",
-             "with mcpCapabilities: a stdio server from session/new (env given as a list) is "
-             "started, its tools are offered to the model, and a call runs on the server")
-async def test_stdio_server(agent: AgentConnection, model: Model, workspace: Path,
-                            calls_log: Path) -> None:
+@requirement(
+    "MCP-STDIO",
+    "CAPABILITY",
+    "with mcpCapabilities: a stdio server from session/new (env given as a list) is "
+    "started, its tools are offered to the model, and a call runs on the server",
+)
+async def test_stdio_server(
+    agent: AgentConnection, model: Model, workspace: Path, calls_log: Path
+) -> None:
     session = await open_with(agent, workspace, None, acp_stdio_server(SERVER, calls_log))
     await tool_runs_on_the_server(agent, model, session, calls_log)
 
 
-@requirement("MCP-HTTP", "CAPABILITY",
-             "with mcpCapabilities.http: a streamable HTTP server from session/new is "
-             "connected, its tools are offered to the model, and a call runs on the server")
-async def test_http_server(agent: AgentConnection, model: Model, workspace: Path,
-                           calls_log: Path, http_server: RemoteServer) -> None:
+@requirement(
+    "MCP-HTTP",
+    "CAPABILITY",
+    "with mcpCapabilities.http: a streamable HTTP server from session/new is "
+    "connected, its tools are offered to the model, and a call runs on the server",
+)
+async def test_http_server(
+    agent: AgentConnection,
+    model: Model,
+    workspace: Path,
+    calls_log: Path,
+    http_server: RemoteServer,
+) -> None:
     session = await open_with(agent, workspace, "mcpCapabilities.http", http_server.acp(SERVER))
     await tool_runs_on_the_server(agent, model, session, calls_log)
 
 
-@requirement("MCP-SSE", "CAPABILITY",
-             "with mcpCapabilities.sse: an SSE server from session/new is connected, its tools "
-             "are offered to the model, and a call runs on the server")
-async def test_sse_server(agent: AgentConnection, model: Model, workspace: Path,
-                          calls_log: Path, sse_server: RemoteServer) -> None:
+@requirement(
+    "MCP-SSE",
+    "CAPABILITY",
+    "with mcpCapabilities.sse: an SSE server from session/new is connected, its tools "
+    "are offered to the model, and a call runs on the server",
+)
+async def test_sse_server(
+    agent: AgentConnection, model: Model, workspace: Path, calls_log: Path, sse_server: RemoteServer
+) -> None:
     session = await open_with(agent, workspace, "mcpCapabilities.sse", sse_server.acp(SERVER))
     await tool_runs_on_the_server(agent, model, session, calls_log)
 
 
-@requirement("MCP-STDIO-EXIT", "CAPABILITY",
-             "with mcpCapabilities: when its input ends the agent exits and the stdio server "
-             "it started is gone")
-async def test_stdio_server_ends_with_the_agent(agent: AgentConnection, model: Model,
-                                                workspace: Path, calls_log: Path,
-                                                harness: Harness, check: Checks) -> None:
+@requirement(
+    "MCP-STDIO-EXIT",
+    "CAPABILITY",
+    "with mcpCapabilities: when its input ends the agent exits and the stdio server "
+    "it started is gone",
+)
+async def test_stdio_server_ends_with_the_agent(
+    agent: AgentConnection,
+    model: Model,
+    workspace: Path,
+    calls_log: Path,
+    harness: Harness,
+    check: Checks,
+) -> None:
     pid_file = harness.root / "mcp-pids"
-    session = await open_with(agent, workspace, None, acp_stdio_server(
-        SERVER, calls_log, "--spawn-child", str(pid_file)))
+    session = await open_with(
+        agent, workspace, None, acp_stdio_server(SERVER, calls_log, "--spawn-child", str(pid_file))
+    )
     await offered_tool(agent, model, session)  # it is running now
     server_pid, child_pid = (int(p) for p in pid_file.read_text().split())
     await agent.close_stdin()
@@ -133,30 +168,39 @@ async def test_stdio_server_ends_with_the_agent(agent: AgentConnection, model: M
     with deadline(10, f"the stdio MCP server (pid {server_pid}) outlived the agent"):
         while pid_alive(server_pid):  # noqa: ASYNC110 - another process
             await trio.sleep(0.05)
-    check.should("MCP-STDIO-EXIT-TREE", "a process the stdio server started in a session of "
-                 "its own (a daemon) is gone too", not pid_alive(child_pid),
-                 f"pid {child_pid} is still running")
+    check.should(
+        "MCP-STDIO-EXIT-TREE",
+        "a process the stdio server started in a session of its own (a daemon) is gone too",
+        not pid_alive(child_pid),
+        f"pid {child_pid} is still running",
+    )
 
 
-@requirement("MCP-ELICITATION", "SHOULD",
-             "with clientCapabilities.elicitation.form: a form an MCP server asks for during "
-             "its tool call reaches the client as elicitation/create on that session (mode "
-             "form, the server's schema), and the client's answer reaches the server")
-async def test_an_mcp_servers_form_reaches_the_client(agent: AgentConnection, model: Model,
-                                                      workspace: Path, calls_log: Path) -> None:
+@requirement(
+    "MCP-ELICITATION",
+    "SHOULD",
+    "with clientCapabilities.elicitation.form: a form an MCP server asks for during "
+    "its tool call reaches the client as elicitation/create on that session (mode "
+    "form, the server's schema), and the client's answer reaches the server",
+)
+async def test_an_mcp_servers_form_reaches_the_client(
+    agent: AgentConnection, model: Model, workspace: Path, calls_log: Path
+) -> None:
     assert agent.services is not None
-    agent.services.elicitation = lambda _: {"action": "accept",
-                                            "content": {"name": "conformance"}}
+    agent.services.elicitation = lambda _: {"action": "accept", "content": {"name": "conformance"}}
     await agent.initialize(elicitation={"form": {}})
     if agent.capability("mcpCapabilities") is None:
         not_applicable("agent does not advertise mcpCapabilities")
-    created = await agent.call("session/new", {"cwd": str(workspace), "mcpServers": [
-        acp_stdio_server(SERVER, calls_log)]})
+    created = await agent.call(
+        "session/new", {"cwd": str(workspace), "mcpServers": [acp_stdio_server(SERVER, calls_log)]}
+    )
     session = str(created["sessionId"])
     tool = await offered_tool(agent, model, session, "ask_user")
     start = model.request_count()
-    model.plan(reply(tool_uses=[ToolUse("toolu_conformance_ask", tool,
-                                        {"question": "Which region?"})]), reply("Noted."))
+    model.plan(
+        reply(tool_uses=[ToolUse("toolu_conformance_ask", tool, {"question": "Which region?"})]),
+        reply("Noted."),
+    )
     answer, _ = await agent.prompt(session, "Ask me")
     assert "result" in answer, f"the prompt answered {answer}"
     asked = [r for r in agent.agent_requests if r["method"] == "elicitation/create"]
@@ -166,4 +210,5 @@ async def test_an_mcp_servers_form_reaches_the_client(agent: AgentConnection, mo
     assert "name" in (params.get("requestedSchema") or {}).get("properties", {}), params
     assert "Which region?" in params.get("message", ""), params
     assert "said conformance" in model.asked_text(start), (
-        "the client's answer did not reach the MCP server (or its result the model)")
+        "the client's answer did not reach the MCP server (or its result the model)"
+    )

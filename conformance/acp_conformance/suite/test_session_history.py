@@ -53,27 +53,34 @@ def assert_history_restored(model: Model, count_before: int) -> None:
     """When the agent uses the fake model, its next request carries the earlier turn."""
     if model.request_count() > count_before:
         assert WORD in model.last_messages_text(), (
-            "the model's next request does not contain the earlier conversation")
+            "the model's next request does not contain the earlier conversation"
+        )
 
 
-@requirement("SESSION-LOAD", "CAPABILITY",
-             "session/load (in a new process) replays the conversation as session/update "
-             "before it answers, and the session goes on")
-async def test_load_replays_before_answering(harness: Harness, model: Model,
-                                             workspace: Path) -> None:
+@requirement(
+    "SESSION-LOAD",
+    "CAPABILITY",
+    "session/load (in a new process) replays the conversation as session/update "
+    "before it answers, and the session goes on",
+)
+async def test_load_replays_before_answering(
+    harness: Harness, model: Model, workspace: Path
+) -> None:
     model.plan(reply(f"Noted: {REPLY_WORD}."))
     session, answer_text = await first_process(harness, "loadSession")
     async with harness.spawn() as second:
         await second.initialize()
-        load_id = await second.send_request("session/load", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        load_id = await second.send_request(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         answer, before = await second.response(load_id)
         assert isinstance(answer.get("result"), dict), f"session/load answered {answer}"
         replayed_user = text_of(before, session, "user_message_chunk")
         assert WORD in replayed_user, "the user's message was not replayed before the answer"
         replayed = text_of(before, session, "agent_message_chunk")
         assert answer_text.strip() in replayed, (
-            f"the agent's answer {answer_text[:80]!r} was not replayed before the answer")
+            f"the agent's answer {answer_text[:80]!r} was not replayed before the answer"
+        )
         late = updates(await second.late_updates(session), None, *HISTORY_KINDS)
         assert not late, f"history replayed after session/load answered: {late[:2]}"
         count = model.request_count()
@@ -81,18 +88,24 @@ async def test_load_replays_before_answering(harness: Harness, model: Model,
         assert_history_restored(model, count)
 
 
-@requirement("SESSION-LOAD-TOOLS", "CAPABILITY",
-             "session/load replays the turn's tool calls too (same toolCallId, final status)")
-async def test_load_replays_tool_calls(harness: Harness, model: Model, workspace: Path,
-                                       check: Checks) -> None:
+@requirement(
+    "SESSION-LOAD-TOOLS",
+    "CAPABILITY",
+    "session/load replays the turn's tool calls too (same toolCallId, final status)",
+)
+async def test_load_replays_tool_calls(
+    harness: Harness, model: Model, workspace: Path, check: Checks
+) -> None:
     notes = workspace / "notes.txt"
     notes.write_text("hello\n")
     async with harness.spawn() as first:
         await first.initialize()
         capability_or_na(first, "loadSession")
         profile = harness.tools(first)
-        model.plan(profile.call("toolu_conformance_read", profile.read(notes)),
-                   reply("It says hello.", thinking="Reading the notes."))
+        model.plan(
+            profile.call("toolu_conformance_read", profile.read(notes)),
+            reply("It says hello.", thinking="Reading the notes."),
+        )
         session = await first.new_session(workspace)
         answer, live = await first.prompt(session, "Read notes.txt")
         stop_reason(answer)
@@ -101,8 +114,9 @@ async def test_load_replays_tool_calls(harness: Harness, model: Model, workspace
     assert calls, "the live turn announced no tool_call"
     async with harness.spawn() as second:
         await second.initialize()
-        load_id = await second.send_request("session/load", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        load_id = await second.send_request(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         answer, before = await second.response(load_id)
         assert isinstance(answer.get("result"), dict), f"session/load answered {answer}"
     replayed = updates(before, session, "tool_call", "tool_call_update")
@@ -111,34 +125,49 @@ async def test_load_replays_tool_calls(harness: Harness, model: Model, workspace
     statuses = [u.get("status") for u in replayed if u.get("status")]
     assert statuses and statuses[-1] in ("completed", "failed"), f"replayed statuses {statuses}"
     thought = text_of(live, session, "agent_thought_chunk")
-    check.should("SESSION-LOAD-THOUGHTS", "session/load replays the agent's thoughts",
-                 not thought or thought in text_of(before, session, "agent_thought_chunk"),
-                 "agent_thought_chunk not replayed")
+    check.should(
+        "SESSION-LOAD-THOUGHTS",
+        "session/load replays the agent's thoughts",
+        not thought or thought in text_of(before, session, "agent_thought_chunk"),
+        "agent_thought_chunk not replayed",
+    )
 
 
-@requirement("SESSION-LOAD-UNKNOWN", "CAPABILITY",
-             "session/load of an unknown sessionId is answered with an error")
-async def test_load_unknown_session(agent: AgentConnection, workspace: Path,
-                                    check: Checks) -> None:
+@requirement(
+    "SESSION-LOAD-UNKNOWN",
+    "CAPABILITY",
+    "session/load of an unknown sessionId is answered with an error",
+)
+async def test_load_unknown_session(agent: AgentConnection, workspace: Path, check: Checks) -> None:
     await agent.initialize()
     capability_or_na(agent, "loadSession")
-    answer = await agent.request("session/load", {
-        "sessionId": "sess_conformance_unknown", "cwd": str(workspace), "mcpServers": []})
+    answer = await agent.request(
+        "session/load",
+        {"sessionId": "sess_conformance_unknown", "cwd": str(workspace), "mcpServers": []},
+    )
     code = assert_error(answer, "session/load of an unknown session")
-    check.should("SESSION-LOAD-UNKNOWN-CODE", "loading an unknown session is -32602 or -32002",
-                 code in (-32602, -32002), f"error code {code}")
+    check.should(
+        "SESSION-LOAD-UNKNOWN-CODE",
+        "loading an unknown session is -32602 or -32002",
+        code in (-32602, -32002),
+        f"error code {code}",
+    )
 
 
-@requirement("SESSION-RESUME", "CAPABILITY",
-             "session/resume (in a new process) answers without replaying history, and the "
-             "conversation goes on")
+@requirement(
+    "SESSION-RESUME",
+    "CAPABILITY",
+    "session/resume (in a new process) answers without replaying history, and the "
+    "conversation goes on",
+)
 async def test_resume_does_not_replay(harness: Harness, model: Model, workspace: Path) -> None:
     model.plan(reply(f"Noted: {REPLY_WORD}."))
     session, _ = await first_process(harness, "sessionCapabilities.resume")
     async with harness.spawn() as second:
         await second.initialize()
-        resume_id = await second.send_request("session/resume", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        resume_id = await second.send_request(
+            "session/resume", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         answer, before = await second.response(resume_id)
         assert isinstance(answer.get("result"), dict), f"session/resume answered {answer}"
         replay = updates(before, session, *HISTORY_KINDS)
@@ -149,16 +178,20 @@ async def test_resume_does_not_replay(harness: Harness, model: Model, workspace:
         assert_history_restored(model, count)
 
 
-@requirement("SESSION-FORK", "CAPABILITY",
-             "session/fork answers a new sessionId that carries the conversation; the "
-             "original session still works")
+@requirement(
+    "SESSION-FORK",
+    "CAPABILITY",
+    "session/fork answers a new sessionId that carries the conversation; the "
+    "original session still works",
+)
 async def test_fork(agent: AgentConnection, model: Model, workspace: Path) -> None:
     model.plan(reply(f"Noted: {REPLY_WORD}."))
     await agent.initialize()
     capability_or_na(agent, "sessionCapabilities.fork")
     session, _ = await remember(agent, workspace)
-    forked = await agent.call("session/fork", {"sessionId": session, "cwd": str(workspace),
-                                               "mcpServers": []})
+    forked = await agent.call(
+        "session/fork", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+    )
     fork_id = forked.get("sessionId")
     assert isinstance(fork_id, str) and fork_id != session, f"session/fork answered {forked}"
     count = model.request_count()
@@ -180,10 +213,14 @@ async def listed(agent: AgentConnection, **params: Any) -> list[dict[str, Any]]:
     return list(result.get("sessions") or [])
 
 
-@requirement("SESSION-LIST", "CAPABILITY",
-             "session/list shows a session with its cwd, and its cwd filter works")
-async def test_list(agent: AgentConnection, harness: Harness, workspace: Path,
-                    check: Checks) -> None:
+@requirement(
+    "SESSION-LIST",
+    "CAPABILITY",
+    "session/list shows a session with its cwd, and its cwd filter works",
+)
+async def test_list(
+    agent: AgentConnection, harness: Harness, workspace: Path, check: Checks
+) -> None:
     await agent.initialize()
     capability_or_na(agent, "sessionCapabilities.list")
     session, _ = await remember(agent, workspace)
@@ -193,22 +230,31 @@ async def test_list(agent: AgentConnection, harness: Harness, workspace: Path,
     assert mine[0].get("cwd") == str(workspace), f"listed cwd {mine[0].get('cwd')!r}"
     stamp = mine[0].get("updatedAt")
     if stamp is not None:
-        check.should("SESSION-LIST-UPDATED-AT", "updatedAt is an ISO 8601 timestamp",
-                     _is_iso8601(stamp), f"updatedAt {stamp!r}")
+        check.should(
+            "SESSION-LIST-UPDATED-AT",
+            "updatedAt is an ISO 8601 timestamp",
+            _is_iso8601(stamp),
+            f"updatedAt {stamp!r}",
+        )
     filtered = await listed(agent, cwd=str(workspace))
     assert session in [s.get("sessionId") for s in filtered], "the cwd filter dropped it"
     elsewhere = harness.root / "elsewhere"
     elsewhere.mkdir()
     assert session not in [s.get("sessionId") for s in await listed(agent, cwd=str(elsewhere))]
     answer = await agent.request("session/list", {"cursor": "conformance-bogus-cursor"})
-    check.should("SESSION-LIST-BAD-CURSOR", "session/list with a cursor it never made is -32602",
-                 answer.get("error", {}).get("code") == -32602,
-                 f"answered {answer.get('error') or answer.get('result')}"[:150])
+    check.should(
+        "SESSION-LIST-BAD-CURSOR",
+        "session/list with a cursor it never made is -32602",
+        answer.get("error", {}).get("code") == -32602,
+        f"answered {answer.get('error') or answer.get('result')}"[:150],
+    )
 
 
-@requirement("SESSION-LIST-PAGING", "CAPABILITY",
-             "with more sessions than a page holds, following nextCursor lists every session "
-             "exactly once")
+@requirement(
+    "SESSION-LIST-PAGING",
+    "CAPABILITY",
+    "with more sessions than a page holds, following nextCursor lists every session exactly once",
+)
 async def test_list_paging(agent: AgentConnection, harness: Harness) -> None:
     await agent.initialize()
     capability_or_na(agent, "sessionCapabilities.list")
@@ -228,8 +274,7 @@ async def test_list_paging(agent: AgentConnection, harness: Harness) -> None:
     page, pages = first, 1
     while page.get("nextCursor"):
         assert pages < 100, "more than 100 pages: the cursor does not advance"
-        page = await agent.call("session/list", {"cwd": str(folder),
-                                                 "cursor": page["nextCursor"]})
+        page = await agent.call("session/list", {"cwd": str(folder), "cursor": page["nextCursor"]})
         seen += [s["sessionId"] for s in page.get("sessions") or []]
         pages += 1
     twice = {s for s in seen if seen.count(s) > 1}
@@ -238,8 +283,11 @@ async def test_list_paging(agent: AgentConnection, harness: Harness) -> None:
     assert not missing, f"{len(missing)} of {len(created)} sessions missing over {pages} pages"
 
 
-@requirement("SESSION-DELETE", "CAPABILITY",
-             "session/delete answers an object; the session is then gone from session/list")
+@requirement(
+    "SESSION-DELETE",
+    "CAPABILITY",
+    "session/delete answers an object; the session is then gone from session/list",
+)
 async def test_delete(agent: AgentConnection, workspace: Path) -> None:
     await agent.initialize()
     capability_or_na(agent, "sessionCapabilities.delete")
@@ -250,6 +298,7 @@ async def test_delete(agent: AgentConnection, workspace: Path) -> None:
         ids = [s.get("sessionId") for s in await listed(agent, cwd=str(workspace))]
         assert session not in ids, "the deleted session is still listed"
     if agent.capability("loadSession"):
-        answer = await agent.request("session/load", {
-            "sessionId": session, "cwd": str(workspace), "mcpServers": []})
+        answer = await agent.request(
+            "session/load", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
+        )
         assert_error(answer, "session/load of a deleted session")

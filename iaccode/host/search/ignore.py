@@ -102,8 +102,9 @@ class GitIgnores:
         return self._specs[base]
 
 
-def walk_files(root: Path, ignores: GitIgnores,
-               stop: threading.Event | None = None) -> Iterator[str]:
+def walk_files(
+    root: Path, ignores: GitIgnores, stop: threading.Event | None = None
+) -> Iterator[str]:
     """Files under ``root`` (relative, ``/``-separated), in path order, skipping ignored ones.
 
     Symbolic links are skipped, as rg does (they may lead out of the project); hidden files
@@ -149,8 +150,10 @@ def expand_braces(pattern: str) -> list[str]:
         if found is None or len(done) + len(todo) >= _MAX_BRACE_EXPANSIONS:
             done.append(current)
             continue
-        todo.extend(current[:found.start()] + choice + current[found.end():]
-                    for choice in reversed(found.group(1).split(",")))
+        todo.extend(
+            current[: found.start()] + choice + current[found.end() :]
+            for choice in reversed(found.group(1).split(","))
+        )
     return done
 
 

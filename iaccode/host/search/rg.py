@@ -59,8 +59,9 @@ class RgRun:
     """More output was coming: rg was killed once ``max_lines`` were exceeded."""
 
 
-async def run_rg(rg: str, args: list[str], cwd: Path, max_lines: int,
-                 keep: Callable[[str], bool] | None = None) -> RgRun:
+async def run_rg(
+    rg: str, args: list[str], cwd: Path, max_lines: int, keep: Callable[[str], bool] | None = None
+) -> RgRun:
     """Run ``rg`` and collect its output lines, bounded in memory: rg is killed once more than
     ``max_lines`` lines are kept. ``keep`` filters lines; it runs in a worker thread (it may
     read files). Raises OSError when rg cannot be started; a cancelled call kills rg.
@@ -80,8 +81,9 @@ async def _kill(process: trio.Process) -> None:
     process.kill()
 
 
-async def _run_rg(rg: str, args: list[str], cwd: Path, max_lines: int,
-                  keep: Callable[[str], bool] | None) -> RgRun:
+async def _run_rg(
+    rg: str, args: list[str], cwd: Path, max_lines: int, keep: Callable[[str], bool] | None
+) -> RgRun:
     lines: list[str] = []
     errors = bytearray()
     stopped = False
@@ -89,12 +91,21 @@ async def _run_rg(rg: str, args: list[str], cwd: Path, max_lines: int,
     async def drain(stream: trio.abc.ReceiveStream) -> None:
         async with stream:
             async for chunk in stream:
-                errors.extend(chunk[:max(0, _STDERR_BYTES - len(errors))])
+                errors.extend(chunk[: max(0, _STDERR_BYTES - len(errors))])
 
     async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(functools.partial(
-            trio.run_process, [rg, *args], cwd=str(cwd), check=False, deliver_cancel=_kill,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        process: trio.Process = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                [rg, *args],
+                cwd=str(cwd),
+                check=False,
+                deliver_cancel=_kill,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
         assert process.stdout is not None and process.stderr is not None
         nursery.start_soon(drain, process.stderr)
         pending = bytearray()
@@ -111,11 +122,12 @@ async def _run_rg(rg: str, args: list[str], cwd: Path, max_lines: int,
             if pending and not stopped:
                 lines += await _filter([bytes(pending)], keep)
     returncode = process.returncode if process.returncode is not None else -1
-    return RgRun(lines[:max_lines + 1], returncode, errors.decode("utf-8", "replace"), stopped)
+    return RgRun(lines[: max_lines + 1], returncode, errors.decode("utf-8", "replace"), stopped)
 
 
-async def _filter(raw: list[bytearray] | list[bytes],
-                  keep: Callable[[str], bool] | None) -> list[str]:
+async def _filter(
+    raw: list[bytearray] | list[bytes], keep: Callable[[str], bool] | None
+) -> list[str]:
     lines = [line.decode("utf-8", "replace") for line in raw]
     if keep is None or not lines:
         return lines

@@ -21,17 +21,25 @@ from iaccode.tool_result import ToolFailure
 from iaccode.tools.base import ToolLimits
 from iaccode.tools.web.client import IPAddress, UrlTarget
 
-_METADATA_NAMES = frozenset({
-    "metadata.google.internal", "metadata.goog", "metadata", "instance-data",
-    "instance-data.ec2.internal",
-})
-_METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254",  # AWS, GCP, Azure, OpenStack, ...
-    "169.254.170.2",  # AWS ECS task metadata
-    "fd00:ec2::254",  # AWS over IPv6
-    "100.100.100.200",  # Alibaba Cloud
-    "168.63.129.16",  # Azure wire server (a public address)
-))
+_METADATA_NAMES = frozenset(
+    {
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata",
+        "instance-data",
+        "instance-data.ec2.internal",
+    }
+)
+_METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, ...
+        "169.254.170.2",  # AWS ECS task metadata
+        "fd00:ec2::254",  # AWS over IPv6
+        "100.100.100.200",  # Alibaba Cloud
+        "168.63.129.16",  # Azure wire server (a public address)
+    )
+)
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -91,8 +99,7 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
 def _is_allowed(target: UrlTarget, limits: ToolLimits) -> bool:
     """Whether ``web_allowed_hosts`` names the target's host and port."""
     allowed = limits.web_allowed_hosts
-    return (f"{target.host}:{target.port}" in allowed
-            or f"[{target.host}]:{target.port}" in allowed)
+    return f"{target.host}:{target.port}" in allowed or f"[{target.host}]:{target.port}" in allowed
 
 
 async def vet(target: UrlTarget, limits: ToolLimits) -> list[IPAddress]:

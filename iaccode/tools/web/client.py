@@ -121,7 +121,6 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-
 @frozen
 class Response:
     status: int
@@ -148,13 +147,14 @@ class _Decoder:
         if name in ("gzip", "x-gzip", "deflate"):
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
         elif name not in ("", "identity"):
-            raise ToolFailure(f"the response uses the content encoding {name!r}, "
-                              "which web_fetch does not support")
+            raise ToolFailure(
+                f"the response uses the content encoding {name!r}, which web_fetch does not support"
+            )
 
     def decode(self, data: bytes, room: int) -> bytes:
         """At most ``room + 1`` bytes; more than ``room`` tells the body goes on."""
         if self._zlib is None:
-            return data[:room + 1]
+            return data[: room + 1]
         try:
             out: bytes = self._zlib.decompress(data, room + 1)
         except zlib.error as exc:
@@ -182,18 +182,19 @@ async def _connect(target: UrlTarget, addresses: list[IPAddress]) -> trio.abc.St
         except OSError as exc:
             problems.append(f"{ip}: {exc.strerror or exc}")
     else:
-        raise ToolFailure(f"could not connect to {target.host} port {target.port} "
-                          f"({'; '.join(problems)})")
+        raise ToolFailure(
+            f"could not connect to {target.host} port {target.port} ({'; '.join(problems)})"
+        )
     if target.scheme == "http":
         return tcp
-    tls = trio.SSLStream(tcp, _tls_context(), server_hostname=target.host,
-                         https_compatible=True)
+    tls = trio.SSLStream(tcp, _tls_context(), server_hostname=target.host, https_compatible=True)
     try:
         await tls.do_handshake()
     except trio.BrokenResourceError as exc:
         await trio.aclose_forcefully(tls)
-        raise ToolFailure(f"the TLS handshake with {target.host} failed: "
-                          f"{exc.__cause__ or exc}") from exc
+        raise ToolFailure(
+            f"the TLS handshake with {target.host} failed: {exc.__cause__ or exc}"
+        ) from exc
     except BaseException:
         await trio.aclose_forcefully(tls)
         raise
@@ -206,13 +207,17 @@ async def exchange(target: UrlTarget, addresses: list[IPAddress], budget: BodyBu
     stream = await _connect(target, addresses)
     try:
         conn = h11.Connection(h11.CLIENT)
-        request = h11.Request(method="GET", target=target.request_target, headers=[
-            ("Host", target.host_header),
-            ("User-Agent", USER_AGENT),
-            ("Accept", ACCEPT),
-            ("Accept-Encoding", "identity"),
-            ("Connection", "close"),
-        ])
+        request = h11.Request(
+            method="GET",
+            target=target.request_target,
+            headers=[
+                ("Host", target.host_header),
+                ("User-Agent", USER_AGENT),
+                ("Accept", ACCEPT),
+                ("Accept-Encoding", "identity"),
+                ("Connection", "close"),
+            ],
+        )
         data = (conn.send(request) or b"") + (conn.send(h11.EndOfMessage()) or b"")
         await stream.send_all(data)
         event = await _next_event(conn, stream)
@@ -220,8 +225,10 @@ async def exchange(target: UrlTarget, addresses: list[IPAddress], budget: BodyBu
             event = await _next_event(conn, stream)
         if not isinstance(event, h11.Response):
             raise ToolFailure(f"{target.host} closed the connection without a response")
-        headers = [(name.decode("latin-1").lower(), value.decode("latin-1"))
-                   for name, value in event.headers]
+        headers = [
+            (name.decode("latin-1").lower(), value.decode("latin-1"))
+            for name, value in event.headers
+        ]
         status = event.status_code
         reason = event.reason.decode("latin-1")
         most = budget(status, headers)
@@ -246,7 +253,6 @@ async def exchange(target: UrlTarget, addresses: list[IPAddress], budget: BodyBu
     except h11.LocalProtocolError as exc:
         raise ToolFailure(f"could not make a request for {target.url}: {exc}") from exc
     except trio.BrokenResourceError as exc:
-        raise ToolFailure(f"the connection to {target.host} broke: {exc.__cause__ or exc}") \
-            from exc
+        raise ToolFailure(f"the connection to {target.host} broke: {exc.__cause__ or exc}") from exc
     finally:
         await trio.aclose_forcefully(stream)

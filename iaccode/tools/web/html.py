@@ -21,8 +21,24 @@ TextKind = Literal["html", "text"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
-_DROPPED_TAGS = ["script", "style", "noscript", "template", "iframe", "frame", "frameset",
-                 "svg", "canvas", "object", "embed", "head", "title", "meta", "link", "base"]
+_DROPPED_TAGS = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "iframe",
+    "frame",
+    "frameset",
+    "svg",
+    "canvas",
+    "object",
+    "embed",
+    "head",
+    "title",
+    "meta",
+    "link",
+    "base",
+]
 
 
 def media_type(content_type: str | None) -> tuple[str | None, str | None]:
@@ -43,10 +59,20 @@ def text_kind(media: str) -> TextKind | None:
         return "html"
     if media.startswith("text/"):
         return "text"
-    if media in ("application/json", "application/xml", "application/javascript",
-                 "application/x-javascript", "application/ecmascript", "application/yaml",
-                 "application/x-yaml", "application/toml", "application/x-sh",
-                 "application/sql", "application/graphql", "application/x-ndjson"):
+    if media in (
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/x-sh",
+        "application/sql",
+        "application/graphql",
+        "application/x-ndjson",
+    ):
         return "text"
     if media.startswith("application/") and media.endswith(("+json", "+xml", "+yaml")):
         return "text"
@@ -54,8 +80,10 @@ def text_kind(media: str) -> TextKind | None:
 
 
 def not_text(url: str, media: str) -> str:
-    return (f"the content type of {url} is {media}, which is not text: web_fetch returns "
-            "only HTML, plain text, JSON and other text")
+    return (
+        f"the content type of {url} is {media}, which is not text: web_fetch returns "
+        "only HTML, plain text, JSON and other text"
+    )
 
 
 def _codec(label: str | None) -> str | None:
@@ -71,7 +99,7 @@ def _codec(label: str | None) -> str | None:
 
 def _decode(body: bytes, charset: str | None, kind: TextKind) -> str:
     if body.startswith(codecs.BOM_UTF8):
-        return body[len(codecs.BOM_UTF8):].decode("utf-8", "replace")
+        return body[len(codecs.BOM_UTF8) :].decode("utf-8", "replace")
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return body.decode("utf-16", "replace")
     name = _codec(charset)
@@ -96,8 +124,11 @@ def _sniff(body: bytes) -> TextKind | None:
 
 def _is_hidden(tag: Tag) -> bool:
     style = tag.get("style")
-    return (tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).lower() == "true"
-            or (isinstance(style, str) and _HIDDEN_STYLE.search(style) is not None))
+    return (
+        tag.has_attr("hidden")
+        or str(tag.get("aria-hidden", "")).lower() == "true"
+        or (isinstance(style, str) and _HIDDEN_STYLE.search(style) is not None)
+    )
 
 
 class _Markdown(MarkdownConverter):
@@ -123,8 +154,13 @@ def html_to_text(markup: str, base_url: str = "") -> str:
             elif base_url:
                 link["href"] = urljoin(base_url, href.strip())
     try:
-        text = _Markdown(heading_style="ATX", bullets="-", escape_asterisks=False,
-                         escape_underscores=False, escape_misc=False).convert_soup(soup)
+        text = _Markdown(
+            heading_style="ATX",
+            bullets="-",
+            escape_asterisks=False,
+            escape_underscores=False,
+            escape_misc=False,
+        ).convert_soup(soup)
     except RecursionError:  # absurdly deep nesting: plain text instead
         text = soup.get_text("\n", strip=True)
     lines = [line.rstrip() for line in text.splitlines()]

@@ -51,8 +51,12 @@ def _refuse(what: str) -> None:
 def _hook(event: str, args: tuple[object, ...]) -> None:
     if event == "socket.connect":
         address = args[1]
-        if (isinstance(address, tuple) and address and isinstance(address[0], str)
-                and not _loopback(address[0])):
+        if (
+            isinstance(address, tuple)
+            and address
+            and isinstance(address[0], str)
+            and not _loopback(address[0])
+        ):
             _refuse(f"connect {address!r}")
     elif event == "socket.getaddrinfo":
         host = args[0]
@@ -72,8 +76,11 @@ def _fake_dns(table: str) -> None:
     def getaddrinfo(host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
         key = host.decode("ascii", "replace") if isinstance(host, bytes) else host
         if isinstance(key, str) and key.lower().rstrip(".") in names:
-            return [info for address in names[key.lower().rstrip(".")]
-                    for info in real(address, port, *args, **kwargs)]
+            return [
+                info
+                for address in names[key.lower().rstrip(".")]
+                for info in real(address, port, *args, **kwargs)
+            ]
         return real(host, port, *args, **kwargs)
 
     socket.getaddrinfo = getaddrinfo

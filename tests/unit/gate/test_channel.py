@@ -74,8 +74,9 @@ class Asker:
 async def shell(channel: CallChannel, line: str, cwd: Path) -> str:
     """Run ``line`` as a command of the call (its root), return what it printed."""
     env = channel.command_env(command_env())
-    proc = await trio.lowlevel.open_process(["/bin/sh", "-c", line], cwd=cwd, env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = await trio.lowlevel.open_process(
+        ["/bin/sh", "-c", line], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     channel.set_root(proc.pid)
     assert proc.stdout is not None
     output = b""
@@ -86,66 +87,86 @@ async def shell(channel: CallChannel, line: str, cwd: Path) -> str:
 
 
 async def test_a_read_runs_the_real_program_with_the_held_credentials(
-        folder: GateFolder, log: Path, tmp_path: Path) -> None:
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker()
     async with open_channel(GatePolicy(ask), folder=folder) as channel:
-        out = await shell(channel, "terraform plan -out=p; echo ${AWS_SECRET_ACCESS_KEY:-none}",
-                          tmp_path)
+        out = await shell(
+            channel, "terraform plan -out=p; echo ${AWS_SECRET_ACCESS_KEY:-none}", tmp_path
+        )
     assert runs(log) == ["terraform plan -out=p"] and ask.questions == []
     assert "terraform got AWS_SECRET_ACCESS_KEY" in out and "\nnone\n" in out
 
 
-async def test_a_change_asks_and_runs_only_when_allowed(folder: GateFolder, log: Path,
-                                                        tmp_path: Path) -> None:
+async def test_a_change_asks_and_runs_only_when_allowed(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker(None, "no, not that one")
     async with open_channel(GatePolicy(ask), folder=folder) as channel:
-        out = await shell(channel, "terraform apply -auto-approve; echo rc=$?; "
-                                   "kubectl -v 9 delete ns x; echo rc=$?", tmp_path)
+        out = await shell(
+            channel,
+            "terraform apply -auto-approve; echo rc=$?; kubectl -v 9 delete ns x; echo rc=$?",
+            tmp_path,
+        )
     assert runs(log) == ["terraform apply -auto-approve"]
     assert [q.request.argv for q in ask.questions] == [
-        ["terraform", "apply", "-auto-approve"], ["kubectl", "-v", "9", "delete", "ns", "x"]]
+        ["terraform", "apply", "-auto-approve"],
+        ["kubectl", "-v", "9", "delete", "ns", "x"],
+    ]
     first = ask.questions[0].request
     assert first.change is not None and first.change.label == "terraform apply"
     assert first.program == str(tmp_path / "bin" / "terraform") and first.cwd == str(tmp_path)
     assert "rc=0" in out and "no, not that one\nrc=126" in out
 
 
-async def test_what_the_line_allowed_runs_unasked(folder: GateFolder, log: Path,
-                                                  tmp_path: Path) -> None:
+async def test_what_the_line_allowed_runs_unasked(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker()
     policy = GatePolicy(ask, approved=frozenset({("terraform", "apply")}))
     async with open_channel(policy, folder=folder) as channel:
-        await shell(channel, "terraform apply; terraform apply -target=x; terraform destroy",
-                    tmp_path)
+        await shell(
+            channel, "terraform apply; terraform apply -target=x; terraform destroy", tmp_path
+        )
     assert runs(log) == ["terraform apply"]
-    assert [q.request.argv for q in ask.questions] == [["terraform", "apply", "-target=x"],
-                                                       ["terraform", "destroy"]]
+    assert [q.request.argv for q in ask.questions] == [
+        ["terraform", "apply", "-target=x"],
+        ["terraform", "destroy"],
+    ]
 
 
-async def test_an_allowed_driver_covers_the_runs_it_starts(folder: GateFolder, log: Path,
-                                                           tmp_path: Path) -> None:
+async def test_an_allowed_driver_covers_the_runs_it_starts(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker(None)
     async with open_channel(GatePolicy(ask), folder=folder) as channel:
         await shell(channel, "terragrunt apply; terraform apply", tmp_path)
     assert runs(log) == ["terragrunt apply", "terraform apply"]
-    assert [q.request.argv for q in ask.questions] == [["terragrunt", "apply"],
-                                                       ["terraform", "apply"]]
+    assert [q.request.argv for q in ask.questions] == [
+        ["terragrunt", "apply"],
+        ["terraform", "apply"],
+    ]
 
 
-async def test_a_copy_of_a_gate_is_still_the_gate(folder: GateFolder, log: Path,
-                                                  tmp_path: Path) -> None:
+async def test_a_copy_of_a_gate_is_still_the_gate(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker()
     async with open_channel(GatePolicy(ask), folder=folder) as channel:
-        out = await shell(channel, "cp \"$(command -v terraform)\" ./tfx && ./tfx destroy; "
-                                   "ln -s \"$(command -v kubectl)\" k && ./k delete ns x",
-                          tmp_path)
+        out = await shell(
+            channel,
+            'cp "$(command -v terraform)" ./tfx && ./tfx destroy; '
+            'ln -s "$(command -v kubectl)" k && ./k delete ns x',
+            tmp_path,
+        )
     assert runs(log) == [], out
     assert [q.request.cli for q in ask.questions] == ["terraform", "kubectl"]
     assert is_gate(str(tmp_path / "tfx"))
 
 
-async def test_the_real_program_is_looked_up_past_every_gate(folder: GateFolder, log: Path,
-                                                             tmp_path: Path) -> None:
+async def test_the_real_program_is_looked_up_past_every_gate(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     other = tmp_path / "other-agent"
     other.mkdir()
     shutil.copy(folder.bin / "terraform", other / "terraform")
@@ -157,14 +178,16 @@ async def test_the_real_program_is_looked_up_past_every_gate(folder: GateFolder,
     assert "helm: command not found\nrc=127" in out
 
 
-async def test_a_wrong_token_and_a_stranger_are_refused(folder: GateFolder, log: Path,
-                                                        tmp_path: Path) -> None:
+async def test_a_wrong_token_and_a_stranger_are_refused(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker()
     async with open_channel(GatePolicy(ask), folder=folder) as channel:
         env = channel.command_env(command_env())
         channel.set_root(1)  # a root this test process is not below
-        stranger = await trio.run_process(["terraform", "plan"], env=env, cwd=tmp_path,
-                                          capture_stderr=True, check=False)
+        stranger = await trio.run_process(
+            ["terraform", "plan"], env=env, cwd=tmp_path, capture_stderr=True, check=False
+        )
         channel.token = "another"
         wrong = await shell(channel, "terraform plan", tmp_path)
     assert stranger.returncode == 126 and b"not a process of the command" in stranger.stderr
@@ -172,8 +195,9 @@ async def test_a_wrong_token_and_a_stranger_are_refused(folder: GateFolder, log:
     assert runs(log) == [] and ask.questions == []
 
 
-async def test_a_closed_channel_ends_a_waiting_gate(folder: GateFolder, log: Path,
-                                                    tmp_path: Path) -> None:
+async def test_a_closed_channel_ends_a_waiting_gate(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     asked = trio.Event()
 
     async def never(question: GateQuestion) -> str | None:
@@ -186,9 +210,10 @@ async def test_a_closed_channel_ends_a_waiting_gate(folder: GateFolder, log: Pat
         async with trio.open_nursery() as nursery:
             channel_open = open_channel(GatePolicy(never), folder=folder)
             async with channel_open as channel:
+
                 async def run() -> None:
-                    output.append(await shell(channel, "terraform destroy; echo rc=$?",
-                                              tmp_path))
+                    output.append(await shell(channel, "terraform destroy; echo rc=$?", tmp_path))
+
                 nursery.start_soon(run)
                 await asked.wait()
             # the channel is closed; the command goes on to its end
@@ -197,7 +222,8 @@ async def test_a_closed_channel_ends_a_waiting_gate(folder: GateFolder, log: Pat
 
 
 async def test_a_handler_runs_helpers_and_rewrites_the_run(
-        folder: GateFolder, log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder: GateFolder, log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The interface issue 22's plan-bound apply uses: run a plan first, ask with it, then
     exec another argv."""
     seen: list[str] = []
@@ -216,14 +242,17 @@ async def test_a_handler_runs_helpers_and_rewrites_the_run(
     async with open_channel(GatePolicy(ask), folder=folder) as channel:
         await shell(channel, "terraform apply", tmp_path)
     assert runs(log) == ["terraform plan -out=p.bin", "terraform apply p.bin"]
-    assert seen == ["stand-in terraform ran: plan -out=p.bin\n"
-                    "terraform got AWS_SECRET_ACCESS_KEY\n"]
-    assert ask.questions[0].detail == ("plan said: stand-in terraform ran: plan -out=p.bin\n"
-                                       "terraform got AWS_SECRET_ACCESS_KEY")
+    assert seen == [
+        "stand-in terraform ran: plan -out=p.bin\nterraform got AWS_SECRET_ACCESS_KEY\n"
+    ]
+    assert ask.questions[0].detail == (
+        "plan said: stand-in terraform ran: plan -out=p.bin\nterraform got AWS_SECRET_ACCESS_KEY"
+    )
 
 
-async def test_with_the_question_off_changes_run_unasked(folder: GateFolder, log: Path,
-                                                         tmp_path: Path) -> None:
+async def test_with_the_question_off_changes_run_unasked(
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     ask = Asker()
     async with open_channel(GatePolicy(ask, confirm=False), folder=folder) as channel:
         await shell(channel, "terraform destroy", tmp_path)
@@ -231,7 +260,8 @@ async def test_with_the_question_off_changes_run_unasked(folder: GateFolder, log
 
 
 async def test_a_cli_that_is_not_the_agents_runs_without_the_credentials(
-        folder: GateFolder, log: Path, tmp_path: Path) -> None:
+    folder: GateFolder, log: Path, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.copy(tmp_path / "bin" / "terraform", elsewhere / "terraform")
@@ -241,16 +271,21 @@ async def test_a_cli_that_is_not_the_agents_runs_without_the_credentials(
         told.append(message)
 
     async with open_channel(GatePolicy(Asker(), advise=advise), folder=folder) as channel:
-        out = await shell(channel, f"export PATH={channel.folder.bin}:{elsewhere}:$PATH; "
-                                   "terraform version; terraform fmt; kubectl version",
-                          tmp_path)
+        out = await shell(
+            channel,
+            f"export PATH={channel.folder.bin}:{elsewhere}:$PATH; "
+            "terraform version; terraform fmt; kubectl version",
+            tmp_path,
+        )
     assert out.count("runs without the held cloud credentials") == 2, out
     assert "terraform got AWS_SECRET_ACCESS_KEY" not in out
     assert "kubectl got AWS_SECRET_ACCESS_KEY" in out
     # The user hears it too, once for that program (kubectl was the agent's own).
-    assert told == [f"{elsewhere / 'terraform'} is not the terraform on iac-code's PATH "
-                    f"({tmp_path / 'bin' / 'terraform'}): it runs without the held cloud "
-                    "credentials (AWS_SECRET_ACCESS_KEY)."]
+    assert told == [
+        f"{elsewhere / 'terraform'} is not the terraform on iac-code's PATH "
+        f"({tmp_path / 'bin' / 'terraform'}): it runs without the held cloud "
+        "credentials (AWS_SECRET_ACCESS_KEY)."
+    ]
 
 
 def test_a_cancel_as_the_channel_opens_ends_it(folder: GateFolder) -> None:

@@ -40,14 +40,18 @@ async def test_the_question_names_the_context_and_namespace(tmp_path: Path) -> N
 
 async def test_a_protected_context_needs_its_name(tmp_path: Path) -> None:
     kubectl, env = setup(tmp_path, "prod-eu")
-    editor = FakeEditor([], elicitations=[ElicitationAnswer("accept", {"confirm": "prod"})],
-                        elicitation_modes=frozenset({"form"}))
+    editor = FakeEditor(
+        [],
+        elicitations=[ElicitationAnswer("accept", {"confirm": "prod"})],
+        elicitation_modes=frozenset({"form"}),
+    )
     argv = [kubectl, "apply", "-f", "deploy.yaml"]
     outcome = await handle(LocalExchange(argv, tmp_path, editor, env=env, protected=("prod*",)))
     assert isinstance(outcome, Refuse) and "did not match" in outcome.message
     assert editor.elicitations[0].message.startswith("kubectl apply · context prod-eu")
-    assert (tmp_path / "runs.log").read_text() == "config current-context\n", \
+    assert (tmp_path / "runs.log").read_text() == "config current-context\n", (
         "asked kubectl which context; the apply itself never ran"
+    )
 
 
 async def test_the_context_kubectl_names_wins_over_the_files(tmp_path: Path) -> None:
@@ -55,8 +59,12 @@ async def test_the_context_kubectl_names_wins_over_the_files(tmp_path: Path) -> 
     environment) says production: protection goes by the one kubectl uses."""
     kubectl, env = setup(tmp_path, "dev")
     (tmp_path / "kubectl").write_text("#!/bin/sh\necho production\n")
-    exchange = LocalExchange([kubectl, "delete", "ns", "shop"], tmp_path, FakeEditor([]),
-                             env=env, protected=("production",))
+    exchange = LocalExchange(
+        [kubectl, "delete", "ns", "shop"],
+        tmp_path,
+        FakeEditor([]),
+        env=env,
+        protected=("production",),
+    )
     outcome = await handle(exchange)
-    assert isinstance(outcome, Refuse) and "kube context production is protected" in \
-        outcome.message
+    assert isinstance(outcome, Refuse) and "kube context production is protected" in outcome.message

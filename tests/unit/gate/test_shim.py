@@ -43,23 +43,28 @@ def serve_once(path: Path, answer: bytes) -> threading.Thread:
     return thread
 
 
-@pytest.mark.parametrize(("answer", "status", "said"), [
-    (b"\0\0\0\x05junk!", 126, "no answer from iac-code"),
-    (frame([1, 2]), 126, "no answer from iac-code"),
-    (b"\0\0\0\x40short", 126, "iac-code ended the call"),
-    (frame({"op": "dance"}), 126, "an answer iac-code's gate does not know"),
-    (frame({"op": "exec"}), 126, "a bad answer from iac-code"),
-    (frame({"op": "exec", "program": "/nonexistent/terraform"}), 127, "/nonexistent/terraform"),
-    (frame({"op": "refuse", "message": "no way", "status": 3}), 3, "no way"),
-    (b"", 126, "iac-code ended the call"),
-])
-def test_the_gate_fails_closed(gate: Path, tmp_path: Path, answer: bytes, status: int,
-                               said: str) -> None:
+@pytest.mark.parametrize(
+    ("answer", "status", "said"),
+    [
+        (b"\0\0\0\x05junk!", 126, "no answer from iac-code"),
+        (frame([1, 2]), 126, "no answer from iac-code"),
+        (b"\0\0\0\x40short", 126, "iac-code ended the call"),
+        (frame({"op": "dance"}), 126, "an answer iac-code's gate does not know"),
+        (frame({"op": "exec"}), 126, "a bad answer from iac-code"),
+        (frame({"op": "exec", "program": "/nonexistent/terraform"}), 127, "/nonexistent/terraform"),
+        (frame({"op": "refuse", "message": "no way", "status": 3}), 3, "no way"),
+        (b"", 126, "iac-code ended the call"),
+    ],
+)
+def test_the_gate_fails_closed(
+    gate: Path, tmp_path: Path, answer: bytes, status: int, said: str
+) -> None:
     path = tmp_path / "c.sock"
     thread = serve_once(path, answer)
     env = {**os.environ, "IAC_CODE_GATE_SOCKET": str(path), "IAC_CODE_GATE_TOKEN": "t"}
-    done = subprocess.run([str(gate), "apply"], env=env, capture_output=True, text=True,
-                          timeout=30, check=False)
+    done = subprocess.run(
+        [str(gate), "apply"], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
     thread.join(5)
     assert done.returncode == status and said in done.stderr
     assert done.stdout == ""
@@ -67,11 +72,22 @@ def test_the_gate_fails_closed(gate: Path, tmp_path: Path, answer: bytes, status
 
 def test_exec_replaces_the_gate_with_the_program(gate: Path, tmp_path: Path) -> None:
     path = tmp_path / "c.sock"
-    serve_once(path, frame({"op": "exec", "program": "/bin/echo", "argv": ["echo", "hi", "$X"],
-                            "env": {"X": "held"}, "message": "a note"}))
+    serve_once(
+        path,
+        frame(
+            {
+                "op": "exec",
+                "program": "/bin/echo",
+                "argv": ["echo", "hi", "$X"],
+                "env": {"X": "held"},
+                "message": "a note",
+            }
+        ),
+    )
     env = {**os.environ, "IAC_CODE_GATE_SOCKET": str(path), "IAC_CODE_GATE_TOKEN": "t"}
-    done = subprocess.run([str(gate), "apply"], env=env, capture_output=True, text=True,
-                          timeout=30, check=False)
+    done = subprocess.run(
+        [str(gate), "apply"], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "hi $X\n", "a note\n")
 
 
@@ -86,8 +102,9 @@ def test_a_copy_outliving_its_agent_refuses(gate: Path, tmp_path: Path) -> None:
     copy.write_bytes(gate.read_bytes())
     copy.chmod(0o755)
     (gate.parent.parent / "shim.code").unlink()
-    done = subprocess.run([str(copy), "apply"], capture_output=True, text=True, timeout=30,
-                          check=False)
+    done = subprocess.run(
+        [str(copy), "apply"], capture_output=True, text=True, timeout=30, check=False
+    )
     assert done.returncode == 126 and "its agent is gone" in done.stderr
 
 
@@ -97,8 +114,12 @@ def test_what_the_gate_sends_is_json(tmp_path: Path) -> None:
 
     from iaccode.gate import shim
 
-    value = {"argv": ["a\"b\\c", "\n\t\x01", "é", "😀", "\udcff", "x" * 5000],
-             "pid": 7, "ok": True, "none": None}
+    value = {
+        "argv": ['a"b\\c', "\n\t\x01", "é", "😀", "\udcff", "x" * 5000],
+        "pid": 7,
+        "ok": True,
+        "none": None,
+    }
     assert json.loads(shim._dumps(value)) == value
 
 
@@ -110,7 +131,7 @@ def test_the_folder_puts_back_what_a_command_changed(tmp_path: Path) -> None:
     assert folder.restore() is False, "nothing to put back"
     folder.bin.chmod(0o700)
     gate.unlink()
-    (folder.bin / "kubectl").write_text("#!/bin/sh\nexec /usr/bin/kubectl \"$@\"\n")
+    (folder.bin / "kubectl").write_text('#!/bin/sh\nexec /usr/bin/kubectl "$@"\n')
     (folder.root / "shim.code").chmod(0o600)
     (folder.root / "shim.code").write_bytes(b"x")
     assert folder.restore() is True

@@ -23,8 +23,9 @@ SLACK = 3.0
 """Seconds of scheduling allowed on a loaded machine on top of a bound; what the bounds rule
 out is a 30-60 s sleep running to its end."""
 
-pytestmark = pytest.mark.skipif(not process_tree.supported(),
-                                reason="needs Linux child subreapers and /proc")
+pytestmark = pytest.mark.skipif(
+    not process_tree.supported(), reason="needs Linux child subreapers and /proc"
+)
 
 
 async def _report(update: Any) -> None:
@@ -32,9 +33,13 @@ async def _report(update: Any) -> None:
 
 
 def make_ctx(cwd: Path, kill_grace: float = 0.5) -> ToolContext:
-    return ToolContext(cwd=cwd.resolve(), limits=ToolLimits(kill_grace=kill_grace),
-                       files=None,  # type: ignore[arg-type]  # bash reads no files
-                       tool_call_id="call-1", report=_report)
+    return ToolContext(
+        cwd=cwd.resolve(),
+        limits=ToolLimits(kill_grace=kill_grace),
+        files=None,  # type: ignore[arg-type]  # bash reads no files
+        tool_call_id="call-1",
+        report=_report,
+    )
 
 
 async def run(ctx: ToolContext, command: str, timeout: float | None = None) -> ToolResult:
@@ -62,8 +67,11 @@ WAIT_FOR = "while [ ! -s {0} ]; do sleep 0.01; done"
 
 ESCAPES = {
     "setsid": "setsid sleep 60 & echo $! > pids",
-    "double_fork": ("( setsid sh -c 'sleep 60 & echo $! > pidfile' & ); "
-                    + WAIT_FOR.format("pidfile") + "; cat pidfile >> pids"),
+    "double_fork": (
+        "( setsid sh -c 'sleep 60 & echo $! > pidfile' & ); "
+        + WAIT_FOR.format("pidfile")
+        + "; cat pidfile >> pids"
+    ),
     "nohup": "nohup setsid sleep 60 >/dev/null 2>&1 & echo $! > pids",
     "subshell_setsid": "(setsid sleep 60 & echo $! > pids)",
 }
@@ -79,8 +87,10 @@ async def test_escapees_are_killed_when_the_shell_exits(tmp_path: Path, command:
 
 
 async def test_escapees_are_killed_on_timeout_while_the_shell_runs(tmp_path: Path) -> None:
-    command = ("setsid sleep 60 & echo $! >> pids; ( setsid sh -c 'sleep 60 & echo $! >> pids' "
-               "& ); nohup sleep 60 >/dev/null 2>&1 & echo $! >> pids; sleep 60")
+    command = (
+        "setsid sleep 60 & echo $! >> pids; ( setsid sh -c 'sleep 60 & echo $! >> pids' "
+        "& ); nohup sleep 60 >/dev/null 2>&1 & echo $! >> pids; sleep 60"
+    )
     with trio.fail_after(10):
         result = await run(make_ctx(tmp_path), command, timeout=0.5)
     assert result.raw_output["timed_out"] is True
@@ -89,8 +99,7 @@ async def test_escapees_are_killed_on_timeout_while_the_shell_runs(tmp_path: Pat
 
 
 async def test_a_term_ignoring_escapee_is_killed_after_the_grace(tmp_path: Path) -> None:
-    command = "setsid sh -c 'trap \"\" TERM; echo $$ > pids; sleep 60' & " + WAIT_FOR.format(
-        "pids")
+    command = "setsid sh -c 'trap \"\" TERM; echo $$ > pids; sleep 60' & " + WAIT_FOR.format("pids")
     start = trio.current_time()
     with trio.fail_after(10):
         await run(make_ctx(tmp_path, kill_grace=0.3), command)
@@ -99,8 +108,10 @@ async def test_a_term_ignoring_escapee_is_killed_after_the_grace(tmp_path: Path)
 
 
 async def test_an_escapee_that_keeps_forking_is_killed(tmp_path: Path) -> None:
-    command = ("setsid sh -c 'trap \"\" TERM; while :; do sleep 60 & echo $! >> pids; "
-               "sleep 0.01; done' & " + WAIT_FOR.format("pids"))
+    command = (
+        'setsid sh -c \'trap "" TERM; while :; do sleep 60 & echo $! >> pids; '
+        "sleep 0.01; done' & " + WAIT_FOR.format("pids")
+    )
     with trio.fail_after(10):
         await run(make_ctx(tmp_path, kill_grace=0.2), command)
     started = pids(tmp_path / "pids")
@@ -108,8 +119,10 @@ async def test_an_escapee_that_keeps_forking_is_killed(tmp_path: Path) -> None:
 
 
 async def test_cancellation_kills_the_escapees(tmp_path: Path) -> None:
-    command = ("setsid sleep 60 & echo $! >> pids; ( setsid sh -c 'sleep 60 & echo $! >> pids' "
-               "& ); sleep 60")
+    command = (
+        "setsid sleep 60 & echo $! >> pids; ( setsid sh -c 'sleep 60 & echo $! >> pids' "
+        "& ); sleep 60"
+    )
     start = trio.current_time()
     with trio.fail_after(10), trio.move_on_after(0.5) as scope:
         await run(make_ctx(tmp_path), command)
@@ -124,11 +137,14 @@ async def test_a_call_does_not_kill_another_running_call(tmp_path: Path) -> None
     first.mkdir()
     second.mkdir()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(run, make_ctx(second),
-                           "setsid sleep 60 & echo $! > pids; sleep 3; echo end")
+        nursery.start_soon(
+            run, make_ctx(second), "setsid sleep 60 & echo $! > pids; sleep 3; echo end"
+        )
         with trio.fail_after(10):  # the first call starts once the second one has its child
-            await run(make_ctx(first), WAIT_FOR.format("../second/pids")
-                      + "; setsid sleep 60 & echo $! > pids; echo done")
+            await run(
+                make_ctx(first),
+                WAIT_FOR.format("../second/pids") + "; setsid sleep 60 & echo $! > pids; echo done",
+            )
         assert all(gone(pid) for pid in pids(first / "pids"))
         assert all(pid_alive(pid) for pid in pids(second / "pids"))
     assert all(gone(pid) for pid in pids(second / "pids"))
@@ -139,8 +155,9 @@ async def test_other_children_of_the_agent_are_left_alone(tmp_path: Path) -> Non
     # before the call.
     sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
     ours = await trio.lowlevel.open_process(sleeper, stdin=subprocess.DEVNULL)
-    own_session = await trio.lowlevel.open_process(sleeper, stdin=subprocess.DEVNULL,
-                                                   start_new_session=True)
+    own_session = await trio.lowlevel.open_process(
+        sleeper, stdin=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         with trio.fail_after(10):
             await run(make_ctx(tmp_path), "setsid sleep 60 & echo $! > pids; echo done")
@@ -152,17 +169,19 @@ async def test_other_children_of_the_agent_are_left_alone(tmp_path: Path) -> Non
             await proc.wait()
 
 
-async def test_without_subreapers_the_group_is_still_ended(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
+async def test_without_subreapers_the_group_is_still_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without prctl (macOS) the process group is killed as before; a setsid escapee is the
     documented limitation there."""
     monkeypatch.setattr(process_tree, "_prctl", None)
     try:
         with trio.fail_after(10):
-            result = await run(make_ctx(tmp_path),
-                               "sleep 60 & echo $! > bg; setsid sh -c 'echo $$ > pids; "
-                               "sleep 60' & " + WAIT_FOR.format("pids") + "; echo done")
+            result = await run(
+                make_ctx(tmp_path),
+                "sleep 60 & echo $! > bg; setsid sh -c 'echo $$ > pids; "
+                "sleep 60' & " + WAIT_FOR.format("pids") + "; echo done",
+            )
         assert result.text == "done\n"
         assert not pid_alive(pids(tmp_path / "bg")[0])
         assert pid_alive(pids(tmp_path / "pids")[0])

@@ -15,19 +15,29 @@ def test_the_gate_reports_what_the_agent_reads() -> None:
     assert shim.REPORTED == REPORTED
 
 
-@pytest.mark.parametrize(("env", "args", "label"), [
-    ({"TF_CLI_ARGS_init": "-migrate-state -force-copy"}, ["init"],
-     "terraform init -migrate-state (with TF_CLI_ARGS_init='-migrate-state -force-copy')"),
-    ({"TF_CLI_ARGS": "-migrate-state"}, ["-chdir=x", "init"],
-     "terraform init -migrate-state (with TF_CLI_ARGS=-migrate-state)"),
-    ({"TF_CLI_ARGS_init": "'unclosed"}, ["init"], "terraform init (TF_CLI_ARGS_init)"),
-    ({}, ["init", "-migrate-state"], "terraform init -migrate-state"),
-    ({"TF_CLI_ARGS_plan": "-destroy"}, ["plan"], None),
-    ({"TF_CLI_ARGS_init": "-migrate-state"}, ["plan"], None),
-    ({"TF_CLI_ARGS": "-no-color"}, ["version"], None),
-])
+@pytest.mark.parametrize(
+    ("env", "args", "label"),
+    [
+        (
+            {"TF_CLI_ARGS_init": "-migrate-state -force-copy"},
+            ["init"],
+            "terraform init -migrate-state (with TF_CLI_ARGS_init='-migrate-state -force-copy')",
+        ),
+        (
+            {"TF_CLI_ARGS": "-migrate-state"},
+            ["-chdir=x", "init"],
+            "terraform init -migrate-state (with TF_CLI_ARGS=-migrate-state)",
+        ),
+        ({"TF_CLI_ARGS_init": "'unclosed"}, ["init"], "terraform init (TF_CLI_ARGS_init)"),
+        ({}, ["init", "-migrate-state"], "terraform init -migrate-state"),
+        ({"TF_CLI_ARGS_plan": "-destroy"}, ["plan"], None),
+        ({"TF_CLI_ARGS_init": "-migrate-state"}, ["plan"], None),
+        ({"TF_CLI_ARGS": "-no-color"}, ["version"], None),
+    ],
+)
 def test_terraform_reads_its_arguments_from_the_environment_too(
-        env: dict[str, str], args: list[str], label: str | None) -> None:
+    env: dict[str, str], args: list[str], label: str | None
+) -> None:
     change = classify_run("terraform", args, env)
     assert (change.label if change else None) == label
 
@@ -39,9 +49,12 @@ def alias_home(tmp_path: Path, text: str) -> dict[str, str]:
 
 
 def test_an_aws_alias_is_read_as_what_it_expands_to(tmp_path: Path) -> None:
-    env = alias_home(tmp_path, "[toplevel]\ns3 = ec2 terminate-instances\n"
-                               "whoami = sts get-caller-identity\nsh = !echo hi\n"
-                               "loop = whoami\n")
+    env = alias_home(
+        tmp_path,
+        "[toplevel]\ns3 = ec2 terminate-instances\n"
+        "whoami = sts get-caller-identity\nsh = !echo hi\n"
+        "loop = whoami\n",
+    )
     change = classify_run("aws", ["s3", "ls"], env)
     assert change is not None and change.label.startswith("aws ec2 terminate-instances")
     assert classify_run("aws", ["--region", "x", "whoami"], env) is None

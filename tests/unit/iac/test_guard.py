@@ -50,7 +50,7 @@ CHANGES = [
     ("timeout 600 terraform apply", "terraform apply"),
     ("nice -n 10 terraform apply", "terraform apply"),
     ("sh -c 'terraform apply -auto-approve'", "terraform apply"),
-    ("bash -c \"cd infra && terraform destroy\"", "terraform destroy"),
+    ('bash -c "cd infra && terraform destroy"', "terraform destroy"),
     ("bash -lc 'tofu apply'", "tofu apply"),
     ("sudo bash -c 'env X=1 terraform apply'", "terraform apply"),
     ("echo aws_s3_bucket.logs | xargs terraform taint", "terraform taint"),
@@ -58,7 +58,7 @@ CHANGES = [
     ("find . -name '*.yaml' | xargs -n 1 kubectl delete -f", "kubectl delete"),
     ("(cd infra; terraform apply)", "terraform apply"),
     ("echo $(terraform apply -auto-approve)", "terraform apply"),
-    ("echo \"result: $(tofu destroy -auto-approve)\"", "tofu destroy"),
+    ('echo "result: $(tofu destroy -auto-approve)"', "tofu destroy"),
     ("echo `terraform apply`", "terraform apply"),
     ("eval terraform apply", "terraform apply"),
     ("if terraform validate; then terraform apply; fi", "terraform apply"),
@@ -69,8 +69,10 @@ CHANGES = [
     ("# first the plan\nterraform plan\nterraform apply", "terraform apply"),
     ("terraform plan &&\\\n  terraform apply -auto-approve", "terraform apply"),
     ("bash -c 'terraform plan\nterraform destroy'", "terraform destroy"),
-    ("aliyun ros CreateStack --StackName demo --TemplateBody file://t.yaml",
-     "aliyun ros CreateStack"),
+    (
+        "aliyun ros CreateStack --StackName demo --TemplateBody file://t.yaml",
+        "aliyun ros CreateStack",
+    ),
     ("aliyun ros UpdateStack --StackId abc", "aliyun ros UpdateStack"),
     ("aliyun ros DeleteStack --StackId abc --RegionId cn-hangzhou", "aliyun ros DeleteStack"),
     ("aliyun ros ContinueCreateStack --StackId abc", "aliyun ros ContinueCreateStack"),
@@ -78,15 +80,23 @@ CHANGES = [
     ("aliyun ros ExecuteChangeSet --ChangeSetId c", "aliyun ros ExecuteChangeSet"),
     ("aliyun ros CreateChangeSet --StackName s", "aliyun ros CreateChangeSet"),
     ("aliyun --profile prod ros delete-stack --stack-id abc", "aliyun ros delete-stack"),
-    ("aws cloudformation create-stack --stack-name s --template-body file://t.yaml",
-     "aws cloudformation create-stack"),
+    (
+        "aws cloudformation create-stack --stack-name s --template-body file://t.yaml",
+        "aws cloudformation create-stack",
+    ),
     ("aws cloudformation update-stack --stack-name s", "aws cloudformation update-stack"),
-    ("aws --region us-east-1 cloudformation delete-stack --stack-name s",
-     "aws cloudformation delete-stack"),
-    ("aws cloudformation deploy --template-file t.yaml --stack-name s",
-     "aws cloudformation deploy"),
-    ("aws cloudformation execute-change-set --change-set-name c",
-     "aws cloudformation execute-change-set"),
+    (
+        "aws --region us-east-1 cloudformation delete-stack --stack-name s",
+        "aws cloudformation delete-stack",
+    ),
+    (
+        "aws cloudformation deploy --template-file t.yaml --stack-name s",
+        "aws cloudformation deploy",
+    ),
+    (
+        "aws cloudformation execute-change-set --change-set-name c",
+        "aws cloudformation execute-change-set",
+    ),
     ("kubectl apply -f k8s/", "kubectl apply"),
     ("kubectl -n prod delete pod web-1", "kubectl delete"),
     ("kubectl create namespace demo", "kubectl create"),
@@ -103,14 +113,22 @@ CHANGES = [
     ("pulumi destroy -y", "pulumi destroy"),
     ("pulumi refresh --yes", "pulumi refresh"),
     ("pulumi -C infra up", "pulumi up"),
-    ("$TERRAFORM_BIN destroy -auto-approve",
-     "$TERRAFORM_BIN destroy (a program named through a variable or a substitution)"),
-    ("cd infra && \"${TF_BIN}\" apply",
-     "${TF_BIN} apply (a program named through a variable or a substitution)"),
-    ("$(which terraform) apply -auto-approve",
-     "$(which terraform) apply (a program named through a variable or a substitution)"),
-    ("`which kubectl` delete -f k8s/",
-     "`which kubectl` delete (a program named through a variable or a substitution)"),
+    (
+        "$TERRAFORM_BIN destroy -auto-approve",
+        "$TERRAFORM_BIN destroy (a program named through a variable or a substitution)",
+    ),
+    (
+        'cd infra && "${TF_BIN}" apply',
+        "${TF_BIN} apply (a program named through a variable or a substitution)",
+    ),
+    (
+        "$(which terraform) apply -auto-approve",
+        "$(which terraform) apply (a program named through a variable or a substitution)",
+    ),
+    (
+        "`which kubectl` delete -f k8s/",
+        "`which kubectl` delete (a program named through a variable or a substitution)",
+    ),
 ]
 
 GATE_BLIND = [
@@ -119,10 +137,10 @@ GATE_BLIND = [
     "./bin/kubectl delete pod web",
     "~/bin/helm uninstall web",
     "$HOME/.local/bin/pulumi up --yes",
-    "\"$TOOLS\"/terraform destroy",
-    "f() { /opt/tf/terraform \"$@\"; }; f apply",
+    '"$TOOLS"/terraform destroy',
+    'f() { /opt/tf/terraform "$@"; }; f apply',
     "python3 -c \"import os; os.execv('/opt/tf/terraform', ['terraform', 'apply'])\"",
-    "perl -e 'exec \"/usr/bin/kubectl\", \"delete\", \"ns\", \"prod\"'",
+    'perl -e \'exec "/usr/bin/kubectl", "delete", "ns", "prod"\'',
     "echo '/usr/local/bin/terraform destroy -auto-approve' | sh",
     "sh <<'EOF'\n/usr/local/bin/terraform apply -auto-approve\nEOF",
     "node -e \"require('child_process').execSync('/usr/local/bin/terraform apply')\"",
@@ -141,7 +159,7 @@ GATE_BLIND = [
     "env -u PATH terraform apply",
     # looking for what is behind the gate
     "$(type -P -a terraform | tail -1) apply",
-    "cp \"$(type -P -a terraform | tail -1)\" ./tfx && ./tfx apply",
+    'cp "$(type -P -a terraform | tail -1)" ./tfx && ./tfx apply',
     "for p in $(which -a kubectl); do $p delete ns x; done",
     "whereis terraform",
     "cp /proc/$(pgrep -n terraform)/exe ./t",
@@ -154,10 +172,29 @@ GATE_BLIND = [
     "$(which tofu) apply",
     "`which kubectl` delete -f k8s/",
     # a nested line too deep to read
-    "bash -c " + shlex.quote("bash -c " + shlex.quote("bash -c " + shlex.quote(
-        "bash -c " + shlex.quote("bash -c " + shlex.quote("bash -c " + shlex.quote(
-            "bash -c " + shlex.quote("bash -c " + shlex.quote("bash -c " + shlex.quote(
-                "bash -c 'echo hi'"))))))))),
+    "bash -c "
+    + shlex.quote(
+        "bash -c "
+        + shlex.quote(
+            "bash -c "
+            + shlex.quote(
+                "bash -c "
+                + shlex.quote(
+                    "bash -c "
+                    + shlex.quote(
+                        "bash -c "
+                        + shlex.quote(
+                            "bash -c "
+                            + shlex.quote(
+                                "bash -c "
+                                + shlex.quote("bash -c " + shlex.quote("bash -c 'echo hi'"))
+                            )
+                        )
+                    )
+                )
+            )
+        )
+    ),
 ]
 
 READ_ONLY = [
@@ -236,20 +273,23 @@ def test_the_table_is_large_enough() -> None:
 
 def test_a_cli_named_on_the_line_is_one_the_gate_will_see() -> None:
     assert infra_changes("cd infra && terraform apply -auto-approve") == [
-        Finding("terraform apply", gate_sees=True,
-                argv=("terraform", "apply", "-auto-approve"))]
+        Finding("terraform apply", gate_sees=True, argv=("terraform", "apply", "-auto-approve"))
+    ]
     assert infra_changes("kubectl delete ns a; helm uninstall $R") == [
         Finding("kubectl delete", gate_sees=True, argv=("kubectl", "delete", "ns", "a")),
-        Finding("helm uninstall", gate_sees=True)]  # $R: the argv is not known yet
+        Finding("helm uninstall", gate_sees=True),
+    ]  # $R: the argv is not known yet
 
 
 def test_a_path_into_the_gates_is_the_gate(tmp_path: Path) -> None:
     gates = tmp_path / "gates"
     gates.mkdir()
     assert infra_changes(f"{gates}/terraform apply", gates=gates) == [
-        Finding("terraform apply", gate_sees=True)]  # seen, but not pre-allowed
+        Finding("terraform apply", gate_sees=True)
+    ]  # seen, but not pre-allowed
     assert infra_changes("/usr/local/bin/terraform apply", gates=gates) == [
-        Finding("terraform apply", gate_sees=False)]
+        Finding("terraform apply", gate_sees=False)
+    ]
 
 
 @pytest.mark.parametrize("command", GATE_BLIND)
@@ -264,26 +304,69 @@ def test_an_unclosed_quote_still_finds_the_change() -> None:
     assert infra_change("echo 'unfinished; terraform plan") is None
 
 
-_PREFIXES = ["sudo -E ", "sudo -u deploy -E ", "env A=1 ", "time ", "nohup ", "X=1 Y=2 ",
-             "timeout 5 ", "nice -n 5 ", "command ", "exec ", "setsid ", "flock /tmp/l ",
-             "strace -f -o /dev/null ", "stdbuf -oL ", "ionice -c 3 ", "xargs "]
-_CONTEXTS = ["{}", "cd infra && {}", "true; {}", "false || {}", "echo yes | {}", "({})",
-             "{} > out.log 2>&1", "if true; then {}; fi", "echo $({})", "{} &",
-             "cat <({})", "tee >({}) < /dev/null", "coproc {}", "while false; do :; done; {}",
-             "for i in 1; do {}; done", "trap {q} EXIT", "watch -n 1 {q}",
-             "find . -maxdepth 0 -exec sh -c {q} \\;", "su -c {q}", "eval {q}"]
+_PREFIXES = [
+    "sudo -E ",
+    "sudo -u deploy -E ",
+    "env A=1 ",
+    "time ",
+    "nohup ",
+    "X=1 Y=2 ",
+    "timeout 5 ",
+    "nice -n 5 ",
+    "command ",
+    "exec ",
+    "setsid ",
+    "flock /tmp/l ",
+    "strace -f -o /dev/null ",
+    "stdbuf -oL ",
+    "ionice -c 3 ",
+    "xargs ",
+]
+_CONTEXTS = [
+    "{}",
+    "cd infra && {}",
+    "true; {}",
+    "false || {}",
+    "echo yes | {}",
+    "({})",
+    "{} > out.log 2>&1",
+    "if true; then {}; fi",
+    "echo $({})",
+    "{} &",
+    "cat <({})",
+    "tee >({}) < /dev/null",
+    "coproc {}",
+    "while false; do :; done; {}",
+    "for i in 1; do {}; done",
+    "trap {q} EXIT",
+    "watch -n 1 {q}",
+    "find . -maxdepth 0 -exec sh -c {q} \\;",
+    "su -c {q}",
+    "eval {q}",
+]
 """Where a line may stand: ``{}`` as it is, ``{q}`` quoted as one word (shlex.quote), as a
 shell would need it nested."""
 
 
 @READER
-@given(st.sampled_from([c for c in CHANGES if "'" not in c[0] and '"' not in c[0]
-                        and "`" not in c[0] and "$(" not in c[0] and "#" not in c[0]]),
-       st.lists(st.sampled_from(_PREFIXES), max_size=3),
-       st.lists(st.sampled_from(_CONTEXTS), max_size=3),
-       st.lists(st.booleans(), max_size=2))
+@given(
+    st.sampled_from(
+        [
+            c
+            for c in CHANGES
+            if "'" not in c[0]
+            and '"' not in c[0]
+            and "`" not in c[0]
+            and "$(" not in c[0]
+            and "#" not in c[0]
+        ]
+    ),
+    st.lists(st.sampled_from(_PREFIXES), max_size=3),
+    st.lists(st.sampled_from(_CONTEXTS), max_size=3),
+    st.lists(st.booleans(), max_size=2),
+)
 def test_wrapped_and_chained_changes_are_still_found(
-        case: tuple[str, str], prefixes: list[str], contexts: list[str], shells: list[bool]
+    case: tuple[str, str], prefixes: list[str], contexts: list[str], shells: list[bool]
 ) -> None:
     command, change = case
     line = "".join(prefixes) + command
@@ -295,12 +378,15 @@ def test_wrapped_and_chained_changes_are_still_found(
 
 
 @READER
-@given(st.sampled_from([c for c in READ_ONLY if c and "#" not in c]),
-       st.lists(st.sampled_from(_PREFIXES), max_size=3),
-       st.lists(st.sampled_from(_CONTEXTS), max_size=3),
-       st.lists(st.booleans(), max_size=2))
+@given(
+    st.sampled_from([c for c in READ_ONLY if c and "#" not in c]),
+    st.lists(st.sampled_from(_PREFIXES), max_size=3),
+    st.lists(st.sampled_from(_CONTEXTS), max_size=3),
+    st.lists(st.booleans(), max_size=2),
+)
 def test_wrapped_and_chained_reads_stay_ordinary(
-        command: str, prefixes: list[str], contexts: list[str], shells: list[bool]) -> None:
+    command: str, prefixes: list[str], contexts: list[str], shells: list[bool]
+) -> None:
     line = "".join(prefixes) + command
     for context, shell in zip(contexts, shells + [False] * len(contexts), strict=False):
         line = context.format(line, q=shlex.quote(line))
@@ -323,18 +409,34 @@ def test_what_runs_where_no_gate_stands_asks(tmp_path: Path) -> None:
     (tmp_path / ".venv" / "bin" / "ansible-playbook").write_text("#!/bin/sh\n")
     (tmp_path / "plain" / "bin").mkdir(parents=True)
     (tmp_path / "package.json").write_text(
-        '{"scripts": {"deploy": "cdk deploy --all", "build": "tsc"}}')
-    asks = ["npx cdk deploy", "npx aws-cdk@2 destroy --force", "npm exec -- cdk deploy",
-            "uv run ansible-playbook site.yml", "poetry run pulumi up --yes", "npm run deploy",
-            "yarn deploy", "source .venv/bin/activate && ansible-playbook site.yml",
-            "docker run --rm -v ~/.aws:/root/.aws hashicorp/terraform apply",
-            "podman run amazon/aws-cli s3 rb s3://b", "ssh host 'A=apply; terraform $A'",
-            "echo 'terraform apply' | at now", "tmux new -d 'terraform apply'",
-            "crontab jobs.txt"]
+        '{"scripts": {"deploy": "cdk deploy --all", "build": "tsc"}}'
+    )
+    asks = [
+        "npx cdk deploy",
+        "npx aws-cdk@2 destroy --force",
+        "npm exec -- cdk deploy",
+        "uv run ansible-playbook site.yml",
+        "poetry run pulumi up --yes",
+        "npm run deploy",
+        "yarn deploy",
+        "source .venv/bin/activate && ansible-playbook site.yml",
+        "docker run --rm -v ~/.aws:/root/.aws hashicorp/terraform apply",
+        "podman run amazon/aws-cli s3 rb s3://b",
+        "ssh host 'A=apply; terraform $A'",
+        "echo 'terraform apply' | at now",
+        "tmux new -d 'terraform apply'",
+        "crontab jobs.txt",
+    ]
     for line in asks:
         found = infra_changes(line, cwd=tmp_path)
         assert found and not any(f.gate_sees for f in found), line
-    for line in ["npm run build", "npx prettier --check .", "source plain/bin/activate && pytest",
-                 "docker run --rm alpine echo hi", "ssh -T git@github.com", "crontab -l",
-                 "uv run pytest"]:
+    for line in [
+        "npm run build",
+        "npx prettier --check .",
+        "source plain/bin/activate && pytest",
+        "docker run --rm alpine echo hi",
+        "ssh -T git@github.com",
+        "crontab -l",
+        "uv run pytest",
+    ]:
         assert infra_changes(line, cwd=tmp_path) == [], line

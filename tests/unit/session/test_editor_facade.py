@@ -52,31 +52,45 @@ class Wire:
         return answer
 
 
-def editor(wire: Wire, *, read: bool = True, write: bool = True,
-           terminal: bool = True, elicitation: ElicitationCapabilities | None = None) -> Editor:
+def editor(
+    wire: Wire,
+    *,
+    read: bool = True,
+    write: bool = True,
+    terminal: bool = True,
+    elicitation: ElicitationCapabilities | None = None,
+) -> Editor:
     async def send_update(update: Any) -> None:
         raise AssertionError("no update expected")
 
-    client = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=read,
-                                                        write_text_file=write),
-                                terminal=terminal, elicitation=elicitation)
+    client = ClientCapabilities(
+        fs=FileSystemCapabilities(read_text_file=read, write_text_file=write),
+        terminal=terminal,
+        elicitation=elicitation,
+    )
     return Editor(wire, send_update, "sess-1", client, LocalFiles(max_bytes=1_000_000))
 
 
-@pytest.mark.parametrize(("reply", "choice"), [
-    ({"outcome": {"outcome": "selected", "optionId": "allow_always"}}, "allow_always"),
-    ({"outcome": {"outcome": "selected", "optionId": "reject_once"}}, "reject_once"),
-    ({"outcome": {"outcome": "cancelled"}}, "cancelled"),
-    ({"outcome": {"outcome": "selected", "optionId": "no-such-option"}}, None),
-    ({"outcome": "allowed", "option_id": "allow_always"}, "allow_always"),  # an older flat shape
-    ({"outcome": "allowed"}, "allow_once"),
-    ({"outcome": "denied"}, "reject_once"),
-    ("yes please", None),
-    ({"outcome": {"outcome": "selected", "optionId": 5}}, None),  # a wrong type
-    ({"outcome": 5}, None),
-    (EditorError("Internal error", {"detail": "boom"}), None),
-    (EditorError("connection closed"), None),
-])
+@pytest.mark.parametrize(
+    ("reply", "choice"),
+    [
+        ({"outcome": {"outcome": "selected", "optionId": "allow_always"}}, "allow_always"),
+        ({"outcome": {"outcome": "selected", "optionId": "reject_once"}}, "reject_once"),
+        ({"outcome": {"outcome": "cancelled"}}, "cancelled"),
+        ({"outcome": {"outcome": "selected", "optionId": "no-such-option"}}, None),
+        (
+            {"outcome": "allowed", "option_id": "allow_always"},
+            "allow_always",
+        ),  # an older flat shape
+        ({"outcome": "allowed"}, "allow_once"),
+        ({"outcome": "denied"}, "reject_once"),
+        ("yes please", None),
+        ({"outcome": {"outcome": "selected", "optionId": 5}}, None),  # a wrong type
+        ({"outcome": 5}, None),
+        (EditorError("Internal error", {"detail": "boom"}), None),
+        (EditorError("connection closed"), None),
+    ],
+)
 async def test_a_permission_answer_becomes_a_choice(reply: Any, choice: str | None) -> None:
     wire = Wire(reply)
     assert await editor(wire).request_permission(FIELDS, OPTIONS) == choice
@@ -86,23 +100,28 @@ async def test_a_permission_answer_becomes_a_choice(reply: Any, choice: str | No
     assert [o["optionId"] for o in params["options"]] == [o.option_id for o in OPTIONS]
 
 
-@pytest.mark.parametrize(("reply", "problem"), [
-    ({"outcome": {"outcome": "selected", "optionId": 5}},
-     "result.outcome.optionId: expected a string, got an integer"),
-    ({"outcome": {"outcome": "selected"}}, "result.outcome.optionId: is required"),
-    ({"outcome": "bogus"}, "result.outcome: unknown outcome 'bogus'"),
-    ([], "result: expected an object, got an array"),
-])
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (
+            {"outcome": {"outcome": "selected", "optionId": 5}},
+            "result.outcome.optionId: expected a string, got an integer",
+        ),
+        ({"outcome": {"outcome": "selected"}}, "result.outcome.optionId: is required"),
+        ({"outcome": "bogus"}, "result.outcome: unknown outcome 'bogus'"),
+        ([], "result: expected an object, got an array"),
+    ],
+)
 async def test_a_malformed_permission_answer_is_logged_saying_what_was_wrong(
-        reply: Any, problem: str, caplog: pytest.LogCaptureFixture) -> None:
+    reply: Any, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, "iaccode.session.editor"):
         assert await editor(Wire(reply)).request_permission(FIELDS, OPTIONS) is None
     [record] = caplog.records
     assert "malformed permission answer" in record.message and problem in record.message
 
 
-async def test_files_go_through_the_editor_for_the_directions_it_advertised(
-        real: Path) -> None:
+async def test_files_go_through_the_editor_for_the_directions_it_advertised(real: Path) -> None:
     path = real / "a.txt"
     path.write_text("on disk\n")
     wire = Wire({"content": "in the buffer\n"})
@@ -125,17 +144,23 @@ async def test_without_fs_capabilities_files_are_local(tmp_path: Path) -> None:
 async def test_an_editor_error_on_a_file_is_a_tool_failure_naming_it(real: Path) -> None:
     path = real / "a.txt"
     path.write_text("x")
-    wire = Wire(EditorError("Resource not found", {"uri": "a.txt"}), {"nothing": 1},
-                EditorError("Read-only buffer"))
+    wire = Wire(
+        EditorError("Resource not found", {"uri": "a.txt"}),
+        {"nothing": 1},
+        EditorError("Read-only buffer"),
+    )
     files = editor(wire).files
     with pytest.raises(ToolFailure) as read:
         await files.read_text(path)
-    assert str(read.value) == (f"The editor could not read {path}: Resource not found "
-                               "({'uri': 'a.txt'})")
+    assert str(read.value) == (
+        f"The editor could not read {path}: Resource not found ({{'uri': 'a.txt'}})"
+    )
     with pytest.raises(ToolFailure) as unread:
         await files.read_text(path)
-    assert str(unread.value) == (f"The editor gave no text for {path}: a malformed answer to "
-                                 "fs/read_text_file (result.content: is required)")
+    assert str(unread.value) == (
+        f"The editor gave no text for {path}: a malformed answer to "
+        "fs/read_text_file (result.content: is required)"
+    )
     with pytest.raises(ToolFailure) as wrote:
         await files.write_text(path, "y")
     assert str(wrote.value) == f"The editor could not write {path}: Read-only buffer"
@@ -149,10 +174,13 @@ async def test_a_special_file_is_refused_before_asking_the_editor(real: Path) ->
 
 
 async def test_terminal_calls_and_their_answers() -> None:
-    wire = Wire({"terminalId": "term-7"},
-                {"exitCode": 3, "signal": None},
-                {"output": "out\n", "truncated": True, "exitStatus": {"exitCode": 3}},
-                None, None)
+    wire = Wire(
+        {"terminalId": "term-7"},
+        {"exitCode": 3, "signal": None},
+        {"output": "out\n", "truncated": True, "exitStatus": {"exitCode": 3}},
+        None,
+        None,
+    )
     terminal = editor(wire).terminal
     assert terminal is not None
     assert await terminal.create("bash", ["-c", "ls"], "/w", 4096) == "term-7"
@@ -160,56 +188,80 @@ async def test_terminal_calls_and_their_answers() -> None:
     assert await terminal.output("term-7") == TerminalOutput("out\n", True, ExitStatus(3, None))
     await terminal.kill("term-7")
     await terminal.release("term-7")
-    assert wire.sent[0] == ("terminal/create", {
-        "sessionId": "sess-1", "command": "bash", "args": ["-c", "ls"], "cwd": "/w",
-        "outputByteLimit": 4096})
-    assert [m for m, _ in wire.sent[1:]] == ["terminal/wait_for_exit", "terminal/output",
-                                             "terminal/kill", "terminal/release"]
+    assert wire.sent[0] == (
+        "terminal/create",
+        {
+            "sessionId": "sess-1",
+            "command": "bash",
+            "args": ["-c", "ls"],
+            "cwd": "/w",
+            "outputByteLimit": 4096,
+        },
+    )
+    assert [m for m, _ in wire.sent[1:]] == [
+        "terminal/wait_for_exit",
+        "terminal/output",
+        "terminal/kill",
+        "terminal/release",
+    ]
     assert all(p == {"sessionId": "sess-1", "terminalId": "term-7"} for _, p in wire.sent[1:])
 
 
 async def test_a_file_answer_of_the_wrong_type_is_a_tool_failure_naming_the_field(
-        real: Path) -> None:
+    real: Path,
+) -> None:
     path = real / "a.txt"
     path.write_text("x")
     with pytest.raises(ToolFailure) as unread:
         await editor(Wire({"content": ["x"]})).files.read_text(path)
-    assert str(unread.value).endswith(
-        "(result.content: expected a string, got an array)")
+    assert str(unread.value).endswith("(result.content: expected a string, got an array)")
 
 
-@pytest.mark.parametrize(("reply", "problems"), [
-    ({}, "result.output: is required; result.truncated: is required"),
-    ("text", "result: expected an object, got a string"),
-    ({"output": "x", "truncated": "no"}, "result.truncated: expected a boolean, got a string"),
-    ({"output": 5, "truncated": False, "exitStatus": {"exitCode": "0", "signal": "SIGTERM"}},
-     "result.output: expected a string, got an integer; "
-     "result.exitStatus.exitCode: expected an integer, got a string"),
-])
+@pytest.mark.parametrize(
+    ("reply", "problems"),
+    [
+        ({}, "result.output: is required; result.truncated: is required"),
+        ("text", "result: expected an object, got a string"),
+        ({"output": "x", "truncated": "no"}, "result.truncated: expected a boolean, got a string"),
+        (
+            {"output": 5, "truncated": False, "exitStatus": {"exitCode": "0", "signal": "SIGTERM"}},
+            "result.output: expected a string, got an integer; "
+            "result.exitStatus.exitCode: expected an integer, got a string",
+        ),
+    ],
+)
 async def test_a_terminal_output_answer_that_does_not_fit_is_a_tool_failure_naming_it(
-        reply: Any, problems: str) -> None:
+    reply: Any, problems: str
+) -> None:
     """Like an error answer: the bash tool then says the output could not be read."""
     terminal = editor(Wire(reply)).terminal
     assert terminal is not None
     with pytest.raises(ToolFailure) as failed:
         await terminal.output("t")
-    assert str(failed.value) == ("The editor could not read the terminal's output: a malformed "
-                                 f"answer to terminal/output ({problems})")
+    assert str(failed.value) == (
+        "The editor could not read the terminal's output: a malformed "
+        f"answer to terminal/output ({problems})"
+    )
 
 
-@pytest.mark.parametrize(("reply", "problem"), [
-    ({"exitCode": "0"}, "result.exitCode: expected an integer, got a string"),
-    ({"exitCode": 1, "signal": 9}, "result.signal: expected a string, got an integer"),
-    ([0], "result: expected an object, got an array"),
-])
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        ({"exitCode": "0"}, "result.exitCode: expected an integer, got a string"),
+        ({"exitCode": 1, "signal": 9}, "result.signal: expected a string, got an integer"),
+        ([0], "result: expected an object, got an array"),
+    ],
+)
 async def test_an_exit_status_of_the_wrong_type_is_a_tool_failure_naming_it(
-        reply: Any, problem: str) -> None:
+    reply: Any, problem: str
+) -> None:
     terminal = editor(Wire(reply)).terminal
     assert terminal is not None
     with pytest.raises(ToolFailure) as failed:
         await terminal.wait_for_exit("t")
-    assert str(failed.value) == ("The editor's terminal failed: a malformed answer to "
-                                 f"terminal/wait_for_exit ({problem})")
+    assert str(failed.value) == (
+        f"The editor's terminal failed: a malformed answer to terminal/wait_for_exit ({problem})"
+    )
 
 
 async def test_an_exit_status_may_say_nothing() -> None:
@@ -220,17 +272,24 @@ async def test_an_exit_status_may_say_nothing() -> None:
 
 
 async def test_terminal_errors_are_tool_failures_saying_what_failed() -> None:
-    wire = Wire(EditorError("no shells today"), {"id": "wrong"}, {"terminalId": 7},
-                EditorError("it died"))
+    wire = Wire(
+        EditorError("no shells today"), {"id": "wrong"}, {"terminalId": 7}, EditorError("it died")
+    )
     terminal = editor(wire).terminal
     assert terminal is not None
     with pytest.raises(ToolFailure, match="^The editor could not run the command: no shells"):
         await terminal.create("bash", [], "/", 1)
-    with pytest.raises(ToolFailure, match=r"^The editor did not create a terminal: a malformed "
-                       r"answer to terminal/create \(result.terminalId: is required\)$"):
+    with pytest.raises(
+        ToolFailure,
+        match=r"^The editor did not create a terminal: a malformed "
+        r"answer to terminal/create \(result.terminalId: is required\)$",
+    ):
         await terminal.create("bash", [], "/", 1)
-    with pytest.raises(ToolFailure, match=r"\(result.terminalId: expected a string, got an "
-                       r"integer\)$"):
+    with pytest.raises(
+        ToolFailure,
+        match=r"\(result.terminalId: expected a string, got an "
+        r"integer\)$",
+    ):
         await terminal.create("bash", [], "/", 1)
     with pytest.raises(ToolFailure, match="^The editor's terminal failed: it died"):
         await terminal.wait_for_exit("t")
@@ -241,40 +300,59 @@ def test_no_terminal_unless_the_client_has_them() -> None:
 
 
 FORM = ElicitationCapabilities(form={})
-CONFIRM = Elicitation("Type prod to destroy it", requested_schema=text_form("confirm", "Name"),
-                      tool_call_id="t1")
+CONFIRM = Elicitation(
+    "Type prod to destroy it", requested_schema=text_form("confirm", "Name"), tool_call_id="t1"
+)
 
 
-@pytest.mark.parametrize(("reply", "answer"), [
-    ({"action": "accept", "content": {"confirm": "prod"}},
-     ElicitationAnswer("accept", {"confirm": "prod"})),
-    ({"action": "accept"}, ElicitationAnswer("accept")),
-    ({"action": "decline", "content": {"confirm": "prod"}}, ElicitationAnswer("decline")),
-    ({"action": "cancel"}, ElicitationAnswer("cancel")),
-    ({"action": "_later", "_meta": {}}, ElicitationAnswer("_later")),
-    ({"action": "accept", "content": ["prod"]}, None),
-    ({"outcome": "accept"}, None), ("accept", None), (None, None),
-    ({"action": 1}, None),  # a wrong type
-    (EditorError("no forms here"), None),
-])
-async def test_an_elicitation_and_its_answer(reply: Any, answer: ElicitationAnswer | None
-                                             ) -> None:
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        (
+            {"action": "accept", "content": {"confirm": "prod"}},
+            ElicitationAnswer("accept", {"confirm": "prod"}),
+        ),
+        ({"action": "accept"}, ElicitationAnswer("accept")),
+        ({"action": "decline", "content": {"confirm": "prod"}}, ElicitationAnswer("decline")),
+        ({"action": "cancel"}, ElicitationAnswer("cancel")),
+        ({"action": "_later", "_meta": {}}, ElicitationAnswer("_later")),
+        ({"action": "accept", "content": ["prod"]}, None),
+        ({"outcome": "accept"}, None),
+        ("accept", None),
+        (None, None),
+        ({"action": 1}, None),  # a wrong type
+        (EditorError("no forms here"), None),
+    ],
+)
+async def test_an_elicitation_and_its_answer(reply: Any, answer: ElicitationAnswer | None) -> None:
     wire = Wire(reply)
     assert await editor(wire, elicitation=FORM).elicit(CONFIRM) == answer
-    assert wire.sent == [("elicitation/create", {
-        "sessionId": "sess-1", "toolCallId": "t1", "mode": "form",
-        "message": "Type prod to destroy it",
-        "requestedSchema": {"type": "object", "required": ["confirm"],
-                            "properties": {"confirm": {"type": "string", "title": "Name"}}}})]
+    assert wire.sent == [
+        (
+            "elicitation/create",
+            {
+                "sessionId": "sess-1",
+                "toolCallId": "t1",
+                "mode": "form",
+                "message": "Type prod to destroy it",
+                "requestedSchema": {
+                    "type": "object",
+                    "required": ["confirm"],
+                    "properties": {"confirm": {"type": "string", "title": "Name"}},
+                },
+            },
+        )
+    ]
 
 
-@pytest.mark.parametrize("capabilities", [None, ElicitationCapabilities(),
-                                          ElicitationCapabilities(url={})])
+@pytest.mark.parametrize(
+    "capabilities", [None, ElicitationCapabilities(), ElicitationCapabilities(url={})]
+)
 async def test_a_mode_the_editor_did_not_advertise_is_never_sent(
-        capabilities: ElicitationCapabilities | None) -> None:
+    capabilities: ElicitationCapabilities | None,
+) -> None:
     wire = Wire()
     facade = editor(wire, elicitation=capabilities)
     assert "form" not in facade.elicitation_modes
     assert await facade.elicit(CONFIRM) is None
     assert wire.sent == []
-

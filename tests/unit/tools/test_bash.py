@@ -46,11 +46,18 @@ class Reports:
         self.updates.append(update)
 
 
-def make_ctx(cwd: Path, reports: Reports | None = None, terminal: ClientTerminal | None = None,
-             **limits: Any) -> ToolContext:
+def make_ctx(
+    cwd: Path, reports: Reports | None = None, terminal: ClientTerminal | None = None, **limits: Any
+) -> ToolContext:
     limits.setdefault("kill_grace", 0.5)
-    return ToolContext(cwd=cwd.resolve(), limits=ToolLimits(**limits), files=NoFiles(),
-                       tool_call_id="call-1", report=reports or Reports(), terminal=terminal)
+    return ToolContext(
+        cwd=cwd.resolve(),
+        limits=ToolLimits(**limits),
+        files=NoFiles(),
+        tool_call_id="call-1",
+        report=reports or Reports(),
+        terminal=terminal,
+    )
 
 
 async def run(ctx: ToolContext, command: str, timeout: float | None = None) -> ToolResult:
@@ -72,8 +79,13 @@ async def test_echo(tmp_path: Path) -> None:
         result = await run(make_ctx(tmp_path), "echo hello")
     assert result.text == "hello\n"
     assert not result.is_error
-    assert result.raw_output == {"exit_code": 0, "signal": None, "timed_out": False,
-                                 "output": "hello\n", "truncated_bytes": 0}
+    assert result.raw_output == {
+        "exit_code": 0,
+        "signal": None,
+        "timed_out": False,
+        "output": "hello\n",
+        "truncated_bytes": 0,
+    }
 
 
 async def test_non_zero_exit_code_is_an_error(tmp_path: Path) -> None:
@@ -130,11 +142,18 @@ async def test_killed_by_a_signal(tmp_path: Path) -> None:
     assert result.text == "[killed by SIGKILL]"
 
 
-async def test_environment_is_scrubbed_and_quiet(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    secrets = {"ANTHROPIC_API_KEY": "sk-1", "ANTHROPIC_AUTH_TOKEN": "tok-1",
-               "GITHUB_TOKEN": "gh-1", "MY_SECRET": "s-1", "AWS_SECRET_ACCESS_KEY": "aws-1",
-               "db_password": "pw-1", "Some_Api_Key": "k-1"}
+async def test_environment_is_scrubbed_and_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secrets = {
+        "ANTHROPIC_API_KEY": "sk-1",
+        "ANTHROPIC_AUTH_TOKEN": "tok-1",
+        "GITHUB_TOKEN": "gh-1",
+        "MY_SECRET": "s-1",
+        "AWS_SECRET_ACCESS_KEY": "aws-1",
+        "db_password": "pw-1",
+        "Some_Api_Key": "k-1",
+    }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("KEEP_ME", "kept")
@@ -162,8 +181,9 @@ async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path)
     start = trio.current_time()
     with trio.fail_after(10):
-        result = await run(ctx, "echo $$ > pgid; sleep 30 & echo $! > bg; echo started; sleep 30",
-                           timeout=0.5)
+        result = await run(
+            ctx, "echo $$ > pgid; sleep 30 & echo $! > bg; echo started; sleep 30", timeout=0.5
+        )
     assert trio.current_time() - start < 0.5 + ctx.limits.kill_grace + SLACK
     assert result.is_error
     assert result.raw_output["timed_out"] is True
@@ -191,8 +211,9 @@ async def test_cancellation_kills_everything_promptly(tmp_path: Path) -> None:
     with trio.fail_after(10):
         with trio.move_on_after(0.5) as scope:
             try:
-                await run(ctx, "echo $$ > pgid; nohup sleep 30 >/dev/null 2>&1 & echo $! > bg; "
-                               "sleep 30")
+                await run(
+                    ctx, "echo $$ > pgid; nohup sleep 30 >/dev/null 2>&1 & echo $! > bg; sleep 30"
+                )
             except BaseException as exc:
                 raised.append(exc)
                 raise
@@ -216,8 +237,7 @@ async def test_cancellation_is_bounded_when_term_is_ignored(tmp_path: Path) -> N
 async def test_background_job_does_not_hold_the_call(tmp_path: Path) -> None:
     start = trio.current_time()
     with trio.fail_after(10):
-        result = await run(make_ctx(tmp_path),
-                           "echo $$ > pgid; sleep 30 & echo $! > bg; echo done")
+        result = await run(make_ctx(tmp_path), "echo $$ > pgid; sleep 30 & echo $! > bg; echo done")
     assert trio.current_time() - start < SLACK
     assert result.text == "done\n"
     assert not result.is_error
@@ -266,8 +286,10 @@ async def test_endless_output_is_bounded(tmp_path: Path) -> None:
     with trio.fail_after(10):
         result = await run(make_ctx(tmp_path, bash_output_bytes=cap), "yes", timeout=1)
     output = result.raw_output["output"]
-    marker = f"\n[... {result.raw_output['truncated_bytes']} bytes of output dropped from " \
-             "the middle ...]\n"
+    marker = (
+        f"\n[... {result.raw_output['truncated_bytes']} bytes of output dropped from "
+        "the middle ...]\n"
+    )
     assert marker in output
     assert len(output) <= cap + len(marker)
     assert result.raw_output["truncated_bytes"] > cap
@@ -338,9 +360,16 @@ def test_input_is_strict() -> None:
 class FakeTerminal:
     """Records every terminal/* call. ``hang`` makes the command run until killed."""
 
-    def __init__(self, *, hang: bool = False, hang_kill: bool = False, exit_code: int = 0,
-                 output: str = "hello\n", truncated: bool = False,
-                 create_error: ToolFailure | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        hang: bool = False,
+        hang_kill: bool = False,
+        exit_code: int = 0,
+        output: str = "hello\n",
+        truncated: bool = False,
+        create_error: ToolFailure | None = None,
+    ) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.hang = hang
         self.hang_kill = hang_kill
@@ -358,8 +387,14 @@ class FakeTerminal:
             return ExitStatus(None, "SIGKILL")
         return ExitStatus(self.exit_code, None)
 
-    async def create(self, command: str, args: list[str], cwd: str,
-                     output_byte_limit: int, env: dict[str, str] | None = None) -> str:
+    async def create(
+        self,
+        command: str,
+        args: list[str],
+        cwd: str,
+        output_byte_limit: int,
+        env: dict[str, str] | None = None,
+    ) -> str:
         self.calls.append(("create", command, args, cwd, output_byte_limit))
         await trio.lowlevel.checkpoint()
         if self.create_error is not None:
@@ -407,8 +442,9 @@ async def test_terminal_runs_the_command(tmp_path: Path) -> None:
     assert cwd == str(ctx.cwd)
     assert limit == 4096
     assert terminal.names() == ["create", "wait_for_exit", "output", "release"]
-    assert reports.updates == [ToolCallProgress(tool_call_id="call-1",
-                                                content=[TerminalContent("term-1")])]
+    assert reports.updates == [
+        ToolCallProgress(tool_call_id="call-1", content=[TerminalContent("term-1")])
+    ]
     assert result.content == [TerminalContent("term-1")]
     assert result.is_error
     assert result.text == "hello\n[exit code 2]"
@@ -470,8 +506,9 @@ async def never_asked(question: Any) -> str | None:
 
 @pytest.mark.parametrize("gated", [False, True], ids=["no-gates", "gates"])
 async def test_terminal_create_error_is_a_failure(tmp_path: Path, gated: bool) -> None:
-    terminal = FakeTerminal(create_error=ToolFailure(
-        "The editor could not run the command: no shells today"))
+    terminal = FakeTerminal(
+        create_error=ToolFailure("The editor could not run the command: no shells today")
+    )
     ctx = make_ctx(tmp_path, terminal=terminal)
     if gated:  # the gate's channel around the call must not wrap the failure in a group
         ctx = evolve(ctx, gate=GatePolicy(never_asked))

@@ -65,8 +65,13 @@ def cwd(tmp_path: Path) -> Path:
 
 def make_ctx(cwd: Path, files: Any = None, **limits: Any) -> ToolContext:
     bounds = ToolLimits(**limits)
-    return ToolContext(cwd=cwd, limits=bounds, files=files or LocalFiles(bounds.read_max_bytes),
-                       tool_call_id="t1", report=_no_report)
+    return ToolContext(
+        cwd=cwd,
+        limits=bounds,
+        files=files or LocalFiles(bounds.read_max_bytes),
+        tool_call_id="t1",
+        report=_no_report,
+    )
 
 
 @pytest.fixture
@@ -134,19 +139,28 @@ def test_definitions_describe_every_input_field(tool: Tool) -> None:
     assert tool.definition()["name"] == tool.name
 
 
-@pytest.mark.parametrize(("tool", "args", "title", "kind", "read_only"), [
-    (ReadFile(), {"path": "a.py"}, "Read a.py", "read", True),
-    (ReadFile(), {"path": "a.py", "offset": 5, "limit": 10}, "Read a.py (lines 5-14)", "read",
-     True),
-    (ReadFile(), {"path": "a.py", "offset": 5}, "Read a.py (from line 5)", "read", True),
-    (ListFiles(), {}, "List .", "read", True),
-    (Glob(), {"pattern": "*.py", "path": "src"}, "Glob *.py in src", "search", True),
-    (Grep(), {"pattern": "x", "glob": "*.tf"}, "Grep 'x' (*.tf)", "search", True),
-    (WriteFile(), {"path": "a", "content": ""}, "Write a", "edit", False),
-    (EditFile(), {"path": "a", "old_string": "x", "new_string": "y"}, "Edit a", "edit", False),
-])
-def test_titles_kinds_and_paths(tool: Tool, args: dict[str, Any], title: str, kind: str,
-                                read_only: bool) -> None:
+@pytest.mark.parametrize(
+    ("tool", "args", "title", "kind", "read_only"),
+    [
+        (ReadFile(), {"path": "a.py"}, "Read a.py", "read", True),
+        (
+            ReadFile(),
+            {"path": "a.py", "offset": 5, "limit": 10},
+            "Read a.py (lines 5-14)",
+            "read",
+            True,
+        ),
+        (ReadFile(), {"path": "a.py", "offset": 5}, "Read a.py (from line 5)", "read", True),
+        (ListFiles(), {}, "List .", "read", True),
+        (Glob(), {"pattern": "*.py", "path": "src"}, "Glob *.py in src", "search", True),
+        (Grep(), {"pattern": "x", "glob": "*.tf"}, "Grep 'x' (*.tf)", "search", True),
+        (WriteFile(), {"path": "a", "content": ""}, "Write a", "edit", False),
+        (EditFile(), {"path": "a", "old_string": "x", "new_string": "y"}, "Edit a", "edit", False),
+    ],
+)
+def test_titles_kinds_and_paths(
+    tool: Tool, args: dict[str, Any], title: str, kind: str, read_only: bool
+) -> None:
     parsed: Any = tool_input(args, tool.input_type)
     assert tool.title(parsed) == title
     assert (tool.kind, tool.read_only) == (kind, read_only)
@@ -174,14 +188,17 @@ async def test_local_read_keeps_the_text_as_it_is(cwd: Path) -> None:
         assert await LocalFiles(1000).read_text(cwd / "a.txt") == "naïve\r\nline\n"
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (lambda p: None, "File not found"),
-    (lambda p: p.mkdir(), "is a directory"),
-    (lambda p: os.mkfifo(p), "named pipe"),
-    (lambda p: p.write_bytes(b"PK\x03\x04\x00\x00data"), "binary file"),
-    (lambda p: p.write_bytes(b"caf\xe9\n"), "not UTF-8"),
-    (lambda p: p.write_bytes(b"x" * 101), "over the 100 byte limit"),
-])
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: None, "File not found"),
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: os.mkfifo(p), "named pipe"),
+        (lambda p: p.write_bytes(b"PK\x03\x04\x00\x00data"), "binary file"),
+        (lambda p: p.write_bytes(b"caf\xe9\n"), "not UTF-8"),
+        (lambda p: p.write_bytes(b"x" * 101), "over the 100 byte limit"),
+    ],
+)
 async def test_local_read_refuses(cwd: Path, make: Callable[[Path], None], message: str) -> None:
     path = cwd / "target"
     make(path)
@@ -200,8 +217,9 @@ async def test_local_read_refuses_devices_and_huge_sparse_files(cwd: Path) -> No
             await LocalFiles(10 * 1024 * 1024).read_text(huge)
 
 
-async def test_local_read_checks_the_opened_file_too(cwd: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_local_read_checks_the_opened_file_too(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A FIFO swapped in after the stat is caught on the descriptor, and never blocks."""
     fifo, regular = cwd / "fifo", cwd / "regular"
     os.mkfifo(fifo)
@@ -249,7 +267,8 @@ async def test_local_write_refuses(cwd: Path) -> None:
 
 
 async def test_cancelled_write_leaves_the_old_file_and_no_temp_file(
-        cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = cwd / "f.txt"
     target.write_text("old content")
     monkeypatch.setattr(local_files, "WRITE_CHUNK_BYTES", 4)
@@ -257,6 +276,7 @@ async def test_cancelled_write_leaves_the_old_file_and_no_temp_file(
     chunks: list[bytes] = []
 
     with trio.fail_after(10), trio.CancelScope() as scope:
+
         def write_and_cancel(fd: int, data: memoryview) -> None:
             real_write_all(fd, data)
             chunks.append(bytes(data))
@@ -270,7 +290,8 @@ async def test_cancelled_write_leaves_the_old_file_and_no_temp_file(
 
 
 async def test_failed_replace_leaves_the_old_file_and_no_temp_file(
-        cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = cwd / "f.txt"
     target.write_text("old")
 
@@ -301,16 +322,18 @@ async def test_read_offset_limit_and_more_lines_note(cwd: Path) -> None:
     assert first.text.splitlines()[:4] == [f"{n:>6}\tline {n}" for n in range(1, 5)]
     assert first.text.endswith("... 6 more lines; use offset to read on (offset=5).")
     window = await run(ReadFile(), ctx, path="big.txt", offset=5, limit=2)
-    assert window.text.splitlines() == ["     5\tline 5", "     6\tline 6",
-                                        "... 4 more lines; use offset to read on (offset=7)."]
+    assert window.text.splitlines() == [
+        "     5\tline 5",
+        "     6\tline 6",
+        "... 4 more lines; use offset to read on (offset=7).",
+    ]
     tail = await run(ReadFile(), ctx, path=str(cwd / "big.txt"), offset=9)
     assert tail.text == "     9\tline 9\n    10\tline 10"
 
 
 async def test_read_failures(ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"a.txt": "one\ntwo\n", "empty.txt": "", "bin": b"\x00\x01"})
-    assert "past the end: a.txt has 2 lines" in await fails(ReadFile(), ctx, path="a.txt",
-                                                            offset=3)
+    assert "past the end: a.txt has 2 lines" in await fails(ReadFile(), ctx, path="a.txt", offset=3)
     assert "starting at 1" in await fails(ReadFile(), ctx, path="a.txt", offset=0)
     assert "at least 1" in await fails(ReadFile(), ctx, path="a.txt", limit=0)
     assert "File not found" in await fails(ReadFile(), ctx, path="nope.txt")
@@ -334,20 +357,50 @@ async def test_read_goes_through_ctx_files(cwd: Path) -> None:
 
 
 async def test_list_is_sorted_marks_dirs_and_skips_ignored(ctx: ToolContext, cwd: Path) -> None:
-    write(cwd, {".gitignore": "*.log\n!keep.log\nbuild/\n", "b.py": "", "a.py": "",
-                "x.log": "", "keep.log": "", "build/out": "", "src/c.py": "", ".env": "",
-                ".git/HEAD": ""})
+    write(
+        cwd,
+        {
+            ".gitignore": "*.log\n!keep.log\nbuild/\n",
+            "b.py": "",
+            "a.py": "",
+            "x.log": "",
+            "keep.log": "",
+            "build/out": "",
+            "src/c.py": "",
+            ".env": "",
+            ".git/HEAD": "",
+        },
+    )
     result = await run(ListFiles(), ctx)
-    assert result.text.splitlines() == [".env", ".gitignore", "a.py", "b.py", "keep.log",
-                                        "src/", "[2 entries left out by .gitignore]"]
+    assert result.text.splitlines() == [
+        ".env",
+        ".gitignore",
+        "a.py",
+        "b.py",
+        "keep.log",
+        "src/",
+        "[2 entries left out by .gitignore]",
+    ]
 
 
-async def test_list_nested_gitignore_and_explicitly_named_ignored_dir(ctx: ToolContext,
-                                                                      cwd: Path) -> None:
-    write(cwd, {".gitignore": "node_modules/\n", "src/.gitignore": "gen/\n",
-                "src/gen/x.py": "", "src/main.py": "", "node_modules/pkg/index.js": ""})
+async def test_list_nested_gitignore_and_explicitly_named_ignored_dir(
+    ctx: ToolContext, cwd: Path
+) -> None:
+    write(
+        cwd,
+        {
+            ".gitignore": "node_modules/\n",
+            "src/.gitignore": "gen/\n",
+            "src/gen/x.py": "",
+            "src/main.py": "",
+            "node_modules/pkg/index.js": "",
+        },
+    )
     assert (await run(ListFiles(), ctx, path="src")).text.splitlines() == [
-        ".gitignore", "main.py", "[1 entries left out by .gitignore]"]
+        ".gitignore",
+        "main.py",
+        "[1 entries left out by .gitignore]",
+    ]
     assert (await run(ListFiles(), ctx, path="node_modules")).text == "pkg/"
     assert (await run(ListFiles(), ctx, path="src/gen")).text == "x.py"
 
@@ -400,25 +453,30 @@ def tree(cwd: Path) -> Path:
     return cwd
 
 
-async def test_glob_respects_gitignore_and_sorts_newest_first(backend: str, ctx: ToolContext,
-                                                              tree: Path) -> None:
+async def test_glob_respects_gitignore_and_sorts_newest_first(
+    backend: str, ctx: ToolContext, tree: Path
+) -> None:
     result = await run(Glob(), ctx, pattern="**/*.py")
     assert result.text.splitlines() == ["src/b.py", "a.py", "src/sub/c.py"]
     assert result.raw_output["matches"] == 3
 
 
-@pytest.mark.parametrize(("pattern", "path", "expected"), [
-    ("*.py", None, {"a.py", "src/b.py", "src/sub/c.py"}),
-    ("src/*.py", None, {"src/b.py"}),
-    ("*.{ts,tsx}", None, {"src/types.ts", "src/view.tsx"}),
-    ("*", "src/sub", {"src/sub/c.py"}),
-    ("*.py", "src", {"src/b.py", "src/sub/c.py"}),
-    ("*.log", None, set()),  # ignored files stay ignored even when asked for by name
-    ("*", "node_modules", {"node_modules/pkg/index.js"}),  # an ignored folder named on purpose
-    ("*.yml", None, {".github/ci.yml"}),
-])
-async def test_glob_patterns(backend: str, ctx: ToolContext, tree: Path, pattern: str,
-                             path: str | None, expected: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.py", None, {"a.py", "src/b.py", "src/sub/c.py"}),
+        ("src/*.py", None, {"src/b.py"}),
+        ("*.{ts,tsx}", None, {"src/types.ts", "src/view.tsx"}),
+        ("*", "src/sub", {"src/sub/c.py"}),
+        ("*.py", "src", {"src/b.py", "src/sub/c.py"}),
+        ("*.log", None, set()),  # ignored files stay ignored even when asked for by name
+        ("*", "node_modules", {"node_modules/pkg/index.js"}),  # an ignored folder named on purpose
+        ("*.yml", None, {".github/ci.yml"}),
+    ],
+)
+async def test_glob_patterns(
+    backend: str, ctx: ToolContext, tree: Path, pattern: str, path: str | None, expected: set[str]
+) -> None:
     args = {"pattern": pattern} | ({"path": path} if path else {})
     result = await run(Glob(), ctx, **args)
     if expected:
@@ -427,35 +485,49 @@ async def test_glob_patterns(backend: str, ctx: ToolContext, tree: Path, pattern
         assert result.text == f"No files match {pattern!r} in the project directory."
 
 
-async def test_glob_everything_never_lists_ignored_or_git(backend: str, ctx: ToolContext,
-                                                          tree: Path) -> None:
+async def test_glob_everything_never_lists_ignored_or_git(
+    backend: str, ctx: ToolContext, tree: Path
+) -> None:
     listed = set((await run(Glob(), ctx, pattern="*")).text.splitlines())
-    assert listed == {".gitignore", "a.py", "src/b.py", "src/sub/c.py", "src/.gitignore",
-                      "src/types.ts", "src/view.tsx", ".github/ci.yml", "image.png"}
+    assert listed == {
+        ".gitignore",
+        "a.py",
+        "src/b.py",
+        "src/sub/c.py",
+        "src/.gitignore",
+        "src/types.ts",
+        "src/view.tsx",
+        ".github/ci.yml",
+        "image.png",
+    }
 
 
 async def test_glob_cap_and_failures(backend: str, cwd: Path, tree: Path) -> None:
     ctx = make_ctx(cwd, search_max_results=2)
     result = await run(Glob(), ctx, pattern="*.py", path=str(cwd))
     assert result.text.splitlines() == [
-        "src/b.py", "a.py",
+        "src/b.py",
+        "a.py",
         "[showing the 2 newest of 3 matching files; narrow the pattern or the path to see the "
-        "rest]"]
+        "rest]",
+    ]
     assert result.raw_output["truncated"] is True
     assert "Directory not found" in await fails(Glob(), ctx, pattern="*", path="missing")
     assert "not a directory" in await fails(Glob(), ctx, pattern="*", path="a.py")
     assert "empty" in await fails(Glob(), ctx, pattern="  ")
 
 
-async def test_glob_outside_the_project_shows_absolute_paths(backend: str, cwd: Path,
-                                                             ctx: ToolContext) -> None:
+async def test_glob_outside_the_project_shows_absolute_paths(
+    backend: str, cwd: Path, ctx: ToolContext
+) -> None:
     other = cwd.parent / "other"
     write(other, {"x.tf": ""})
     assert (await run(Glob(), ctx, pattern="*.tf", path=str(other))).text == str(other / "x.tf")
 
 
-async def test_symlinks_in_the_tree_are_not_followed(backend: str, ctx: ToolContext,
-                                                     cwd: Path) -> None:
+async def test_symlinks_in_the_tree_are_not_followed(
+    backend: str, ctx: ToolContext, cwd: Path
+) -> None:
     """A link may lead out of the project: glob and grep skip links, as rg does."""
     outside = cwd.parent / "outside"
     write(outside, {"secret.txt": "secret\n"})
@@ -467,10 +539,13 @@ async def test_symlinks_in_the_tree_are_not_followed(backend: str, ctx: ToolCont
 
 
 async def test_gitignore_rules_come_from_the_work_tree_not_stray_parents(
-        backend: str, cwd: Path) -> None:
+    backend: str, cwd: Path
+) -> None:
     base = cwd.parent
-    write(base / "repo", {".git/HEAD": "", ".gitignore": "*.gen\n", "app/x.gen": "hit\n",
-                          "app/y.txt": "hit\n"})
+    write(
+        base / "repo",
+        {".git/HEAD": "", ".gitignore": "*.gen\n", "app/x.gen": "hit\n", "app/y.txt": "hit\n"},
+    )
     write(base / "stray", {".gitignore": "*\n", "app/y.txt": "hit\n"})
     in_repo = make_ctx(base / "repo" / "app")
     assert (await run(Glob(), in_repo, pattern="*")).text == "y.txt"
@@ -481,8 +556,9 @@ async def test_gitignore_rules_come_from_the_work_tree_not_stray_parents(
     assert (await run(Grep(), under_stray, pattern="hit")).text == "y.txt"
 
 
-async def test_glob_falls_back_when_rg_cannot_start(ctx: ToolContext, tree: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_glob_falls_back_when_rg_cannot_start(
+    ctx: ToolContext, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(rg_module, "_locate_rg", lambda: str(tree / "no-such-rg"))
     result = await run(Glob(), ctx, pattern="*.py")
     assert result.text.splitlines() == ["src/b.py", "a.py", "src/sub/c.py"]
@@ -498,40 +574,54 @@ async def test_grep_files_with_matches(backend: str, ctx: ToolContext, tree: Pat
 
 
 async def test_grep_content_and_count(backend: str, ctx: ToolContext, tree: Path) -> None:
-    content = await run(Grep(), ctx, pattern="hello", output_mode="content",
-                        case_insensitive=True, path="src")
-    assert content.text.splitlines() == ["src/b.py:1:def hello():", "src/b.py:2:    return 'Hello'",
-                                         "src/types.ts:1:hello: string", "src/view.tsx:1:<Hello/>"]
+    content = await run(
+        Grep(), ctx, pattern="hello", output_mode="content", case_insensitive=True, path="src"
+    )
+    assert content.text.splitlines() == [
+        "src/b.py:1:def hello():",
+        "src/b.py:2:    return 'Hello'",
+        "src/types.ts:1:hello: string",
+        "src/view.tsx:1:<Hello/>",
+    ]
     count = await run(Grep(), ctx, pattern="(?i)hello", output_mode="count", path="src")
     assert count.text.splitlines() == ["src/b.py:2", "src/types.ts:1", "src/view.tsx:1"]
 
 
-async def test_grep_glob_filter_keeps_ignored_files_out(backend: str, ctx: ToolContext,
-                                                        tree: Path) -> None:
-    assert (await run(Grep(), ctx, pattern="hello", glob="*.{ts,tsx}",
-                      case_insensitive=True)).text.splitlines() == ["src/types.ts",
-                                                                    "src/view.tsx"]
+async def test_grep_glob_filter_keeps_ignored_files_out(
+    backend: str, ctx: ToolContext, tree: Path
+) -> None:
+    assert (
+        await run(Grep(), ctx, pattern="hello", glob="*.{ts,tsx}", case_insensitive=True)
+    ).text.splitlines() == ["src/types.ts", "src/view.tsx"]
     result = await run(Grep(), ctx, pattern="hello", glob="*.log")
     assert result.text == "No matches for 'hello' in the project directory (files matching *.log)."
     assert (await run(Grep(), ctx, pattern="hello", glob="*")).text.splitlines() == [
-        ".github/ci.yml", "a.py", "src/b.py", "src/types.ts"]
+        ".github/ci.yml",
+        "a.py",
+        "src/b.py",
+        "src/types.ts",
+    ]
 
 
 async def test_grep_one_file_and_long_lines(backend: str, ctx: ToolContext, tree: Path) -> None:
     write(tree, {"debug.log": "x" * 600 + " hello\n"})
     result = await run(Grep(), ctx, pattern="hello", path="debug.log", output_mode="content")
     assert result.text == f"debug.log:1:{'x' * 500} [... omitted end of long line]"
-    assert (await run(Grep(), ctx, pattern="hello", path="image.png",
-                      output_mode="content")).text == "image.png: binary file matches"
+    assert (
+        await run(Grep(), ctx, pattern="hello", path="image.png", output_mode="content")
+    ).text == "image.png: binary file matches"
 
 
 async def test_grep_max_results(backend: str, ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"many.txt": "match\n" * 50})
     result = await run(Grep(), ctx, pattern="match", output_mode="content", max_results=3)
     assert result.text.splitlines() == [
-        "many.txt:1:match", "many.txt:2:match", "many.txt:3:match",
+        "many.txt:1:match",
+        "many.txt:2:match",
+        "many.txt:3:match",
         "[stopped at 3 results; there are more: narrow the pattern, path or glob, or raise "
-        "max_results]"]
+        "max_results]",
+    ]
     assert result.raw_output == {"mode": "content", "results": 3, "truncated": True}
 
 
@@ -585,23 +675,23 @@ async def test_write_creates_a_file_with_parents(ctx: ToolContext, cwd: Path) ->
     assert result.text == "Created out/deep/new.tf (1 line, 11 bytes)."
 
 
-async def test_write_replaces_and_diffs_against_the_old_text(ctx: ToolContext,
-                                                             cwd: Path) -> None:
+async def test_write_replaces_and_diffs_against_the_old_text(ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"a.tf": "old\n"})
     result = await run(WriteFile(), ctx, path=str(cwd / "a.tf"), content="new\nlines\n")
     assert (cwd / "a.tf").read_text() == "new\nlines\n"
-    assert result.content == [DiffContent(path=str(cwd / "a.tf"), old_text="old\n",
-                                          new_text="new\nlines\n")]
+    assert result.content == [
+        DiffContent(path=str(cwd / "a.tf"), old_text="old\n", new_text="new\nlines\n")
+    ]
     assert result.raw_output["created"] is False
     assert result.text == "Wrote a.tf (2 lines, 10 bytes; it had 1 line)."
 
 
-async def test_write_refuses_to_clobber_what_it_cannot_read(ctx: ToolContext,
-                                                            cwd: Path) -> None:
+async def test_write_refuses_to_clobber_what_it_cannot_read(ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"blob.bin": b"\x00\x01\x02"})
     (cwd / "folder").mkdir()
-    assert "could not be read as text" in await fails(WriteFile(), ctx, path="blob.bin",
-                                                      content="text")
+    assert "could not be read as text" in await fails(
+        WriteFile(), ctx, path="blob.bin", content="text"
+    )
     assert (cwd / "blob.bin").read_bytes() == b"\x00\x01\x02"
     assert "is a directory" in await fails(WriteFile(), ctx, path="folder", content="x")
 
@@ -611,8 +701,9 @@ async def test_write_goes_through_ctx_files(cwd: Path) -> None:
     ctx = make_ctx(cwd, files=editor)
     result = await run(WriteFile(), ctx, path="buf.tf", content="edited\n")
     assert editor.buffers[cwd / "buf.tf"] == "edited\n" and not (cwd / "buf.tf").exists()
-    assert result.content == [DiffContent(path=str(cwd / "buf.tf"), old_text="buffer\n",
-                                          new_text="edited\n")]
+    assert result.content == [
+        DiffContent(path=str(cwd / "buf.tf"), old_text="buffer\n", new_text="edited\n")
+    ]
 
 
 # -- edit_file -------------------------------------------------------------------------------
@@ -620,13 +711,14 @@ async def test_write_goes_through_ctx_files(cwd: Path) -> None:
 
 async def test_edit_replaces_a_unique_string(ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"main.tf": 'resource "x" "y" {}\nname = "y"\n'})
-    result = await run(EditFile(), ctx, path="main.tf", old_string='"y" {}',
-                       new_string='"z" {}')
+    result = await run(EditFile(), ctx, path="main.tf", old_string='"y" {}', new_string='"z" {}')
     new = 'resource "x" "z" {}\nname = "y"\n'
     assert (cwd / "main.tf").read_text() == new
-    assert result.content == [DiffContent(path=str(cwd / "main.tf"),
-                                          old_text='resource "x" "y" {}\nname = "y"\n',
-                                          new_text=new)]
+    assert result.content == [
+        DiffContent(
+            path=str(cwd / "main.tf"), old_text='resource "x" "y" {}\nname = "y"\n', new_text=new
+        )
+    ]
     assert result.text == "Edited main.tf: replaced 1 occurrence, at line 1."
 
 
@@ -635,8 +727,9 @@ async def test_edit_ambiguous_and_replace_all(ctx: ToolContext, cwd: Path) -> No
     message = await fails(EditFile(), ctx, path="a.py", old_string="x", new_string="v")
     assert "occurs 3 times" in message and "replace_all" in message
     assert (cwd / "a.py").read_text() == "x = 1\ny = x\nprint(x)\n"
-    result = await run(EditFile(), ctx, path="a.py", old_string="x", new_string="v",
-                       replace_all=True)
+    result = await run(
+        EditFile(), ctx, path="a.py", old_string="x", new_string="v", replace_all=True
+    )
     assert (cwd / "a.py").read_text() == "v = 1\ny = v\nprint(v)\n"
     assert result.raw_output["replacements"] == 3
     assert result.text == "Edited a.py: replaced 3 occurrences."
@@ -646,19 +739,24 @@ async def test_edit_not_found_explains_why(ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"a.py": "def f():\n    return 1\n"})
     plain = await fails(EditFile(), ctx, path="a.py", old_string="nothing", new_string="x")
     assert "old_string was not found in a.py" in plain and "whitespace" in plain
-    spaced = await fails(EditFile(), ctx, path="a.py", old_string="def f():\n  return 1",
-                         new_string="x")
+    spaced = await fails(
+        EditFile(), ctx, path="a.py", old_string="def f():\n  return 1", new_string="x"
+    )
     assert "matches if whitespace is ignored" in spaced
-    numbered = await fails(EditFile(), ctx, path="a.py",
-                           old_string="     1\tdef f():\n     2\t    return 1", new_string="x")
+    numbered = await fails(
+        EditFile(),
+        ctx,
+        path="a.py",
+        old_string="     1\tdef f():\n     2\t    return 1",
+        new_string="x",
+    )
     assert "line-number prefixes" in numbered
     assert (cwd / "a.py").read_text() == "def f():\n    return 1\n"
 
 
 async def test_edit_other_failures(ctx: ToolContext, cwd: Path) -> None:
     write(cwd, {"a.py": "x\n"})
-    assert "the same" in await fails(EditFile(), ctx, path="a.py", old_string="x",
-                                     new_string="x")
+    assert "the same" in await fails(EditFile(), ctx, path="a.py", old_string="x", new_string="x")
     assert "empty" in await fails(EditFile(), ctx, path="a.py", old_string="", new_string="y")
     missing = await fails(EditFile(), ctx, path="new.py", old_string="x", new_string="y")
     assert "File not found: new.py" in missing and "write_file" in missing

@@ -74,8 +74,9 @@ def swap_dir(folder: Path, target: Path) -> Path:
     return moved
 
 
-def hook(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
-         swap: Callable[[], object]) -> list[int]:
+def hook(
+    monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, swap: Callable[[], object]
+) -> list[int]:
     """Run ``swap`` on the first call of ``owner.name``, before the call itself."""
     real = getattr(owner, name)
     calls: list[int] = []
@@ -92,12 +93,18 @@ def hook(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
 
 def judged_ctx(cwd: Path, *raws: str) -> ToolContext:
     """A context as the tool runner builds it: each path resolved (and judged) now."""
+
     async def no_report(_: Any) -> None:
         pass
 
-    return ToolContext(cwd=cwd, limits=ToolLimits(), files=LocalFiles(10_000),
-                       tool_call_id="t1", report=no_report,
-                       resolved={raw: resolve_path(cwd, raw) for raw in raws})
+    return ToolContext(
+        cwd=cwd,
+        limits=ToolLimits(),
+        files=LocalFiles(10_000),
+        tool_call_id="t1",
+        report=no_report,
+        resolved={raw: resolve_path(cwd, raw) for raw in raws},
+    )
 
 
 async def run(tool: Tool, ctx: ToolContext, **args: Any) -> str:
@@ -114,8 +121,9 @@ async def fails(tool: Tool, ctx: ToolContext, **args: Any) -> str:
 # -- through the tool runner: the decision, then the swap, then the tool --------------------
 
 
-def runner(cwd: Path, mode: str, answers: list[str],
-           swap: Callable[[], None]) -> tuple[ToolRunner, list[str]]:
+def runner(
+    cwd: Path, mode: str, answers: list[str], swap: Callable[[], None]
+) -> tuple[ToolRunner, list[str]]:
     """A tool runner whose editor answers ``answers`` and runs ``swap`` when a call is told
     to be in progress: after the permission check (and the answer), before the tool runs."""
     asked: list[str] = []
@@ -128,25 +136,39 @@ def runner(cwd: Path, mode: str, answers: list[str],
         asked.append(params["toolCall"]["toolCallId"])
         return {"outcome": {"outcome": "selected", "optionId": answers.pop(0)}}
 
-    tools: dict[str, Tool] = {t.name: t for t in (ReadFile(), WriteFile(), EditFile(),
-                                                    ListFiles())}
+    tools: dict[str, Tool] = {t.name: t for t in (ReadFile(), WriteFile(), EditFile(), ListFiles())}
     editor = Editor(request, send_update, "s", ClientCapabilities(), LocalFiles(10_000))
-    env = ToolEnv(config=Config(home=cwd.parent / "agent-home"), tools=tools, editor=editor,
-                  session=SessionState(cwd=cwd, mode=lambda: mode, remembered={},
-                                       cancel_turn=lambda: None))
+    env = ToolEnv(
+        config=Config(home=cwd.parent / "agent-home"),
+        tools=tools,
+        editor=editor,
+        session=SessionState(cwd=cwd, mode=lambda: mode, remembered={}, cancel_turn=lambda: None),
+    )
     return ToolRunner(env, {}, Transcript()), asked
 
 
-@pytest.mark.parametrize(("mode", "name", "args", "done"), [
-    ("default", "read_file", {"path": "link"}, "INSIDE alpha"),
-    ("accept_edits", "write_file", {"path": "link", "content": "new text\n"}, "Wrote inside.txt"),
-    ("accept_edits", "edit_file", {"path": "link", "old_string": "alpha",
-                                   "new_string": "beta"}, "Edited inside.txt"),
-    ("default", "list_files", {"path": "linkdir"}, "f.txt"),
-])
+@pytest.mark.parametrize(
+    ("mode", "name", "args", "done"),
+    [
+        ("default", "read_file", {"path": "link"}, "INSIDE alpha"),
+        (
+            "accept_edits",
+            "write_file",
+            {"path": "link", "content": "new text\n"},
+            "Wrote inside.txt",
+        ),
+        (
+            "accept_edits",
+            "edit_file",
+            {"path": "link", "old_string": "alpha", "new_string": "beta"},
+            "Edited inside.txt",
+        ),
+        ("default", "list_files", {"path": "linkdir"}, "f.txt"),
+    ],
+)
 async def test_regression_symlink_swapped_between_check_and_use(
-        cwd: Path, outside: Path, mode: str, name: str, args: dict[str, Any],
-        done: str) -> None:
+    cwd: Path, outside: Path, mode: str, name: str, args: dict[str, Any], done: str
+) -> None:
     """The link named an inside file when it was judged (so nothing asked), and an outside
     file when the tool ran: the tool used to resolve the path again and follow it out."""
     (outside / "f.txt").write_text(f"{SECRET}\n")
@@ -176,11 +198,13 @@ async def test_an_approved_outside_path_is_the_one_opened(cwd: Path, outside: Pa
     flipped to the secret: the file read is still the approved one."""
     (outside / "approved.txt").write_text("approved text\n")
     point(cwd / "link", outside / "approved.txt")
-    run_all, asked = runner(cwd, "default", ["allow_once"],
-                            lambda: point(cwd / "link", outside / "secret.txt"))
+    run_all, asked = runner(
+        cwd, "default", ["allow_once"], lambda: point(cwd / "link", outside / "secret.txt")
+    )
     with trio.fail_after(10):
-        [result] = await run_all.run_all([{"id": "t1", "name": "read_file",
-                                           "input": {"path": "link"}}])
+        [result] = await run_all.run_all(
+            [{"id": "t1", "name": "read_file", "input": {"path": "link"}}]
+        )
     assert asked == ["t1"]
     assert "approved text" in result["content"] and SECRET not in result["content"]
 
@@ -189,7 +213,8 @@ async def test_an_approved_outside_path_is_the_one_opened(cwd: Path, outside: Pa
 
 
 async def test_read_refuses_a_folder_swapped_for_a_link(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctx = judged_ctx(cwd, "sub/f.txt")
     hook(monkeypatch, local_files, "open_parent", lambda: swap_dir(cwd / "sub", outside))
     message = await fails(ReadFile(), ctx, path="sub/f.txt")
@@ -197,21 +222,28 @@ async def test_read_refuses_a_folder_swapped_for_a_link(
 
 
 async def test_read_refuses_the_file_swapped_for_a_link_after_the_pre_check(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Between the ``lstat`` (a regular file) and the ``open``: O_NOFOLLOW refuses the link."""
     ctx = judged_ctx(cwd, "inside.txt")
-    hook(monkeypatch, LocalFiles, "_check",
-         lambda: point(cwd / "inside.txt", outside / "secret.txt"))
+    hook(
+        monkeypatch, LocalFiles, "_check", lambda: point(cwd / "inside.txt", outside / "secret.txt")
+    )
     message = await fails(ReadFile(), ctx, path="inside.txt")
     assert CHANGED in message and SECRET not in message
 
 
 async def test_write_refuses_the_file_swapped_for_a_link(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctx = judged_ctx(cwd, "inside.txt")
     before = contents(outside)
-    hook(monkeypatch, local_files, "open_parent",
-         lambda: point(cwd / "inside.txt", outside / "secret.txt"))
+    hook(
+        monkeypatch,
+        local_files,
+        "open_parent",
+        lambda: point(cwd / "inside.txt", outside / "secret.txt"),
+    )
     # The old text is read first (for the diff): that open meets the link and refuses.
     message = await fails(WriteFile(), ctx, path="inside.txt", content="pwned\n")
     assert CHANGED in message and SECRET not in message
@@ -219,7 +251,8 @@ async def test_write_refuses_the_file_swapped_for_a_link(
 
 
 async def test_write_refuses_a_folder_swapped_for_a_link(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctx = judged_ctx(cwd, "sub/f.txt", "sub/new/deeper.txt")
     before = contents(outside)
     files = ctx.files
@@ -234,15 +267,17 @@ async def test_write_refuses_a_folder_swapped_for_a_link(
 
 
 async def test_a_folder_swapped_during_the_write_cannot_redirect_the_rename(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The folder was opened and checked; while the text is written it is moved and a link
     to outside put in its place: the temporary file and the rename stay in the folder that
     was opened (now moved), nothing lands outside."""
     ctx = judged_ctx(cwd, "sub/f.txt")
     before = contents(outside)
     moved: list[Path] = []
-    hook(monkeypatch, local_files, "_write_all",
-         lambda: moved.append(swap_dir(cwd / "sub", outside)))
+    hook(
+        monkeypatch, local_files, "_write_all", lambda: moved.append(swap_dir(cwd / "sub", outside))
+    )
     text = await run(WriteFile(), ctx, path="sub/f.txt", content="new\n")
     assert "Wrote sub/f.txt" in text
     assert contents(outside) == before
@@ -250,7 +285,8 @@ async def test_a_folder_swapped_during_the_write_cannot_redirect_the_rename(
 
 
 async def test_edit_refuses_a_swap_between_its_read_and_its_write(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctx = judged_ctx(cwd, "sub/f.txt")
     before = contents(outside)
     real_write = LocalFiles.write_text
@@ -260,14 +296,14 @@ async def test_edit_refuses_a_swap_between_its_read_and_its_write(
         await real_write(self, path, text)
 
     monkeypatch.setattr(LocalFiles, "write_text", swap_then_write)
-    message = await fails(EditFile(), ctx, path="sub/f.txt", old_string="alpha",
-                          new_string="beta")
+    message = await fails(EditFile(), ctx, path="sub/f.txt", old_string="alpha", new_string="beta")
     assert CHANGED in message and SECRET not in message
     assert contents(outside) == before
 
 
 async def test_list_refuses_a_folder_swapped_for_a_link(
-        cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cwd: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ctx = judged_ctx(cwd, "sub")
     hook(monkeypatch, local_files, "open_parent", lambda: swap_dir(cwd / "sub", outside))
     message = await fails(ListFiles(), ctx, path="sub")
@@ -284,8 +320,9 @@ async def test_links_resolved_before_the_check_still_work(cwd: Path) -> None:
     ctx = judged_ctx(cwd, "link")
     assert "INSIDE alpha" in await run(ReadFile(), ctx, path="link")
     assert "Wrote inside.txt" in await run(WriteFile(), ctx, path="link", content="via link\n")
-    assert "Edited inside.txt" in await run(EditFile(), ctx, path="link", old_string="via",
-                                            new_string="through")
+    assert "Edited inside.txt" in await run(
+        EditFile(), ctx, path="link", old_string="via", new_string="through"
+    )
     assert (cwd / "link").is_symlink() and (cwd / "inside.txt").read_text() == "through link\n"
     # Without a judged path (a direct caller) the tool resolves it itself.
     assert "through link" in await run(ReadFile(), judged_ctx(cwd), path="link")

@@ -15,8 +15,9 @@ from iaccode.tools import supervise
 
 pytestmark = pytest.mark.skipif(not process_tree.supported(), reason="needs Linux prctl")
 
-LEAVES_TWO = ("sleep 300 & echo $! > bg.pid; setsid sleep 300 > /dev/null 2>&1 & "
-              "echo $! > escaped.pid; ")
+LEAVES_TWO = (
+    "sleep 300 & echo $! > bg.pid; setsid sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid; "
+)
 
 
 def start(tmp_path: Path, command: str) -> subprocess.Popen[bytes]:
@@ -51,8 +52,11 @@ async def test_a_stop_signal_ends_the_whole_tree(tmp_path: Path, sig: signal.Sig
 
 
 def test_refuses_to_run_nothing() -> None:
-    done = subprocess.run([sys.executable, "-P", "-m", "iaccode.tools.supervise", "--"],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "iaccode.tools.supervise", "--"],
+        capture_output=True,
+        check=False,
+    )
     assert done.returncode == 2 and b"no command to run" in done.stderr
 
 

@@ -34,12 +34,19 @@ class Request:
     def __init__(self, head: bytes) -> None:
         lines = head.decode("latin-1").split("\r\n")
         self.method, self.path, _ = lines[0].split(" ", 2)
-        self.headers = {name.strip().lower(): value.strip()
-                        for name, _, value in (line.partition(":") for line in lines[1:] if line)}
+        self.headers = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in lines[1:] if line)
+        }
 
 
-def response(status: int = 200, body: bytes | str = b"", content_type: str | None = "text/plain",
-             headers: dict[str, str] | None = None, reason: str = "OK") -> bytes:
+def response(
+    status: int = 200,
+    body: bytes | str = b"",
+    content_type: str | None = "text/plain",
+    headers: dict[str, str] | None = None,
+    reason: str = "OK",
+) -> bytes:
     data = body.encode() if isinstance(body, str) else body
     lines = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(data)}", "Connection: close"]
     if content_type is not None:
@@ -81,8 +88,9 @@ class Server:
             self.requests.append(request)
             route = self.routes.get(request.path)
             if route is None:
-                await stream.send_all(response(404, "no such page: " + request.path,
-                                               reason="Not Found"))
+                await stream.send_all(
+                    response(404, "no such page: " + request.path, reason="Not Found")
+                )
             elif isinstance(route, bytes):
                 await stream.send_all(route)
             else:
@@ -91,8 +99,9 @@ class Server:
             pass
 
 
-async def _serve(server: Server, *,
-                 task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+async def _serve(
+    server: Server, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED
+) -> None:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     server.port = listeners[0].socket.getsockname()[1]
     await trio.serve_listeners(server.handle, listeners, task_status=task_status)
@@ -132,8 +141,9 @@ async def _no_report(_: Any) -> None:
 
 
 def context(limits: ToolLimits) -> ToolContext:
-    return ToolContext(cwd=Path("/"), limits=limits, files=FakeFiles(), tool_call_id="call-1",
-                       report=_no_report)
+    return ToolContext(
+        cwd=Path("/"), limits=limits, files=FakeFiles(), tool_call_id="call-1", report=_no_report
+    )
 
 
 def limits_for(*servers: Server, **kw: Any) -> ToolLimits:
@@ -141,8 +151,9 @@ def limits_for(*servers: Server, **kw: Any) -> ToolLimits:
 
 
 async def fetch(url: str, limits: ToolLimits, max_length: int | None = None) -> ToolResult:
-    args = tool_input({"url": url} | ({} if max_length is None else {"max_length": max_length}),
-                      WebFetchInput)
+    args = tool_input(
+        {"url": url} | ({} if max_length is None else {"max_length": max_length}), WebFetchInput
+    )
     return await WebFetch().run(args, context(limits))
 
 
@@ -181,6 +192,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 # --- the tool's shape -------------------------------------------------------------------------
+
 
 def test_definition_and_title() -> None:
     tool = WebFetch()
@@ -225,8 +237,13 @@ async def test_html_becomes_readable_text_inside_the_untrusted_marker(server: Se
     assert f'<untrusted_web_content url="{server.base}/page">' in result.text
     assert result.text.endswith("</untrusted_web_content>")
     assert result.raw_output == {
-        "url": server.base + "/page", "status": 200, "content_type": "text/html; charset=utf-8",
-        "bytes": len(PAGE.encode()), "redirects": [], "truncated": False}
+        "url": server.base + "/page",
+        "status": 200,
+        "content_type": "text/html; charset=utf-8",
+        "bytes": len(PAGE.encode()),
+        "redirects": [],
+        "truncated": False,
+    }
     request = server.requests[0]
     assert request.method == "GET"
     assert request.headers["host"] == server.allowed
@@ -254,8 +271,9 @@ async def test_json_passes_through(server: Server) -> None:
     assert result.raw_output["content_type"] == "application/json"
 
 
-@pytest.mark.parametrize("content_type", ["image/png", "application/octet-stream",
-                                          "application/pdf"])
+@pytest.mark.parametrize(
+    "content_type", ["image/png", "application/octet-stream", "application/pdf"]
+)
 async def test_binary_content_is_refused(server: Server, content_type: str) -> None:
     with trio.fail_after(TIMEOUT):
         server.routes["/bin"] = response(200, b"\x89PNG\r\n\x1a\n\x00\x00", content_type)
@@ -276,10 +294,12 @@ async def test_binary_without_a_content_type_is_refused(server: Server) -> None:
 
 async def test_charset_from_the_content_type(server: Server) -> None:
     with trio.fail_after(TIMEOUT):
-        server.routes["/latin"] = response(200, "café".encode("latin-1"),
-                                           "text/plain; charset=ISO-8859-1")
+        server.routes["/latin"] = response(
+            200, "café".encode("latin-1"), "text/plain; charset=ISO-8859-1"
+        )
         server.routes["/meta"] = response(
-            200, '<meta charset="windows-1252"><p>naïve</p>'.encode("cp1252"), "text/html")
+            200, '<meta charset="windows-1252"><p>naïve</p>'.encode("cp1252"), "text/html"
+        )
         server.routes["/bad"] = response(200, b"ok \xff\xfe end", "text/plain")
         assert body_of(await fetch(server.base + "/latin", limits_for(server))) == "café"
         assert body_of(await fetch(server.base + "/meta", limits_for(server))) == "naïve"
@@ -289,8 +309,9 @@ async def test_charset_from_the_content_type(server: Server) -> None:
 
 async def test_gzip_sent_anyway_is_decoded(server: Server) -> None:
     with trio.fail_after(TIMEOUT):
-        server.routes["/gz"] = response(200, gzip.compress(b"zipped text" * 3), "text/plain",
-                                        {"Content-Encoding": "gzip"})
+        server.routes["/gz"] = response(
+            200, gzip.compress(b"zipped text" * 3), "text/plain", {"Content-Encoding": "gzip"}
+        )
         result = await fetch(server.base + "/gz", limits_for(server))
     assert body_of(result) == "zipped text" * 3
 
@@ -326,13 +347,15 @@ async def test_http_error_is_an_error_result(server: Server) -> None:
         assert "HTTP 404 Not Found" in result.text
         assert "no such page: /missing" in body_of(result)
         assert result.raw_output["status"] == 404
-        server.routes["/boom"] = response(500, "<h1>Oops</h1>", "text/html",
-                                          reason="Internal Server Error")
+        server.routes["/boom"] = response(
+            500, "<h1>Oops</h1>", "text/html", reason="Internal Server Error"
+        )
         result = await fetch(server.base + "/boom", limits_for(server))
     assert result.is_error and "HTTP 500" in result.text and "Oops" in body_of(result)
 
 
 # --- redirects --------------------------------------------------------------------------------
+
 
 def redirect(location: str, status: int = 302) -> bytes:
     return response(status, "", None, {"Location": location}, reason="Found")
@@ -362,7 +385,8 @@ async def test_a_redirect_loop_fails_at_the_limit(server: Server) -> None:
 
 
 async def test_a_redirect_to_another_loopback_port_is_refused(
-        server: Server, other_server: Server) -> None:
+    server: Server, other_server: Server
+) -> None:
     with trio.fail_after(TIMEOUT):
         other_server.routes["/"] = response(200, "should not be reached")
         server.routes["/go"] = redirect(other_server.base + "/")
@@ -389,32 +413,37 @@ async def test_a_redirect_to_another_scheme_is_refused(server: Server) -> None:
 
 # --- refusals before any connection ---------------------------------------------------------
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("http://127.0.0.1/", "loopback"),
-    ("http://127.0.0.1:8080/x", "loopback"),
-    ("http://localhost/", "loopback"),
-    ("http://LOCALHOST./", "loopback"),
-    ("http://app.localhost/", "loopback"),
-    ("http://10.0.0.1/", "private"),
-    ("http://192.168.1.1/", "private"),
-    ("http://172.16.0.1/", "private"),
-    ("http://100.64.0.1/", "shared"),
-    ("http://169.254.169.254/latest/meta-data", "metadata"),
-    ("http://169.254.1.1/", "link-local"),
-    ("http://[::1]/", "loopback"),
-    ("http://[fe80::1]/", "link-local"),
-    ("http://[fc00::1]/", "private"),
-    ("http://[fd00:ec2::254]/", "metadata"),
-    ("http://[::ffff:10.0.0.1]/", "private"),
-    ("http://[::]/", "unspecified"),
-    ("http://0.0.0.0/", "unspecified"),
-    ("http://224.0.0.1/", "multicast"),
-    ("http://240.0.0.1/", "reserved"),
-    ("https://metadata.google.internal/computeMetadata/v1/", "metadata"),
-    ("http://metadata.google.internal./", "metadata"),
-])
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://127.0.0.1/", "loopback"),
+        ("http://127.0.0.1:8080/x", "loopback"),
+        ("http://localhost/", "loopback"),
+        ("http://LOCALHOST./", "loopback"),
+        ("http://app.localhost/", "loopback"),
+        ("http://10.0.0.1/", "private"),
+        ("http://192.168.1.1/", "private"),
+        ("http://172.16.0.1/", "private"),
+        ("http://100.64.0.1/", "shared"),
+        ("http://169.254.169.254/latest/meta-data", "metadata"),
+        ("http://169.254.1.1/", "link-local"),
+        ("http://[::1]/", "loopback"),
+        ("http://[fe80::1]/", "link-local"),
+        ("http://[fc00::1]/", "private"),
+        ("http://[fd00:ec2::254]/", "metadata"),
+        ("http://[::ffff:10.0.0.1]/", "private"),
+        ("http://[::]/", "unspecified"),
+        ("http://0.0.0.0/", "unspecified"),
+        ("http://224.0.0.1/", "multicast"),
+        ("http://240.0.0.1/", "reserved"),
+        ("https://metadata.google.internal/computeMetadata/v1/", "metadata"),
+        ("http://metadata.google.internal./", "metadata"),
+    ],
+)
 async def test_internal_addresses_are_refused_without_connecting(
-        url: str, why: str, no_network: list[str]) -> None:
+    url: str, why: str, no_network: list[str]
+) -> None:
     with trio.fail_after(TIMEOUT):
         message = await refused(url, ToolLimits())
     assert message.startswith("refused to fetch"), message
@@ -422,10 +451,21 @@ async def test_internal_addresses_are_refused_without_connecting(
     assert no_network == []
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/file", "file:///etc/passwd",
-                                 "javascript:alert(1)", "example.com/page", "//example.com/",
-                                 "http://", "http://user:pw@example.com/", "http://exa mple.com/",
-                                 "http://example.com:99999/", "http://a\nb.com/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://example.com/file",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "example.com/page",
+        "//example.com/",
+        "http://",
+        "http://user:pw@example.com/",
+        "http://exa mple.com/",
+        "http://example.com:99999/",
+        "http://a\nb.com/",
+    ],
+)
 async def test_bad_urls_are_refused(url: str, no_network: list[str]) -> None:
     with trio.fail_after(TIMEOUT):
         await refused(url, ToolLimits())
@@ -433,7 +473,8 @@ async def test_bad_urls_are_refused(url: str, no_network: list[str]) -> None:
 
 
 async def test_names_resolving_to_internal_addresses_are_refused(
-        monkeypatch: pytest.MonkeyPatch, no_network: list[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, no_network: list[str]
+) -> None:
     answers = {
         "evil.example": ["10.0.0.5"],
         "mixed.example": ["93.184.215.14", "127.0.0.1"],  # refused if ANY address is bad
@@ -447,17 +488,20 @@ async def test_names_resolving_to_internal_addresses_are_refused(
 
     monkeypatch.setattr(addresses, "resolve", fake_resolve)
     with trio.fail_after(TIMEOUT):
-        for host, why in [("evil.example", "10.0.0.5, which is a private"),
-                          ("mixed.example", "127.0.0.1, which is a loopback"),
-                          ("mapped.example", "metadata"),
-                          ("nat64.example", "private")]:
+        for host, why in [
+            ("evil.example", "10.0.0.5, which is a private"),
+            ("mixed.example", "127.0.0.1, which is a loopback"),
+            ("mapped.example", "metadata"),
+            ("nat64.example", "private"),
+        ]:
             message = await refused(f"https://{host}/", ToolLimits())
             assert why in message, message
     assert not any(a.startswith("connect") for a in no_network)
 
 
 async def test_the_resolved_vetted_address_is_what_gets_connected(
-        monkeypatch: pytest.MonkeyPatch, server: Server) -> None:
+    monkeypatch: pytest.MonkeyPatch, server: Server
+) -> None:
     """An allowed name is connected through the address resolved once, not looked up again."""
     lookups: list[str] = []
     connects: list[tuple[str, int]] = []
@@ -486,13 +530,24 @@ async def test_the_resolved_vetted_address_is_what_gets_connected(
 def test_address_refusal() -> None:
     for good in ("93.184.215.14", "8.8.8.8", "2606:4700:4700::1111"):
         assert address_refusal(ipaddress.ip_address(good)) is None
-    for bad in ("127.0.0.2", "10.1.2.3", "100.127.255.254", "198.18.0.1", "192.0.2.1",
-                "255.255.255.255", "168.63.129.16", "::ffff:127.0.0.1", "2002:7f00:1::",
-                "ff02::1", "::1"):
+    for bad in (
+        "127.0.0.2",
+        "10.1.2.3",
+        "100.127.255.254",
+        "198.18.0.1",
+        "192.0.2.1",
+        "255.255.255.255",
+        "168.63.129.16",
+        "::ffff:127.0.0.1",
+        "2002:7f00:1::",
+        "ff02::1",
+        "::1",
+    ):
         assert address_refusal(ipaddress.ip_address(bad)) is not None, bad
 
 
 # --- limits -----------------------------------------------------------------------------------
+
 
 async def test_a_body_over_the_byte_limit_is_cut(server: Server) -> None:
     with trio.fail_after(TIMEOUT):
@@ -515,8 +570,9 @@ async def test_a_gzip_bomb_is_cut_at_the_byte_limit(server: Server) -> None:
 
 async def test_a_slow_drip_server_is_cut_off_by_the_timeout(server: Server) -> None:
     async def drip(stream: trio.SocketStream, request: Request) -> None:
-        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                              b"Content-Length: 100000\r\n\r\n")
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n"
+        )
         while True:
             await stream.send_all(b"x")
             await trio.sleep(0.2)
@@ -562,7 +618,9 @@ def test_html_to_text_drops_noise() -> None:
         "<html><head><title>T</title><link rel=stylesheet href=x.css></head><body>"
         "<nav aria-hidden='true'>icons</nav><p hidden>nope</p><!-- a comment -->"
         "<noscript>enable js</noscript><p>Visible <a href='javascript:evil()'>link</a></p>"
-        "<img src='data:image/png;base64,AAAA' alt='A chart'></body></html>", "https://x.test/")
+        "<img src='data:image/png;base64,AAAA' alt='A chart'></body></html>",
+        "https://x.test/",
+    )
     assert text.startswith("# T")
     assert "Visible" in text and "[image: A chart]" in text
     for gone in ("icons", "nope", "a comment", "enable js", "javascript", "base64"):

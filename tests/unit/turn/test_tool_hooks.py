@@ -89,13 +89,23 @@ class ServerWriteFile(Tool):
 
     async def run(self, args: PathInput, ctx: ToolContext) -> ToolResult:
         await trio.lowlevel.checkpoint()
-        return ToolResult("written on the server", content=[
-            DiffContent(path=str(ctx.cwd / args.path), old_text=None, new_text=BROKEN_HCL)])
+        return ToolResult(
+            "written on the server",
+            content=[
+                DiffContent(path=str(ctx.cwd / args.path), old_text=None, new_text=BROKEN_HCL)
+            ],
+        )
 
 
 def decide(tool: Tool, mode: str, cwd: Path, **args: Any) -> permissions.Verdict:
-    return permissions.decide(tool, tool_input(args, tool.input_type), mode=mode, cwd=cwd,
-                              remembered={}, gates=Path("/nonexistent/iaccode-gates/bin"))
+    return permissions.decide(
+        tool,
+        tool_input(args, tool.input_type),
+        mode=mode,
+        cwd=cwd,
+        remembered={},
+        gates=Path("/nonexistent/iaccode-gates/bin"),
+    )
 
 
 def test_another_tool_named_bash_is_not_read_as_a_shell_line(cwd: Path) -> None:
@@ -108,29 +118,41 @@ def test_another_tool_named_bash_is_not_read_as_a_shell_line(cwd: Path) -> None:
 
 async def test_another_tool_named_bash_runs_without_the_gates(cwd: Path) -> None:
     tool = ServerBash()
-    env = turn_env(cwd, ScriptedProvider([]), FakeEditor(), mode="bypass",
-                   tools={"bash": tool})
+    env = turn_env(cwd, ScriptedProvider([]), FakeEditor(), mode="bypass", tools={"bash": tool})
     with trio.fail_after(10):
         [result] = await ToolRunner(env.calls, {}, Transcript()).run_all(
-            [{"type": "tool_use", "id": "b1", "name": "bash", "input": {"command": "ls"}}])
+            [{"type": "tool_use", "id": "b1", "name": "bash", "input": {"command": "ls"}}]
+        )
     assert result["content"] == "done on the server"
     assert tool.gates == [None]
 
 
 async def test_a_write_is_checked_by_the_write_tool_not_by_its_name(cwd: Path) -> None:
-    env = turn_env(cwd, ScriptedProvider([]), FakeEditor(), mode="bypass",
-                   tools={"write_file": ServerWriteFile()})
+    env = turn_env(
+        cwd,
+        ScriptedProvider([]),
+        FakeEditor(),
+        mode="bypass",
+        tools={"write_file": ServerWriteFile()},
+    )
     with trio.fail_after(10):
         [theirs] = await ToolRunner(env.calls, {}, Transcript()).run_all(
-            [{"type": "tool_use", "id": "w1", "name": "write_file",
-              "input": {"path": "main.tf"}}])
+            [{"type": "tool_use", "id": "w1", "name": "write_file", "input": {"path": "main.tf"}}]
+        )
     assert theirs["content"] == "written on the server"
 
     env = turn_env(cwd, ScriptedProvider([]), FakeEditor(), mode="bypass")
     with trio.fail_after(30):
         [ours] = await ToolRunner(env.calls, {}, Transcript()).run_all(
-            [{"type": "tool_use", "id": "w2", "name": "write_file",
-              "input": {"path": "main.tf", "content": BROKEN_HCL}}])
+            [
+                {
+                    "type": "tool_use",
+                    "id": "w2",
+                    "name": "write_file",
+                    "input": {"path": "main.tf", "content": BROKEN_HCL},
+                }
+            ]
+        )
     assert "IaC check of main.tf (Terraform) found 1 problem" in ours["content"]
 
 
@@ -144,11 +166,18 @@ def test_a_recorded_or_played_tool_keeps_the_hooks_of_the_one_it_wraps(tmp_path:
     assert bash.command_line(args) == INFRA_LINE and bash.gated and bash.machine_dependent
     assert decide(bash, "bypass", tmp_path, command=INFRA_LINE).decision is Decision.ASK
     assert [name for name, tool in builtin_tools().items() if tool.machine_dependent] == [
-        "bash", "web_fetch"]
+        "bash",
+        "web_fetch",
+    ]
 
 
 def test_a_sub_agent_gets_the_read_only_tools_but_the_plan_and_itself() -> None:
     tools = builtin_tools()
     tools["agent"] = SubAgent(tools)
-    assert sorted(SubAgent(tools).tools()) == ["glob", "grep", "list_files", "read_file",
-                                                "web_fetch"]
+    assert sorted(SubAgent(tools).tools()) == [
+        "glob",
+        "grep",
+        "list_files",
+        "read_file",
+        "web_fetch",
+    ]

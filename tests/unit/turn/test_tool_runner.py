@@ -27,9 +27,15 @@ def cwd(tmp_path: Path) -> Path:
     return path
 
 
-def runner(cwd: Path, editor: FakeEditor, *, mode: str = "default",
-           invalid: dict[str, str] | None = None, tools: dict[str, Tool] | None = None,
-           transcript: Transcript | None = None) -> ToolRunner:
+def runner(
+    cwd: Path,
+    editor: FakeEditor,
+    *,
+    mode: str = "default",
+    invalid: dict[str, str] | None = None,
+    tools: dict[str, Tool] | None = None,
+    transcript: Transcript | None = None,
+) -> ToolRunner:
     env = turn_env(cwd, ScriptedProvider([]), editor, mode=mode, tools=tools)
     return ToolRunner(env.calls, invalid or {}, transcript or Transcript())
 
@@ -45,8 +51,10 @@ async def run_all(runner: ToolRunner, uses: list[dict[str, Any]]) -> list[dict[s
 
 async def test_reads_inside_the_project_run_without_a_question_in_order(cwd: Path) -> None:
     editor = FakeEditor()
-    results = await run_all(runner(cwd, editor), [use("r1", "read_file", path="b.txt"),
-                                                  use("r2", "read_file", path="a.txt")])
+    results = await run_all(
+        runner(cwd, editor),
+        [use("r1", "read_file", path="b.txt"), use("r2", "read_file", path="a.txt")],
+    )
     assert [r["tool_use_id"] for r in results] == ["r1", "r2"]
     assert "beta" in results[0]["content"] and "alpha" in results[1]["content"]
     assert editor.questions == []
@@ -70,8 +78,12 @@ async def test_calls_that_cannot_run_are_answered_without_running(cwd: Path) -> 
     transcript = Transcript()
     results = await run_all(
         runner(cwd, editor, invalid={"w1": "cut off"}, transcript=transcript),
-        [use("u1", "no_such_tool"), use("w1", "write_file", path="x.txt", content="x"),
-         use("b1", "read_file", pathh="a.txt")])
+        [
+            use("u1", "no_such_tool"),
+            use("w1", "write_file", path="x.txt", content="x"),
+            use("b1", "read_file", pathh="a.txt"),
+        ],
+    )
     assert [r["is_error"] for r in results] == [True, True, True]
     assert "Unknown tool 'no_such_tool'" in results[0]["content"]
     assert "not valid JSON" in results[1]["content"]
@@ -83,8 +95,9 @@ async def test_calls_that_cannot_run_are_answered_without_running(cwd: Path) -> 
 
 async def test_plan_mode_refuses_a_write_with_the_reason(cwd: Path) -> None:
     editor = FakeEditor()
-    [result] = await run_all(runner(cwd, editor, mode="plan"),
-                             [use("w1", "write_file", path="a.txt", content="changed")])
+    [result] = await run_all(
+        runner(cwd, editor, mode="plan"), [use("w1", "write_file", path="a.txt", content="changed")]
+    )
     assert result["is_error"] and "Plan mode is on" in result["content"]
     assert (cwd / "a.txt").read_text() == "alpha\n"
     assert editor.questions == []
@@ -109,15 +122,19 @@ class Failing(Tool):
         raise self._error
 
 
-@pytest.mark.parametrize(("error", "told"), [
-    (ToolFailure("No such thing."), "No such thing."),
-    (KeyError("bug"), "The tool failed unexpectedly: KeyError: 'bug'"),
-])
+@pytest.mark.parametrize(
+    ("error", "told"),
+    [
+        (ToolFailure("No such thing."), "No such thing."),
+        (KeyError("bug"), "The tool failed unexpectedly: KeyError: 'bug'"),
+    ],
+)
 async def test_a_failing_tool_is_an_error_result_not_a_crash(
-        cwd: Path, error: Exception, told: str) -> None:
+    cwd: Path, error: Exception, told: str
+) -> None:
     editor = FakeEditor()
-    [result] = await run_all(runner(cwd, editor, tools={"failing": Failing(error)}),
-                             [use("f1", "failing")])
-    assert result == {"type": "tool_result", "tool_use_id": "f1", "content": told,
-                      "is_error": True}
+    [result] = await run_all(
+        runner(cwd, editor, tools={"failing": Failing(error)}), [use("f1", "failing")]
+    )
+    assert result == {"type": "tool_result", "tool_use_id": "f1", "content": told, "is_error": True}
     assert editor.statuses("f1") == ["pending", "in_progress", "failed"]

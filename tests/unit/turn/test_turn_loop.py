@@ -31,8 +31,11 @@ def cwd(tmp_path: Path) -> Path:
 
 
 def texts(editor: FakeEditor) -> str:
-    return "".join(u.content.text for u in editor.updates
-                   if isinstance(u, AgentMessageChunk) and isinstance(u.content, TextContent))
+    return "".join(
+        u.content.text
+        for u in editor.updates
+        if isinstance(u, AgentMessageChunk) and isinstance(u.content, TextContent)
+    )
 
 
 def tool_results(message: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -61,7 +64,8 @@ async def test_a_plain_text_turn_streams_the_answer_and_keeps_it(cwd: Path) -> N
     assert usage.used > 0 and usage.size == 200_000
     assert transcript.messages == [
         {"role": "user", "content": PROMPT},
-        {"role": "assistant", "content": [{"type": "text", "text": "Hello there."}]}]
+        {"role": "assistant", "content": [{"type": "text", "text": "Hello there."}]},
+    ]
     [request] = provider.requests
     assert request.system == "You are a test."
     assert {tool["name"] for tool in request.tools or []} >= {"read_file", "write_file", "bash"}
@@ -70,8 +74,9 @@ async def test_a_plain_text_turn_streams_the_answer_and_keeps_it(cwd: Path) -> N
 
 
 async def test_an_allowed_tool_call_runs_and_the_model_sees_its_result(cwd: Path) -> None:
-    provider = ScriptedProvider([reply("Writing.", tool_uses=[write("t1", "a.txt", "alpha\n")]),
-                                 reply("Done.")])
+    provider = ScriptedProvider(
+        [reply("Writing.", tool_uses=[write("t1", "a.txt", "alpha\n")]), reply("Done.")]
+    )
     editor = FakeEditor(["allow_once"])
     transcript = Transcript()
     turn = Turn(turn_env(cwd, provider, editor), transcript)
@@ -81,8 +86,12 @@ async def test_an_allowed_tool_call_runs_and_the_model_sees_its_result(cwd: Path
     assert (cwd / "a.txt").read_text() == "alpha\n"
     [(question, options)] = editor.questions
     assert question.tool_call_id == "t1" and question.name == "write_file"
-    assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once",
-                                         "reject_always"]
+    assert [o.kind for o in options] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
     assert editor.statuses("t1") == ["pending", "in_progress", "completed"]
     result = tool_results(provider.requests[1].messages[-1])["t1"]
     assert result["is_error"] is False
@@ -90,8 +99,9 @@ async def test_an_allowed_tool_call_runs_and_the_model_sees_its_result(cwd: Path
 
 
 async def test_a_rejected_tool_call_does_not_run(cwd: Path) -> None:
-    provider = ScriptedProvider([reply(tool_uses=[write("t1", "a.txt", "alpha\n")]),
-                                 reply("Understood.")])
+    provider = ScriptedProvider(
+        [reply(tool_uses=[write("t1", "a.txt", "alpha\n")]), reply("Understood.")]
+    )
     editor = FakeEditor(["reject_once"])
     remembered: dict[str, bool] = {}
     turn = Turn(turn_env(cwd, provider, editor, remembered=remembered), Transcript())
@@ -103,16 +113,23 @@ async def test_a_rejected_tool_call_does_not_run(cwd: Path) -> None:
     end = editor.tool_updates("t1")[-1]
     assert isinstance(end, ToolCallProgress) and end.raw_output == {"output": DENIED}
     result = tool_results(provider.requests[1].messages[-1])["t1"]
-    assert result == {"type": "tool_result", "tool_use_id": "t1", "content": DENIED,
-                      "is_error": True}
+    assert result == {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": DENIED,
+        "is_error": True,
+    }
     assert remembered == {}  # a one-off rejection is not remembered
 
 
 async def test_allow_always_is_remembered_for_the_next_calls(cwd: Path) -> None:
-    provider = ScriptedProvider([
-        reply(tool_uses=[write("t1", "a.txt", "one\n"), write("t2", "b.txt", "two\n")]),
-        reply(tool_uses=[write("t3", "c.txt", "three\n")]),
-        reply("All written.")])
+    provider = ScriptedProvider(
+        [
+            reply(tool_uses=[write("t1", "a.txt", "one\n"), write("t2", "b.txt", "two\n")]),
+            reply(tool_uses=[write("t3", "c.txt", "three\n")]),
+            reply("All written."),
+        ]
+    )
     editor = FakeEditor(["allow_always"])  # one answer only: a second question fails the test
     remembered: dict[str, bool] = {}
     turn = Turn(turn_env(cwd, provider, editor, remembered=remembered), Transcript())
@@ -122,14 +139,21 @@ async def test_allow_always_is_remembered_for_the_next_calls(cwd: Path) -> None:
     assert [q.tool_call_id for q, _ in editor.questions] == ["t1"]
     assert remembered == {"write_file": True}
     assert [(cwd / name).read_text() for name in ("a.txt", "b.txt", "c.txt")] == [
-        "one\n", "two\n", "three\n"]
+        "one\n",
+        "two\n",
+        "three\n",
+    ]
     assert all(editor.statuses(i)[-1] == "completed" for i in ("t1", "t2", "t3"))
 
 
 async def test_reject_always_refuses_later_calls_without_asking(cwd: Path) -> None:
-    provider = ScriptedProvider([reply(tool_uses=[write("t1", "a.txt", "one\n")]),
-                                 reply(tool_uses=[write("t2", "b.txt", "two\n")]),
-                                 reply("I will not write.")])
+    provider = ScriptedProvider(
+        [
+            reply(tool_uses=[write("t1", "a.txt", "one\n")]),
+            reply(tool_uses=[write("t2", "b.txt", "two\n")]),
+            reply("I will not write."),
+        ]
+    )
     editor = FakeEditor(["reject_always"])
     remembered: dict[str, bool] = {}
     turn = Turn(turn_env(cwd, provider, editor, remembered=remembered), Transcript())
@@ -141,11 +165,15 @@ async def test_reject_always_refuses_later_calls_without_asking(cwd: Path) -> No
     assert not (cwd / "a.txt").exists() and not (cwd / "b.txt").exists()
 
 
-async def test_a_cancel_while_the_user_is_asked_leaves_a_final_failed_update(
-        cwd: Path) -> None:
-    provider = ScriptedProvider([reply("Let me write.",
-                                       tool_uses=[write("t1", "a.txt", "x\n"),
-                                                  write("t2", "b.txt", "y\n")])])
+async def test_a_cancel_while_the_user_is_asked_leaves_a_final_failed_update(cwd: Path) -> None:
+    provider = ScriptedProvider(
+        [
+            reply(
+                "Let me write.",
+                tool_uses=[write("t1", "a.txt", "x\n"), write("t2", "b.txt", "y\n")],
+            )
+        ]
+    )
     editor = FakeEditor([HANG])
     transcript = Transcript()
     turn = Turn(turn_env(cwd, provider, editor), transcript)
@@ -172,8 +200,7 @@ async def test_a_cancel_while_the_user_is_asked_leaves_a_final_failed_update(
     assert not (cwd / "a.txt").exists()
     # The history stays valid for the API: each tool_use has its (synthetic) result.
     results = tool_results(transcript.messages[-1])
-    assert {i: r["content"] for i, r in results.items()} == {"t1": INTERRUPTED,
-                                                              "t2": INTERRUPTED}
+    assert {i: r["content"] for i, r in results.items()} == {"t1": INTERRUPTED, "t2": INTERRUPTED}
 
 
 async def test_a_permission_answered_cancelled_cancels_the_turn(cwd: Path) -> None:
@@ -208,31 +235,36 @@ async def test_a_model_error_is_told_to_the_user_and_ends_the_turn(cwd: Path) ->
 
 
 async def test_an_answer_broken_off_keeps_its_text(cwd: Path) -> None:
-    provider = ScriptedProvider([stream_error("Half an ans", message="Overloaded"),
-                                 reply("Second try.")])
+    provider = ScriptedProvider(
+        [stream_error("Half an ans", message="Overloaded"), reply("Second try.")]
+    )
     editor = FakeEditor()
     transcript = Transcript()
     turn = Turn(turn_env(cwd, provider, editor), transcript)
 
     assert await run(turn) == "end_turn"
 
-    assert transcript.messages[-1] == {"role": "assistant",
-                                       "content": [{"type": "text", "text": "Half an ans"}]}
+    assert transcript.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Half an ans"}],
+    }
     assert "Overloaded" in texts(editor)
     # The next turn's request carries the partial answer: the history stayed valid.
     assert await run(turn, [{"type": "text", "text": "Again"}]) == "end_turn"
-    assert provider.requests[1].messages[1]["content"] == [{"type": "text",
-                                                            "text": "Half an ans"}]
+    assert provider.requests[1].messages[1]["content"] == [{"type": "text", "text": "Half an ans"}]
 
 
 async def test_the_request_limit_ends_the_turn(cwd: Path) -> None:
-    provider = ScriptedProvider([reply(tool_uses=[write("t1", "a.txt", "x\n")]),
-                                 reply(tool_uses=[write("t2", "b.txt", "y\n")]),
-                                 reply("never asked for")])
+    provider = ScriptedProvider(
+        [
+            reply(tool_uses=[write("t1", "a.txt", "x\n")]),
+            reply(tool_uses=[write("t2", "b.txt", "y\n")]),
+            reply("never asked for"),
+        ]
+    )
     editor = FakeEditor()
     transcript = Transcript()
-    turn = Turn(turn_env(cwd, provider, editor, mode="bypass", max_turn_requests=2),
-                transcript)
+    turn = Turn(turn_env(cwd, provider, editor, mode="bypass", max_turn_requests=2), transcript)
 
     assert await run(turn) == "max_turn_requests"
 
