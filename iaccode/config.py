@@ -173,8 +173,9 @@ class Config:
             values[attr] = _from_value(f"{attr} ", value, known) if known else value
         if "model" not in values:
             values["model"] = default_model(
-                str(values.get("provider", DEFAULT_PROVIDER)), values.get("models")
-            )  # type: ignore[arg-type]
+                str(values.get("provider", DEFAULT_PROVIDER)),
+                values.get("models"),  # type: ignore[arg-type]
+            )
         config = cls(**values)  # type: ignore[arg-type]
         return config
 

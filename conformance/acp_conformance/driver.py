@@ -595,9 +595,9 @@ async def connect_remote(
     stdout are the transport's (:mod:`acp_conformance.remote`); ending stdin ends it."""
     async with connect(url, token, transport) as remote:
         yield AgentConnection(
-            remote,
+            remote,  # type: ignore[arg-type]
             SchemaRouter(),
-            transcript=transcript,  # type: ignore[arg-type]
+            transcript=transcript,
             timeout=timeout,
             services=ClientServices(),
             record_violations=True,

@@ -247,9 +247,9 @@ class LineClient:
     # -- ACP --
 
     def initialize(self, client_name: str = "bench") -> dict[str, Any]:
-        return self.call(
+        return self.call(  # type: ignore[no-any-return]
             "initialize",
-            {  # type: ignore[no-any-return]
+            {
                 "protocolVersion": 1,
                 "clientCapabilities": {},
                 "clientInfo": {"name": client_name, "version": "0"},

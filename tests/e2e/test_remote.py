@@ -56,8 +56,8 @@ async def client(
     """A remote connection driven like a spawned agent (schema-checked)."""
     async with connect(server.url, server.token, transport) as remote:
         yield AgentConnection(
-            remote,
-            checker or WireChecker(aliases=METHOD_ALIASES),  # type: ignore
+            remote,  # type: ignore[arg-type]
+            checker or WireChecker(aliases=METHOD_ALIASES),
             server.stderr_path,
         )
 

@@ -345,9 +345,9 @@ async def run_in_process(
                 await nursery.start(agent.serve)
                 try:
                     yield AgentConnection(
-                        agent,
+                        agent,  # type: ignore[arg-type]
                         checker,
-                        stderr_path,  # type: ignore[arg-type]
+                        stderr_path,
                         **connection,
                     )
                 finally:

@@ -67,8 +67,8 @@ RESULTS: list[tuple[str, Any]] = [
             ),
             agent_info=m.Implementation("iaccode", "0.1.0", title="iac-code"),
             auth_methods=[
-                m.AuthMethod(**method)
-                for method in auth_methods(Config(home=Path(".")), terminal=True)  # type: ignore[arg-type]
+                m.AuthMethod(**method)  # type: ignore[arg-type]
+                for method in auth_methods(Config(home=Path(".")), terminal=True)
             ],
         ),
     ),
