@@ -21,24 +21,17 @@ Default (``nox``), in this order:
   the point (``tests/adversarial/conftest.py``). One minute of it is the load test by design.
 - ``lint``, ``typecheck``.
 
-Measured (``nox``, 2026-12-01 23:50 to 00:25 UTC, this 2-core machine shared with other work:
-load average 2 to 12; each session re-installing once after a pyproject change, ~30 s):
-tests-3.11 9 min (pytest 8.5; before the in-process tier, CI took 17 min at low load),
-tests-3.12 1 min, tests-3.13 5 min, conformance 3 min, conformance_openai 2 min,
-conformance_remote 2 min, adversarial 5 min (pytest 4.7; 8.5 min serial before), lint and
-typecheck under a minute: 27 min in all (32 min before). CPU seconds, which the load moves
-less: ``pytest -n 2 tests`` 370 s (unit 65), conformance 205, adversarial ~520; the whole
-``nox`` 1370 s. So on a quiet machine about CPU / 2: some 12 minutes. The 5-minute target is
-not met with the same coverage: the process tier, the conformance suites and the adversarial
-suite spawn agents by design (an ``iaccode acp`` with the Anthropic SDK costs ~2.5 s of CPU,
-the SDK's import most
-of it), and the adversarial suite's kill -9 and load tests are long by design.
-
-Measured since (2026-12-02, CPU seconds user+sys, quiet machine): ``iaccode serve`` in the
-test's process (``tests/support/serve.py``) took ``tests/e2e/test_remote.py`` from 35.8 s to
-19.6 s and ``test_remote_sdks.py`` from 13.1 s to 6.8 s; a fresh ``tests-3.11`` environment
-costs ~17 s (virtualenv 0.5, pip install the rest), where each conformance session's own
-environment cost ~15 s more (three of them: ~45 s saved on a fresh clone).
+Measured (``.ci/run`` on a fresh clone, 2026-12-02, a quiet 2-core machine, load under 2,
+the six environments built and installed first): 14 minutes in all. tests-3.11 3 min (pytest
+176 s), tests-3.12 1 min, tests-3.13 2 min, conformance 1 min, conformance_openai 42 s,
+conformance_remote 31 s, adversarial 4 min (pytest 246 s), lint 1 s, typecheck 50 s. The
+issue's 5-minute target is not met with the same coverage: the process tier, the conformance
+suites and the adversarial suite spawn agents by design (an ``iaccode acp`` costs ~2.5 s of
+CPU, the model SDK's import most of it: ``anthropic`` 1.5 s, ``mcp`` 0.85 s, ``openai``
+0.6 s), and the adversarial suite's kill -9 and load tests are long by design. What moved
+it: agents in the test's process (the in-process tier; ``iaccode serve`` too since
+2026-12-02: ``tests/e2e/test_remote.py`` 35.8 -> 19.6 s of CPU), one environment for the
+sessions that install the same (~15 s of CPU each on a fresh clone).
 
 Python 3.11, 3.12 and 3.13 (``pyproject.toml``: ``>=3.11``): nox finds each on PATH or as
 pyenv's selected version; one pyenv has installed but not selected is put on PATH here (this
@@ -378,6 +371,7 @@ LINTED = ("iaccode", "tests", "conformance", "noxfile.py")
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
+    """ruff: the lint rules of pyproject.toml, and the tree as ``ruff format`` leaves it."""
     # One version everywhere (pyproject's dev extra too): another may format differently.
     _install(session, "ruff==0.17.6")
     session.run("ruff", "check", *LINTED)
