@@ -186,7 +186,11 @@ class Session:
         if self._exposure is None:
             from iaccode.turn.exposure import Exposure
 
-            self._exposure = Exposure.from_records(self.records)
+            tools = self._tool_table.builtin()
+            self._exposure = Exposure.from_records(
+                self.records,
+                lambda name: name not in tools or tools[name].reads_what_it_names,
+            )
         return self._exposure
 
     # -- settings ---------------------------------------------------------------------------

@@ -173,6 +173,10 @@ class Tool(ABC):
     gated: ClassVar[bool] = False
     """It runs programs here with the gates (:mod:`iaccode.gate`) first on their PATH, so a
     change an infrastructure CLI would make is asked about while the call runs."""
+    reads_what_it_names: ClassVar[bool] = True
+    """A file its input names may be read: a secrets file named so counts as read (then a
+    fetch asks per host, :mod:`iaccode.turn.exposure`). False where a name is only text: a
+    URL to fetch, a plan's items."""
 
     def definition(self) -> dict[str, Any]:
         return {
@@ -193,6 +197,11 @@ class Tool(ABC):
         """Paths the call names that are shown as its locations but not judged (an MCP
         tool's path-like arguments: its server, not the policy, decides what they reach)."""
         return []
+
+    def address(self, args: Any) -> str | None:
+        """The URL a call of kind "fetch" reaches, or None: the exposure check then takes the
+        first URL in its input (an MCP server's tool)."""
+        return None
 
     def command_line(self, args: Any) -> str | None:
         """The shell command line the call runs here, or None. It is read before the call is

@@ -35,6 +35,7 @@ class TodoWrite(Tool):
     kind = "think"
     read_only = True
     subagents_use = False
+    reads_what_it_names = False  # a plan's item may name a file it does not read
     input_type = TodoWriteInput
     description = (
         "Record your plan for multi-step work and show it to the user. Give the whole list "

@@ -34,6 +34,7 @@ _TOOL_ATTRIBUTES = (
     "machine_dependent",
     "gated",
     "subagents_use",
+    "reads_what_it_names",
 )
 """The Tool attributes a wrapper takes from the tool it wraps (they are per class)."""
 
@@ -58,6 +59,9 @@ class _Wrapper(Tool):
 
     def command_line(self, args: Any) -> str | None:
         return self.inner.command_line(args)
+
+    def address(self, args: Any) -> str | None:
+        return self.inner.address(args)
 
     async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
         return await self.inner.preview(args, ctx)

@@ -12,8 +12,9 @@ host for the rest of the session; *Reject* refuses this fetch only. In ``bypass`
 world and would run without a question (an MCP server's fetch tool, read-only and open-world
 by its annotations): the host of the first URL in its input, or the tool itself, is asked for.
 
-What counts as reading one: any tool call but web_fetch and todo_write whose input names such a
-file, as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MCP tool's
+What counts as reading one: a call of a tool that reads what it names
+(``Tool.reads_what_it_names``: all but web_fetch and todo_write) whose input names such a file,
+as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MCP tool's
 ``{"path": "prod.tfvars"}``); whose path leads to one (``notes.txt``, a symlink to ``.env``:
 the real paths the call was judged on); or whose output shows lines of one as grep prints them
 (``.env:1:KEY=...``, ``./.env:KEY=...``: the grep tool searching the whole project, a
@@ -24,14 +25,17 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from attrs import evolve
 
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
+
+if TYPE_CHECKING:
+    from iaccode.tools.base import Tool
 
 SECRET_FILES = (
     ".env",
@@ -98,8 +102,6 @@ SECRET_FOLDERS = (
 SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
 """Data files named for a secret (a Kubernetes ``db-secret.yaml``); not code (``secret.py``)."""
 
-NOT_READING = frozenset({"web_fetch", "todo_write"})
-"""Tools whose input may name a secrets file without reading it."""
 
 _WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
 _GREP_LINE = re.compile(
@@ -174,52 +176,49 @@ class Exposure:
         """Hosts the user let web_fetch reach since."""
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, Any]]) -> Exposure:
-        """The exposure of a stored session: its stored tool calls, in order."""
+    def from_records(
+        cls, records: Iterable[dict[str, Any]], reads_what_it_names: Callable[[str], bool]
+    ) -> Exposure:
+        """The exposure of a stored session: its stored tool calls, in order.
+        ``reads_what_it_names`` says it of a tool by its stored name (the session's tools)."""
         exposure = cls()
         for record in records:
             start = record.get("start") if record.get("type") == "tool_call" else None
-            if isinstance(start, dict):
-                name = str(start.get("name") or "")
+            if isinstance(start, dict) and reads_what_it_names(str(start.get("name") or "")):
                 locations = start.get("locations")
                 paths = (
                     [str(place.get("path")) for place in locations if isinstance(place, dict)]
                     if isinstance(locations, list)
                     else []
                 )
-                exposure.note(name, start.get("rawInput"), paths)
+                exposure.note(start.get("rawInput"), paths)
                 end = record.get("end")
                 if isinstance(end, dict):
-                    exposure.note_output(name, "\n".join(_strings(end.get("content"))))
+                    exposure.note_output("\n".join(_strings(end.get("content"))))
         return exposure
 
-    def note(self, tool_name: str, raw_input: Any, paths: Iterable[str] = ()) -> None:
-        """A call ran (or was allowed to): remember the secrets file it read, if any (by its
-        input, or by the real ``paths`` it was judged on)."""
-        if self.secret_file is None and tool_name not in NOT_READING:
+    def note(self, raw_input: Any, paths: Iterable[str] = ()) -> None:
+        """A call of a tool that reads what it names ran (or was allowed to): remember the
+        secrets file it read, if any (by its input, or by the real ``paths`` it was judged
+        on)."""
+        if self.secret_file is None:
             self.secret_file = secret_file_reached(raw_input, paths)
 
-    def note_output(self, tool_name: str, output: str) -> None:
-        """A call's output: remember the secrets file whose lines it shows, if any."""
-        if self.secret_file is None and tool_name not in NOT_READING:
+    def note_output(self, output: str) -> None:
+        """Such a call's output: remember the secrets file whose lines it shows, if any."""
+        if self.secret_file is None:
             self.secret_file = secret_file_shown(output)
 
-    def host_to_ask(
-        self, tool_name: str, args: Any, mode: str, kind: str | None = None
-    ) -> str | None:
-        """The host a web_fetch call, or another tool of ``kind`` "fetch" (an MCP server's that
-        reaches the open world), must ask for (None: it may run as usual)."""
-        if (
-            (tool_name != "web_fetch" and kind != "fetch")
-            or self.secret_file is None
-            or mode == "bypass"
-        ):
+    def host_to_ask(self, tool: Tool, args: Any, mode: str) -> str | None:
+        """The host a call of a tool that reaches the open world (kind "fetch": web_fetch, an
+        MCP server's fetch tool) must ask for (None: it may run as usual): its address
+        (``Tool.address``), else the first URL in its input, else the tool itself."""
+        if tool.kind != "fetch" or self.secret_file is None or mode == "bypass":
             return None
-        if tool_name == "web_fetch":
-            host = _host(getattr(args, "url", ""))
-        else:
+        url = tool.address(args)
+        if url is None:
             url = next((text for text in _strings(args) if "://" in text), None)
-            host = _host(url) if url is not None else tool_name
+        host = _host(url) if url is not None else tool.name
         return None if host in self.hosts else host
 
     def question(

@@ -51,7 +51,7 @@ from iaccode.tools.base import Tool, ToolContext, in_project, resolve_path, run_
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
-from iaccode.turn.exposure import NOT_READING, secret_file_reached
+from iaccode.turn.exposure import secret_file_reached
 from iaccode.turn.gate_questions import gate_policy
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
@@ -132,7 +132,7 @@ class ToolRunner:
         self._reads_secrets = any(
             secret_file_reached(call.raw_input, map(str, call.resolved.values()))
             for call in calls
-            if call.tool.name not in NOT_READING
+            if call.tool.reads_what_it_names
         )
         limiter = trio.CapacityLimiter(READ_CONCURRENCY)
         index = 0
@@ -157,11 +157,7 @@ class ToolRunner:
         if (
             not call.tool.read_only
             or (call.tool.kind == "fetch" and self._reads_secrets)
-            or (
-                session.exposure.host_to_ask(
-                    call.tool.name, call.args, session.mode(), call.tool.kind
-                )
-            )
+            or session.exposure.host_to_ask(call.tool, call.args, session.mode())
         ):
             return False
         verdict = permissions.decide(
@@ -347,11 +343,12 @@ class ToolRunner:
             approved = verdict.approved_changes
         elif verdict.decision is Decision.REFUSE:
             return await self._finish(call_id, ToolResult(verdict.reason, is_error=True))
-        elif host := session.exposure.host_to_ask(tool.name, call.args, session.mode(), tool.kind):
+        elif host := session.exposure.host_to_ask(tool, call.args, session.mode()):
             refused = await self._ask_for_host(call, host)
             if refused is not None:
                 return refused
-        session.exposure.note(tool.name, call.raw_input, map(str, call.resolved.values()))
+        if tool.reads_what_it_names:
+            session.exposure.note(call.raw_input, map(str, call.resolved.values()))
 
         self._unfinished[call_id] = "the turn ended while the tool ran"
         await self._editor.send_update(
@@ -359,7 +356,8 @@ class ToolRunner:
         )
         policy = self._gate_policy(call, approved) if tool.gated else None
         result = await self._execute(tool, call.args, call_id, call.resolved, policy)
-        session.exposure.note_output(tool.name, result.text)  # grep's lines of a .env
+        if tool.reads_what_it_names:
+            session.exposure.note_output(result.text)  # grep's lines of a .env
         return await self._finish(call_id, result)
 
     def _gate_policy(self, call: _Call, approved: frozenset[tuple[str, ...]]) -> GatePolicy:

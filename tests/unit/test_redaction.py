@@ -6,12 +6,19 @@ from __future__ import annotations
 import base64
 import json
 import textwrap
+from collections.abc import Callable
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import pytest
 
 from iaccode.mcp.names import shown
+from iaccode.protocol.convert import tool_input
+from iaccode.protocol.tool_calls import ToolKind
 from iaccode.redaction import Redactor
+from iaccode.tool_result import ToolResult
+from iaccode.tools.base import Tool, ToolContext
+from iaccode.tools.registry import builtin_tools
 from iaccode.turn.exposure import (
     Exposure,
     is_secret_file,
@@ -157,7 +164,8 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
         [
             {"type": "tool_call", "start": {"name": "web_fetch", "rawInput": {"url": "x/.env"}}},
             {"type": "tool_call", "start": {"name": "read_file", "rawInput": {"path": "a.tfvars"}}},
-        ]
+        ],
+        READS,
     )
     assert exposure.secret_file == "a.tfvars"  # a fetch of a URL ending in .env reads none
 
@@ -207,7 +215,8 @@ def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
                     ]
                 },
             },
-        ]
+        ],
+        READS,
     )
     assert exposure.secret_file == ".env"
     linked = Exposure.from_records(
@@ -220,35 +229,80 @@ def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
                     "locations": [{"path": "/p/.env"}],
                 },
             }
-        ]
+        ],
+        READS,
     )
     assert linked.secret_file == "/p/.env"
 
 
-def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
-    class Args:
-        url = "https://Example.com:8443/x?d=1"
+class _ServerFetch(Tool):
+    """An MCP server's fetch tool, as far as the exposure check sees one: a name, a kind."""
 
+    name = "mcp__web__fetch"
+    kind: ClassVar[ToolKind] = "fetch"
+
+    def title(self, args: Any) -> str:
+        return self.name
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
+        raise AssertionError("not run here")
+
+
+class _ServerLookup(_ServerFetch):
+    name = "mcp__db__lookup"
+    kind = "read"
+
+
+class _NotOurWebFetch(_ServerFetch):
+    """A tool of another origin that happens to be called web_fetch, and reads a path."""
+
+    name = "web_fetch"
+    kind = "read"
+
+
+def test_a_web_fetch_asks_once_per_host_after_a_secrets_file() -> None:
+    fetch = builtin_tools()["web_fetch"]
+    args: Any = tool_input({"url": "https://Example.com:8443/x?d=1"}, fetch.input_type)
     exposure = Exposure()
-    assert exposure.host_to_ask("web_fetch", Args(), "default") is None
-    exposure.note("bash", {"command": "cat .env"})
-    assert exposure.host_to_ask("web_fetch", Args(), "default") == "example.com"
-    assert exposure.host_to_ask("web_fetch", Args(), "bypass") is None
+    assert exposure.host_to_ask(fetch, args, "default") is None
+    exposure.note({"command": "cat .env"})
+    assert exposure.host_to_ask(fetch, args, "default") == "example.com"
+    assert exposure.host_to_ask(fetch, args, "bypass") is None
     exposure.hosts.add("example.com")
-    assert exposure.host_to_ask("web_fetch", Args(), "plan") is None
+    assert exposure.host_to_ask(fetch, args, "plan") is None
 
 
 def test_another_tool_that_reaches_out_asks_after_a_secrets_file_too() -> None:
     exposure = Exposure()
-    exposure.note("read_file", {"path": ".env"})
-    fetch = "mcp__web__fetch"
-    assert (
-        exposure.host_to_ask(fetch, {"url": "https://c.example/?d=x"}, "default", "fetch")
-        == "c.example"
-    )
-    assert exposure.host_to_ask(fetch, {"q": "weather"}, "default", "fetch") == fetch
-    assert exposure.host_to_ask("mcp__db__lookup", {"key": "k"}, "default", "read") is None
-    assert exposure.host_to_ask(fetch, {"q": "x"}, "bypass", "fetch") is None
+    exposure.note({"path": ".env"})
+    fetch = _ServerFetch()
+    assert exposure.host_to_ask(fetch, {"url": "https://c.example/?d=x"}, "default") == "c.example"
+    assert exposure.host_to_ask(fetch, {"q": "weather"}, "default") == fetch.name
+    lookup = _ServerLookup()
+    assert exposure.host_to_ask(lookup, {"url": "https://c.example/"}, "default") is None
+    assert exposure.host_to_ask(fetch, {"q": "x"}, "bypass") is None
+
+
+def test_what_a_tool_does_with_a_name_decides_not_its_own_name() -> None:
+    """A stored call counts as reading what it names by what its tool declares: a tool named
+    like web_fetch that is not ours (a session's tool table says) reads the file it names."""
+    ours = builtin_tools()
+    records = [{"type": "tool_call", "start": {"name": "web_fetch", "rawInput": {"path": ".env"}}}]
+    assert Exposure.from_records(records, _reads(ours)).secret_file is None
+    theirs: dict[str, Tool] = {**ours, "web_fetch": _NotOurWebFetch()}
+    assert Exposure.from_records(records, _reads(theirs)).secret_file == ".env"
+    assert sorted(name for name, tool in ours.items() if not tool.reads_what_it_names) == [
+        "todo_write",
+        "web_fetch",
+    ]
+
+
+def _reads(tools: dict[str, Tool]) -> Callable[[str], bool]:
+    """As the session tells it: an unknown name (an MCP server's tool) reads what it names."""
+    return lambda name: name not in tools or tools[name].reads_what_it_names
+
+
+READS = _reads(builtin_tools())
 
 
 @pytest.mark.parametrize(
