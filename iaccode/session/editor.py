@@ -298,6 +298,7 @@ class _EditorFiles:
     async def write_text(self, path: Path, text: str) -> None:
         if not self._write:
             return await self._local.write_text(path, text)
+        _refuse_special(path, missing_ok=True)  # a new file is the editor's to make
         if self._root is not None and is_inside(path.parent, self._root):
             await trio.to_thread.run_sync(make_parents, path)
         await self._editor.write_text_file(path, text)
@@ -342,11 +343,14 @@ def advisory(
     return warning_chunk(message)
 
 
-def _refuse_special(path: Path) -> None:
-    """The editor may block on a FIFO or a device just like we would: refuse them first."""
+def _refuse_special(path: Path, *, missing_ok: bool = False) -> None:
+    """The editor may block on a FIFO or a device just like we would (a write to a FIFO waits
+    for a reader): refuse them first."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
+        if missing_ok:
+            return
         raise ToolFailure(f"File not found: {path}") from None
     except OSError:
         return  # let the editor say what is wrong

@@ -173,6 +173,21 @@ async def test_a_special_file_is_refused_before_asking_the_editor(real: Path) ->
     assert wire.sent == []
 
 
+async def test_a_write_to_a_fifo_is_refused_before_the_editor_blocks_on_it(real: Path) -> None:
+    """An editor writing to a named pipe waits for a reader that never comes (the turn hung
+    until the request timed out); a new file still goes to the editor."""
+    os.mkfifo(real / "pipe")
+    wire = Wire({})
+    files = editor(wire).files
+    with pytest.raises(ToolFailure, match="not a regular file"):
+        await files.write_text(real / "pipe", "x")
+    with pytest.raises(ToolFailure, match="is a directory"):
+        await files.write_text(real, "x")
+    assert wire.sent == []
+    await files.write_text(real / "new.txt", "x")
+    assert [method for method, _ in wire.sent] == ["fs/write_text_file"]
+
+
 async def test_terminal_calls_and_their_answers() -> None:
     wire = Wire(
         {"terminalId": "term-7"},
