@@ -277,6 +277,10 @@ class ParamsError(Exception):
         super().__init__(problems)
         self.problems = problems
 
+    def __str__(self) -> str:
+        """``path: reason; path: reason``, for a person (the model, the log)."""
+        return "; ".join(f"{path}: {why}" for path, why in self.problems.items())
+
 
 def from_wire(
     value: Any,

@@ -148,7 +148,7 @@ class Editor:
             log.warning(
                 "malformed permission answer %r (%s): not running the tool",
                 response,
-                _problems(exc),
+                exc,
             )
             return None
         choice = _selected_kind(answer, options)
@@ -179,9 +179,7 @@ class Editor:
         try:
             answer = from_wire(response, CreateElicitationResponse, "result")
         except ParamsError as exc:
-            log.warning(
-                "malformed elicitation answer %r (%s): taken as no answer", response, _problems(exc)
-            )
+            log.warning("malformed elicitation answer %r (%s): taken as no answer", response, exc)
             return None
         if answer.action == "accept":
             return ElicitationAnswer(answer.action, answer.content)
@@ -360,17 +358,13 @@ def _refuse_special(path: Path, *, missing_ok: bool = False) -> None:
         raise ToolFailure(f"{path} is not a regular file (a FIFO, socket or device).")
 
 
-def _problems(exc: ParamsError) -> str:
-    return "; ".join(f"{where}: {problem}" for where, problem in exc.problems.items())
-
-
 def _answer(method: str, result: Any, cls: type[T], failed: str) -> T:
     """The editor's answer to ``method`` as ``cls``; a ToolFailure (``failed``, then what was
     wrong with each field) when it does not fit."""
     try:
         return from_wire(result, cls, "result")
     except ParamsError as exc:
-        raise ToolFailure(f"{failed}: a malformed answer to {method} ({_problems(exc)})") from exc
+        raise ToolFailure(f"{failed}: a malformed answer to {method} ({exc})") from exc
 
 
 def _exit_status(status: TerminalExitStatus) -> ExitStatus:

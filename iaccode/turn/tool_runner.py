@@ -238,13 +238,12 @@ class ToolRunner:
         try:
             args: Any = tool_input(raw_input, tool.input_type)
         except ParamsError as exc:
-            problems = "; ".join(f"{path}: {why}" for path, why in exc.problems.items())
             return await self._refuse(
                 call_id,
                 name,
                 tool.kind,
                 raw_input,
-                f"Invalid input for {name}: {problems}. Not run.",
+                f"Invalid input for {name}: {exc}. Not run.",
             )
         # Resolved once: what is judged, shown and used must be the same real path.
         resolved = {raw: resolve_path(self._session.cwd, raw) for raw in tool.paths(args)}
