@@ -275,6 +275,9 @@ async def _run(
                     )
     finally:
         with trio.CancelScope(shield=True):
+            # Its end of input tells the agent to exit, also when the replay stops early (a
+            # divergence, a refused record): else it waited EXIT_TIMEOUT to be killed.
+            await process.stdin.aclose()
             if process.returncode is None:
                 with trio.move_on_after(EXIT_TIMEOUT):
                     await process.wait()

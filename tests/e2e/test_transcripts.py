@@ -81,6 +81,40 @@ def test_a_changed_byte_is_reported_with_a_diff(tmp_path: Path) -> None:
     assert iaccode("replay", str(tampered)).returncode == 0
 
 
+AGENT_THAT_WAITS_FOR_EOF = """
+import sys
+from pathlib import Path
+sys.stdin.readline()
+print(Path(sys.argv[1]).read_text(), flush=True)  # its answer to initialize
+sys.stdin.read()  # until its input ends
+Path(sys.argv[2]).write_text("input ended")
+"""
+
+
+@pytest.mark.parametrize("stop", ["divergence", "refused record"])
+def test_a_replay_that_stops_early_ends_the_agents_input(tmp_path: Path, stop: str) -> None:
+    """The replayed agent learns the replay is over from its input's end, however it ended (it
+    was killed after 5 s of waiting when the replay stopped at a divergence or a refusal)."""
+    transcript, answer, agent_log = (tmp_path / n for n in ("t.jsonl", "answer", "agent.log"))
+    records = [json.loads(line) for line in GOLDEN_PLAIN.read_text().splitlines()]
+    recorded = next(r["message"] for r in records if r.get("from") == "agent")
+    if stop == "divergence":
+        answer.write_text(json.dumps(recorded | {"result": {"protocolVersion": 99}}))
+    else:  # initialize answered as recorded; the next record is refused before it is sent
+        answer.write_text(json.dumps(recorded))
+        for line in records:
+            message = line.get("message") or {}
+            if line["type"] == "wire" and message.get("method") == "session/new":
+                message["params"]["cwd"] = "/var"
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in records))
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT_THAT_WAITS_FOR_EOF)
+    agent = f"{sys.executable} {script} {answer} {agent_log}"
+    result = iaccode("replay", str(transcript), "--agent", agent)
+    assert result.returncode == (1 if stop == "divergence" else 2), result.stderr
+    assert agent_log.read_text() == "input ended"
+
+
 def test_a_newer_format_is_refused_clearly(tmp_path: Path) -> None:
     future = tmp_path / "future.jsonl"
     lines = GOLDEN_PLAIN.read_text().splitlines()
