@@ -4,7 +4,7 @@
 Default (``nox``), in this order:
 
 - ``tests-3.11``: every test in ``tests/`` (but ``adversarial/``) and the conformance
-  harness's own (``conformance/tests``), two workers: unit,
+  harness's own (``conformance/tests``), three workers (:data:`WORKERS`): unit,
   end-to-end with the agent in the test's process, and the ``process`` tier (spawned ``iaccode
   acp`` and ``iaccode serve``: signals, exit statuses, start-up, kill -9, the commands, the
   official SDKs spawning the agent; ``tests/README.md``), which goes first.
@@ -13,11 +13,11 @@ Default (``nox``), in this order:
   the unit tier; the in-process tier on the newest Python checks the libraries there; the
   process tier runs the same code started another way.
 - ``conformance``, ``conformance_openai``, ``conformance_remote``: the ACP conformance suite on
-  ``iaccode acp`` with each model API (two workers), and on ``iaccode serve`` (one server).
+  ``iaccode acp`` with each model API (three workers), and on ``iaccode serve`` (one server).
   Every test spawns its agents (the suite is agent-agnostic): ~2 s of CPU each. They run in
   ``tests-3.11``'s environment (as do ``fuzz`` and ``remote_clients``: :class:`_Shared`), so a
   fresh clone builds six environments, not nine.
-- ``adversarial``: two workers, a module on each; agents in-process but where the process is
+- ``adversarial``: three workers, a module on each; agents in-process but where the process is
   the point (``tests/adversarial/conftest.py``). One minute of it is the load test by design.
 - ``lint``, ``typecheck``.
 
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import nox
-from nox.virtualenv import VirtualEnv
+from nox.virtualenv import HAS_UV, UV, VirtualEnv
 
 nox.options.sessions = [
     "tests",
@@ -61,10 +61,18 @@ nox.options.sessions = [
     "typecheck",
 ]
 nox.options.reuse_existing_virtualenvs = True
+# uv makes an environment and installs the project in ~3 s of CPU where venv and pip take ~20
+# (six environments on a fresh clone); virtualenv and pip where uv is missing.
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
 """The Python of the sessions that run once: the oldest one supported."""
+WORKERS = "3"
+"""pytest-xdist workers of the test sessions (fuzz: 2). Three on two cores: a worker waiting
+(an agent starting, a timeout running out, a command) leaves its core to the others. Measured
+2026-12-02 on a quiet 2-core machine: tests-3.11 142 s with 2, 110 with 3, 111 with 4;
+adversarial 247, 191, 204; conformance 55, 50."""
 PYTHONS = ["3.11", "3.12", "3.13"]
 TIERS = {
     "3.11": ["tests", "conformance/tests"],
@@ -162,12 +170,16 @@ class _Shared:
         self.bin = str(location.resolve() / "bin")
         # The interpreter is looked up as nox does for its own (a missing one fails the run:
         # error_on_missing_interpreters).
-        VirtualEnv(str(location), interpreter=PYTHON, reuse_existing=True).create()
+        backend = "uv" if HAS_UV else "virtualenv"
+        VirtualEnv(
+            str(location), interpreter=PYTHON, reuse_existing=True, venv_backend=backend
+        ).create()
         session.env["PYTHONDONTWRITEBYTECODE"] = None
         session.env["VIRTUAL_ENV"] = str(location.resolve())
         session.env["PATH"] = f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
         if not _installed(session, location, TEST_INSTALL):
-            session.run(f"{self.bin}/python", "-m", "pip", "install", *TEST_INSTALL)
+            installer = [UV, "pip"] if backend == "uv" else [f"{self.bin}/pip"]
+            session.run(*installer, "install", *TEST_INSTALL, external=True)
             _stamp(location, TEST_INSTALL)
         self.session = session
 
@@ -177,14 +189,20 @@ class _Shared:
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """Unit and end-to-end tests (the real server against fake model APIs), two at a time;
+    """Unit and end-to-end tests (the real server against fake model APIs), three at a time;
     which tiers on which Python: :data:`TIERS`. ``tests-3.11``'s environment is
     :class:`_Shared`."""
     _install(session, *TEST_INSTALL)
     # worksteal: a worker that runs out takes queued tests from the other (the process tier,
     # put first by tests/conftest.py, holds the long ones).
     session.run(
-        "pytest", "-n", "2", "--dist", "worksteal", *TIERS[str(session.python)], *session.posargs
+        "pytest",
+        "-n",
+        WORKERS,
+        "--dist",
+        "worksteal",
+        *TIERS[str(session.python)],
+        *session.posargs,
     )
 
 
@@ -245,8 +263,9 @@ def conformance(session: nox.Session) -> None:
     """The agent-agnostic ACP conformance suite (the `acp-conformance` command of the package
     in conformance/) on `iaccode acp`; `-- --agent "CMD ARGS"` checks another agent.
 
-    Two agents run at a time (pytest-xdist); `-- -n 0` runs them one by one. The results table
-    is printed at the end; `.conformance/report.json` has the failures' wire transcripts.
+    Three agents run at a time (pytest-xdist, :data:`WORKERS`); `-- -n 0` runs them one by one.
+    The results table is printed at the end; `.conformance/report.json` has the failures' wire
+    transcripts.
     """
     env = _Shared(session)
     env.run(
@@ -254,7 +273,7 @@ def conformance(session: nox.Session) -> None:
         "--agent",
         f"{env.bin}/iaccode acp",
         "-n",
-        "2",
+        WORKERS,
         *ACP_CONFORMANCE_OPTIONS,
         *session.posargs,
         env=_without_our_settings(),
@@ -272,7 +291,7 @@ def conformance_openai(session: nox.Session) -> None:
         "--agent",
         f"{env.bin}/iaccode acp",
         "-n",
-        "2",
+        WORKERS,
         "--model-api",
         "chat",
         "--agent-env",
@@ -411,7 +430,8 @@ def bench(session: nox.Session) -> None:
     `-- --docs` to put the table in docs/performance.md. See tests/bench/."""
     # A regular install, as users get from pip: an editable one adds its import hook to every
     # Python start in the venv (tens of milliseconds of cold start on a busy machine).
-    session.install(".", "./conformance", "psutil>=5.9")
+    # Compiled at install, as pip does (uv leaves it to the first import).
+    session.install(".", "./conformance", "psutil>=5.9", env={"UV_COMPILE_BYTECODE": "1"})
     session.run("python", "-m", "tests.bench", *session.posargs)
 
 
@@ -423,6 +443,8 @@ def adversarial(session: nox.Session) -> None:
     (docs/reliability.md). cfn-lint is installed too: the suite checks it loads no repository
     rules."""
     _install(session, "-e", ".[test,cfn]", "-e", "./conformance")
-    # Two workers, each module on one (--dist loadfile: a module's agents and figures stay
+    # Three workers, each module on one (--dist loadfile: a module's agents and figures stay
     # together; tests/adversarial/conftest.py gathers the figures).
-    session.run("pytest", "-n", "2", "--dist", "loadfile", "tests/adversarial", *session.posargs)
+    session.run(
+        "pytest", "-n", WORKERS, "--dist", "loadfile", "tests/adversarial", *session.posargs
+    )
