@@ -21,17 +21,17 @@ Default (``nox``), in this order:
   the point (``tests/adversarial/conftest.py``). One minute of it is the load test by design.
 - ``lint``, ``typecheck``.
 
-Measured (``.ci/run`` on a fresh clone, 2026-12-02, a quiet 2-core machine, load under 2,
-the six environments built and installed first): 14 minutes in all. tests-3.11 3 min (pytest
-176 s), tests-3.12 1 min, tests-3.13 2 min, conformance 1 min, conformance_openai 42 s,
-conformance_remote 31 s, adversarial 4 min (pytest 246 s), lint 1 s, typecheck 50 s. The
-issue's 5-minute target is not met with the same coverage: the process tier, the conformance
-suites and the adversarial suite spawn agents by design (an ``iaccode acp`` costs ~2.5 s of
-CPU, the model SDK's import most of it: ``anthropic`` 1.5 s, ``mcp`` 0.85 s, ``openai``
-0.6 s), and the adversarial suite's kill -9 and load tests are long by design. What moved
-it: agents in the test's process (the in-process tier; ``iaccode serve`` too since
-2026-12-02: ``tests/e2e/test_remote.py`` 35.8 -> 19.6 s of CPU), one environment for the
-sessions that install the same (~15 s of CPU each on a fresh clone).
+Measured (``.ci/run`` on a fresh clone, 2026-12-02, a quiet 2-core machine, the environments
+made with uv): 10.5 minutes in all (was 14 with pip and two workers). tests-3.11 2 min (pytest
+119 s), tests-3.12 40 s, tests-3.13 1.5 min, conformance 51 s, conformance_openai 34 s,
+conformance_remote 30 s, adversarial 4 min (pytest 217 s), lint 1 s, typecheck 33 s. The
+whole run takes 1,008 s of CPU (856 user, 152 system), so no order of it on two cores ends in
+under 8.4 minutes: the issue's 5-minute target would need 40% less CPU, which only leaving
+coverage out gives (the process tier, the conformance suites and the adversarial suite spawn
+agents by design, an ``iaccode acp`` costing 0.25 s of CPU to answer and 1.2 s more once it
+has preloaded the model SDK; the adversarial suite's kill -9 and load tests are long by
+design). What moved it: agents in the test's process (the in-process tier; ``iaccode serve``
+too), one environment for the sessions that install the same, uv, a third worker.
 
 Python 3.11, 3.12 and 3.13 (``pyproject.toml``: ``>=3.11``): nox finds each on PATH or as
 pyenv's selected version; one pyenv has installed but not selected is put on PATH here (this
