@@ -181,7 +181,7 @@ class Session:
 
     @property
     def exposure(self) -> Exposure:
-        """Whether it read a secrets file (web_fetch then asks per host; ``turn/exposure.py``),
+        """Whether it read secrets (web_fetch then asks per host; ``turn/exposure.py``),
         from its stored calls: read with the first prompt, not in ``session/new``."""
         if self._exposure is None:
             from iaccode.turn.exposure import Exposure

