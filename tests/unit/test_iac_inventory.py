@@ -209,6 +209,8 @@ async def test_background_builds_share_a_few_worker_threads(
 
     def watched(self: ProjectInventory) -> str | None:  # the real build, counted
         nonlocal running, most
+        if self not in projects:  # a build an earlier test left running in this process
+            return build(self)
         with lock:
             running += 1
             most = max(most, running)
@@ -220,8 +222,8 @@ async def test_background_builds_share_a_few_worker_threads(
             with lock:
                 running -= 1
 
+    projects: list[ProjectInventory] = []
     monkeypatch.setattr(ProjectInventory, "_build", watched)
-    projects = []
     for number in range(3 * BUILD_THREADS):
         (tmp_path / f"p{number}").mkdir()
         (tmp_path / f"p{number}" / "main.tf").write_text(f'variable "v{number}" {{}}\n')
