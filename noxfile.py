@@ -193,7 +193,7 @@ def tests(session: nox.Session) -> None:
     which tiers on which Python: :data:`TIERS`. ``tests-3.11``'s environment is
     :class:`_Shared`."""
     _install(session, *TEST_INSTALL)
-    # worksteal: a worker that runs out takes queued tests from the other (the process tier,
+    # worksteal: a worker that runs out takes queued tests from another (the process tier,
     # put first by tests/conftest.py, holds the long ones).
     session.run(
         "pytest",
