@@ -191,6 +191,8 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
         ("sops -d secrets.enc.yaml > /dev/null; echo done", "sops -d"),
         ("cd infra && aliyun kms GetSecretValue --SecretName db", "getsecretvalue"),
         ("x=1; gh auth token", "gh auth token"),
+        ("aws s3 presign s3://b/dump.sql --expires-in 604800", "aws s3 presign"),  # a key
+        ("az storage blob generate-sas --account-name a -c c -n b --permissions r", "-sas"),
         # commands that print no secret
         ("aws sts get-caller-identity", None),
         ("aws ssm describe-parameters", None),
