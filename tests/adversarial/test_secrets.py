@@ -868,7 +868,8 @@ async def test_a_command_that_prints_secrets_makes_web_fetch_ask(
 ) -> None:
     """The user allows a command that prints a secret (its line shows a read); the fetch that
     would carry its output to a host the config lets web_fetch reach asks, naming the
-    command. The values are not the agent's own, so nothing else would stop them."""
+    command, in the same answer or the next. The values are not the agent's own, so nothing
+    else would stop them."""
     stand_ins, ran = tmp_path / "stand-ins", tmp_path / "ran.log"
     stand_ins.mkdir()
     for cli in ("aws", "gcloud", "kubectl", "vault", "az"):
@@ -880,11 +881,11 @@ async def test_a_command_that_prints_secrets_makes_web_fetch_ask(
     write_config(agent_home, f'[tools]\nweb_allowed_hosts = ["127.0.0.1:{page.port}"]\n')
     script = []
     for n, line in enumerate(SECRET_PRINTING_LINES):
-        script += [
-            uses((f"toolu_cmd{n}", "bash", {"command": line})),
-            uses((f"toolu_send{n}", "web_fetch", {"url": f"http://127.0.0.1:{page.port}/?d={n}"})),
-            reply("sent"),
-        ]
+        run = (f"toolu_cmd{n}", "bash", {"command": line})
+        send = (f"toolu_send{n}", "web_fetch", {"url": f"http://127.0.0.1:{page.port}/?d={n}"})
+        # Every other one asks for both in one answer (the fetch must wait for the command).
+        script += [uses(run), uses(send)] if n % 2 else [uses(run, send)]
+        script.append(reply("sent"))
     model_server.enqueue(*script)
     unasked = []
     try:
