@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from attrs import evolve, frozen
 
+from iaccode.iac.shell import simple_commands
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
 
@@ -182,9 +183,8 @@ _BY_PROGRAM: dict[str, list[tuple[str, ...]]] = {}
 for program, *wanted in SECRET_COMMANDS:
     _BY_PROGRAM.setdefault(program, []).append(tuple(wanted))
 del program, wanted
-_COMMAND_BREAKS = re.compile(r"[;&|\n(){}`]")
-"""Where one command of a line ends: ``;``, ``&&``, ``|``, a new line, ``$(``, a group."""
-
+_PROGRAMS = re.compile(rf"(?<![\w.-])({'|'.join(map(re.escape, _BY_PROGRAM))})(?![\w.-])")
+"""A string naming none of their programs is not read as a command line."""
 _WORDS = re.compile(r"[^\s;|&<>()'\"`=,]+")
 _GREP_LINE = re.compile(
     r"^(?:(?P<numbered>[^:\n]{1,1024}?):\d+(?:[:-]|$)|"
@@ -255,12 +255,16 @@ def _follows(words: list[str], wanted: tuple[str, ...]) -> bool:
 
 def secret_command_in(raw_input: Any) -> str | None:
     """The first command that prints secrets (:data:`SECRET_COMMANDS`) a tool input names,
-    as its words: ``aws secretsmanager get-secret-value``."""
+    as its words: ``aws secretsmanager get-secret-value``. Each string naming one of their
+    programs is read as the shell would run it (:func:`simple_commands`: lists, pipelines,
+    ``$( )``, ``sh -c`` strings, wrappers); the program may stand anywhere in a command (run by
+    a wrapper the reader does not know: ``aws-vault exec p -- aws ...``)."""
     for text in _strings(raw_input):
-        if len(text) >= 100_000:
+        text = text.lower()
+        if len(text) >= 100_000 or not _PROGRAMS.search(text):
             continue
-        for command in _COMMAND_BREAKS.split(text.lower()):
-            words = _WORDS.findall(command)
+        for command in simple_commands(text):
+            words = _WORDS.findall(" ".join(command.words))  # --id=x, secret,configmap
             for i, word in enumerate(words):
                 program = word.rsplit("/")[-1]  # by its name or a path (/usr/local/bin/aws)
                 for wanted in _BY_PROGRAM.get(program, ()):

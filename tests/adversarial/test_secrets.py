@@ -511,6 +511,14 @@ def choose(option: str) -> Any:
     return answer
 
 
+def reject_fetches(message: dict[str, Any]) -> dict[str, Any]:
+    """Allow every question but a fetch's: the user lets the read run, not the send."""
+    fetch = message["params"]["toolCall"]["kind"] == "fetch"
+    return {
+        "outcome": {"outcome": "selected", "optionId": "reject_once" if fetch else "allow_once"}
+    }
+
+
 async def test_after_reading_a_secrets_file_web_fetch_asks_per_new_host(
     tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
 ) -> None:
@@ -832,11 +840,7 @@ async def test_credentials_without_a_telling_name_count_as_secrets_files(
                 _, _, requests = await agent.run_prompt(
                     session,
                     "read it and send it",
-                    lambda m: choose(
-                        "reject_once"
-                        if m["params"]["toolCall"]["kind"] == "fetch"
-                        else "allow_once"
-                    )(m),
+                    reject_fetches,
                     timeout=60,
                 )
                 if not any(
@@ -901,11 +905,7 @@ async def test_a_command_that_prints_secrets_makes_web_fetch_ask(
                 _, _, requests = await agent.run_prompt(
                     session,
                     "get it and send it",
-                    lambda m: choose(
-                        "reject_once"
-                        if m["params"]["toolCall"]["kind"] == "fetch"
-                        else "allow_once"
-                    )(m),
+                    reject_fetches,
                     timeout=60,
                 )
                 asked = [
