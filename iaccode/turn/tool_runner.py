@@ -161,7 +161,14 @@ class ToolRunner:
             or session.exposure.host_to_ask(call.tool, call.args, session.mode())
         ):
             return False
-        verdict = permissions.decide(
+        return self._decide(call).decision is Decision.RUN
+
+    def _decide(
+        self, call: _Call, confirm_infra_changes: bool = True, gates: Path | None = None
+    ) -> permissions.Verdict:
+        """:func:`permissions.decide` for ``call`` in this session."""
+        session = self._session
+        return permissions.decide(
             call.tool,
             call.args,
             mode=session.mode(),
@@ -171,8 +178,9 @@ class ToolRunner:
             ours=session.saved_output,
             protected=self._protected,
             additional=session.additional_dirs,
+            confirm_infra_changes=confirm_infra_changes,
+            gates=gates,
         )
-        return verdict.decision is Decision.RUN
 
     async def _run_limited(
         self, call: _Call, results: dict[str, dict[str, Any]], limiter: trio.CapacityLimiter
@@ -281,18 +289,8 @@ class ToolRunner:
     async def _call(self, call: _Call) -> ToolResult:
         env, session, tool, call_id = self._env, self._session, call.tool, call.call_id
         gates = self._gates() if tool.gated else None
-        verdict = permissions.decide(
-            tool,
-            call.args,
-            mode=session.mode(),
-            cwd=session.cwd,
-            remembered=session.remembered,
-            resolved=call.resolved,
-            ours=session.saved_output,
-            confirm_infra_changes=env.config.confirm_infra_changes,
-            protected=self._protected,
-            additional=session.additional_dirs,
-            gates=gates,
+        verdict = self._decide(
+            call, confirm_infra_changes=env.config.confirm_infra_changes, gates=gates
         )
         approved: frozenset[tuple[str, ...]] = frozenset()
         if verdict.decision is Decision.ASK:
