@@ -267,6 +267,11 @@ def conformance(session: nox.Session) -> None:
     The results table is printed at the end; `.conformance/report.json` has the failures' wire
     transcripts.
     """
+    _suite_on_stdio(session)
+
+
+def _suite_on_stdio(session: nox.Session, *options: str) -> None:
+    """The suite on ``iaccode acp`` from :class:`_Shared`, with these options of its own."""
     env = _Shared(session)
     env.run(
         "acp-conformance",
@@ -274,6 +279,7 @@ def conformance(session: nox.Session) -> None:
         f"{env.bin}/iaccode acp",
         "-n",
         WORKERS,
+        *options,
         *ACP_CONFORMANCE_OPTIONS,
         *session.posargs,
         env=_without_our_settings(),
@@ -285,13 +291,8 @@ def conformance_openai(session: nox.Session) -> None:
     """The conformance suite with iac-code on its OpenAI-compatible provider: the fake model is
     a Chat Completions API (`--model-api chat`), driven through the real `openai` SDK; iac-code
     reads its address from IAC_CODE_BASE_URL (the suite's `{model_url}`)."""
-    env = _Shared(session)
-    env.run(
-        "acp-conformance",
-        "--agent",
-        f"{env.bin}/iaccode acp",
-        "-n",
-        WORKERS,
+    _suite_on_stdio(
+        session,
         "--model-api",
         "chat",
         "--agent-env",
@@ -300,9 +301,6 @@ def conformance_openai(session: nox.Session) -> None:
         "IAC_CODE_BASE_URL={model_url}",
         "--report",
         ".conformance/report-openai.json",
-        *ACP_CONFORMANCE_OPTIONS,
-        *session.posargs,
-        env=_without_our_settings(),
     )
 
 
