@@ -368,6 +368,7 @@ def conformance_remote(session: nox.Session) -> None:
     finally:
         server.terminate()
         server.wait(15)
+    shutil.rmtree(home)  # kept when the run failed: the server's log is in it
 
 
 @nox.session(python=PYTHON, venv_backend="none")

@@ -1,16 +1,19 @@
 """The agent's folder of gates: one executable per infrastructure CLI, first on every command's
 PATH, and the channels' sockets beside them.
 
-    /tmp/iaccode-gates-XXXXXX/        0500, made once per agent process, removed at exit
+    /tmp/iaccode-gates-<pid>-XXXXXX/  0500, made once per agent process, removed at exit
+                                      (or by the next agent, if this one was killed:
+                                      :mod:`iaccode.host.scratch`)
       bin/terraform, bin/kubectl ...  the gate program (:mod:`iaccode.gate.shim`), one each (0500)
       shim.code                       the shim, compiled (0400)
       run/c1.sock, run/c2.sock ...    one Unix socket per running bash call (run/ is 0700)
 
 A short path under the system's temporary folder rather than under ``$IAC_CODE_HOME``: a Unix
-socket's path may hold at most 107 bytes. Each gate is ``#!<this interpreter> -IS`` (isolated,
-no site: it starts in a few milliseconds and nothing in the project can change what it runs),
-the name of its CLI, and the shim's source; where the interpreter's path cannot stand in a
-``#!`` line (a space in it, or too long) a ``/bin/sh`` line runs it instead.
+socket's path may hold at most 107 bytes (``/tmp`` when ``$TMPDIR`` is too long for them).
+Each gate is ``#!<this interpreter> -IS`` (isolated, no site: it starts in a few milliseconds
+and nothing in the project can change what it runs), the name of its CLI, and the shim's
+source; where the interpreter's path cannot stand in a ``#!`` line (a space in it, or too
+long) a ``/bin/sh`` line runs it instead.
 
 The real program behind a gate is looked up on the PATH the command had, passing over this
 folder and any other gate (a file with the shim's mark: a copy, another agent's folder).
@@ -29,16 +32,21 @@ import itertools
 import logging
 import marshal
 import os
-import shutil
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
 from iaccode.gate import gates_first, shim
+from iaccode.host.scratch import process_folder, remove_folder
 from iaccode.iac.clis import GATED
 
 log = logging.getLogger(__name__)
+
+SOCKET_PATH_MAX = 107
+"""Longest path of a Unix socket (``sun_path`` holds 108 bytes with its NUL)."""
+SOCKET_PATH_ROOM = len("/iaccode-gates-4194304-abcdefgh/run/c999999.sock")
+"""What the folder's name and a socket in it add to the parent's path, at most."""
 
 SHEBANG_MAX = 200
 """Longest interpreter path put in a ``#!`` line (Linux reads up to 255 bytes of it)."""
@@ -56,7 +64,10 @@ class GateFolder:
 
     @classmethod
     def create(cls, parent: str | None = None) -> GateFolder:
-        root = Path(tempfile.mkdtemp(prefix="iaccode-gates-", dir=parent))  # 0700
+        parent = parent or tempfile.gettempdir()
+        if len(os.fsencode(parent)) + SOCKET_PATH_ROOM > SOCKET_PATH_MAX:
+            parent = "/tmp"
+        root = process_folder("gates", parent)
         folder = cls(root)
         folder.run.mkdir(mode=0o700)
         source = Path(shim.__file__).read_text(encoding="utf-8")
@@ -106,10 +117,7 @@ class GateFolder:
         return self.run / f"c{next(self._sockets)}.sock"
 
     def remove(self) -> None:
-        for folder in (self.root, self.bin):
-            with contextlib.suppress(OSError):
-                folder.chmod(0o700)
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_folder(self.root)
 
     def path_for_commands(self, path: str) -> str:
         """``path`` with the gates first (and not again further on)."""

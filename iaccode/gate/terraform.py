@@ -36,7 +36,6 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,6 +46,7 @@ from attrs import evolve, frozen
 
 from iaccode.gate import handlers
 from iaccode.gate.handlers import Exchange, Op
+from iaccode.host.scratch import process_folder, remove_folder
 from iaccode.iac.plan_step import ChangeCall, digest, read_change
 from iaccode.iac.plan_summary import Plan, read_plan_document
 from iaccode.iac.target import Target, protected_name, terraform_target, title
@@ -223,8 +223,8 @@ def plans_folder() -> Path:
     reads its plan after the handler returned, so the files stay until the agent exits."""
     global _plans
     if _plans is None:
-        _plans = Path(tempfile.mkdtemp(prefix="iaccode-plans-"))
-        atexit.register(shutil.rmtree, _plans, True)
+        _plans = process_folder("plans")
+        atexit.register(remove_folder, _plans)
     return _plans
 
 

@@ -1,7 +1,9 @@
 """Serve the agent on stdin/stdout until the editor goes away.
 
-End of input, SIGTERM and SIGINT all shut down the same way: every running turn is cancelled,
-pending answers and updates are written, and the process exits 0 within about two seconds.
+End of input, SIGTERM, SIGINT and SIGHUP all shut down the same way: every running turn is
+cancelled, pending answers and updates are written, the agent's temporary folders are removed,
+and the process exits 0 within about two seconds. SIGHUP (the terminal of a client such as acpx
+closed) is left alone when it was ignored at the start (``nohup``).
 """
 
 from __future__ import annotations
@@ -46,8 +48,13 @@ async def serve_stdio(config: Config, protocol_in: int, protocol_out: int) -> No
     log.info("connection closed; exiting")
 
 
+def _stop_signals() -> list[signal.Signals]:
+    ignored = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    return [signal.SIGTERM, signal.SIGINT, *([] if ignored else [signal.SIGHUP])]
+
+
 async def _stop_on_signal(connection: Connection) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(*_stop_signals()) as signals:
         async for signum in signals:
             log.info("received %s; shutting down", signal.Signals(signum).name)
             connection.stop_reading()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +15,8 @@ import trio
 from acp_conformance.fakes.messages import FakeModelServer
 from acp_conformance.script import ToolUse, error_status, hang, reply
 
-from tests.support.agent_process import AgentConnection
+from iaccode.host.scratch import remove_folder
+from tests.support.agent_process import AgentConnection, spawn_agent
 
 SLOW_STREAM = reply([f"word{i} " for i in range(100)], delay=0.05)
 
@@ -160,7 +165,9 @@ async def test_end_of_input_cancels_turns_and_exits(
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["TERM", "INT", "HUP"]
+)
 async def test_signal_shuts_down_cleanly(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, signum: signal.Signals
 ) -> None:
@@ -173,6 +180,22 @@ async def test_signal_shuts_down_cleanly(
     rest = await agent.read_until_eof(timeout=2)
     assert await agent.wait_exit(timeout=2) == 0
     assert [m["result"]["stopReason"] for m in rest if m.get("id") == request_id] == ["cancelled"]
+
+
+@pytest.mark.process
+async def test_an_agent_started_with_hangups_ignored_keeps_serving_after_one(
+    agent_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    """``nohup iaccode acp``: the hang-up the user asked to ignore does not end the agent."""
+    command = ["sh", "-c", "trap '' HUP; exec \"$0\" -m iaccode acp", sys.executable]
+    async with spawn_agent(agent_env, tmp_path / "agent.stderr", command=command) as agent:
+        await agent.initialize()
+        agent.process.send_signal(signal.SIGHUP)
+        assert await agent.new_session(workspace)
+        await agent.close_stdin()
+        await agent.read_until_eof(timeout=5)
+        assert await agent.wait_exit(timeout=5) == 0
+    assert "SIGHUP" not in (tmp_path / "agent.stderr").read_text()
 
 
 @pytest.mark.process
@@ -209,3 +232,93 @@ async def test_a_late_answer_to_a_question_the_cancel_withdrew_is_no_warning(
     )
     await assert_no_more_updates(agent, session)  # a round trip: the answer was read
     assert "WARNING" not in agent.stderr, agent.stderr_tail()
+
+
+def gates_of(scratch: Path, pid: int) -> set[Path]:
+    return set(scratch.glob(f"iaccode-gates-{pid}-*"))
+
+
+def entries(folder: Path) -> set[Path]:
+    return set(folder.iterdir())
+
+
+async def _run_command(agent: AgentConnection, session: str, started: Path) -> None:
+    """Start a prompt whose command (allowed) is still running once ``started`` exists."""
+    await start_prompt(agent, session)
+    while (message := await agent.receive()).get("method") != "session/request_permission":
+        pass
+    await agent.reply(message["id"], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+    with trio.fail_after(10):
+        while not started.exists():  # noqa: ASYNC110, ASYNC240 - another process writes it
+            await trio.sleep(0.05)
+
+
+@pytest.mark.process  # kill -9, then another agent
+async def test_the_next_agent_removes_the_folders_a_killed_one_left(
+    agent_env: dict[str, str], model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    """An agent killed with SIGKILL cannot remove its gates from the temporary folder; the next
+    agent that runs a command does, and touches nothing else there."""
+    # Short: pytest's tmp_path under xdist is too long for the gates' sockets (see the next).
+    scratch = Path(tempfile.mkdtemp(prefix="sweep-"))
+    try:
+        await _killed_then_next(scratch, agent_env, model_server, workspace, tmp_path)
+    finally:
+        remove_folder(scratch)
+
+
+async def _killed_then_next(
+    scratch: Path,
+    agent_env: dict[str, str],
+    model_server: FakeModelServer,
+    workspace: Path,
+    tmp_path: Path,
+) -> None:
+    env = {**agent_env, "TMPDIR": str(scratch)}
+    gone = subprocess.run(  # noqa: ASYNC221 - a process that ended: its id is free
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead_pid = int(gone.stdout)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "kept").write_text("")
+    kept = {
+        scratch / f"iaccode-gates-{os.getpid()}-alive",  # a live process's
+        scratch / f"iaccode-gates-{dead_pid}-link",  # a link, named as a gone agent's folder
+        scratch / f"iaccode-gates-{dead_pid}-file",  # not a folder
+        scratch / f"iaccode-other-{dead_pid}-kind",  # not the gates' kind
+        scratch / "iaccode-gates-unnamed",  # no process in its name (an older agent's)
+    }
+    for path in kept:
+        if path.name.endswith("link"):
+            path.symlink_to(elsewhere)
+        elif path.name.endswith("file"):
+            path.write_text("")
+        else:
+            path.mkdir()
+    command = {"command": "touch started; sleep 30"}
+    model_server.enqueue(  # the first agent is killed in its command, the next ends in it
+        reply(tool_uses=[ToolUse("toolu_1", "bash", command)]),
+        reply(tool_uses=[ToolUse("toolu_2", "bash", command)]),
+    )
+    async with spawn_agent(env, tmp_path / "killed.stderr", process=True) as agent:
+        await agent.initialize()
+        await _run_command(agent, await agent.new_session(workspace), workspace / "started")
+        left = gates_of(scratch, agent.process.pid)
+        agent.process.send_signal(signal.SIGKILL)
+        await agent.process.wait()
+    assert len(left) == 1 and all(path.is_dir() for path in left)
+    (workspace / "started").unlink()
+    async with spawn_agent(env, tmp_path / "next.stderr", process=True) as agent:
+        await agent.initialize()
+        await _run_command(agent, await agent.new_session(workspace), workspace / "started")
+        assert not any(path.exists() for path in left)
+        assert entries(scratch) - kept == gates_of(scratch, agent.process.pid)
+        await agent.close_stdin()
+        await agent.read_until_eof(timeout=5)
+        assert await agent.wait_exit(timeout=5) == 0
+    assert entries(scratch) == kept  # its own at its exit
+    assert entries(elsewhere) == {elsewhere / "kept"}

@@ -335,11 +335,20 @@ async def test_a_gate_without_its_channel_refuses(
 
     folder = GateFolder.create(str(tmp_path))
     env = {**agent_env, "PATH": f"{folder.bin}{os.pathsep}{agent_env['PATH']}"}
-    done = await trio.run_process(["terraform", "apply"], env=env, capture_stderr=True, check=False)
-    assert done.returncode == 126 and b"no channel to the agent" in done.stderr
-    env.update({"IAC_CODE_GATE_SOCKET": str(tmp_path / "gone.sock"), "IAC_CODE_GATE_TOKEN": "x"})
-    done = await trio.run_process(["terraform", "apply"], env=env, capture_stderr=True, check=False)
-    assert done.returncode == 126 and b"iac-code cannot be reached" in done.stderr
+    try:
+        done = await trio.run_process(
+            ["terraform", "apply"], env=env, capture_stderr=True, check=False
+        )
+        assert done.returncode == 126 and b"no channel to the agent" in done.stderr
+        env.update(
+            {"IAC_CODE_GATE_SOCKET": str(tmp_path / "gone.sock"), "IAC_CODE_GATE_TOKEN": "x"}
+        )
+        done = await trio.run_process(
+            ["terraform", "apply"], env=env, capture_stderr=True, check=False
+        )
+        assert done.returncode == 126 and b"iac-code cannot be reached" in done.stderr
+    finally:
+        folder.remove()
     assert runs(cli_log) == []
 
 

@@ -122,32 +122,37 @@ async def _record(
         project.mkdir()
         (project / "main.tf").write_text(MAIN_TF)
         (project / "variables.tf").write_text(VARIABLES_TF)
-    with FakeModelServer() as server:
-        server.enqueue(*exchanges)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))}
-        env.update(
-            ANTHROPIC_API_KEY="recording-key",
-            ANTHROPIC_BASE_URL=server.base_url,
-            IAC_CODE_HOME=str(home),
-            IAC_CODE_LOG_LEVEL="WARNING",
-        )
-        # A stand-in terraform first on PATH: the checks after a write must not depend on
-        # whether the recording machine has a real one (a replay leaves such programs out).
-        env["PATH"] = f"{stand_in_bin(root)}{os.pathsep}{env.get('PATH', '')}"
-        editor = Editor(answers)
-        async with acp.spawn_agent_process(
-            editor,
-            sys.executable,
-            "-m",
-            "iaccode",
-            "acp",
-            "--record",
-            str(out),
-            env=env,
-            cwd=str(project),
-        ) as (conn, _process):
-            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-            await scenario(conn, editor, project)
+    try:
+        with FakeModelServer() as server:
+            server.enqueue(*exchanges)
+            env = {
+                k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "IAC_CODE_"))
+            }
+            env.update(
+                ANTHROPIC_API_KEY="recording-key",
+                ANTHROPIC_BASE_URL=server.base_url,
+                IAC_CODE_HOME=str(home),
+                IAC_CODE_LOG_LEVEL="WARNING",
+            )
+            # A stand-in terraform first on PATH: the checks after a write must not depend on
+            # whether the recording machine has a real one (a replay leaves such programs out).
+            env["PATH"] = f"{stand_in_bin(root)}{os.pathsep}{env.get('PATH', '')}"
+            editor = Editor(answers)
+            async with acp.spawn_agent_process(
+                editor,
+                sys.executable,
+                "-m",
+                "iaccode",
+                "acp",
+                "--record",
+                str(out),
+                env=env,
+                cwd=str(project),
+            ) as (conn, _process):
+                await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+                await scenario(conn, editor, project)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     print(f"recorded {out}")
 
 

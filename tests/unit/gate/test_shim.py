@@ -6,7 +6,9 @@ import marshal
 import os
 import socket
 import subprocess
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,10 @@ from iaccode.gate.folder import GateFolder
 
 
 @pytest.fixture
-def gate(tmp_path: Path) -> Path:
-    return GateFolder.create(str(tmp_path)).bin / "terraform"
+def gate(tmp_path: Path) -> Iterator[Path]:
+    folder = GateFolder.create(str(tmp_path))  # in /tmp when tmp_path is too long for sockets
+    yield folder.bin / "terraform"
+    folder.remove()
 
 
 def frame(op: Any) -> bytes:
@@ -139,3 +143,22 @@ def test_the_folder_puts_back_what_a_command_changed(tmp_path: Path) -> None:
     assert oct(folder.bin.stat().st_mode & 0o777) == "0o500"
     folder.remove()
     assert not folder.root.exists()
+
+
+def test_a_temporary_folder_too_long_for_sockets_gives_way_to_tmp(tmp_path: Path) -> None:
+    """A ``$TMPDIR`` of 80 characters would leave the gates no room for their sockets' paths
+    (107 bytes): every command would fail to start."""
+    long = tmp_path / ("t" * (80 - len(str(tmp_path)) - 1))
+    long.mkdir()
+    folder = GateFolder.create(str(long))
+    try:
+        assert folder.root.parent == Path("/tmp")
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(folder.run / "c999999.sock"))
+    finally:
+        folder.remove()
+    short = Path(tempfile.mkdtemp(prefix="g"))  # room enough: where it was asked
+    folder = GateFolder.create(str(short))
+    folder.remove()
+    short.rmdir()
+    assert folder.root.parent == short
