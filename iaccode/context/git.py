@@ -3,7 +3,9 @@
 A repository's configuration (``.git/config`` and what it includes, ``.gitattributes``) can
 name programs that git starts by itself: ``core.fsmonitor``, hooks (``core.hooksPath``),
 filter drivers (``clean``, ``smudge``, ``process``), diff drivers (``textconv``,
-``command``), ``diff.external``, pagers, ``core.sshCommand``, credential helpers. Opening a
+``command``), ``diff.external``, pagers, ``core.sshCommand``, credential helpers, the
+transports a missing object of a partial clone is fetched with (``remote.<name>.uploadpack``,
+``ext::`` URLs). Opening a
 session in a hostile checkout must start none of them, so every git call here:
 
 - runs in a clean environment: ``PATH``, ``HOME`` (the user's own ``~/.gitconfig`` still
@@ -46,8 +48,13 @@ NEUTRAL_SETTINGS: tuple[tuple[str, str], ...] = (
     ("protocol.allow", "never"),
     ("submodule.recurse", "false"),
     ("status.submoduleSummary", "false"),
+    # A folder holding HEAD, objects/ and refs/ is a repository of its own to git, found
+    # before the .git above it: plain files a model may write in the project, with a config.
+    ("safe.bareRepository", "explicit"),
 )
-"""Settings that start a program, set to start none (command scope wins over every file)."""
+"""Settings that start a program, set to start none (command scope wins over every file).
+``protocol.allow`` alone does not hold: a repository's ``protocol.<name>.allow`` is more
+specific and wins, so :func:`git_env` also sets ``GIT_ALLOW_PROTOCOL``."""
 
 DRIVER_KEYS = {
     "filter": ("clean", "smudge", "process"),
@@ -89,6 +96,11 @@ def git_env(avoid: Sequence[Path] = ()) -> dict[str, str]:
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_PAGER": "cat",
         "PAGER": "cat",
+        # No transport at all: a partial clone's missing object is fetched by git on its
+        # own (even by `git status`), through the remote's uploadpack program or an ext::
+        # URL the repository names. GIT_ALLOW_PROTOCOL overrides every protocol.* setting.
+        "GIT_ALLOW_PROTOCOL": "none",
+        "GIT_NO_LAZY_FETCH": "1",
     }
     for name in ("PATH", "HOME"):
         if name in os.environ:
@@ -136,7 +148,11 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
     if program is None:
         raise FileNotFoundError("git is not installed (outside the project)")
     deadline = time.monotonic() + timeout
-    base = _with_settings(git_env(project), NEUTRAL_SETTINGS)
+    # The repository found, named: git's own search would take a folder holding HEAD,
+    # objects/ and refs/ between here and it for a repository (safe.bareRepository refuses
+    # that one: git status would fail instead).
+    located = {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)} if root else {}
+    base = _with_settings({**git_env(project), **located}, NEUTRAL_SETTINGS)
     listed = subprocess.run(
         [program, "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
         cwd=cwd,
@@ -151,7 +167,7 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
         if listed.returncode == 0
         else []
     )  # exit 1: no such key
-    env = _with_settings(git_env(project), [*NEUTRAL_SETTINGS, *driver_settings(names)])
+    env = {**base, **_with_settings(located, [*NEUTRAL_SETTINGS, *driver_settings(names)])}
     return subprocess.run(
         [program, *args],
         cwd=cwd,

@@ -19,7 +19,9 @@ GNU stow makes them, protects its target):
 - the folders on ``PATH`` outside the project (a program put there runs in place of the one
   meant);
 - anywhere: a repository's ``.git/`` (its hooks and config run programs), the project's git
-  folder where it lives elsewhere (``.git`` a file: ``gitdir: ...``), and the folders of
+  folder where it lives elsewhere (``.git`` a file: ``gitdir: ...``), a folder that holds
+  or with the write would hold ``HEAD``, ``objects/`` and ``refs/`` (git takes it for a
+  repository of its own, config and hooks included, before the ``.git`` above), the folders of
   editor and agent settings a repository carries (``.vscode/``: tasks that run when a folder
   is opened; ``.claude/``: hooks), ``.envrc`` (direnv runs it);
 - ``/etc`` and the cron spool (an agent running as root).
@@ -166,8 +168,9 @@ HOME_ENTRIES: dict[str, str] = {
 }
 """Below the home folder: what each protected entry is (the question says it)."""
 
+_GIT_FOLDER_WHY = "its hooks and configuration run programs"
 ANYWHERE: dict[str, str] = {
-    ".git": "a repository's git folder (its hooks and configuration run programs)",
+    ".git": f"a repository's git folder ({_GIT_FOLDER_WHY})",
     ".vscode": _EDITOR,
     ".idea": _EDITOR,
     ".zed": _EDITOR,
@@ -253,7 +256,7 @@ class Protected:
 
     def reason(self, path: Path) -> str | None:
         """Why a write to ``path`` (a real path) must ask, or None."""
-        what = self.what(path) or _hard_linked(path)
+        what = self.what(path) or _hard_linked(path) or _git_folder_made(path)
         return None if what is None else f"{path}: {what}"
 
     def command_reason(self, command: str, cwd: Path) -> str | None:
@@ -270,6 +273,22 @@ class Protected:
                 if what is not None:
                     return f"the command names {path}: {what}"
         return None
+
+
+GIT_FOLDER_ENTRIES = ("HEAD", "objects", "refs")
+"""What makes a folder a git folder to git, whatever its name."""
+
+
+def _git_folder_made(path: Path) -> str | None:
+    """What ``path`` is when a folder above it has, or with a write there would have, every
+    entry of :data:`GIT_FOLDER_ENTRIES`: git, run in or below that folder, takes it for a
+    repository and runs what its config and hooks name. The files are plain ones a model
+    may write in a project, one at a time; the write that completes them asks."""
+    for folder in path.parents:
+        made = path.relative_to(folder).parts[0]
+        if all(made == name or os.path.lexists(folder / name) for name in GIT_FOLDER_ENTRIES):
+            return f"inside {folder}, a git folder ({_GIT_FOLDER_WHY})"
+    return None
 
 
 def _hard_linked(path: Path) -> str | None:

@@ -473,3 +473,63 @@ async def test_a_hard_link_to_a_protected_file_asks(
     assert (home / ".bashrc").read_text() == "export PATH\n"
     assert (workspace / "plain.txt").read_text() == "fine\n"
     figures.add(CATEGORY, "cases", 3)
+
+
+PLANTED_CONFIG = '[core]\n\tfsmonitor = "touch ran; false"\n'
+GIT_FOLDER_ORDERS = {
+    "HEAD first": ["HEAD", "refs/heads/main", "config", "objects/info/packs"],
+    "HEAD last": ["config", "objects/info/packs", "refs/heads/main", "HEAD"],
+}
+
+
+async def test_files_that_make_a_git_folder_ask(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
+    """``HEAD``, ``objects/`` and ``refs/`` make any folder a repository to git, found before
+    the ``.git`` above it, with its ``config`` and hooks: plain files, written one at a time
+    under *Always allow*. The write that completes them asks, in each order, and so does one
+    into a folder they already make."""
+    home, agent_home, _ = layout(tmp_path, workspace)
+    contents = {
+        "HEAD": "ref: refs/heads/main\n",
+        "refs/heads/main": "1" * 40 + "\n",
+        "config": PLANTED_CONFIG,
+        "objects/info/packs": "",
+    }
+    calls = [
+        [(f"toolu_{n}_{i}", "write_file", {"path": f"{n}/{rel}", "content": contents[rel]})]
+        for n, order in enumerate(GIT_FOLDER_ORDERS.values())
+        for i, rel in enumerate(order)
+    ]
+    (workspace / "bare" / "objects").mkdir(parents=True)
+    (workspace / "bare" / "refs").mkdir()
+    (workspace / "bare" / "HEAD").write_text(contents["HEAD"])
+    model_server.enqueue(
+        uses(("toolu_first", "write_file", {"path": "first.txt", "content": "1\n"})),
+        reply("ok"),
+        *(uses(*call) for call in calls),
+        uses(("toolu_into", "write_file", {"path": "bare/config", "content": PLANTED_CONFIG})),
+        reply("done"),
+    )
+
+    def answer(message: dict[str, Any]) -> dict[str, Any]:
+        first = message["params"]["toolCall"]["toolCallId"] == "toolu_first"
+        choice = "allow_always" if first else "reject_once"
+        return {"outcome": {"outcome": "selected", "optionId": choice}}
+
+    async with http_agent(
+        tmp_path, model_server.base_url, extra={"HOME": str(home)}, home=agent_home
+    ) as agent:
+        session = await start(agent, workspace)
+        await agent.run_prompt(session, "first", answer)
+        _, _, requests = await agent.run_prompt(session, "plant", answer)
+    completing = {"toolu_0_3", "toolu_1_3", "toolu_into"}
+    assert asked_ids(requests) == completing, asked_ids(requests)
+    check_questions(requests, completing)
+    titles = [r["params"]["toolCall"]["content"] for r in requests]
+    assert all("a git folder" in json.dumps(title) for title in titles), titles
+    for n in range(len(GIT_FOLDER_ORDERS)):
+        made = {p.name for p in (workspace / str(n)).iterdir()}
+        assert len(made & {"HEAD", "objects", "refs"}) == 2, made
+    assert not (workspace / "bare" / "config").exists()
+    figures.add(CATEGORY, "cases", 3)

@@ -172,6 +172,80 @@ async def test_opening_a_hostile_repository_runs_none_of_its_programs(
     figures.add(CATEGORY, "cases", 1)
 
 
+def promisor_repository(repo: Path, marks: Path, transport: str) -> None:
+    """A checkout in text files only whose HEAD names an object it lacks, promised by its
+    remote as in a partial clone: git fetches a missing object by itself, even for ``git
+    status``, with the remote's program (``uploadpack``) or an ``ext::`` URL, and the
+    repository allows the transport itself (``protocol.<name>.allow`` beats ``protocol.allow``)."""
+    git_dir = repo / ".git"
+    (git_dir / "refs" / "heads").mkdir(parents=True)
+    (git_dir / "objects").mkdir()
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    (git_dir / "refs" / "heads" / "main").write_text("1" * 40 + "\n")
+    (repo / "a.txt").write_text("a\n")
+    remote = {
+        "uploadpack": "\turl = file:///nonexistent\n"
+        f'\tuploadpack = "{mark(marks, "uploadpack")}; exit 1" --\n',
+        "ext": f"\turl = ext::sh -c {mark(marks, 'ext').replace(' ', '% ')}\n",
+    }[transport]
+    (git_dir / "config").write_text(
+        "[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
+        "[extensions]\n\tpartialClone = origin\n"
+        f'[remote "origin"]\n{remote}\tpromisor = true\n\tpartialclonefilter = blob:none\n'
+        '[protocol "file"]\n\tallow = always\n[protocol "ext"]\n\tallow = always\n'
+    )
+
+
+@pytest.mark.parametrize("transport", ["uploadpack", "ext"])
+async def test_a_missing_object_is_fetched_with_no_program_of_the_repository(
+    tmp_path: Path,
+    workspace: Path,
+    marks: Path,
+    model_server: FakeModelServer,
+    figures: Figures,
+    transport: str,
+) -> None:
+    """The prompt's ``git status`` fetched the missing object with the repository's program."""
+    promisor_repository(workspace, marks, transport)
+    model_server.enqueue(reply("ok"))
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await start(agent, workspace)
+        answer, _, _ = await agent.run_prompt(session, "hello", reject)
+        assert answer["result"]["stopReason"] == "end_turn"
+    assert ran(marks) == [], f"the remote's program ran: {ran(marks)}"
+    figures.add(CATEGORY, "cases", 1)
+
+
+async def test_a_folder_made_a_git_folder_is_not_the_repository(
+    tmp_path: Path, workspace: Path, marks: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
+    """The session's folder is a folder of a repository, and holds ``HEAD``, ``objects/``,
+    ``refs/`` and a ``config``: plain files (a model may write them), which git takes for a
+    repository of their own before the ``.git`` above. The prompt's git status is the real
+    repository's, and the planted configuration runs nothing."""
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("a\n")
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-qm", "init")
+    infra = workspace / "infra"
+    promisor_repository(infra, marks, "uploadpack")
+    for name in ("HEAD", "objects", "refs", "config"):
+        (infra / ".git" / name).rename(infra / name)
+    (infra / ".git").rmdir()
+    with (infra / "config").open("a") as config:
+        config.write(f'[core]\n\tworktree = .\n\tfsmonitor = "{mark(marks, "fsmonitor")}; false"\n')
+    (infra / "HEAD").write_text("ref: refs/heads/planted\n")
+    (infra / "refs" / "heads" / "main").rename(infra / "refs" / "heads" / "planted")
+    model_server.enqueue(reply("ok"))
+    async with http_agent(tmp_path, model_server.base_url) as agent:
+        session = await start(agent, infra)
+        await agent.run_prompt(session, "hello", reject)
+    assert ran(marks) == [], f"the planted configuration ran: {ran(marks)}"
+    system = system_text(model_server, 0)
+    assert f"branch main, 1 changed file (repository root: {workspace})" in system, system[:3000]
+    figures.add(CATEGORY, "cases", 1)
+
+
 # -- AGENTS.md -------------------------------------------------------------------------------
 
 

@@ -215,12 +215,34 @@ def test_the_project_git_folder_is_protected_where_it_lives(
     subprocess.run(["git", "init", "-q", f"--separate-git-dir={gitdir}"], cwd=project, check=True)
     guard = Protected.of(Config(home=agent), user_home=home, project=project)
     assert guard.reason(Path(os.path.realpath(gitdir)) / "hooks" / "pre-commit") is not None
-    assert (
-        Protected.of(Config(home=agent), user_home=home).reason(
-            Path(os.path.realpath(gitdir)) / "config"
-        )
-        is None
-    )  # only the project's
+    # Another agent's (no project) knows it by its shape: HEAD, objects/ and refs/.
+    elsewhere = Protected.of(Config(home=agent), user_home=home)
+    why = elsewhere.reason(Path(os.path.realpath(gitdir)) / "config")
+    assert why is not None and "a git folder" in why
+
+
+def test_files_that_make_a_folder_a_git_folder_are_protected(
+    places: tuple[Path, Path, Path],
+) -> None:
+    """Git takes any folder holding HEAD, objects/ and refs/ for a repository (with its
+    config and hooks): a write into one, or the one that completes the three, asks."""
+    _, _, project = places
+    guard = protected(places)
+    entries = {"HEAD": "HEAD", "objects": "objects/info/packs", "refs": "refs/heads/main"}
+    for last, written in entries.items():
+        folder = project / f"before-{last}"
+        for name in set(entries) - {last}:
+            if name == "HEAD":
+                (folder / "HEAD").parent.mkdir(parents=True, exist_ok=True)
+                (folder / "HEAD").write_text("ref: refs/heads/main\n")
+            else:
+                (folder / name).mkdir(parents=True)
+        assert guard.reason(folder / "config") is None, "two of the three: not yet one"
+        why = guard.reason(folder / written)
+        assert why is not None and f"inside {folder}, a git folder" in why, written
+        (folder / last).mkdir() if last != "HEAD" else (folder / "HEAD").write_text("x")
+        assert guard.reason(folder / "config") is not None, "inside one"
+    assert guard.reason(project / "HEAD") is None and guard.reason(project / "refs") is None
 
 
 def test_a_file_with_other_names_is_protected(places: tuple[Path, Path, Path]) -> None:
