@@ -21,6 +21,7 @@ from iaccode.context.instructions import Instructions
 from iaccode.iac.inventory import iac_inventory
 from iaccode.mcp.section import mcp_section
 from iaccode.mcp.servers import McpServers
+from iaccode.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,9 @@ def build(facts: SessionFacts, sections: list[Section] | None = None) -> SystemP
             log.exception("system prompt section %s failed", section.name)
             continue
         if text is not None:
-            texts[section.name] = text
+            # What a section quotes from the project (AGENTS.md, a module's source URL) may
+            # hold a secret value we hold: it goes no further than in a tool's output.
+            texts[section.name] = redact(text)
     by_name = {section.name: section for _, section in ordered}
 
     def join(audience: str) -> str:

@@ -7,6 +7,7 @@ entries({rel: Reading}) -> [Entry]   (a Terraform module per folder, a template 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -15,6 +16,10 @@ from attrs import define, frozen
 from iaccode.iac.hcl import is_terraform_file, parse_terraform, unquote
 from iaccode.iac.parse_error import ParseError, TooDeep
 from iaccode.iac.templates import kube_objects, load_documents, section, template_family
+
+_USERINFO = re.compile(r"//[^/@\s]*@")
+"""The user and password (or token) of a URL: a module source may carry them
+(``git::https://oauth2:TOKEN@gitlab.example.com/...``); the inventory shows the source without."""
 
 MAX_FILE_BYTES = 1024 * 1024
 """Bigger files are left out (generated, vendored)."""
@@ -157,7 +162,7 @@ def terraform_entry(folder: str, files: dict[str, Reading]) -> Entry:
         outputs.extend(name for name, _ in _labelled(data, "output"))
         for name, body in _labelled(data, "module"):
             body = body if isinstance(body, dict) else {}
-            source = unquote(body.get("source", "?"))
+            source = _USERINFO.sub("//", str(unquote(body.get("source", "?"))))
             version = f" {unquote(body['version'])}" if "version" in body else ""
             modules.append(f"{name} = {source}{version}")
         for name, _ in _labelled(data, "provider"):

@@ -198,6 +198,15 @@ class Tool(ABC):
         tool's path-like arguments: its server, not the policy, decides what they reach)."""
         return []
 
+    async def searched(
+        self, args: Any, ctx: ToolContext, wanted: Callable[[str], bool]
+    ) -> str | None:
+        """The first file the call looked into, beyond those its input names, that
+        ``wanted`` picks (as the project shows its path), or None. A search's answer tells of
+        every file it searched, matches or none: grep's ``No matches`` says something of a
+        ``.env`` it read (:mod:`iaccode.turn.exposure`)."""
+        return None
+
     def address(self, args: Any) -> str | None:
         """The URL a call of kind "fetch" reaches, or None: the exposure check then takes the
         first URL in its input (an MCP server's tool)."""

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -235,6 +236,47 @@ class Grep(Tool):
 
     def paths(self, args: GrepInput) -> list[str]:
         return [args.path or "."]
+
+    async def searched(
+        self, args: GrepInput, ctx: ToolContext, wanted: Callable[[str], bool]
+    ) -> str | None:
+        """The first file of the tree searched (what .gitignore and ``glob`` leave) that
+        ``wanted`` picks; None for one file (its input names it) or a call that failed."""
+        try:
+            target = ctx.path(args.path or ".")
+            if not await trio.to_thread.run_sync(target.is_dir):
+                return None
+            ignores = await trio.to_thread.run_sync(GitIgnores, target, ctx.cwd)
+        except (ToolFailure, OSError):
+            return None
+        prefix = display_path(target, ctx.cwd)
+
+        def picked(rel: str) -> bool:
+            rel = rel.removeprefix("./")  # as rg prints them
+            return not ignores.ignored(rel, is_dir=False) and wanted(join_display(prefix, rel))
+
+        rg = find_rg(ctx.cwd)
+        if rg is not None:
+            listing = ["--no-config", "--hidden", *RG_IGNORE_FLAGS, "--files", "--color", "never"]
+            listing += [*(["--glob", args.glob] if args.glob else []), "--glob", "!.git", "."]
+            try:  # stopped at the first one picked
+                run = await run_rg(rg, listing, target, 0, picked)
+            except OSError:
+                run = None
+            if run is not None:
+                return join_display(prefix, run.lines[0].removeprefix("./")) if run.lines else None
+        try:
+            spec = glob_spec(args.glob) if args.glob else None
+        except ValueError:
+            return None
+
+        def first(stop: threading.Event) -> str | None:
+            for rel in walk_files(target, ignores, stop):
+                if (spec is None or spec.match_file(rel)) and picked(rel):
+                    return join_display(prefix, rel)
+            return None
+
+        return await in_worker(first)
 
     async def run(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
         if not args.pattern:

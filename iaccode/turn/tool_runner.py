@@ -45,13 +45,14 @@ from iaccode.protocol.tool_calls import (
     ToolCallProgress,
     ToolCallStart,
 )
+from iaccode.secret_files import is_secret_file
 from iaccode.tool_result import ToolResult
 from iaccode.tools import tool_output
 from iaccode.tools.base import Tool, ToolContext, in_project, resolve_path, run_tool, truncate
 from iaccode.tools.redacted import redacted_content, redacted_result
 from iaccode.turn import permissions
 from iaccode.turn.env import ToolEnv
-from iaccode.turn.exposure import secrets_read
+from iaccode.turn.exposure import SEARCHED, secrets_read
 from iaccode.turn.gate_questions import gate_policy
 from iaccode.turn.permissions import Answer, Decision
 from iaccode.turn.protected import Protected
@@ -355,8 +356,25 @@ class ToolRunner:
         policy = self._gate_policy(call, approved) if tool.gated else None
         result = await self._execute(tool, call.args, call_id, call.resolved, policy)
         if tool.reads_what_it_names:
-            session.exposure.note_output(result.text)  # grep's lines of a .env
+            result = await self._note_read(tool, call, result)
         return await self._finish(call_id, result)
+
+    async def _note_read(self, tool: Tool, call: _Call, result: ToolResult) -> ToolResult:
+        """What the call's answer told of secrets files (the exposure check): the lines of
+        one it shows (grep's ``.env:1:...``), or one it searched (its answer says something of
+        it, ``No matches`` too), kept with the call so that a loaded session knows it."""
+        exposure = self._session.exposure
+        exposure.note_output(result.text)
+        if exposure.secrets is not None:
+            return result
+        context = self._context(tool, call.call_id, call.resolved)
+        searched = await tool.searched(call.args, context, is_secret_file)
+        if searched is None:
+            return result
+        exposure.note_searched(searched)
+        if isinstance(result.raw_output, dict):
+            result = evolve(result, raw_output={**result.raw_output, SEARCHED: searched})
+        return result
 
     def _gate_policy(self, call: _Call, approved: frozenset[tuple[str, ...]]) -> GatePolicy:
         # After a gate's question the card gets back the title it shows now (a question about

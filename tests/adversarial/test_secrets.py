@@ -269,6 +269,35 @@ async def test_secret_values_are_replaced_whatever_printed_them(
     figures.add(CATEGORY, "cases", len(calls))
 
 
+async def test_the_system_prompt_quotes_no_secret(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
+    """The prompt quotes the project: AGENTS.md whole, each module's source in the inventory.
+    A value the agent holds there is ``[secret NAME]`` as in a tool's output; the user and
+    password (or token) of a module source's URL are left out whatever they are."""
+    unheld = "unheld-pass-7Qm2"
+    (workspace / "AGENTS.md").write_text(f"Deploy with the token {TOKEN}.\n")
+    (workspace / "main.tf").write_text(
+        'module "net" {\n'
+        f'  source = "git::https://oauth2:{HELD["PGPASSWORD"]}@gitlab.example.com/net.git?ref=v1"\n'
+        "}\n"
+        'module "dns" {\n'
+        f'  source = "https://deploy:{unheld}@git.example.com/dns.zip"\n'
+        "}\n"
+    )
+    model_server.enqueue(reply("ok"))
+    async with http_agent(tmp_path, model_server.base_url, extra=HELD) as agent:
+        session = await start(agent, workspace)
+        await agent.run_prompt(session, "hello")
+    system = json.dumps(model_server.requests[0].body["system"])
+    assert leaks(system, list(HELD.values())) == [], system[:3000]
+    assert unheld not in system
+    assert "Deploy with the token [secret DEPLOY_TOKEN]." in system
+    assert "net = git::https://gitlab.example.com/net.git?ref=v1" in system, system[:4000]
+    assert "dns = https://git.example.com/dns.zip" in system
+    figures.add(CATEGORY, "cases", 2)
+
+
 async def test_the_editor_terminal_output_is_redacted_too(
     tmp_path: Path, workspace: Path, model_server: FakeModelServer, figures: Figures
 ) -> None:
@@ -581,8 +610,10 @@ async def test_a_secrets_file_read_another_way_still_makes_web_fetch_ask(
 ) -> None:
     """The grep tool (read-only: no question) prints ``.env:1:KEY=...`` without naming the
     file in its input; a symlink with an innocent name reads ``.env`` by another name; a
-    command the user allowed prints grep's ``path:line`` output. Each is a secrets file read,
-    so the web_fetch after it asks (and, rejected, sends nothing)."""
+    command the user allowed prints grep's ``path:line`` output; grep's default answer names
+    ``.env`` bare, or says there is no match (each a bit of the value: the value in a few
+    hundred unasked calls). Each is a secrets file read, so the web_fetch after it asks (and,
+    rejected, sends nothing)."""
     secret = "sk_live_read_another_way_0123456789"
     (workspace / ".env").write_text(f"STRIPE_KEY={secret}\n")
     (workspace / "notes.txt").symlink_to(".env")
@@ -594,6 +625,10 @@ async def test_a_secrets_file_read_another_way_still_makes_web_fetch_ask(
         "grep": ("grep", {"pattern": "STRIPE", "output_mode": "content"}),
         "symlink": ("read_file", {"path": "notes.txt"}),
         "bash": ("bash", {"command": "grep -rn STRIPE ."}),
+        # One bit a search, a character in six: the file's name, or no match at all.
+        "grep_files": ("grep", {"pattern": "^STRIPE_KEY=sk"}),
+        "grep_none": ("grep", {"pattern": "^STRIPE_KEY=x"}),
+        "grep_count": ("grep", {"pattern": "^STRIPE_KEY=sk", "output_mode": "count"}),
     }
     script = []
     for name, (tool, args) in reads.items():

@@ -131,6 +131,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("process_secrets",),  # our own environment, emptied of its secrets once read
     ("redaction",),  # secret values replaced in any text
     ("secret_env",),  # which environment variables hold credentials
+    ("secret_files",),  # which files hold secrets, by their names
     ("private_files",),  # files and folders only the user can read
     ("installed",),  # programs the user installed: on the PATH, never in the project
     ("choices",),  # the modes and thinking levels

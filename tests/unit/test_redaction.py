@@ -16,13 +16,14 @@ from iaccode.mcp.names import shown
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallFields, ToolKind
 from iaccode.redaction import Redactor
+from iaccode.secret_files import is_secret_file
 from iaccode.tool_result import ToolResult
 from iaccode.tools.base import Tool, ToolContext
 from iaccode.tools.registry import builtin_tools
 from iaccode.turn.exposure import (
+    SEARCHED,
     Exposure,
     SecretsRead,
-    is_secret_file,
     secret_command_in,
     secret_file_in,
     secret_file_reached,
@@ -254,6 +255,19 @@ def test_a_secrets_file_whose_lines_an_output_shows_counts(
     output: str, expected: str | None
 ) -> None:
     assert secret_file_shown(output) == expected
+
+
+def test_a_loaded_session_remembers_a_secrets_file_a_search_looked_into() -> None:
+    """grep said "No matches" after searching ``.env``: the runner kept the file's name in the
+    call's rawOutput (:data:`SEARCHED`)."""
+    stored = {
+        "type": "tool_call",
+        "start": {"name": "grep", "rawInput": {"pattern": "^KEY=x"}},
+        "end": {"rawOutput": {"mode": "files_with_matches", "results": 0}},
+    }
+    assert Exposure.from_records([stored], READS).secrets is None
+    stored["end"]["rawOutput"][SEARCHED] = "infra/.env"  # type: ignore[index]
+    assert Exposure.from_records([stored], READS).secrets == SecretsRead("infra/.env")
 
 
 def test_a_secrets_file_reached_by_its_real_path_counts() -> None:

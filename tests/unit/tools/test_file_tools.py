@@ -23,13 +23,14 @@ from iaccode.host.search.ignore import expand_braces
 from iaccode.host.search.rg import run_rg
 from iaccode.protocol.convert import ParamsError, tool_input
 from iaccode.protocol.tool_calls import DiffContent
+from iaccode.secret_files import is_secret_file
 from iaccode.tool_result import ToolFailure, ToolResult
 from iaccode.tools import glob as glob_module
 from iaccode.tools import grep as grep_module
 from iaccode.tools.base import Tool, ToolContext, ToolLimits
 from iaccode.tools.edit_file import EditFile
 from iaccode.tools.glob import Glob
-from iaccode.tools.grep import Grep
+from iaccode.tools.grep import Grep, GrepInput
 from iaccode.tools.list_files import ListFiles
 from iaccode.tools.read_file import ReadFile
 from iaccode.tools.write_file import WriteFile
@@ -610,6 +611,29 @@ async def test_grep_one_file_and_long_lines(backend: str, ctx: ToolContext, tree
     assert (
         await run(Grep(), ctx, pattern="hello", path="image.png", output_mode="content")
     ).text == "image.png: binary file matches"
+
+
+async def test_grep_names_a_secrets_file_it_searched(
+    backend: str, ctx: ToolContext, tree: Path
+) -> None:
+    """Its answer tells of every file it searched, "No matches" too: the exposure check asks
+    which of them hold secrets. Not one the search left out (.gitignore, glob, path)."""
+    write(tree, {"build/.env": "KEY=ignored\n", "src/sub/prod.tfvars": "key = 1\n"})
+
+    async def searched(**args: Any) -> str | None:
+        with trio.fail_after(10):
+            return await Grep().searched(tool_input(args, GrepInput), ctx, is_secret_file)
+
+    assert await searched(pattern="nothing") == "src/sub/prod.tfvars"
+    assert await searched(pattern="x", path="src/sub") == "src/sub/prod.tfvars"
+    assert await searched(pattern="x", glob="*.py") is None
+    assert await searched(pattern="x", path="src/sub/prod.tfvars") is None  # its input names it
+    assert await searched(pattern="x", path="no/such") is None
+    assert await searched(pattern="x", path="build") == "build/.env"  # named on purpose
+    (tree / "src/sub/prod.tfvars").unlink()
+    assert await searched(pattern="x") is None  # build/ is ignored: not searched
+    (tree / ".env").write_text("KEY=value\n")
+    assert await searched(pattern="x", glob="{.env,*.py}") == ".env"
 
 
 async def test_grep_max_results(backend: str, ctx: ToolContext, cwd: Path) -> None:
