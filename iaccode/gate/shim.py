@@ -37,7 +37,7 @@ MARK = "iac-code gate"
 """In the first lines of every gate file: how the agent tells a gate from a real CLI."""
 REFUSED = 126
 NOT_FOUND = 127
-REPORTED = ("TF_CLI_ARGS", "HOME")
+REPORTED = ("TF_CLI_ARGS", "HOME", "AWS_DATA_PATH")
 """The variables (prefixes) sent with the argv, for what they make of it (the same as
 :data:`iaccode.iac.cli_env.REPORTED`)."""
 RUN_LIMIT = 64 * 1024 * 1024

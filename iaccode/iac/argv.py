@@ -7,7 +7,10 @@ rm``), how it reads a dry run, and an optional function for what a table cannot 
 cp`` changes only towards ``s3://``).
 
 The verb is the first word of the table found among the positional arguments (a word the table
-does not know, such as the value of an option it does not know, is passed over). Options after
+does not know, such as the value of an option it does not know, is passed over); and where an
+option we do not know stands before it, the reading in which that option took the next word as
+its value counts too, when it names a change. Help options count anywhere, given bare; version
+options only before the verb; a repeated option counts by its last occurrence. Options after
 ``--`` are the program's arguments, not the CLI's (``kubectl exec pod -- --dry-run``), and so
 is a ``--help`` there. Where the table finds no verb, the spec says whether that is a read
 (terraform's unknown words print its help) or a change it cannot tell (a kubectl plugin).
@@ -59,14 +62,26 @@ class Parsed:
         return False
 
     def value(self, *names: str) -> str | None:
-        """The value of the first of ``names`` given as ``--name=value`` or ``--name value``."""
-        for name in names:
-            for index, word in enumerate(self.before):
+        """The value of the last of ``names`` given as ``--name=value`` or ``--name value``
+        (as the CLIs read a repeated option: the last one counts)."""
+        found = None
+        for index, word in enumerate(self.before):
+            for name in names:
                 if word == name and index + 1 < len(self.before):
-                    return self.before[index + 1]
-                if word.startswith(name + "="):
-                    return word.split("=", 1)[1]
-        return None
+                    found = self.before[index + 1]
+                elif word.startswith(name + "="):
+                    found = word.split("=", 1)[1]
+        return found
+
+    def last(self, *names: str) -> tuple[bool, str | None]:
+        """Whether one of the options ``names`` is given, and the value glued to the last one
+        given (``--dry-run=none``; None when bare)."""
+        given, value = False, None
+        for option in self.options:
+            bare, sep, glued = option.partition("=")
+            if bare in names:
+                given, value = True, glued if sep else None
+        return given, value
 
 
 def parse(args: list[str], value_options: frozenset[str] = frozenset()) -> Parsed:
@@ -135,15 +150,23 @@ class Spec:
     help_words: frozenset[str] = frozenset({"help"})
     words: Callable[[list[str]], list[str]] | None = None
     """The words the verb tree reads, when not the positionals (az: those before an option)."""
+    help_options: frozenset[str] = frozenset({"-h", "--help", "-help"})
+    """Options that print help wherever they stand, given bare (``--help=false`` runs)."""
+    version_options: frozenset[str] = frozenset({"--version", "-version"})
+    """Options that print the version before any verb (after one they are the command's:
+    ``helm upgrade --version 15.0.0`` pins a chart)."""
+    flags: frozenset[str] = frozenset()
+    """Global options known to take no value: one we do not know may have taken the word after
+    it (``kubectl -f get delete``: ``get`` is the manifest file), see :func:`classify_with`."""
 
 
 def classify_with(name: str, spec: Spec, args: list[str]) -> Change | None:
     parsed = parse(args, spec.value_options)
-    if parsed.has("-h", "--help", "-help", "--version", "-version"):
+    if any(option in spec.help_options for option in parsed.options):
+        return None
+    if _global_version(parsed, spec):
         return None
     if parsed.positionals[:1] and parsed.positionals[0] in spec.help_words | {"version"}:
-        return None
-    if parsed.positionals[-1:] == ["help"]:  # aws ec2 terminate-instances help
         return None
     if spec.dry_run(parsed):
         return None
@@ -151,7 +174,31 @@ def classify_with(name: str, spec: Spec, args: list[str]) -> Change | None:
         decided = spec.special(name, parsed)
         if decided is None or isinstance(decided, Change):
             return decided
-    return scan(name, spec.words(args) if spec.words else parsed.positionals, spec)
+    if spec.words is not None:
+        return scan(name, spec.words(args), spec)
+    decided = scan(name, parsed.positionals, spec)
+    if decided is None:
+        # An option we do not know may take the next word as its value: then the verb is
+        # another word. Asked when that reading names a change the table knows.
+        unknown = frozenset(
+            option
+            for option in parsed.options
+            if "=" not in option and option not in spec.flags and option not in spec.value_options
+        )
+        other = scan(name, parse(args, spec.value_options | unknown).positionals, spec)
+        if other is not None and not other.unknown:
+            return other
+    return decided
+
+
+def _global_version(parsed: Parsed, spec: Spec) -> bool:
+    """A bare version option before the first positional word (``terraform -version``)."""
+    for word in parsed.before:
+        if not word.startswith("-"):
+            return False
+        if word in spec.version_options:
+            return True
+    return False
 
 
 def scan(name: str, words: list[str], spec: Spec) -> Change | None:
@@ -178,22 +225,27 @@ def scan(name: str, words: list[str], spec: Spec) -> Change | None:
     return None
 
 
+FALSE = frozenset({"false", "0", "f"})
+"""How Go's ``strconv.ParseBool`` spells false (any case): ``--dry-run=f`` runs for real."""
+
+
 def flag_dry_run(*names: str) -> Callable[[Parsed], bool]:
-    """A dry run is any of the options ``names`` (``--check``, ``-C``)."""
-    return lambda parsed: parsed.has(*names)
-
-
-def valued_dry_run(
-    option: str, real: frozenset[str] = frozenset({"none", "false"})
-) -> Callable[[Parsed], bool]:
-    """``--dry-run`` alone or ``--dry-run=client|server|true`` is a dry run; ``=none`` and
-    ``=false`` run for real (kubectl, helm)."""
+    """A dry run is any of the boolean options ``names`` given bare or true, the last one
+    given deciding (``--preview-only=false`` runs for real)."""
 
     def dry(parsed: Parsed) -> bool:
-        for given in parsed.options:
-            bare, _, value = given.partition("=")
-            if bare == option:
-                return value.strip().lower() not in real
-        return False
+        given, value = parsed.last(*names)
+        return given and (value is None or value.strip().lower() not in FALSE)
+
+    return dry
+
+
+def valued_dry_run(option: str) -> Callable[[Parsed], bool]:
+    """``--dry-run`` alone or ``--dry-run=client|server|true`` is a dry run; ``=none`` and a
+    false one run for real (kubectl, helm), the last one given deciding."""
+
+    def dry(parsed: Parsed) -> bool:
+        given, value = parsed.last(option)
+        return given and (value is None or value.strip().lower() not in FALSE | {"none"})
 
     return dry

@@ -6,7 +6,9 @@ but some CLIs read more words than their argv:
   name: ``TF_CLI_ARGS_init='-migrate-state -force-copy' terraform init`` moves the state.
 - The AWS CLI reads ``$HOME/.aws/cli/alias``, whose ``[toplevel]`` aliases replace any command,
   built-in ones too: with ``s3 = ec2 terminate-instances ...`` there, ``aws s3 ls`` terminates
-  an instance, and ``!...`` runs a shell command.
+  an instance, and ``!...`` runs a shell command. It also loads service models from
+  ``$HOME/.aws/models`` and ``AWS_DATA_PATH`` (``aws configure add-model`` writes one), which
+  can give a read operation a change's HTTP call: with any there, no aws run is a sure read.
 
 :func:`classify_run` reads the argv as the CLI will: with those words, the alias expanded (a
 shell alias, or one it cannot read, is a change it cannot tell). The variables a gate reports
@@ -25,7 +27,7 @@ from collections.abc import Mapping
 from iaccode.iac.argv import Change, parse
 from iaccode.iac.clis import CLIS, classify
 
-REPORTED = ("TF_CLI_ARGS", "HOME")
+REPORTED = ("TF_CLI_ARGS", "HOME", "AWS_DATA_PATH")
 """The names (``TF_CLI_ARGS`` as a prefix) a gate sends along with the argv."""
 _TERRAFORMS = frozenset({"terraform", "tofu"})
 _ALIAS_MAX_BYTES = 256 * 1024
@@ -69,6 +71,30 @@ def _terraform(cli: str, args: list[str], env: Mapping[str, str]) -> Change | No
 
 
 def _aws(args: list[str], env: Mapping[str, str]) -> Change | None:
+    change = _aws_aliased(args, env)
+    if change is None and _aws_models(env):
+        return Change(
+            f"aws {' '.join(_positionals('aws', args)[:2])} (service models of "
+            "AWS_DATA_PATH or ~/.aws/models, which may rename it)",
+            unknown=True,
+        )
+    return change
+
+
+def _aws_models(env: Mapping[str, str]) -> bool:
+    """Whether the CLI loads service models besides its own: one of them can give a read
+    operation the HTTP call of a change (``get-function`` sending DeleteFunction)."""
+    if env.get("AWS_DATA_PATH", "").strip():
+        return True
+    home = env.get("HOME", "") or pwd.getpwuid(os.getuid()).pw_dir
+    try:
+        with os.scandir(os.path.join(home, ".aws", "models")) as models:
+            return any(models)
+    except OSError:
+        return False
+
+
+def _aws_aliased(args: list[str], env: Mapping[str, str]) -> Change | None:
     aliases = _aws_aliases(env.get("HOME", ""))
     command = next(iter(_positionals("aws", args)), None)
     if aliases is None:

@@ -44,14 +44,26 @@ _TERRAFORM = verbs(
     "logout metadata modules query",
     groups={
         "state": verbs("rm mv push replace-provider", "list show pull identities"),
-        "workspace": verbs("delete", "list select show new", otherwise="read"),
+        # new: a workspace of the backend (a state object, an HCP Terraform workspace)
+        "workspace": verbs("delete new", "list select show", otherwise="read"),
+        "stacks": verbs(reads="init validate fmt providers-lock version", otherwise="change"),
     },
 )
 
 
+def _dashes(option: str) -> list[str]:
+    """Go's flag package reads ``-name`` and ``--name`` alike."""
+    return [f"-{option}", f"--{option}"]
+
+
 def _terraform(name: str, parsed: Parsed) -> Decision:
-    if parsed.positionals[:1] == ["init"] and parsed.has("-migrate-state", "-force-copy"):
-        return Change(f"{name} init -migrate-state")
+    words = parsed.positionals
+    if words[:1] == ["init"] and parsed.has(*_dashes("migrate-state"), *_dashes("force-copy")):
+        return Change(f"{name} init -migrate-state")  # the state moves to the new backend
+    if words[:2] == ["workspace", "select"] and parsed.has(*_dashes("or-create")):
+        return Change(f"{name} workspace new")
+    if words[:2] == ["workspace", "new"] and parsed.has(*_dashes("state")):
+        return Change(f"{name} workspace new")  # a state file written into the backend
     return TABLE
 
 
@@ -81,7 +93,8 @@ _TERRAGRUNT = Verbs(
         "run": _TERRAFORM,
         "stack": verbs(reads="generate output clean", groups={"run": _TERRAFORM}),
         "run-all": _TERRAFORM,
-        "backend": verbs("delete migrate", "bootstrap"),
+        # bootstrap makes the state's bucket and lock table (and updates them)
+        "backend": verbs("delete migrate bootstrap"),
     },
 )
 
@@ -92,7 +105,10 @@ def _terragrunt(name: str, parsed: Parsed) -> Decision:
         return Change(f"{name} run-all", unknown=True)
     if words[:1] == ["exec"] or parsed.positionals[:2] == ["run", "exec"]:
         return Change(f"{name} exec", unknown=True)  # any program, with terragrunt's inputs
-    return TABLE
+    if parsed.has("--backend-bootstrap", "--terragrunt-backend-bootstrap"):
+        return Change(f"{name} backend bootstrap")
+    terraform = words[1:] if words[:1] == ["run"] else words  # terragrunt [run] init ...
+    return _terraform(name, Parsed(terraform, parsed.options, parsed.after, parsed.before))
 
 
 _TERRAGRUNT_OPTIONS = options(
@@ -112,12 +128,18 @@ _PULUMI = verbs(
     groups={
         "stack": verbs(
             "rm import rename change-secrets-provider init",
-            "ls output export history select tag graph unselect",
+            "ls output export history select graph unselect",
+            groups={"tag": verbs("set rm", "get ls")},
             otherwise="read",
         ),
         "state": verbs("delete unprotect move rename edit upgrade repair protect", ""),
-        "env": verbs("set rm init edit rotate", "get ls open diff version", otherwise="read"),
-        "deployment": verbs("run", "settings", otherwise="read"),
+        # run: any command with the environment's cloud credentials
+        "env": verbs("set rm init edit rotate run clone tag version", "get ls open diff"),
+        "deployment": verbs(
+            "run",
+            groups={"settings": verbs("init push destroy configure env", "pull")},
+            otherwise="read",
+        ),
         "config": verbs(otherwise="read"),
         "plugin": verbs(otherwise="read"),
         "policy": verbs(
@@ -125,6 +147,14 @@ _PULUMI = verbs(
         ),
     },
 )
+
+
+def _pulumi(name: str, parsed: Parsed) -> Decision:
+    if parsed.positionals[:2] == ["stack", "select"] and parsed.has("-c", "--create"):
+        return Change(f"{name} stack init")
+    return TABLE
+
+
 _PULUMI_OPTIONS = options(
     "--color -C --cwd -s --stack -v --verbose --tracing --profiling --memprofilerate"
 )
@@ -134,14 +164,23 @@ _PULUMI_OPTIONS = options(
 _KUBECTL = verbs(
     changes="apply create delete replace patch scale edit label annotate set drain cordon "
     "uncordon taint autoscale expose run exec cp attach debug "
+    # the cluster's API, with the user's credentials, for whatever reaches the port
+    "proxy port-forward "
     # oc (OpenShift)
     "new-app new-project new-build start-build cancel-build import-image tag rsh "
     "rsync adm policy idle secrets serviceaccounts",
     reads="get describe logs explain diff top version cluster-info api-resources "
-    "api-versions config wait kustomize completion plugin options events "
-    "port-forward proxy alpha-events extract login logout project projects whoami "
+    "api-versions wait kustomize completion plugin options events "
+    "alpha-events extract login logout project projects whoami "
     "status process observe help",
     groups={
+        # set-cluster --server: the next command sends the user's token there
+        "config": verbs(
+            "set set-cluster set-context set-credentials unset delete-cluster delete-context "
+            "delete-user rename-context",
+            "view get-contexts get-clusters get-users current-context use-context use",
+            otherwise="read",
+        ),
         "rollout": verbs("restart undo pause resume", "status history"),
         "certificate": verbs("approve deny"),
         "auth": verbs("reconcile", "can-i whoami"),
@@ -197,23 +236,24 @@ _CDKTF = verbs(
 )
 
 
+_ANSIBLE_READ_MODULES = frozenset(
+    f"{prefix}{module}"
+    for prefix in ("", "ansible.builtin.", "ansible.legacy.")
+    for module in ("ping", "setup", "debug", "gather_facts")
+)
+"""Modules that only read, by the names that reach Ansible's own (``evil.coll.ping`` does not)."""
+
+
 def _ansible(name: str, parsed: Parsed) -> Decision:
-    if parsed.has(
-        "--check",
-        "-C",
-        "--syntax-check",
-        "--list-tasks",
-        "--list-hosts",
-        "--list-tags",
-        clusters=True,
-    ):
+    # Not --check: a task with check_mode: false runs for real under it.
+    if parsed.has("--syntax-check", "--list-tasks", "--list-hosts", "--list-tags"):
         return None
     if not parsed.positionals:
         return None
     if name == "ansible":
         module = parsed.value("-m", "--module-name") or ""
-        if module.rsplit(".", 1)[-1] in ("ping", "setup", "debug", "gather_facts"):
-            return None
+        if module in _ANSIBLE_READ_MODULES and not parsed.has("-M", "--module-path"):
+            return None  # -M: a folder of modules of that name (the project's)
     return Change(f"{name} {parsed.positionals[0]}")
 
 
@@ -266,11 +306,19 @@ _NOMAD = verbs(
     "deregister detach dismiss signal restart transfer-leadership",
     reads="status inspect history validate plan allocs deployments logs fs "
     "monitor ui version agent-info members list get info init checks save "
-    "get-config list-peers state eval help",
+    "get-config list-peers state help",
+    groups={
+        "eval": verbs("delete", "list status"),
+        # job eval: a new evaluation (-force-reschedule moves allocations)
+        "job": verbs(
+            "run stop revert dispatch scale promote eval restart tag start",
+            "status inspect history validate plan allocs deployments init",
+        ),
+    },
 )
 _DOCTL = verbs(
     changes="create delete update import resize power-on power-off power-cycle "
-    "reboot shutdown rebuild restore snapshot enable disable attach detach "
+    "reboot shutdown rebuild restore snapshot enable disable attach detach upgrade "
     "assign unassign add remove tag untag deploy",
     reads="list get auth version help completion kubeconfig show",
 )
@@ -279,14 +327,28 @@ _VAULT = verbs(
     "revoke renew unseal seal rekey register deregister reload ssh "
     "generate-root init step-down",
     reads="read list get status version print path-help lookup capabilities "
-    "login metadata help server agent",
+    "login help server agent",
     groups={
+        "kv": verbs(
+            "put patch delete destroy undelete rollback enable-versioning",
+            "get list",
+            groups={"metadata": verbs("put patch delete", "get list")},
+        ),
         "operator": verbs(
             "unseal seal rekey init step-down generate-root raft migrate",
             "key-status members diagnose",
-        )
+        ),
     },
 )
+
+
+def _vault(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if words[:1] == ["read"] and any("/creds/" in f"/{word}/" for word in words[1:]):
+        return Change(f"{name} read creds")  # a dynamic secret: a new cloud or database user
+    return TABLE
+
+
 _PACKER = verbs(
     changes="build", reads="init validate fmt inspect console version hcl2_upgrade plugins help fix"
 )
@@ -300,7 +362,13 @@ CLIS: dict[str, Spec] = {
     "terraform": Spec(_TERRAFORM, special=_terraform),
     "tofu": Spec(_TERRAFORM, special=_terraform),
     "terragrunt": Spec(_TERRAGRUNT, _TERRAGRUNT_OPTIONS, special=_terragrunt),
-    "pulumi": Spec(_PULUMI, _PULUMI_OPTIONS, flag_dry_run("--preview-only"), otherwise="change"),
+    "pulumi": Spec(
+        _PULUMI,
+        _PULUMI_OPTIONS,
+        flag_dry_run("--preview-only"),
+        special=_pulumi,
+        otherwise="change",
+    ),
     "kubectl": Spec(_KUBECTL, _KUBECTL_OPTIONS, valued_dry_run("--dry-run"), otherwise="change"),
     "oc": Spec(_KUBECTL, _KUBECTL_OPTIONS, valued_dry_run("--dry-run"), otherwise="change"),
     "helm": Spec(_HELM, _HELM_OPTIONS, valued_dry_run("--dry-run"), otherwise="change"),
@@ -348,7 +416,10 @@ CLIS: dict[str, Spec] = {
         _DOCTL, options("--context --config -o --output"), hyphen_prefix=True, otherwise="change"
     ),
     "vault": Spec(
-        _VAULT, options("-address -namespace -format -output-curl-string"), otherwise="change"
+        _VAULT,
+        options("-address -namespace -format -output-curl-string"),
+        special=_vault,
+        otherwise="change",
     ),
     "packer": Spec(_PACKER, otherwise="change"),
     "skaffold": Spec(

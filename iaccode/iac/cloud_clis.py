@@ -1,4 +1,4 @@
-"""The cloud CLIs of the table (:mod:`iaccode.iac.clis`): aws, aliyun, gcloud, gsutil, az.
+"""The cloud CLIs of the table (:mod:`iaccode.iac.clis`): aws, aliyun, gcloud, gsutil, bq, az.
 
 Their verbs are many and grow every month, so these read the operation's name: a read is one
 whose name says so (``describe-*``, ``list``, ``get``, ``Describe*``, ``GET``), a download
@@ -25,13 +25,11 @@ _AWS_READ_PREFIXES = (
     "estimate-",
     "detect-",
     "filter-",
-    "test-",
     "preview-",
     "simulate-",
     "select-",
     "view-",
     "check-",
-    "verify-",
     "decode-",
     "discover-",
     "scan",
@@ -40,9 +38,11 @@ _AWS_READ_PREFIXES = (
     "tail",
     "help",
 )
-_AWS_LOCAL = frozenset({"configure", "help", "history", "sts"})
-"""Services (or commands) that change nothing in the account: the CLI's own settings and
-``sts`` (who am I, a role's temporary credentials)."""
+_AWS_LOCAL = frozenset({"help", "history", "sts"})
+"""Services (or commands) that change nothing in the account: ``sts`` (who am I, a role's
+temporary credentials). ``configure`` reads only for its reading commands: ``set`` can name a
+``credential_process`` the next aws call runs, ``add-model`` can give ``get-function`` the
+HTTP call of ``delete-function``."""
 _AWS_LOCAL_OPERATIONS = frozenset(
     {"update-kubeconfig", "get-login-password", "get-token", "wizard", "presign"}
 )
@@ -56,13 +56,33 @@ def _object_store(
     if verb in reads:
         return None
     if verb in ("cp", "sync", "rsync"):
-        return Change(label) if words[-1].startswith(scheme) else None
+        # A download (a read) names the store first and nowhere else. The words after the
+        # verb may hold values of options (``--exclude .git``, ``--acl public-read``): a
+        # store's URL anywhere else is a copy into it.
+        paths = words[words.index(verb) + 1 :]
+        stores = [index for index, path in enumerate(paths) if path.startswith(scheme)]
+        return None if stores in ([], [0]) else Change(label)
     return Change(label)
+
+
+def _aws_help(parsed: Parsed) -> bool:
+    """``aws ec2 terminate-instances help``: the help page, when ``help`` is the last word and
+    no option stands after the service (``--names a b help`` deletes a parameter "help")."""
+    words = parsed.positionals
+    if not words or len(words) > 3 or words[-1] != "help" or parsed.before[-1:] != ["help"]:
+        return False
+    after_service = parsed.before[parsed.before.index(words[0]) :]
+    return not any(word.startswith("-") for word in after_service)
 
 
 def _aws(name: str, parsed: Parsed) -> Decision:
     words = parsed.positionals
-    if not words or words[0] in _AWS_LOCAL or parsed.has("--generate-cli-skeleton"):
+    if not words or _aws_help(parsed) or parsed.has("--generate-cli-skeleton"):
+        return None
+    if words[0] == "configure":  # the CLI's own settings; a model file renames verbs
+        reads = ("list", "get", "list-profiles", "export-credentials")
+        return None if words[1:2] and words[1] in reads else Change(f"aws {' '.join(words[:2])}")
+    if words[0] in _AWS_LOCAL:
         return None
     if parsed.has("--dry-run") and not parsed.has("--no-dry-run"):
         return None
@@ -134,21 +154,51 @@ _GCLOUD = verbs(
     "execute attach detach move promote publish acknowledge abandon recreate "
     "rolling-action suspend resume upgrade replace rotate revoke cp rm mv rsync mb rb "
     "push tag untag sign insert invoke call migrate failover switchover reboot "
-    "recover release reserve purge",
+    "recover release reserve purge config-ssh activate-service-account",
     reads="list describe get read show info version help print config auth components init "
     "feedback cheat-sheet interactive topic survey ls cat du hash docker "
     "configure-docker diff explain lookup search test-iam-permissions wait tail "
     "validate",
+    groups={
+        "config": verbs(
+            "set unset",
+            "list get get-value",
+            groups={"configurations": verbs("create delete activate rename", "list describe")},
+            otherwise="read",
+        )
+    },
 )
 _GCLOUD_OPTIONS = options(
     "--project --account --configuration --format --verbosity --billing-project "
     "--impersonate-service-account --flags-file --flatten --trace-token --access-token-file "
-    "--zone --region --filter --limit --sort-by --page-size"
+    "--zone --region --filter --limit --sort-by --page-size "
+    # hidden ones, which gcloud takes before the command too
+    "--authority-selector --credential-file-override --authorization-token-file --http-timeout"
 )
+
+
+_GCLOUD_PLACES = frozenset(
+    {
+        "project",
+        "core/project",
+        "account",
+        "core/account",
+        "compute/region",
+        "compute/zone",
+        "run/region",
+        "functions/region",
+        "container/cluster",
+    }
+)
+"""Properties ``gcloud config set`` may set unasked: which project, region and account a
+command names. Any other may send the next command's token elsewhere
+(``api_endpoint_overrides/*``, ``proxy/*``, ``auth/*``)."""
 
 
 def _gcloud(name: str, parsed: Parsed) -> Decision:
     words = parsed.positionals
+    if words[:2] == ["config", "set"] and words[2:3]:
+        return None if words[2] in _GCLOUD_PLACES else Change(f"gcloud config set {words[2]}")
     if words[:1] == ["storage"] and words[1:2] in (["cp"], ["rsync"]):
         return _object_store(f"gcloud storage {words[1]}", words[1], words, (), "gs://")
     return TABLE
@@ -197,10 +247,18 @@ _AZ = verbs(
     "unlock run generalize capture convert regenerate reset approve reject failover "
     "promote install uninstall",
     reads="list show get wait exists check what-if validate version find help query download "
-    "export login logout account config configure extension interactive feedback "
+    "export login logout configure extension interactive feedback "
     "cloud init bicep upgrade browse logs tail",
+    groups={
+        "account": verbs(
+            "set clear", "list show get-access-token list-locations", otherwise="read"
+        ),
+        "config": verbs("set unset", "get", otherwise="read"),
+    },
 )
 _AZ_OPTIONS = options("--subscription --output -o --query")
+"""az's global options that take a value (``--debug``, ``--verbose``, ``--only-show-errors``
+take none)."""
 
 
 def _az(name: str, parsed: Parsed) -> Decision:
@@ -212,7 +270,8 @@ def _az(name: str, parsed: Parsed) -> Decision:
 
 
 def _az_words(args: list[str]) -> list[str]:
-    """az's command words come before its first option (``az group delete --name rg``)."""
+    """az's command words come before the command's options (``az group delete --name rg``);
+    global ones may stand before them (``az --debug group delete``, ``--output=json``)."""
     words: list[str] = []
     skip = False
     for arg in args:
@@ -221,11 +280,20 @@ def _az_words(args: list[str]) -> list[str]:
         elif arg in _AZ_OPTIONS:
             skip = True
         elif arg.startswith("-"):
-            break
+            if words:
+                break
         else:
             words.append(arg)
     return words
 
+
+_BQ = verbs(
+    changes="rm mk update cp load insert query cancel truncate undelete extract "
+    "set-iam-policy add-iam-policy-binding remove-iam-policy-binding",
+    reads="ls show head version help wait get-iam-policy init info",
+)
+"""BigQuery's CLI, beside gcloud and gsutil in the Cloud SDK: ``query`` asks (DML and DDL are
+queries), ``extract`` writes to a bucket."""
 
 CLOUD_CLIS: dict[str, Spec] = {
     "aws": Spec(verbs(), _AWS_OPTIONS, special=_aws),
@@ -233,7 +301,18 @@ CLOUD_CLIS: dict[str, Spec] = {
     "gcloud": Spec(
         _GCLOUD, _GCLOUD_OPTIONS, special=_gcloud, hyphen_prefix=True, otherwise="change"
     ),
-    "gsutil": Spec(_GSUTIL, options("-o -h -p -u"), special=_gsutil, otherwise="change"),
+    "gsutil": Spec(
+        _GSUTIL,
+        options("-o -h -p -u"),
+        special=_gsutil,
+        otherwise="change",
+        help_options=frozenset({"--help"}),  # -h is a header: gsutil -h Cache-Control:x rm
+    ),
+    "bq": Spec(
+        _BQ,
+        options("--project_id --location --format --dataset_id --api --job_id"),
+        otherwise="change",
+    ),
     "az": Spec(
         _AZ, _AZ_OPTIONS, special=_az, hyphen_prefix=True, otherwise="change", words=_az_words
     ),

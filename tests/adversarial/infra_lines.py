@@ -259,7 +259,7 @@ ORDINARY = [
     ("terragrunt run --all plan", ["terragrunt run --all plan"]),
     ("kubectl apply -f x.yaml --dry-run=client", ["kubectl apply -f x.yaml --dry-run=client"]),
     ("helm upgrade web ./c --dry-run", ["helm upgrade web ./c --dry-run"]),
-    ("ansible-playbook site.yml --check", ["ansible-playbook site.yml --check"]),
+    ("ansible-playbook site.yml --syntax-check", ["ansible-playbook site.yml --syntax-check"]),
     ("cdk synth", ["cdk synth"]),
     ("for c in plan validate; do terraform $c; done", ["terraform plan", "terraform validate"]),
     ("printf 'show\\n' | xargs terraform", ["terraform show"]),

@@ -70,3 +70,21 @@ def test_an_alias_file_that_cannot_be_read_asks(tmp_path: Path) -> None:
     change = classify_run("aws", ["s3", "ls"], {"HOME": str(tmp_path)})
     assert change is not None and change.unknown
     assert classify_run("aws", ["s3", "ls"], {"HOME": str(tmp_path / "none")}) is None
+
+
+def test_aws_service_models_of_the_user_make_no_run_a_sure_read(tmp_path: Path) -> None:
+    """botocore loads models from ``~/.aws/models`` (``aws configure add-model`` writes there)
+    and ``AWS_DATA_PATH`` first: one can give ``get-function`` DeleteFunction's HTTP call."""
+    home = {"HOME": str(tmp_path)}
+    read = ["lambda", "get-function", "--function-name", "prod-api"]
+    assert classify_run("aws", read, home) is None
+    (tmp_path / ".aws" / "models").mkdir(parents=True)
+    assert classify_run("aws", read, home) is None  # an empty folder renames nothing
+    (tmp_path / ".aws" / "models" / "lambda").mkdir()
+    change = classify_run("aws", read, home)
+    assert change is not None and change.unknown and "~/.aws/models" in change.label
+    other = tmp_path / "other"
+    other.mkdir()
+    change = classify_run("aws", read, {"HOME": str(other), "AWS_DATA_PATH": "/tmp/models"})
+    assert change is not None and change.label.startswith("aws lambda get-function")
+    assert "AWS_DATA_PATH" in REPORTED
