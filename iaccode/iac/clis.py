@@ -356,6 +356,21 @@ _SKAFFOLD = verbs(
     changes="run deploy delete dev apply build debug verify",
     reads="render diagnose fix init version config inspect lint schema survey test completion help",
 )
+_KAPP = verbs(
+    changes="deploy delete rename",
+    reads="inspect list ls logs version help completion tools",
+    groups={"app-group": verbs("deploy delete"), "app-change": verbs("gc", "list ls")},
+)
+
+
+def _aws_nuke(name: str, parsed: Parsed) -> Decision:
+    """aws-nuke lists what it would delete unless told ``--no-dry-run``."""
+    return Change(name) if parsed.has("--no-dry-run") else None
+
+
+# --- Mass deleters: everything of an account ---------------------------------------------------
+
+_CLOUD_NUKE = verbs(changes="aws gcp azure defaults-aws", reads="inspect-aws inspect-gcp help")
 
 
 CLIS: dict[str, Spec] = {
@@ -427,6 +442,14 @@ CLIS: dict[str, Spec] = {
         options("-p --profile -f --filename --kube-context -n --namespace -d --default-repo"),
         otherwise="change",
     ),
+    "kapp": Spec(
+        _KAPP,
+        options("-n --namespace --kubeconfig --kubeconfig-context -a --app"),
+        flag_dry_run("--diff-run"),
+        otherwise="change",
+    ),
+    "cloud-nuke": Spec(_CLOUD_NUKE, dry_run=flag_dry_run("--dry-run"), otherwise="change"),
+    "aws-nuke": Spec(verbs(), special=_aws_nuke),
 }
 """Every CLI with a gate, by the name it is run as."""
 

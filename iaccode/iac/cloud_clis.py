@@ -1,4 +1,5 @@
-"""The cloud CLIs of the table (:mod:`iaccode.iac.clis`): aws, aliyun, gcloud, gsutil, bq, az.
+"""The cloud CLIs of the table (:mod:`iaccode.iac.clis`): aws, aliyun, gcloud, gsutil, bq, az,
+s3cmd.
 
 Their verbs are many and grow every month, so these read the operation's name: a read is one
 whose name says so (``describe-*``, ``list``, ``get``, ``Describe*``, ``GET``), a download
@@ -7,7 +8,16 @@ from an object store is a read, and anything else changes real infrastructure.
 
 from __future__ import annotations
 
-from iaccode.iac.argv import TABLE, Change, Decision, Parsed, Spec, options, verbs
+from iaccode.iac.argv import (
+    TABLE,
+    Change,
+    Decision,
+    Parsed,
+    Spec,
+    flag_dry_run,
+    options,
+    verbs,
+)
 
 _AWS_OPTIONS = options(
     "--region --profile --output --endpoint-url --query --cli-read-timeout "
@@ -287,6 +297,15 @@ def _az_words(args: list[str]) -> list[str]:
     return words
 
 
+def _s3cmd(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if not words:
+        return None
+    return _object_store(
+        f"s3cmd {words[0]}", words[0], words, ("ls", "la", "du", "info", "get", "signurl"), "s3://"
+    )
+
+
 _BQ = verbs(
     changes="rm mk update cp load insert query cancel truncate undelete extract "
     "set-iam-policy add-iam-policy-binding remove-iam-policy-binding",
@@ -307,6 +326,12 @@ CLOUD_CLIS: dict[str, Spec] = {
         special=_gsutil,
         otherwise="change",
         help_options=frozenset({"--help"}),  # -h is a header: gsutil -h Cache-Control:x rm
+    ),
+    "s3cmd": Spec(
+        verbs(),
+        options("-c --config --access_key --secret_key --access_token --host --region"),
+        flag_dry_run("-n", "--dry-run"),
+        special=_s3cmd,
     ),
     "bq": Spec(
         _BQ,

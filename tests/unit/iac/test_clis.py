@@ -271,6 +271,15 @@ CHANGES = [
     ("ansible all -m evil.coll.ping", "ansible all"),
     ("bq rm -f -d proj:dataset", "bq rm"),
     ("bq query --use_legacy_sql=false 'DROP TABLE d.t'", "bq query"),
+    ("s3cmd put ./x s3://bucket/x", "s3cmd put"),
+    ("s3cmd sync ./site/ s3://bucket/ --delete-removed", "s3cmd sync"),
+    ("s3cmd rb --recursive s3://bucket", "s3cmd rb"),
+    ("kapp deploy -a web -f config/", "kapp deploy"),
+    ("kapp delete -a web --yes", "kapp delete"),
+    ("kapp app-group deploy -g g --directory .", "kapp app-group deploy"),
+    ("cloud-nuke aws --force", "cloud-nuke aws"),
+    ("cloud-nuke defaults-aws", "cloud-nuke defaults-aws"),
+    ("aws-nuke run --config c.yml --no-dry-run --force", "aws-nuke"),
 ]
 
 READS = [
@@ -472,6 +481,15 @@ READS = [
     "pulumi stack tag ls",
     "bq ls",
     "bq show proj:dataset.table",
+    "s3cmd ls s3://bucket",
+    "s3cmd get s3://bucket/x ./x",
+    "s3cmd sync s3://bucket/logs/ ./logs/",
+    "s3cmd sync ./site/ s3://bucket/ --dry-run",
+    "kapp inspect -a web",
+    "kapp deploy -a web -f config/ --diff-run",
+    "cloud-nuke inspect-aws",
+    "cloud-nuke aws --dry-run",
+    "aws-nuke run --config c.yml",
 ]
 
 
