@@ -155,9 +155,6 @@ class Spec:
     version_options: frozenset[str] = frozenset({"--version", "-version"})
     """Options that print the version before any verb (after one they are the command's:
     ``helm upgrade --version 15.0.0`` pins a chart)."""
-    flags: frozenset[str] = frozenset()
-    """Global options known to take no value: one we do not know may have taken the word after
-    it (``kubectl -f get delete``: ``get`` is the manifest file), see :func:`classify_with`."""
 
 
 def classify_with(name: str, spec: Spec, args: list[str]) -> Change | None:
@@ -178,13 +175,10 @@ def classify_with(name: str, spec: Spec, args: list[str]) -> Change | None:
         return scan(name, spec.words(args), spec)
     decided = scan(name, parsed.positionals, spec)
     if decided is None:
-        # An option we do not know may take the next word as its value: then the verb is
-        # another word. Asked when that reading names a change the table knows.
-        unknown = frozenset(
-            option
-            for option in parsed.options
-            if "=" not in option and option not in spec.flags and option not in spec.value_options
-        )
+        # An option we do not know may take the next word as its value (``kubectl -f get
+        # delete``: get is the manifest file): then the verb is another word. Asked when
+        # that reading names a change the table knows (a flag before a read names none).
+        unknown = frozenset(option for option in parsed.options if "=" not in option)
         other = scan(name, parse(args, spec.value_options | unknown).positionals, spec)
         if other is not None and not other.unknown:
             return other
