@@ -2,8 +2,13 @@
 (:mod:`iaccode.iac.guard`):
 
 - runners that put their own program folders before ``PATH`` (``npx cdk deploy``, ``npm run
-  deploy`` whose script runs ``cdk``, ``uv run``, ``poetry run``, ``bundle exec``...): a CLI
-  installed there runs without its gate;
+  deploy`` whose script runs ``cdk``, ``uv run``, ``uv tool run``, ``pipx run``, ``poetry run``,
+  ``bundle exec``, ``conda run``, ``pixi run``, ``direnv exec``, ``snap run``...), or that put
+  a program of their own choosing there (``mise x terraform@1.9 -- terraform``, ``nix shell
+  nixpkgs#kubectl -c kubectl``, ``nix run nixpkgs#terraform -- apply``, ``nix-shell --run``,
+  ``devbox run``, ``proto run``, ``tenv tf``): a CLI run there runs without its gate;
+- a cloud CLI's own code run by Python (``python3 -m awscli``, ``python3 -m azure.cli``, the
+  Cloud SDK's ``gcloud.py``, ``gsutil.py``, ``bq.py``): the CLI under no name a gate knows;
 - a virtualenv activated on the line whose ``bin`` holds an infrastructure CLI
   (``source .venv/bin/activate && ansible-playbook site.yml``);
 - another machine or container (``ssh host ...``, ``docker run hashicorp/terraform apply``)
@@ -17,29 +22,57 @@ import os
 import re
 from pathlib import Path
 
+from attrs import frozen
+
 from iaccode.iac.clis import GATED
 
-_RUNNERS: dict[str, frozenset[str] | None] = {
-    "npx": None,
-    "bunx": None,
-    "pnpx": None,
-    "uvx": None,
-    "npm": frozenset({"exec", "x"}),
-    "pnpm": frozenset({"exec", "dlx"}),
-    "yarn": frozenset({"exec", "dlx"}),
-    "bun": frozenset({"x"}),
-    "uv": frozenset({"run"}),
-    "poetry": frozenset({"run"}),
-    "pipenv": frozenset({"run"}),
-    "pipx": frozenset({"run"}),
-    "bundle": frozenset({"exec"}),
-    "mise": frozenset({"exec", "x"}),
-    "asdf": frozenset({"exec"}),
-    "hatch": frozenset({"run"}),
-    "pdm": frozenset({"run"}),
-    "rye": frozenset({"run"}),
+
+@frozen
+class _Runner:
+    subcommands: frozenset[str] | None = None
+    """The subcommand that runs a program (``uv run``, ``uv tool run``); None: the runner
+    itself does (``npx cdk``)."""
+    values: frozenset[str] = frozenset()
+    """Its own options that take a value, besides :data:`_RUNNER_VALUE_OPTIONS`."""
+    own: int = 0
+    """Positional words of its own before the command (``direnv exec DIR cmd``)."""
+    strings: frozenset[str] = frozenset()
+    """Options whose value is a command line (``nix-shell --run 'terraform apply'``)."""
+
+
+_CONDA = _Runner(frozenset({"run"}), frozenset({"-n", "--name", "--prefix", "--cwd"}))
+_RUNNERS: dict[str, _Runner] = {
+    "npx": _Runner(strings=frozenset({"-c", "--call"})),
+    "bunx": _Runner(),
+    "pnpx": _Runner(),
+    "uvx": _Runner(),
+    "npm": _Runner(frozenset({"exec", "x"}), strings=frozenset({"-c", "--call"})),
+    "pnpm": _Runner(frozenset({"exec", "dlx"})),
+    "yarn": _Runner(frozenset({"exec", "dlx"})),
+    "bun": _Runner(frozenset({"x"})),
+    "uv": _Runner(frozenset({"run", "tool run"})),
+    "poetry": _Runner(frozenset({"run"})),
+    "pipenv": _Runner(frozenset({"run"})),
+    "pipx": _Runner(frozenset({"run"}), frozenset({"--spec", "--pip-args", "--index-url"})),
+    "bundle": _Runner(frozenset({"exec"})),
+    "mise": _Runner(frozenset({"exec", "x"}), strings=frozenset({"-c", "--command"})),
+    "asdf": _Runner(frozenset({"exec"})),
+    "hatch": _Runner(frozenset({"run"})),
+    "pdm": _Runner(frozenset({"run"})),
+    "rye": _Runner(frozenset({"run"})),
+    "devbox": _Runner(frozenset({"run"}), frozenset({"-c", "--config", "-e", "--env-file"})),
+    "pixi": _Runner(frozenset({"run", "exec"}), frozenset({"--manifest-path", "-s", "--spec"})),
+    "conda": _CONDA,
+    "mamba": _CONDA,
+    "micromamba": _CONDA,
+    "direnv": _Runner(frozenset({"exec"}), own=1),
+    "snap": _Runner(frozenset({"run"})),
+    "nix-shell": _Runner(
+        values=frozenset({"-p", "--packages", "-A", "--attr", "-I", "--arg", "--argstr"}),
+        strings=frozenset({"--run", "--command"}),
+    ),
 }
-"""Runner -> the subcommand that runs a program (None: the runner itself does)."""
+"""Runners that put their own program folders first, and how their words name the command."""
 _RUNNER_VALUE_OPTIONS = frozenset(
     {
         "-p",
@@ -56,6 +89,29 @@ _RUNNER_VALUE_OPTIONS = frozenset(
         "--directory",
     }
 )
+_PACKAGES = {
+    "aws-cdk": "cdk",
+    "cdktf-cli": "cdktf",
+    "awscli": "aws",
+    "awscli2": "aws",
+    "azure-cli": "az",
+    "google-cloud-sdk": "gcloud",
+    "kubernetes-helm": "helm",
+    "opentofu": "tofu",
+    "pulumi-bin": "pulumi",
+}
+"""Packages (npm, nixpkgs) whose program has another name."""
+_TENV_TOOLS = {"tf": "terraform", "tofu": "tofu", "tg": "terragrunt", "terragrunt": "terragrunt"}
+_TENV_OWN = frozenset(
+    {"install", "uninstall", "use", "list", "list-remote", "detect", "reset", "constraint", "help"}
+)
+"""tenv's own commands for a tool (versions); any other word runs the tool with it."""
+_PYTHON = re.compile(r"^(?:python[0-9.]*|pypy[0-9.]*)$")
+_PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+_PYTHON_MODULES = {"awscli": "aws", "azure.cli": "az"}
+_PYTHON_SCRIPTS = {"gcloud.py": "gcloud", "gsutil.py": "gsutil", "bq.py": "bq"}
+"""How Python runs a cloud CLI's own code (``python3 -m awscli``, the Cloud SDK's
+``lib/gcloud.py``): the CLI, under no name a gate answers to."""
 _PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 _LIFECYCLE = frozenset({"start", "test", "stop", "restart"})
 _CONTAINERS = frozenset({"docker", "podman", "nerdctl", "finch"})
@@ -91,28 +147,126 @@ _PART = re.compile(r"[A-Za-z0-9]+")
 
 def runner_command(words: list[str]) -> list[str] | None:
     """The command a runner runs with its own program folders first (``npx cdk deploy`` ->
-    ``cdk deploy``), or None."""
+    ``cdk deploy``, ``nix run nixpkgs#terraform -- apply`` -> ``terraform apply``), or None."""
     name = os.path.basename(words[0]) if words else ""
-    if name not in _RUNNERS:
+    if name == "nix":
+        return _nix(words[1:])
+    if name == "nix-shell":  # its words are packages and nix files; it runs only --run's
         return None
-    subcommands = _RUNNERS[name]
-    index = 1
-    if subcommands is not None:
-        positionals = [i for i, word in enumerate(words[1:], 1) if not word.startswith("-")]
-        if not positionals or words[positionals[0]] not in subcommands:
+    if name == "proto":  # proto run TOOL [VERSION] [-- ARGS]
+        positionals = [word for word in words[1:] if not word.startswith("-")]
+        if positionals[:1] != ["run"] or len(positionals) < 2:
             return None
-        index = positionals[0] + 1
-    while index < len(words) and words[index].startswith("-"):
-        if words[index] == "--":
+        rest = words[words.index("--") + 1 :] if "--" in words else []
+        return [positionals[1], *rest]
+    if name == "tenv":  # tenv tf apply: the tool, unless tenv's own version commands
+        if len(words) > 2 and words[1] in _TENV_TOOLS and words[2] not in _TENV_OWN:
+            return [_TENV_TOOLS[words[1]], *words[2:]]
+        return None
+    start = _runner_start(words)
+    if start is None:
+        return None
+    runner, index = start
+    if name == "mise" and "--" in words[index:]:  # mise x terraform@1.9 -- terraform apply
+        return _program(words[words.index("--", index) + 1 :])
+    own = runner.own
+    while index < len(words):
+        word = words[index]
+        if word == "--":
             index += 1
             break
-        index += 2 if words[index] in _RUNNER_VALUE_OPTIONS else 1
-    rest = words[index:]
+        if word.startswith("-"):
+            takes_value = word in _RUNNER_VALUE_OPTIONS | runner.values | runner.strings
+            index += 2 if takes_value else 1
+        elif own:
+            own, index = own - 1, index + 1
+        else:
+            break
+    return _program(words[index:])
+
+
+def runner_string(words: list[str]) -> str | None:
+    """The command line a runner runs from its option's string (``nix-shell -p terraform
+    --run 'terraform apply'``, ``mise x -c '...'``, ``npx -c '...'``), or None."""
+    start = _runner_start(words)
+    if start is None:
+        return None
+    runner, index = start
+    for position, word in enumerate(words[index:-1], index):
+        if word == "--":
+            break
+        if word in runner.strings:
+            return words[position + 1]
+    return None
+
+
+def interpreted_cli(words: list[str]) -> list[str] | None:
+    """The cloud CLI an interpreter runs from its own code (``python3 -m awscli ec2 ...`` ->
+    ``aws ec2 ...``, ``python3 .../lib/gcloud.py compute ...`` -> ``gcloud compute ...``),
+    or None."""
+    if not words or not _PYTHON.match(os.path.basename(words[0])):
+        return None
+    index = 1
+    while index < len(words) and words[index].startswith("-"):
+        word = words[index]
+        if word == "-m" and index + 1 < len(words):
+            cli = _PYTHON_MODULES.get(words[index + 1])
+            return [cli, *words[index + 2 :]] if cli else None
+        if word.startswith("-m") and len(word) > 2:  # -mawscli
+            cli = _PYTHON_MODULES.get(word[2:])
+            return [cli, *words[index + 1 :]] if cli else None
+        if word.startswith("-c") or word == "-":
+            return None  # a string or stdin: the guard's path scan reads those
+        index += 2 if word in _PYTHON_VALUE_OPTIONS else 1
+    if index < len(words) and (cli := _PYTHON_SCRIPTS.get(os.path.basename(words[index]))):
+        return [cli, *words[index + 1 :]]
+    return None
+
+
+def _runner_start(words: list[str]) -> tuple[_Runner, int] | None:
+    """The runner ``words`` start with, and where its words after the subcommand start."""
+    runner = _RUNNERS.get(os.path.basename(words[0]) if words else "")
+    if runner is None:
+        return None
+    if runner.subcommands is None:
+        return runner, 1
+    positionals = [i for i, word in enumerate(words[1:], 1) if not word.startswith("-")]
+    for subcommand in runner.subcommands:
+        parts = subcommand.split()
+        if [words[i] for i in positionals[: len(parts)]] == parts:
+            return runner, positionals[len(parts) - 1] + 1
+    return None
+
+
+def _program(rest: list[str]) -> list[str] | None:
+    """The command, its program named as installed (``aws-cdk@2 deploy`` -> ``cdk deploy``)."""
     if rest and "@" in rest[0] and not rest[0].startswith("@"):  # npx aws-cdk@2 deploy
         rest = [rest[0].split("@", 1)[0], *rest[1:]]
-    if rest and rest[0] in ("aws-cdk", "cdktf-cli"):  # the packages of cdk and cdktf
-        rest = [{"aws-cdk": "cdk", "cdktf-cli": "cdktf"}[rest[0]], *rest[1:]]
+    if rest and rest[0] in _PACKAGES:
+        rest = [_PACKAGES[rest[0]], *rest[1:]]
     return rest or None
+
+
+def _nix(args: list[str]) -> list[str] | None:
+    """``nix shell PKG... -c CMD``, ``nix develop -c CMD``: the command; ``nix run
+    nixpkgs#terraform -- apply``: the package's program with the arguments."""
+    positionals = [i for i, word in enumerate(args) if not word.startswith("-")]
+    if not positionals:
+        return None
+    subcommand = args[positionals[0]]
+    if subcommand in ("shell", "develop", "env"):
+        for index, word in enumerate(args):
+            if word in ("-c", "--command"):
+                return args[index + 1 :] or None
+        return None
+    if subcommand == "run" and len(positionals) > 1:
+        installable = args[positionals[1]]
+        rest = args[positionals[1] + 1 :]
+        if rest[:1] == ["--"]:
+            rest = rest[1:]
+        package = re.split(r"[#.]", installable)[-1]  # nixpkgs#terraform, nixpkgs.terraform
+        return _program([re.sub(r"_[0-9_]+$", "", package), *rest])  # terraform_1 -> terraform
+    return None
 
 
 def package_script(words: list[str], cwd: Path | None) -> tuple[str, str] | None:

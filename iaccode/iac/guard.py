@@ -9,12 +9,16 @@ before the command starts:
   :mod:`iaccode.iac.clis` reads the verb): asked about before the command starts, and the gate
   then runs that change without asking again (``Finding.gate_sees``);
 - what a gate cannot see: a CLI run by its path (``/usr/local/bin/terraform apply``, a path in a
-  script or an interpreter's string), a line that changes ``PATH`` so that a CLI may be found
-  before the gate (``PATH=/usr/bin terraform``, ``env -i``, ``command -p``, ``export PATH=``),
-  a line that looks for the copies behind the gate (``type -P -a terraform``, ``which -a``,
+  script or an interpreter's string, a pattern that can name it: ``cp /usr/bin/kube[c]tl kx``,
+  a link to it), a line that changes ``PATH`` so that a CLI may be found before the gate
+  (``PATH=/usr/bin terraform``, ``env -i``, ``command -p``, ``export PATH=``), a line that
+  looks for the copies behind the gate (``type -P -a terraform``, ``which -a``,
   ``/proc/<pid>/exe``), a program it cannot name followed by a changing verb (``./tfx apply``,
-  ``$TERRAFORM_BIN destroy``), and the same shapes in the scripts the line runs (``sh x.sh``,
-  ``./deploy.sh``, ``make``'s Makefile). Each asks, saying that it cannot tell.
+  ``$TERRAFORM_BIN destroy``) or by the words of a change a CLI's table knows (``./kx rollout
+  undo``, ``./tfx state rm``), a CLI run by a runner or by Python (:mod:`iaccode.iac.elsewhere`:
+  ``nix run nixpkgs#terraform -- apply``, ``python3 -m awscli``), and the same shapes in the
+  scripts the line runs (``sh x.sh``, ``./deploy.sh``, ``make``'s Makefile). Each asks, saying
+  that it cannot tell, or naming the change.
 
 A program named through a variable is looked up in the environment the command gets (``$TF
 apply`` with ``TF=tofu`` is ``tofu apply``).
@@ -22,15 +26,25 @@ apply`` with ``TF=tofu`` is ``tofu apply``).
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterator, Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from attrs import field, frozen
 
-from iaccode.iac.clis import GATED, classify
-from iaccode.iac.elsewhere import activated_clis, elsewhere, package_script, runner_command
+from iaccode.iac.argv import Spec, options
+from iaccode.iac.clis import CLIS, GATED, classify
+from iaccode.iac.elsewhere import (
+    activated_clis,
+    elsewhere,
+    interpreted_cli,
+    package_script,
+    runner_command,
+    runner_string,
+)
 from iaccode.iac.shell import ASSIGNMENT, TOO_DEEP, Simple, shell_script, simple_commands
 
 
@@ -81,6 +95,24 @@ CHANGING_VERBS = frozenset(
     }
 )
 """The words after a program we cannot name that make its command line count as a change."""
+_EVERYDAY_VERBS = options(
+    "add build call cancel clean compose convert copy cp create debug del dev disable edit "
+    "enable exec execute export extract fail fmt force gc generate get import init insert "
+    "invoke lint list load lock login logout migrate mk move mv new package pause policy proxy "
+    "prune publish pull push put query rebuild register release reload remove rename reset "
+    "restart restore resume revert rm rsync run scp secrets serve set setup shell shutdown "
+    "sign signal snapshot ssh start stop submit swap tag test truncate tune un unlock unset "
+    "untag update upload verify watch write"
+)
+"""Verbs of the CLIs' tables that ordinary programs take too (``./build.sh run``, ``bin/rails
+generate``): alone, they do not make a program we cannot name one of those CLIs."""
+_LOCAL_GROUPS = frozenset({"config"})
+"""Groups of a CLI's own settings (``gcloud config set``): ``.venv/bin/pip config set`` too."""
+_OBJECT_STORES = {"aws": "s3", "aliyun": "oss"}
+_OPERATION = re.compile(r"^([a-z]+)-[a-z0-9-]+$|^([A-Z][a-z]+)[A-Z][A-Za-z0-9]*$")
+"""A cloud operation's name: ``create-access-key``, ``DeleteInstance`` (its verb first)."""
+_CLOUD_VERBS = CLIS["gcloud"].verbs.changes | CLIS["az"].verbs.changes
+"""What the verb of a cloud operation's name (``terminate-instances``) may be."""
 _BUILD_WRAPPERS = frozenset(
     {"gradlew", "mvnw", "configure", "mill", "sbt", "bazel", "bazelisk", "pants", "manage.py"}
 )
@@ -92,6 +124,16 @@ _NAMES = "|".join(re.escape(name) for name in sorted(GATED, key=len, reverse=Tru
 _PATH_MENTION = re.compile(
     rf"(?:^|(?<=[\s'\"=(:;|&`,\[{{<>]))((?:[\w.~$@{{}}+-]*/)+)({_NAMES})(?=$|[\s'\");|&`,\]}}>])"
 )
+_GLOB_MENTION = re.compile(
+    r"(?:^|(?<=[\s'\"=(:;|&`,<>]))((?:[^\s'\"=;|&`()<>/]*/)+)"
+    r"([^\s'\";|&`()<>/]*[*?\[{][^\s'\";|&`()<>/]*)"
+)
+"""A path whose last part the shell expands (``/usr/bin/kube[c]tl``, ``/usr/local/bin/terra*``,
+``/usr/bin/kube{c,}tl``): it may name an infrastructure CLI without spelling it."""
+_PROGRAM_FOLDERS = frozenset({"bin", "sbin", ".bin", "libexec"})
+"""Folders of programs: a pattern there that spells one letter of a CLI's name names it
+(``/usr/bin/a?``); elsewhere it must spell two (``src/*``, ``~/.local/bin/*`` name none)."""
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _LOOKUPS = re.compile(
     r"\btype\s+(?:-\w+\s+)*-\w*[aP]|\bwhich\s+(?:-\w+\s+)*-\w*a|\bwhereis\b|\blocate\b"
     r"|/proc/[^;&|\n]*?/(?:exe|root)\b|\bcompgen\s+-c"
@@ -170,7 +212,7 @@ class _Reader:
                 continue
             programs.add(simple.words[0])
             self._command(simple, path_change is not None or bins_first, script)
-            self._elsewhere(simple.words, script)
+            self._elsewhere(simple.words, script, depth)
             if depth < _SCRIPT_DEPTH and (inner := self._script_of(simple.words)) is not None:
                 self.read(inner[1], depth + 1, inner[0])
             if (
@@ -206,6 +248,18 @@ class _Reader:
                     ),
                     script,
                 )
+        for mention in _GLOB_MENTION.finditer(command):
+            path = mention.group(0)
+            clis = _pattern_clis(mention.group(1), mention.group(2))
+            if clis and path not in programs and not self._only_folders(path):
+                self._add(
+                    Finding(
+                        f"{path} (a pattern that can name {', '.join(clis)} by its path, "
+                        "which the gate cannot watch)",
+                        cannot_tell=True,
+                    ),
+                    script,
+                )
         if (tamper := _TAMPERING.search(command)) is not None:
             self._add(
                 Finding(
@@ -224,13 +278,15 @@ class _Reader:
                 script,
             )
 
-    def _elsewhere(self, words: list[str], script: str | None) -> None:
-        """Runners with program folders of their own, virtualenvs, containers, other
-        machines, later."""
+    def _elsewhere(self, words: list[str], script: str | None, depth: int) -> None:
+        """Runners with program folders (or programs) of their own, virtualenvs, containers,
+        other machines, later."""
         line = " ".join(words)
         shown = line if len(line) <= 80 else line[:79] + "…"
         if (inner := runner_command(words)) is not None:
             self._command(Simple(inner), True, script)  # their folders come first: gate-blind
+        if (string := runner_string(words)) is not None:
+            self.read(string, depth + 1, script, bins_first=True)
         if (why := elsewhere(words)) is not None:
             self._add(Finding(f"{shown} (runs {why})", cannot_tell=True), script)
 
@@ -242,21 +298,21 @@ class _Reader:
         self.findings.append(finding)
 
     def _command(self, simple: Simple, path_changed: bool, script: str | None) -> None:
+        if (code := interpreted_cli(simple.words)) is not None:  # python3 -m awscli: no gate
+            simple, path_changed = Simple(code), True
         program, args = simple.words[0], simple.words[1:]
         name = os.path.basename(program)
         if program.startswith(("$", "`")):
             self._through_variable(program, args, script)
         elif "/" in program:
             in_gates = self._is_gate_or_folder(program)
-            if name in GATED:
-                change = classify(name, args)
+            clis = [name] if name in GATED else self._clis_behind(program)
+            if clis:
+                change = next((c for cli in clis if (c := classify(cli, args)) is not None), None)
                 if change is not None:
-                    self._add(
-                        Finding(
-                            change.label, in_gates and not path_changed, change.unknown, cli=name
-                        ),
-                        script,
-                    )
+                    seen = in_gates and not path_changed and name in GATED
+                    cli = change.label.split()[0]
+                    self._add(Finding(change.label, seen, change.unknown, cli=cli), script)
                 elif not in_gates and any("$" in arg or "`" in arg for arg in args):
                     self._add(
                         Finding(
@@ -267,10 +323,11 @@ class _Reader:
                         ),
                         script,
                     )
-            elif name not in _BUILD_WRAPPERS and (verb := _changing_verb(args)):
+            elif name not in _BUILD_WRAPPERS and (suspect := _suspect_verb(args)):
+                verb, why = suspect
                 self._add(
                     Finding(
-                        f"{program} {verb} (a program iac-code cannot name, with a changing verb)",
+                        f"{program} {verb} (a program iac-code cannot name, with {why})",
                         cannot_tell=True,
                     ),
                     script,
@@ -294,14 +351,33 @@ class _Reader:
         words = value.split()
         if words and os.path.basename(words[0]) in GATED:
             self._command(Simple([*words, *args]), False, script)
-        elif verb := _changing_verb(args, anywhere=True):
+        elif suspect := _suspect_verb(args, anywhere=True):
             self._add(
                 Finding(
-                    f"{program} {verb} (a program named through a variable or a substitution)",
+                    f"{program} {suspect[0]} (a program named through a variable or a "
+                    "substitution)",
                     cannot_tell=True,
                 ),
                 script,
             )
+
+    def _clis_behind(self, program: str) -> list[str]:
+        """The infrastructure CLIs a path not named as one may be: a pattern that can name
+        them (``/usr/bin/kube[c]tl``), or a link to one (``ln -s /usr/bin/kubectl kx``)."""
+        clis = _pattern_clis(os.path.dirname(program) + "/", os.path.basename(program))
+        real = self._expand(program) if not clis else None
+        if real is not None and os.path.basename(real) in GATED:
+            clis = [os.path.basename(real)]
+        return clis
+
+    def _only_folders(self, pattern: str) -> bool:
+        """Whether the shell pattern ``pattern`` names only folders here (``infra/terra*``
+        when that is the folder ``infra/terraform``)."""
+        expanded = self._expand(pattern)
+        if expanded is None:
+            return False
+        found = glob.glob(expanded)[:100]
+        return bool(found) and all(os.path.isdir(path) for path in found)
 
     def _is_gate_or_folder(self, path: str) -> bool:
         """Whether ``path`` is in the gates' folder, or is a folder (``infra/terraform``)."""
@@ -401,6 +477,99 @@ class _Reader:
                 if b"\0" not in data[:4096]:  # a binary program is no script
                     return candidate, data.decode("utf-8", "replace")
         return None
+
+
+def _suspect_verb(args: list[str], anywhere: bool = False) -> tuple[str, str] | None:
+    """What makes ``args``, after a program we cannot name, a change, and why: a changing verb,
+    or the words of an infrastructure CLI's change (``rollout undo``: ``kubectl rollout
+    undo``)."""
+    if verb := _changing_verb(args, anywhere):
+        return verb, "a changing verb"
+    if change := _known_change(args):
+        return change.partition(" ")[2], f"the words of {change}"
+    return None
+
+
+def _known_change(args: list[str]) -> str | None:
+    """The change an infrastructure CLI's table reads in ``args``, when those words would make
+    a program we cannot name that CLI (``./kx rollout undo``: ``kubectl rollout undo``).
+
+    The tables lean towards asking (any aws operation not known to read, any word of
+    ansible-playbook, kubectl's ``run``), which for every program would ask about ``./build.sh
+    run``. So only a change named by the first words, as the CLI's command, counts, and only
+    one ordinary programs rarely spell: a verb in a group (``state rm``, ``rollout undo``), a
+    cloud operation (``s3 rm``, ``iam create-access-key``), a verb after a cloud resource
+    (``compute instances delete``), or a verb of a table that is not also an everyday one
+    (``annotate``, ``force-unlock``; not ``run``, ``set``, ``exec``)."""
+    positionals = [word for word in args if not word.startswith("-")]
+    for cli, spec in CLIS.items():
+        change = classify(cli, args)
+        if change is None or change.unknown:
+            continue
+        words = change.label.split()[1:]
+        if len(words) == 1 and len(positionals) < 2:
+            continue  # a verb alone is a script's own (./x.sh label): the CLI's takes a name
+        if words and words == positionals[: len(words)] and _distinctive(cli, words, spec):
+            return change.label
+    return None
+
+
+def _distinctive(cli: str, words: list[str], spec: Spec) -> bool:
+    """Whether the words of a change (after the CLI's name) are the CLI's own, see
+    :func:`_known_change`."""
+    verb = words[-1]
+    if len(words) == 1:
+        return verb in spec.verbs.changes and verb not in _EVERYDAY_VERBS
+    level = spec.verbs
+    for word in words[:-1]:
+        if word not in level.groups or word in _LOCAL_GROUPS:
+            break
+        level = level.groups[word]
+    else:
+        return verb in level.changes
+    if not spec.verbs.changes and len(words) == 2:  # aws, aliyun: SERVICE OPERATION
+        operation = _OPERATION.match(verb)
+        prefix = operation and (operation.group(1) or operation.group(2).lower())
+        return words[0] == _OBJECT_STORES.get(cli) or prefix in _CLOUD_VERBS
+    return (  # gcloud compute instances delete
+        spec.hyphen_prefix
+        and len(words) >= 3
+        and verb in spec.verbs.changes
+        and verb not in _EVERYDAY_VERBS
+    )
+
+
+def _pattern_clis(folder: str, pattern: str) -> list[str]:
+    """The infrastructure CLIs the shell pattern ``pattern`` (a path's last part, in
+    ``folder``) can name: ``kube[c]tl``, ``terra*``, ``kube{c,}tl``; see
+    :data:`_PROGRAM_FOLDERS` for how many letters it must spell."""
+    if "$" in pattern or "`" in pattern:
+        return []
+    in_programs = os.path.basename(folder.rstrip("/")) in _PROGRAM_FOLDERS
+    found: set[str] = set()
+    for alternative in _braces(pattern):
+        alternative = alternative.replace("[^", "[!")  # bash's negation, as fnmatch spells it
+        pinned = len(re.sub(r"[*?]", "", re.sub(r"\[!?\]?[^\]]*\]", "c", alternative)))
+        if pinned >= (1 if in_programs else 2):
+            found.update(name for name in GATED if fnmatchcase(name, alternative))
+    return sorted(found)
+
+
+def _braces(pattern: str) -> list[str]:
+    """``pattern`` with its brace expansions made (``kube{c,}tl``: ``kubectl``, ``kubetl``); a
+    sequence (``{a..z}``) or a deeper one stands for anything."""
+    patterns = [pattern]
+    for _ in range(6):
+        expanded: list[str] = []
+        for one in patterns:
+            match = _BRACE.search(one)
+            parts = match.group(1).split(",") if match else []
+            if match is None:
+                expanded.append(one)
+            else:
+                expanded += [one[: match.start()] + part + one[match.end() :] for part in parts]
+        patterns = expanded[:64]
+    return [re.sub(r"\{[^{}]*\}", "*", one) for one in patterns]
 
 
 def _changing_verb(args: list[str], anywhere: bool = False) -> str | None:

@@ -227,6 +227,49 @@ ELSEWHERE = [
     "tmux new-session -d 'A=destroy; terraform $A'",
 ]
 
+COPIED_AND_RUNNERS = [
+    "cp {bin}/kube[c]tl {tmp}/kx{n} && {tmp}/kx{n} annotate pod web a=b",
+    "cp {bin}/terr?form {tmp}/tfx{n}; {tmp}/tfx{n} state rm aws_instance.db",
+    "ln -s {bin}/kub*l {tmp}/kl{n}; {tmp}/kl{n} exec -n prod db-0 -- sh -c 'rm -rf /data'",
+    "mkdir -p {tmp}/d{n} && cp {bin}/a[w]s {tmp}/d{n}/ax && {tmp}/d{n}/ax iam create-access-key",
+    "cp {bin}/kube{{c,}}tl {tmp}/kb{n} 2>/dev/null; {tmp}/kb{n} rollout undo deploy/web",
+    "ln -s {bin}/terraform {tmp}/tl{n}; cd {tmp} && ./tl{n} force-unlock -force 1234",
+    "python3 -m awscli ec2 terminate-instances --instance-ids i-1",
+    "python3 -m azure.cli group delete -n rg --yes",
+    "python3 /usr/lib/google-cloud-sdk/lib/gcloud.py compute instances delete vm-1 --quiet",
+    "mise x terraform@1.9 -- terraform apply",
+    "pipx run --spec awscli aws ec2 terminate-instances --instance-ids i-1",
+    "uv tool run --from awscli aws ec2 terminate-instances --instance-ids i-1",
+    "nix-shell -p terraform --run 'terraform apply'",
+    "nix shell nixpkgs#kubectl -c kubectl delete ns prod",
+    "nix run nixpkgs#terraform -- apply",
+    "devbox run -- terraform apply",
+    "pixi run terraform apply",
+    "conda run -n ops aws ec2 terminate-instances --instance-ids i-1",
+    "direnv exec . terraform apply",
+    "snap run kubectl delete ns prod",
+    "proto run terraform -- apply",
+    "tenv tf apply",
+]
+
+READ_AS_THE_CLI_READS = [
+    # each ran unasked before: the tables read help, versions, dry runs and option values in
+    # ways the CLIs do not (tests/unit/iac/test_clis.py has the whole list)
+    "helm upgrade --install web ./chart --version 15.0.0",
+    "kubectl delete pod web --help=false",
+    "kubectl delete pod web --dry-run=client --dry-run=none",
+    "kubectl delete pod web --dry-run=f",
+    "kubectl -f get delete",
+    "kubectl delete pod web db help",
+    "az --debug group delete -n rg --yes",
+    "aws s3 sync . s3://bucket --delete --exclude .git",
+    "terraform init --migrate-state --force-copy",
+    "ansible-playbook site.yml --check",
+    "gcloud config set api_endpoint_overrides/compute https://x.example",
+    "kubectl config set-cluster prod --server=https://x.example",
+    "bq rm -f -d proj:dataset",
+]
+
 CHANGING = {
     "a command string on stdin or through process substitution": STDIN_AND_SUBSTITUTION,
     "the program or its verb made by the shell": MADE_BY_THE_SHELL,
@@ -237,6 +280,8 @@ CHANGING = {
     "verbs and CLIs": VERBS_AND_CLIS,
     "the gates themselves: removed, moved, rewritten": THE_GATES_THEMSELVES,
     "runners with folders of their own, virtualenvs, containers, other machines, later": ELSEWHERE,
+    "CLIs copied by a pattern, run by unknown runners or by Python": COPIED_AND_RUNNERS,
+    "arguments read as the CLI reads them": READ_AS_THE_CLI_READS,
 }
 
 ORDINARY = [

@@ -440,3 +440,107 @@ def test_what_runs_where_no_gate_stands_asks(tmp_path: Path) -> None:
         "uv run pytest",
     ]:
         assert infra_changes(line, cwd=tmp_path) == [], line
+
+
+COPIED_UNDER_ANOTHER_NAME = [
+    # a real CLI copied or linked by a pattern, then run under a name no gate answers to
+    "cp /usr/bin/kube[c]tl ./kx && ./kx annotate pod web a=b",
+    "cp /usr/local/bin/terra* ./tfx; ./tfx state rm aws_instance.db",
+    'ln -s /usr/bin/kub*l kx; ./kx exec -n prod db-0 -- sh -c "rm -rf /data"',
+    "cp /usr/bin/kube{c,}tl ./kx",
+    "cp /usr/bin/a[w]s ./ax",
+    # such a copy run on a later line, with the words of a change its table knows
+    "./tfx state push evil.tfstate",
+    "./tfx force-unlock -force 1234",
+    "./kx label pod web a=b",
+    "./kx rollout undo deploy/web",
+    "./ax s3 rm s3://prod-bucket --recursive",
+    "./ax iam create-access-key",
+    "./gx compute instances delete vm-1 --quiet",
+]
+
+
+@pytest.mark.parametrize("command", COPIED_UNDER_ANOTHER_NAME)
+def test_a_cli_under_another_name_asks(command: str) -> None:
+    found = infra_changes(command, env={"HOME": "/home/u"}, cwd=Path("/"))
+    assert found and all(finding.cannot_tell for finding in found), command
+
+
+def test_a_link_to_a_cli_is_that_cli(tmp_path: Path) -> None:
+    (tmp_path / "kubectl").write_text("#!/bin/sh\n")
+    (tmp_path / "kx").symlink_to(tmp_path / "kubectl")
+    assert infra_change("./kx set image deploy/web web=evil", cwd=tmp_path) == "kubectl set"
+    assert infra_change("./kx get pods", cwd=tmp_path) is None
+
+
+RUN_BY_ANOTHER_PROGRAM = [
+    ("python3 -m awscli ec2 terminate-instances --instance-ids i-1", "aws ec2 terminate-instances"),
+    ("python3 -m azure.cli group delete -n rg --yes", "az group delete"),
+    (
+        "python3 /usr/lib/google-cloud-sdk/lib/gcloud.py compute instances delete vm-1 --quiet",
+        "gcloud compute instances delete",
+    ),
+    ("python3 /usr/lib/google-cloud-sdk/platform/gsutil/gsutil.py rm gs://b/o", "gsutil rm"),
+    ("mise x terraform@1.9 -- terraform apply", "terraform apply"),
+    ("mise exec terraform@1.9 -- terraform apply", "terraform apply"),
+    ("mise x terraform@1.9 -c 'terraform apply'", "terraform apply"),
+    ("pipx run --spec awscli aws ec2 terminate-instances", "aws ec2 terminate-instances"),
+    ("uv tool run --from awscli aws ec2 terminate-instances", "aws ec2 terminate-instances"),
+    ("nix-shell -p terraform --run 'terraform apply'", "terraform apply"),
+    ("nix shell nixpkgs#kubectl -c kubectl delete ns prod", "kubectl delete"),
+    ("nix run nixpkgs#terraform -- apply", "terraform apply"),
+    ("nix run nixpkgs#kubernetes-helm -- uninstall web", "helm uninstall"),
+    ("devbox run -- terraform apply", "terraform apply"),
+    ("pixi run terraform apply", "terraform apply"),
+    ("conda run -n ops aws ec2 terminate-instances", "aws ec2 terminate-instances"),
+    ("micromamba run -n x aws ec2 terminate-instances", "aws ec2 terminate-instances"),
+    ("direnv exec . terraform apply", "terraform apply"),
+    ("snap run kubectl delete ns prod", "kubectl delete"),
+    ("proto run terraform -- apply", "terraform apply"),
+    ("tenv tf apply", "terraform apply"),
+]
+
+
+@pytest.mark.parametrize(("command", "change"), RUN_BY_ANOTHER_PROGRAM)
+def test_a_cli_run_by_a_runner_or_an_interpreter_asks(command: str, change: str) -> None:
+    found = infra_changes(command)
+    assert [finding.what for finding in found] == [change], command
+    assert not found[0].gate_sees  # the runner's own program, or the CLI's code: no gate
+
+
+ORDINARY_PROGRAMS = [
+    "./build.sh run",
+    "./x.py test library/std",
+    "./bin/rails generate model User name:string",
+    "./bin/bundle exec rspec",
+    "./node_modules/.bin/nx run app:build",
+    "./x.sh set key value",
+    "./x.sh label",
+    "./scripts/test.sh run integration-tests",
+    "./ci.sh run build-all",
+    "./x.sh a b create",
+    "./check.sh s3 ls",
+    ".venv/bin/pip config set global.index-url https://example.com",
+    "ls src/*",
+    "ls ~/.local/bin/*",
+    "cp dist/* /tmp/out/",
+    "cat logs/*.log",
+    "python3 -m pytest",
+    "python3 -m awscli s3 ls",
+    "nix-shell -p python3 --run pytest",
+    "nix shell nixpkgs#kubectl -c kubectl get pods",
+    "nix run nixpkgs#hello",
+    "mise x node@20 -- node -v",
+    "mise x terraform@1.9 -- terraform plan",
+    "devbox run test",
+    "pixi run pytest",
+    "conda run -n env python x.py",
+    "direnv exec . make",
+    "tenv tf install 1.9.0",
+    "tenv tf list",
+]
+
+
+@pytest.mark.parametrize("command", ORDINARY_PROGRAMS)
+def test_ordinary_programs_and_runners_stay_unasked(command: str) -> None:
+    assert infra_changes(command, env={"HOME": "/home/u"}, cwd=Path("/")) == [], command
