@@ -96,6 +96,7 @@ SECRET_COMMANDS = tuple(
         "pulumi stack output --show-secrets",
         "pulumi stack export --show-secrets",
         "pulumi config --show-secrets",
+        "pulumi env open",  # the environment's values, its cloud credentials among them
         "sops -d",
         "sops --decrypt",
         "sops decrypt",

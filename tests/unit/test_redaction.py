@@ -189,6 +189,7 @@ def test_a_secrets_file_named_by_a_command_or_a_path_counts() -> None:
         ("kubectl get secrets,configmaps -A -o yaml", "get secrets"),
         ("kubectl config view --minify --raw", "view --raw"),
         ("pulumi stack output --json --show-secrets", "--show-secrets"),
+        ("pulumi env open org/prod --format json", "pulumi env open"),
         ("sops -d secrets.enc.yaml > /dev/null; echo done", "sops -d"),
         ("cd infra && aliyun kms GetSecretValue --SecretName db", "getsecretvalue"),
         ("x=1; gh auth token", "gh auth token"),
