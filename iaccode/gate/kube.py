@@ -10,6 +10,7 @@ The context is the one the command gives (``--context``, helm's ``--kube-context
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import trio
@@ -71,7 +72,7 @@ async def handle(exchange: Exchange) -> Op:
         if current.status == 0 and current.stdout.strip():
             target = evolve(target, kube_context=current.stdout.strip())
     asked = Question(
-        title(_command(argv), target), f"What runs on Allow once: `{' '.join(argv)}`.", target
+        title(_command(argv), target), f"What runs on Allow once: `{shlex.join(argv)}`.", target
     )
     refusal = await ask(exchange, asked)
     return exchange.exec() if refusal is None else exchange.refuse(refusal)

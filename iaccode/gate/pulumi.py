@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,7 @@ async def handle(exchange: Exchange) -> Op:
     env = await command_env(exchange)
     target = await trio.to_thread.run_sync(pulumi_target, argv, Path(exchange.request.cwd), env)
     what = exchange.request.change.label if exchange.request.change else "pulumi"
-    detail = f"What runs on Allow once: `{' '.join(argv)}`."
+    detail = f"What runs on Allow once: `{shlex.join(argv)}`."
     if plan is not None:
         detail += (
             " The preview shows what it would do now; Pulumi cannot bind the update to "

@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -26,8 +27,8 @@ from attrs import evolve
 import iaccode
 from iaccode.mcp import SDK_MODULES
 from iaccode.mcp.config import ServerSpec
-from iaccode.mcp.names import shown
 from iaccode.mcp.transport import StdioProcess, remote
+from iaccode.printable import shown, visible
 from iaccode.protocol.elicitation import Elicitation, ElicitationAnswer
 from iaccode.tool_result import ToolFailure
 from iaccode.tools.base import ToolContext
@@ -507,12 +508,35 @@ class _Asking:
 
 
 def _elicitation(params: Any, server: str) -> Elicitation:
-    """An MCP ``elicitation/create``'s params as ours: its schema passes as it came; the
-    message names the server (the user sees who asks: a server could pose as the agent)."""
+    """An MCP ``elicitation/create``'s params as ours. The message names the server (the user
+    sees who asks: a server could pose as the agent), on the same screen: its characters shown
+    as they are (:func:`visible`) and no run of blank lines that pushes the name out of view;
+    the form's titles and descriptions likewise, its structure as it came."""
     wire = params.model_dump(by_alias=True, exclude_none=True, mode="json")
-    message = f"The {shown(server)} MCP server asks: {wire.get('message', '')}"
+    message = f"The {shown(server)} MCP server asks: {_plain(str(wire.get('message', '')))}"
     if wire.get("mode") == "url":
         return Elicitation(
             message, "url", url=wire.get("url"), elicitation_id=wire.get("elicitationId")
         )
-    return Elicitation(message, "form", requested_schema=wire.get("requestedSchema"))
+    return Elicitation(message, "form", requested_schema=_plain_texts(wire.get("requestedSchema")))
+
+
+_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n){2,}")
+
+
+def _plain(text: str) -> str:
+    return _BLANK_LINES.sub("\n\n", visible(text.strip()))
+
+
+def _plain_texts(schema: Any) -> Any:
+    """The schema with each ``title`` and ``description`` (what the form shows) plain."""
+    if isinstance(schema, list):
+        return [_plain_texts(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _plain(value)
+        if key in ("title", "description") and isinstance(value, str)
+        else _plain_texts(value)
+        for key, value in schema.items()
+    }

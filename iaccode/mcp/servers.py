@@ -21,7 +21,8 @@ import trio
 from attrs import frozen
 
 from iaccode.mcp.config import ServerSpec, spec_secrets
-from iaccode.mcp.names import shortened, shown, tool_name
+from iaccode.mcp.names import shortened, tool_name
+from iaccode.printable import shown
 from iaccode.protocol.content import ContentBlock, ImageContent, TextContent
 from iaccode.tool_result import ToolFailure
 from iaccode.tools.base import Tool

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from iaccode.mcp.connection import ask_user
-from iaccode.mcp.names import shown, tool_name
+from iaccode.mcp.names import tool_name
+from iaccode.printable import shown
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
 from iaccode.redaction import redact

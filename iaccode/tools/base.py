@@ -139,6 +139,10 @@ class ToolContext:
     elicit: Callable[[Elicitation], Awaitable[ElicitationAnswer | None]] | None = None
     """Ask the user for input (``Editor.elicit``: ``elicitation/create``; None when there is
     no answer to go by); an MCP server's elicitation during its tool call goes here."""
+    reachable: Callable[[str], bool] | None = None
+    """Whether a fetch may follow a redirect to a host (None: any). After the session read
+    secrets a host is asked for (:mod:`iaccode.turn.exposure`): a redirect must not carry them
+    to another one unasked."""
     write_checks: WriteChecks = "off"
     """The IaC check a write tool adds to its result (:mod:`iaccode.iac.diagnostics`): "full"
     in a turn; "files_only" in a replay, which leaves out the machine's programs (terraform,

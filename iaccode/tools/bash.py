@@ -51,6 +51,7 @@ from iaccode.host import process_tree
 from iaccode.host.exception_groups import sole
 from iaccode.iac.command_env import HOLD_VARIABLE, command_env
 from iaccode.iac.plan_summary import PlanReader, runs_plan
+from iaccode.printable import visible
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
@@ -143,7 +144,9 @@ class Bash(Tool):
     }
 
     def title(self, args: BashInput) -> str:
-        lines = args.command.strip().splitlines()
+        # Split at new lines only: a character that splits lines elsewhere (\u2028, \r) is
+        # shown as its escape, so the title is never a harmless first line of a longer one.
+        lines = visible(args.command.strip()).split("\n")
         first = lines[0].strip() if lines else ""
         if len(first) > TITLE_CHARS:
             return first[: TITLE_CHARS - 1] + "…"
@@ -153,6 +156,11 @@ class Bash(Tool):
 
     def command_line(self, args: BashInput) -> str:
         return args.command
+
+    async def preview(self, args: BashInput, ctx: ToolContext) -> list[ToolCallContent]:
+        """The whole command, each character shown: a client may not show rawInput, and
+        the title is its first line."""
+        return [ContentToolCallContent(TextContent(visible(args.command)))]
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():

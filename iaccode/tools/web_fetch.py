@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus, urljoin, urlsplit
 
@@ -94,7 +95,9 @@ def _carries_secret(url: str) -> None:
         )
 
 
-async def _fetch(url: str, limits: ToolLimits) -> _Fetched:
+async def _fetch(
+    url: str, limits: ToolLimits, reachable: Callable[[str], bool] | None = None
+) -> _Fetched:
     _carries_secret(url)
     target = parse_url(url)
     redirects: list[dict[str, Any]] = []
@@ -122,6 +125,12 @@ async def _fetch(url: str, limits: ToolLimits) -> _Fetched:
                 "(a redirect loop?)"
             )
         redirects.append({"url": target.url, "status": response.status, "location": next_url})
+        host = (urlsplit(next_url).hostname or "").lower()
+        if reachable is not None and not reachable(host):
+            raise ToolFailure(
+                f"{target.url} redirected to {next_url}, which was not followed: this session "
+                f"read secrets and {host} was not allowed (fetch it to be asked)"
+            )
         try:
             target = parse_url(next_url)
         except ToolFailure as exc:
@@ -178,7 +187,7 @@ class WebFetch(Tool):
             raise ToolFailure("max_length must be at least 1")
         requested = min(args.max_length or limits.output_chars, limits.output_chars)
         with trio.move_on_after(limits.web_timeout) as scope:
-            fetched = await _fetch(args.url, limits)
+            fetched = await _fetch(args.url, limits, ctx.reachable)
         if scope.cancelled_caught:
             raise ToolFailure(
                 f"timed out: fetching {args.url} took longer than {limits.web_timeout:g} seconds"

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from attrs import evolve, frozen
 
 from iaccode.iac.shell import simple_commands
+from iaccode.printable import visible
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, PermissionOption, ToolCallFields
 from iaccode.secret_files import is_secret_file
@@ -292,23 +293,37 @@ class Exposure:
         host = _host(url) if url is not None else tool.name
         return None if host in self.hosts else host
 
+    def reachable(self, host: str) -> bool:
+        """Whether a request may reach ``host`` unasked (a redirect: ``ToolContext.reachable``)."""
+        return self.secrets is None or host in self.hosts
+
     def question(
-        self, fields: ToolCallFields, host: str
+        self, fields: ToolCallFields, host: str, url: str | None = None
     ) -> tuple[ToolCallFields, list[PermissionOption]]:
-        """The permission question for a fetch from ``host``, and its options."""
+        """The permission question for a fetch from ``host`` (of ``url``), and its options.
+        The host as the network knows it too (``xn--pple-43d.com`` for a Cyrillic look-alike
+        of apple.com), and the whole URL: what it carries is what the user judges."""
         assert self.secrets is not None  # host_to_ask gave a host
+        shown_host = visible(host, one_line=True)
+        if not host.isascii():
+            try:
+                shown_host += f" ({host.encode('idna').decode()})"
+            except UnicodeError:
+                shown_host += " (a name that is no valid host)"
         text = (
             f"This session read {self.secrets.described()}. This call sends a request to "
-            f"{host}, which could carry what it said away (in the URL). Allow it only if you "
-            "trust the address."
+            f"{shown_host}, which could carry what it said away (in the URL). Allow it only if "
+            "you trust the address."
+            + (f"\n\n{visible(url)}" if url else "")
+            + "\n\nA redirect to another host is not followed."
         )
         options = [
-            PermissionOption(ALLOW_HOST, f"Allow {host} for this session", "allow_always"),
+            PermissionOption(ALLOW_HOST, f"Allow {shown_host} for this session", "allow_always"),
             PermissionOption("reject_once", "Reject", "reject_once"),
         ]
         return evolve(
             fields,
-            title=f"Fetch from {host} after {self.secrets.done()}",
+            title=f"Fetch from {shown_host} after {self.secrets.done()}",
             content=[ContentToolCallContent(TextContent(text))],
         ), options
 

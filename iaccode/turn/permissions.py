@@ -46,6 +46,7 @@ from iaccode.gate import handlers
 from iaccode.gate.channel import GateQuestion
 from iaccode.host.local_files import is_inside
 from iaccode.iac.guard import Finding, infra_changes
+from iaccode.printable import visible
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.tool_calls import (
     ContentToolCallContent,
@@ -68,6 +69,17 @@ OPTIONS = [
     PermissionOption("reject_once", "Reject", "reject_once"),
     PermissionOption("reject_always", "Always reject", "reject_always"),
 ]
+
+
+def options_for(tool_name: str) -> list[PermissionOption]:
+    """:data:`OPTIONS` with *Always allow* naming what it covers: the tool, for the rest of
+    the session (every bash command, not only the one asked about)."""
+    return [
+        evolve(option, name=f"Always allow {tool_name} in this session")
+        if option.kind == "allow_always"
+        else option
+        for option in OPTIONS
+    ]
 
 
 class Decision(enum.Enum):
@@ -268,8 +280,9 @@ def infra_question(
 ) -> ToolCallFields:
     """The permission question's tool call for an infrastructure change: the title and the
     content say so and show the exact command (and what the reader cannot tell)."""
-    unsure = [finding.what for finding in findings if finding.cannot_tell]
-    sure = [finding.what for finding in findings if not finding.cannot_tell]
+    unsure = [visible(finding.what) for finding in findings if finding.cannot_tell]
+    sure = [visible(finding.what) for finding in findings if not finding.cannot_tell]
+    command, line = visible(command), visible(command, one_line=True)
     if command and findings:
         lines = []
         if sure:
@@ -282,13 +295,13 @@ def infra_question(
             )
         text = "\n".join(lines) + f"\n\n{command}\n\n{ALLOW_NOW}"
         title = (
-            f"Changes real infrastructure: {command}"
+            f"Changes real infrastructure: {line}"
             if sure
-            else f"May change real infrastructure: {command}"
+            else f"May change real infrastructure: {line}"
         )
     elif command:
         text = f"This command changes real infrastructure ({change}):\n\n{command}\n\n{ALLOW_NOW}"
-        title = f"Changes real infrastructure: {command}"
+        title = f"Changes real infrastructure: {line}"
     else:  # a tool that always asks (an MCP tool)
         text = f'{change}.\n\nIt runs only if you allow it now; "Always allow" does not cover it.'
         title = f"May change real infrastructure: {tool_call.title}"
@@ -321,15 +334,17 @@ def gate_question(
     argv = shlex.join(question.request.argv)
     return evolve(
         tool_call,
-        title=question.title or f"Changes real infrastructure: {argv}",
+        title=visible(question.title or f"Changes real infrastructure: {argv}", one_line=True),
         status="in_progress",
         content=[ContentToolCallContent(TextContent(gate_question_text(question, command)))],
     )
 
 
 def gate_question_text(question: GateQuestion, command: str) -> str:
+    """Every part of it is what the gate saw, each character shown (:func:`visible`): an
+    argument ``prod \\u200b--dry-run=client`` is a name, not an option."""
     request = question.request
-    argv = shlex.join(request.argv)
+    argv = visible(shlex.join(request.argv))
     change = request.change
     label = change.label if change is not None else request.cli
     if change is not None and change.unknown:
@@ -341,11 +356,11 @@ def gate_question_text(question: GateQuestion, command: str) -> str:
         head = f"`{argv}` is about to run: it changes real infrastructure ({label})."
     lines = [head]
     if question.detail:
-        lines += ["", question.detail]
-    lines += ["", f"program: {request.program}", f"in: {request.cwd}"]
+        lines += ["", visible(question.detail)]
+    lines += ["", f"program: {visible(request.program)}", f"in: {visible(request.cwd)}"]
     if request.started_by:
-        lines.append(f"started by: {request.started_by}")
-    lines.append(f"from the command: {command}")
+        lines.append(f"started by: {visible(request.started_by)}")
+    lines.append(f"from the command: {visible(command)}")
     lines += ["", ALLOW_NOW]
     return "\n".join(lines)
 

@@ -26,6 +26,7 @@ error and never executed.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ from attrs import evolve, frozen
 
 from iaccode.gate.channel import GatePolicy
 from iaccode.gate.folder import gate_folder
+from iaccode.host.local_files import display_path
 from iaccode.iac import sensitive
+from iaccode.printable import visible
 from iaccode.protocol.content import TextContent
 from iaccode.protocol.convert import ParamsError, to_wire, tool_input
 from iaccode.protocol.tool_calls import (
@@ -65,6 +68,8 @@ READ_CONCURRENCY = 4
 
 FINAL_UPDATE_TIMEOUT = 0.5
 """After a cancel, how long we try to tell the editor how an announced call ended."""
+TITLE_CHARS = 200
+"""Most characters of a call's title (a sub-agent's task is the model's free text)."""
 
 
 @frozen
@@ -78,6 +83,17 @@ class _Call:
     title: str
     locations: list[ToolCallLocation] | None
     resolved: dict[str, Path]
+
+
+def _leads_to(cwd: Path, resolved: dict[str, Path]) -> str:
+    """`` (→ REAL)`` for each path of a call that a link leads elsewhere: the title says where
+    the call really goes (``Write notes.txt (→ .github/workflows/deploy.yml)``)."""
+    shown = [
+        f" (→ {display_path(real, cwd)})"
+        for raw, real in resolved.items()
+        if real != Path(os.path.normpath(cwd / os.path.expanduser(raw)))
+    ]
+    return "".join(shown)
 
 
 class ToolRunner:
@@ -261,7 +277,10 @@ class ToolRunner:
             ToolCallLocation(str(resolve_path(self._session.cwd, raw)))
             for raw in tool.shown_paths(args)
         ]
-        call = _Call(call_id, tool, args, raw_input, tool.title(args), locations or None, resolved)
+        title = visible(tool.title(args) + _leads_to(self._session.cwd, resolved), one_line=True)
+        if len(title) > TITLE_CHARS:  # a path or a task, as it is, not too long
+            title = title[: TITLE_CHARS - 1] + "…"
+        call = _Call(call_id, tool, args, raw_input, title, locations or None, resolved)
         await self._start(
             ToolCallStart(
                 call_id,
@@ -318,7 +337,9 @@ class ToolRunner:
             ]
             if outside:
                 fields = permissions.outside_question(fields, outside, session.cwd)
-            options = permissions.OPTIONS if verdict.remember else permissions.ONCE_OPTIONS
+            options = (
+                permissions.options_for(tool.name) if verdict.remember else permissions.ONCE_OPTIONS
+            )
             if verdict.protected is not None:
                 fields = permissions.protected_question(fields, verdict.protected)
             if verdict.infra_change is not None:
@@ -410,6 +431,7 @@ class ToolRunner:
                 name=call.tool.name,
             ),
             host,
+            call.tool.address(call.args),
         )
         kind = await self._editor.request_permission(fields, options)
         if kind == "cancelled":
@@ -450,6 +472,7 @@ class ToolRunner:
             additional_dirs=session.additional_dirs,
             gate=gate,
             elicit=editor.elicit,
+            reachable=None if session.mode() == "bypass" else session.exposure.reachable,
             # A replay leaves the machine's programs out of the checks after
             # a write (terraform, cfn-lint): their answers were not recorded.
             write_checks=("full" if self._env.config.recorded_tools is None else "files_only"),

@@ -132,6 +132,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("redaction",),  # secret values replaced in any text
     ("secret_env",),  # which environment variables hold credentials
     ("secret_files",),  # which files hold secrets, by their names
+    ("printable",),  # text from the model or a server made safe to show
     ("private_files",),  # files and folders only the user can read
     ("installed",),  # programs the user installed: on the PATH, never in the project
     ("choices",),  # the modes and thinking levels

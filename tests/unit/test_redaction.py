@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from iaccode.mcp.names import shown
+from iaccode.printable import shown
 from iaccode.protocol.convert import tool_input
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallFields, ToolKind
 from iaccode.redaction import Redactor
@@ -212,6 +212,21 @@ def test_a_command_that_prints_secrets_counts(line: str, expected: str | None) -
         assert found is None, line
     else:
         assert found is not None and expected in found, (line, found)
+
+
+def test_a_look_alike_host_is_shown_as_the_network_knows_it() -> None:
+    """``аpple.com`` with a Cyrillic а reads as apple.com: the question names the host the
+    request goes to too, and a redirect elsewhere is not reachable unasked."""
+    exposure = Exposure()
+    exposure.note({"path": ".env"})
+    fields, options = exposure.question(
+        ToolCallFields("toolu_f", title="f"), "\u0430pple.com", "https://\u0430pple.com/?d=x"
+    )
+    assert fields.title == "Fetch from \u0430pple.com (xn--pple-43d.com) after reading .env"
+    assert options[0].name == "Allow \u0430pple.com (xn--pple-43d.com) for this session"
+    exposure.hosts.add("\u0430pple.com")
+    assert exposure.reachable("\u0430pple.com") and not exposure.reachable("evil.example")
+    assert Exposure().reachable("evil.example")  # nothing read: any host
 
 
 def test_after_a_command_that_prints_secrets_a_fetch_asks_and_says_so() -> None:
