@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from iaccode.mcp.connection import ask_user
 from iaccode.mcp.names import tool_name
-from iaccode.printable import shown
+from iaccode.printable import shown, visible
 from iaccode.protocol.content import ImageContent, TextContent
 from iaccode.protocol.tool_calls import ContentToolCallContent, ToolCallContent, ToolKind
 from iaccode.redaction import redact
@@ -78,8 +78,9 @@ class McpTool(Tool):
         return path_arguments(args)
 
     async def preview(self, args: Any, ctx: ToolContext) -> list[ToolCallContent] | None:
-        """The arguments, for the question (a client may not show ``rawInput``)."""
-        text = json.dumps(args, indent=2, ensure_ascii=False)
+        """The arguments, for the question (a client may not show ``rawInput``), each
+        character shown as it is (letters of any script as themselves)."""
+        text = visible(json.dumps(args, indent=2, ensure_ascii=False))
         return [
             ContentToolCallContent(
                 TextContent(

@@ -150,3 +150,14 @@ async def test_a_write_through_a_link_says_where_it_goes(
     assert question["params"]["toolCall"]["title"] == (
         "Write notes.txt (→ .github/workflows/deploy.yml)"
     )
+
+
+async def test_an_mcp_tool_question_shows_its_arguments_as_they_are(
+    agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(
+        call("mcp__db__write_note", path="notes.md", text="safe \u202e; drop table"),
+        reply("Not written."),
+    )
+    question = await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
+    assert '"text": "safe \\u202e; drop table"' in texts(question)
