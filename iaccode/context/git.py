@@ -152,7 +152,8 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
     # objects/ and refs/ between here and it for a repository (safe.bareRepository refuses
     # that one: git status would fail instead).
     located = {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)} if root else {}
-    base = _with_settings({**git_env(project), **located}, NEUTRAL_SETTINGS)
+    plain = {**git_env(project), **located}
+    base = _with_settings(plain, NEUTRAL_SETTINGS)
     listed = subprocess.run(
         [program, "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
         cwd=cwd,
@@ -167,7 +168,7 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
         if listed.returncode == 0
         else []
     )  # exit 1: no such key
-    env = {**base, **_with_settings(located, [*NEUTRAL_SETTINGS, *driver_settings(names)])}
+    env = _with_settings(plain, [*NEUTRAL_SETTINGS, *driver_settings(names)])
     return subprocess.run(
         [program, *args],
         cwd=cwd,

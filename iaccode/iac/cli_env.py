@@ -86,16 +86,15 @@ def _aws_models(env: Mapping[str, str]) -> bool:
     operation the HTTP call of a change (``get-function`` sending DeleteFunction)."""
     if env.get("AWS_DATA_PATH", "").strip():
         return True
-    home = env.get("HOME", "") or pwd.getpwuid(os.getuid()).pw_dir
     try:
-        with os.scandir(os.path.join(home, ".aws", "models")) as models:
+        with os.scandir(os.path.join(_home(env), ".aws", "models")) as models:
             return any(models)
     except OSError:
         return False
 
 
 def _aws_aliased(args: list[str], env: Mapping[str, str]) -> Change | None:
-    aliases = _aws_aliases(env.get("HOME", ""))
+    aliases = _aws_aliases(_home(env))
     command = next(iter(_positionals("aws", args)), None)
     if aliases is None:
         return Change("aws (an alias file it cannot read)", unknown=True)
@@ -125,10 +124,14 @@ def _positionals(cli: str, args: list[str]) -> list[str]:
     return parse(args, CLIS[cli].value_options).positionals
 
 
+def _home(env: Mapping[str, str]) -> str:
+    """The home folder the AWS CLI reads: where its ``expanduser`` looks."""
+    return env.get("HOME", "") or pwd.getpwuid(os.getuid()).pw_dir
+
+
 def _aws_aliases(home: str) -> dict[str, str] | None:
     """The ``[toplevel]`` aliases of ``home``'s alias file ({} when it has none); None when
     it exists but cannot be read (or is not a plain file)."""
-    home = home or pwd.getpwuid(os.getuid()).pw_dir  # where the CLI's expanduser looks
     try:  # never blocking the agent: a FIFO or a device named there is not read
         fd = os.open(os.path.join(home, ".aws", "cli", "alias"), os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:

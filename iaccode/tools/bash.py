@@ -144,9 +144,9 @@ class Bash(Tool):
     }
 
     def title(self, args: BashInput) -> str:
-        # Split at new lines only: a character that splits lines elsewhere (\u2028, \r) is
-        # shown as its escape, so the title is never a harmless first line of a longer one.
-        lines = visible(args.command.strip()).split("\n")
+        # At new lines only: a character that splits lines elsewhere (\u2028, \r) stays in
+        # the title, which the runner shows escaped: never a harmless first line of more.
+        lines = args.command.strip().split("\n")
         first = lines[0].strip() if lines else ""
         if len(first) > TITLE_CHARS:
             return first[: TITLE_CHARS - 1] + "…"
