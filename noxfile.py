@@ -18,7 +18,7 @@ Default (``nox``), in this order:
   ``tests-3.11``'s environment (as do ``fuzz`` and ``remote_clients``: :class:`_Shared`), so a
   fresh clone builds six environments, not nine.
 - ``adversarial``: three workers, a module on each; agents in-process but where the process is
-  the point (``tests/adversarial/conftest.py``). One minute of it is the load test by design.
+  the point (``tests/adversarial/conftest.py``). Half a minute of it is the load test by design.
 - ``lint``, ``typecheck``.
 
 Measured (``.ci/run`` on a fresh clone, 2026-12-02, a quiet 2-core machine, the environments

@@ -13,11 +13,12 @@ from iaccode.config import Config
 from iaccode.preload import TURN_MODULES, modules_for
 
 SCRIPT = r"""
-import json, sys, time
+import gc, json, sys, time
 
 from iaccode.preload import Preload
 
-wanted = ["tabnanny", "no_such_module_for_the_preload", "pyclbr"]
+sys.path.insert(0, sys.argv[1])  # collector_probe: notes whether the collector ran
+wanted = ["tabnanny", "no_such_module_for_the_preload", "pyclbr", "collector_probe"]
 preload = Preload(wanted).start()
 time.sleep(0.3)  # the main thread busy (not waiting in trio): nothing is imported yet
 before = [name for name in wanted if name in sys.modules]
@@ -32,14 +33,17 @@ async def main():
 
 trio.run(main, instruments=[preload.instrument()])
 print(json.dumps({"before": before, "after": [name for name in wanted if name in sys.modules],
-                  "interval": [interval, sys.getswitchinterval()]}))
+                  "interval": [interval, sys.getswitchinterval()],
+                  "collecting": [sys.modules["collector_probe"].COLLECTING, gc.isenabled()],
+                  "frozen": gc.get_freeze_count()}))
 """
 
 
-def test_the_preload_waits_for_a_quiet_loop_then_imports() -> None:
+def test_the_preload_waits_for_a_quiet_loop_then_imports(tmp_path: Path) -> None:
     root = Path(__file__).parents[2]
+    (tmp_path / "collector_probe.py").write_text("import gc\nCOLLECTING = gc.isenabled()\n")
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
         cwd=root,
         capture_output=True,
         text=True,
@@ -49,8 +53,10 @@ def test_the_preload_waits_for_a_quiet_loop_then_imports() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout)
     assert seen["before"] == []
-    assert seen["after"] == ["tabnanny", "pyclbr"]  # past the one that failed
+    assert seen["after"] == ["tabnanny", "pyclbr", "collector_probe"]  # past the one that failed
     assert seen["interval"][0] == seen["interval"][1]  # restored once done
+    # The collector is off while it imports, on again after; what was loaded is frozen.
+    assert seen["collecting"] == [False, True] and seen["frozen"] > 0
     assert "preloading no_such_module_for_the_preload failed: ModuleNotFoundError" in done.stderr
 
 

@@ -68,3 +68,19 @@ async def test_a_parent_death_signal_with_the_parent_alive_is_not_a_stop(tmp_pat
     proc.send_signal(supervise.PARENT_DEATH)
     proc.communicate(timeout=20)
     assert proc.returncode == 4
+
+
+def test_starts_without_the_agents_libraries(tmp_path: Path) -> None:
+    """It starts once per command in the editor's terminal: trio (0.15 s of CPU) stays out."""
+    shown = tmp_path / "modules"
+    program, args = supervise.command_line(["/bin/sh", "-c", "true"], grace=0.5)
+    code = (
+        "import runpy, sys; sys.argv = ['supervise', *sys.argv[1:]];"
+        f" import atexit; atexit.register(lambda: open({str(shown)!r}, 'w').write("
+        "' '.join(sorted(sys.modules))));"
+        " runpy.run_module('iaccode.tools.supervise', run_name='__main__')"
+    )
+    done = subprocess.run([program, "-P", "-c", code, *args[3:]], cwd=tmp_path, check=False)
+    assert done.returncode == 0
+    loaded = shown.read_text().split()
+    assert "iaccode.host.process_tree" in loaded and "trio" not in loaded
