@@ -18,8 +18,12 @@ IaC adds nothing.
   CloudFormation, ``cfn-lint`` adds its findings when it is installed (run outside the
   project, so a ``.cfnlintrc`` there cannot load rules: Python modules).
 
-The external programs run with the environment bash commands get (no secrets). They depend on
-the machine, so a replay (``external=False``) leaves them out.
+The external programs run with the environment bash commands get (no secrets), and none in
+the project: a version manager's shim (asdf, mise, tfenv) runs the version that a file in its
+working folder or above names, and asdf's and mise's ``path:`` versions are folders (a
+repository would name its own ``bin/terraform``). Terraform starts in ``/`` and works in the
+module's folder with ``-chdir``: the checks use the user's default version, not the one the
+project pins. They depend on the machine, so a replay (``external=False``) leaves them out.
 """
 
 from __future__ import annotations
@@ -210,9 +214,10 @@ def _check_env(project: Path) -> dict[str, str]:
 
 
 async def _run(
-    argv: list[str], cwd: Path, seconds: float, project: Path
+    argv: list[str], cwd: Path, seconds: float, project: Path, shown: str | None = None
 ) -> tuple[int, str, str] | str:
-    """(exit code, stdout, stderr), or why the program could not give them."""
+    """(exit code, stdout, stderr), or why the program could not give them (``shown``: the
+    subcommand named then, ``argv[1]`` by default)."""
     env = _check_env(project)
     name = Path(argv[0]).name
     with trio.move_on_after(seconds):
@@ -233,7 +238,7 @@ async def _run(
             done.stdout.decode("utf-8", "replace"),
             done.stderr.decode("utf-8", "replace"),
         )
-    return f"{name} {argv[1]} did not finish within {seconds:g} s; skipped"
+    return f"{name} {shown or argv[1]} did not finish within {seconds:g} s; skipped"
 
 
 def _clip(text: str) -> str:
@@ -243,13 +248,20 @@ def _clip(text: str) -> str:
     return "\n".join("  " + line for line in lines)
 
 
+async def _terraform(
+    program: str, path: Path, args: list[str], seconds: float, project: Path
+) -> tuple[int, str, str] | str:
+    """``PROGRAM ARGS`` in the folder of ``path``, started outside the project (the module
+    docstring says why)."""
+    return await _run(
+        [program, f"-chdir={path.parent}", *args], Path("/"), seconds, project, shown=args[0]
+    )
+
+
 async def _fmt(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
-    ran = await _run(
-        [program, "fmt", "-check", "-diff", "-no-color", path.name],
-        path.parent,
-        FMT_TIMEOUT,
-        project,
+    ran = await _terraform(
+        program, path, ["fmt", "-check", "-diff", "-no-color", path.name], FMT_TIMEOUT, project
     )
     if isinstance(ran, str):
         return [ran]
@@ -265,8 +277,8 @@ async def _fmt(program: str, path: Path, project: Path) -> list[str]:
 
 async def _validate(program: str, path: Path, project: Path) -> list[str]:
     name = Path(program).name
-    ran = await _run(
-        [program, "validate", "-json", "-no-color"], path.parent, VALIDATE_TIMEOUT, project
+    ran = await _terraform(
+        program, path, ["validate", "-json", "-no-color"], VALIDATE_TIMEOUT, project
     )
     if isinstance(ran, str):
         return [ran]

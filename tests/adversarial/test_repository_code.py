@@ -666,6 +666,69 @@ async def test_programs_on_path_inside_the_project_are_not_the_ones_run(
     figures.add(CATEGORY, "cases", 1)
 
 
+VERSION_MANAGER_SHIM = """#!/bin/sh
+# As asdf's shim does (mise's, tfenv's alike): the version the nearest version file names,
+# looked for from the working folder up; a version may be a folder (asdf's "path:").
+dir=$PWD
+while :; do
+  for file in .tool-versions .terraform-version; do
+    if [ -f "$dir/$file" ]; then
+      version=$(head -n 1 "$dir/$file")
+      version=${{version#terraform }}
+      case "$version" in path:*) exec "${{version#path:}}/bin/terraform" "$@" ;; esac
+      exec {real} "$@"
+    fi
+  done
+  [ "$dir" = / ] && break
+  dir=$(dirname "$dir")
+done
+exec {real} "$@"
+"""
+
+
+async def test_a_version_managers_shim_runs_no_terraform_the_repository_names(
+    tmp_path: Path, workspace: Path, marks: Path, model_server: FakeModelServer, figures: Figures
+) -> None:
+    """A user's terraform is often a version manager's shim (asdf, mise, tfenv): it runs the
+    version that a file in the working folder or above names, and asdf's and mise's
+    ``path:`` versions are folders. The repository names its own ``bin/terraform`` that way,
+    in the project and in a module's folder; the checks after a write run the user's."""
+    terraform = install_terraform(tmp_path / "real")
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "terraform").write_text(VERSION_MANAGER_SHIM.format(real=terraform))
+    (shims / "terraform").chmod(0o755)
+    for folder, file in (("", ".tool-versions"), ("module", ".terraform-version")):
+        dist = workspace / folder / ".tf-dist"
+        shipped(dist / "bin", marks, "terraform")
+        (workspace / folder / file).write_text(f"terraform path:{dist}\n")
+    shim = await trio.run_process([shims / "terraform", "version"], cwd=workspace, check=False)
+    assert shim.returncode == 1
+    assert ran(marks) == ["bin-terraform"], "the fixture's shim runs the repository's program"
+    (marks / "bin-terraform").unlink()
+    unformatted = 'resource "terraform_data" "x" {\ninput=var.missing\n}\n'
+    model_server.enqueue(
+        uses(
+            ("toolu_top", "write_file", {"path": "main.tf", "content": unformatted}),
+            ("toolu_module", "write_file", {"path": "module/main.tf", "content": unformatted}),
+        ),
+        reply("done"),
+    )
+    extra = {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    async with http_agent(tmp_path, model_server.base_url, extra=extra) as agent:
+        session = await start(agent, workspace)
+        await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
+        await agent.run_prompt(session, "write", reject, timeout=180)
+    assert ran(marks) == [], "the checks ran the terraform the repository names"
+    results = request_tool_results(model_server.requests[1].body)
+    for call_id in ("toolu_top", "toolu_module"):
+        content = results[call_id]["content"]
+        assert "not formatted" in content, content  # the user's terraform did run: fmt
+        assert "Reference to undeclared input variable" in content, content  # and validate
+    figures.add(CATEGORY, "version_files_planted", 2)
+    figures.add(CATEGORY, "cases", 1)
+
+
 # -- red team: files that expand -------------------------------------------------------------
 
 

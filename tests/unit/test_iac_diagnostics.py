@@ -20,8 +20,10 @@ from iaccode.tool_result import ToolResult
 PROJECT = Path(__file__).parents[1] / "fixtures" / "iac" / "project"
 
 STAND_IN_TERRAFORM = f"""#!{sys.executable}
-import json, pathlib, sys
+import json, os, pathlib, sys
 args = sys.argv[1:]
+if args[0].startswith("-chdir="):  # as terraform does, first
+    os.chdir(args.pop(0).removeprefix("-chdir="))
 with open(pathlib.Path(__file__).with_name("calls.log"), "a") as log:
     log.write(" ".join(args) + "\\n")
 if args[0] == "fmt":
