@@ -154,9 +154,12 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
     located = {"GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root)} if root else {}
     plain = {**git_env(project), **located}
     base = _with_settings(plain, NEUTRAL_SETTINGS)
+    # Started in /, working in cwd (-C): a version manager's shim runs the version a file in
+    # its working folder or above names, and that may be a folder of the repository's own.
+    here = [program, "-C", str(cwd)]
     listed = subprocess.run(
-        [program, "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
-        cwd=cwd,
+        [*here, "config", "-z", "--name-only", "--get-regexp", r"^(filter|diff|merge)\."],
+        cwd="/",
         env=base,
         capture_output=True,
         stdin=subprocess.DEVNULL,
@@ -170,8 +173,8 @@ def run_git(args: Sequence[str], cwd: Path, timeout: float) -> subprocess.Comple
     )  # exit 1: no such key
     env = _with_settings(plain, [*NEUTRAL_SETTINGS, *driver_settings(names)])
     return subprocess.run(
-        [program, *args],
-        cwd=cwd,
+        [*here, *args],
+        cwd="/",
         env=env,
         capture_output=True,
         stdin=subprocess.DEVNULL,

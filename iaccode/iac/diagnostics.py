@@ -32,7 +32,6 @@ import difflib
 import json
 import logging
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -427,16 +426,13 @@ async def _cfn_lint(path: Path, project: Path) -> list[str]:
     program = which("cfn-lint", [project])
     if program is None:
         return []
-    # In an empty folder of its own: cfn-lint reads the .cfnlintrc of the folder it runs in,
-    # and its append_rules are Python modules it imports (the repository's code). The user's
-    # own ~/.cfnlintrc still counts.
-    with tempfile.TemporaryDirectory(prefix="iaccode-cfn-lint-") as elsewhere:
-        ran = await _run(
-            [program, "--format", "parseable", "--", str(path)],
-            Path(elsewhere),
-            CFN_LINT_TIMEOUT,
-            project,
-        )
+    # In /, as Terraform: cfn-lint reads the .cfnlintrc of the folder it runs in, and its
+    # append_rules are Python modules it imports (the repository's code); a version manager's
+    # shim reads the folder's and its parents' (a temporary folder's parent is everyone's
+    # /tmp). The user's own ~/.cfnlintrc still counts.
+    ran = await _run(
+        [program, "--format", "parseable", "--", str(path)], Path("/"), CFN_LINT_TIMEOUT, project
+    )
     if isinstance(ran, str):
         return [ran]
     code, out, err = ran

@@ -671,11 +671,11 @@ VERSION_MANAGER_SHIM = """#!/bin/sh
 # looked for from the working folder up; a version may be a folder (asdf's "path:").
 dir=$PWD
 while :; do
-  for file in .tool-versions .terraform-version; do
+  for file in .tool-versions .{tool}-version; do
     if [ -f "$dir/$file" ]; then
-      version=$(head -n 1 "$dir/$file")
-      version=${{version#terraform }}
-      case "$version" in path:*) exec "${{version#path:}}/bin/terraform" "$@" ;; esac
+      version=$(grep "^{tool} " "$dir/$file" | head -n 1)
+      version=${{version#{tool} }}
+      case "$version" in path:*) exec "${{version#path:}}/bin/{tool}" "$@" ;; esac
       exec {real} "$@"
     fi
   done
@@ -689,19 +689,22 @@ exec {real} "$@"
 async def test_a_version_managers_shim_runs_no_terraform_the_repository_names(
     tmp_path: Path, workspace: Path, marks: Path, model_server: FakeModelServer, figures: Figures
 ) -> None:
-    """A user's terraform is often a version manager's shim (asdf, mise, tfenv): it runs the
-    version that a file in the working folder or above names, and asdf's and mise's
-    ``path:`` versions are folders. The repository names its own ``bin/terraform`` that way,
-    in the project and in a module's folder; the checks after a write run the user's."""
-    terraform = install_terraform(tmp_path / "real")
+    """A user's terraform (or git) is often a version manager's shim (asdf, mise, tfenv): it
+    runs the version that a file in the working folder or above names, and asdf's and mise's
+    ``path:`` versions are folders. The repository names its own ``bin/terraform`` and
+    ``bin/git`` that way, in the project and in a module's folder; the ``git status`` of
+    ``session/new`` and the checks after a write run the user's."""
+    real = {"terraform": install_terraform(tmp_path / "real"), "git": shutil.which("git")}
     shims = tmp_path / "shims"
     shims.mkdir()
-    (shims / "terraform").write_text(VERSION_MANAGER_SHIM.format(real=terraform))
-    (shims / "terraform").chmod(0o755)
+    for tool, program in real.items():
+        (shims / tool).write_text(VERSION_MANAGER_SHIM.format(tool=tool, real=program))
+        (shims / tool).chmod(0o755)
+    git(workspace, "init", "-q", "-b", "main")
     for folder, file in (("", ".tool-versions"), ("module", ".terraform-version")):
         dist = workspace / folder / ".tf-dist"
-        shipped(dist / "bin", marks, "terraform")
-        (workspace / folder / file).write_text(f"terraform path:{dist}\n")
+        shipped(dist / "bin", marks, "terraform", "git")
+        (workspace / folder / file).write_text(f"terraform path:{dist}\ngit path:{dist}\n")
     shim = await trio.run_process([shims / "terraform", "version"], cwd=workspace, check=False)
     assert shim.returncode == 1
     assert ran(marks) == ["bin-terraform"], "the fixture's shim runs the repository's program"
@@ -719,13 +722,15 @@ async def test_a_version_managers_shim_runs_no_terraform_the_repository_names(
         session = await start(agent, workspace)
         await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
         await agent.run_prompt(session, "write", reject, timeout=180)
-    assert ran(marks) == [], "the checks ran the terraform the repository names"
+    assert ran(marks) == [], f"the repository's programs ran: {ran(marks)}"
+    assert "branch main" in system_text(model_server, 0)  # the user's git did run
     results = request_tool_results(model_server.requests[1].body)
     for call_id in ("toolu_top", "toolu_module"):
         content = results[call_id]["content"]
         assert "not formatted" in content, content  # the user's terraform did run: fmt
         assert "Reference to undeclared input variable" in content, content  # and validate
     figures.add(CATEGORY, "version_files_planted", 2)
+    figures.add(CATEGORY, "programs_on_path_planted", 4)
     figures.add(CATEGORY, "cases", 1)
 
 
