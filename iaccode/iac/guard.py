@@ -35,7 +35,7 @@ from pathlib import Path
 
 from attrs import field, frozen
 
-from iaccode.iac.argv import Spec, options
+from iaccode.iac.argv import Spec, options, parse
 from iaccode.iac.clis import CLIS, GATED, classify
 from iaccode.iac.elsewhere import (
     activated_clis,
@@ -106,13 +106,32 @@ _EVERYDAY_VERBS = options(
 )
 """Verbs of the CLIs' tables that ordinary programs take too (``./build.sh run``, ``bin/rails
 generate``): alone, they do not make a program we cannot name one of those CLIs."""
+_KUBE_KINDS = options(
+    "cm configmap configmaps cj cronjob cronjobs deploy deployment deployments ds daemonset "
+    "daemonsets hpa ing ingress ingresses job jobs no node nodes ns namespace namespaces po pod "
+    "pods pv pvc rc role rolebinding rs replicaset replicasets sa secret secrets serviceaccount "
+    "svc service services sts statefulset statefulsets clusterrole clusterrolebinding"
+)
+"""Kubernetes resource kinds, as kubectl's commands name them (``deploy/web``, ``create
+deployment``)."""
+_KUBE_SET = options("env image resources selector serviceaccount subject")
+"""What ``kubectl set`` changes."""
 _LOCAL_GROUPS = frozenset({"config"})
 """Groups of a CLI's own settings (``gcloud config set``): ``.venv/bin/pip config set`` too."""
 _OBJECT_STORES = {"aws": "s3", "aliyun": "oss"}
 _OPERATION = re.compile(r"^([a-z]+)-[a-z0-9-]+$|^([A-Z][a-z]+)[A-Z][A-Za-z0-9]*$")
 """A cloud operation's name: ``create-access-key``, ``DeleteInstance`` (its verb first)."""
-_CLOUD_VERBS = CLIS["gcloud"].verbs.changes | CLIS["az"].verbs.changes
-"""What the verb of a cloud operation's name (``terminate-instances``) may be."""
+_CLOUD_VERBS = (
+    CLIS["gcloud"].verbs.changes
+    | CLIS["az"].verbs.changes
+    | options(
+        "allocate associate attach authorize cancel change detach deregister disassociate "
+        "execute invoke modify publish purge put reboot register release replace reset "
+        "restore revoke rotate send terminate"
+    )
+)
+"""What the verb of a cloud operation's name (``terminate-instances``) may be: gcloud's and
+az's changes, and AWS's."""
 _BUILD_WRAPPERS = frozenset(
     {"gradlew", "mvnw", "configure", "mill", "sbt", "bazel", "bazelisk", "pants", "manage.py"}
 )
@@ -479,6 +498,21 @@ class _Reader:
         return None
 
 
+def _kube_shaped(args: list[str]) -> bool:
+    """Whether ``args`` (an everyday verb first) name what kubectl works on: a ``KIND/NAME``
+    (``set image deploy/web``, ``exec deploy/web --``), a kind to create (``create
+    deployment x``), what ``set`` changes and where (``set env web-0 A=b``), an image to run
+    (``run x --image=...``)."""
+    positionals = parse(args, CLIS["kubectl"].value_options).positionals
+    after = positionals[1:]
+    return (
+        any(word.partition("/")[0].lower() in _KUBE_KINDS for word in after if "/" in word)
+        or (positionals[0] == "create" and bool(after) and after[0].lower() in _KUBE_KINDS)
+        or (positionals[0] == "set" and len(after) >= 2 and after[0] in _KUBE_SET)
+        or any(arg == "--image" or arg.startswith("--image=") for arg in args)
+    )
+
+
 def _suspect_verb(args: list[str], anywhere: bool = False) -> tuple[str, str] | None:
     """What makes ``args``, after a program we cannot name, a change, and why: a changing verb,
     or the words of an infrastructure CLI's change (``rollout undo``: ``kubectl rollout
@@ -501,24 +535,27 @@ def _known_change(args: list[str]) -> str | None:
     cloud operation (``s3 rm``, ``iam create-access-key``), a verb after a cloud resource
     (``compute instances delete``), or a verb of a table that is not also an everyday one
     (``annotate``, ``force-unlock``; not ``run``, ``set``, ``exec``)."""
-    positionals = [word for word in args if not word.startswith("-")]
     for cli, spec in CLIS.items():
         change = classify(cli, args)
         if change is None or change.unknown:
             continue
         words = change.label.split()[1:]
+        # Read as the CLI reads them: ``--region us-east-1 s3 rm`` is ``s3 rm``.
+        positionals = parse(args, spec.value_options).positionals
         if len(words) == 1 and len(positionals) < 2:
             continue  # a verb alone is a script's own (./x.sh label): the CLI's takes a name
-        if words and words == positionals[: len(words)] and _distinctive(cli, words, spec):
+        if words and words == positionals[: len(words)] and _distinctive(cli, words, spec, args):
             return change.label
     return None
 
 
-def _distinctive(cli: str, words: list[str], spec: Spec) -> bool:
+def _distinctive(cli: str, words: list[str], spec: Spec, args: list[str]) -> bool:
     """Whether the words of a change (after the CLI's name) are the CLI's own, see
-    :func:`_known_change`."""
+    :func:`_known_change`; an everyday verb of kubectl's is, with kubectl's arguments."""
     verb = words[-1]
     if len(words) == 1:
+        if cli == "kubectl" and verb in spec.verbs.changes and _kube_shaped(args):
+            return True
         return verb in spec.verbs.changes and verb not in _EVERYDAY_VERBS
     level = spec.verbs
     for word in words[:-1]:

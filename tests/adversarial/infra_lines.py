@@ -250,6 +250,12 @@ COPIED_AND_RUNNERS = [
     "snap run kubectl delete ns prod",
     "proto run terraform -- apply",
     "tenv tf apply",
+    # a copy made earlier, run with kubectl's everyday verbs or behind a CLI's global options
+    "{tmp}/kx{n} set image deploy/web web=evil:1",
+    "{tmp}/kx{n} exec deploy/web -- rm -rf /data",
+    "./kx{n} create deployment x --image=evil",
+    "{tmp}/ax{n} --region us-east-1 s3 rm s3://b/k",
+    "{tmp}/ax{n} --profile prod ec2 terminate-instances --instance-ids i-1",
 ]
 
 READ_AS_THE_CLI_READS = [

@@ -438,6 +438,11 @@ def test_what_runs_where_no_gate_stands_asks(tmp_path: Path) -> None:
         "ssh -T git@github.com",
         "crontab -l",
         "uv run pytest",
+        "./build.sh set image",
+        "./scripts/ci.sh lint check-all",
+        "./run.sh test unit-tests",
+        "./deploy.sh exec foo",
+        "./sync.sh cp a host:/b",
     ]:
         assert infra_changes(line, cwd=tmp_path) == [], line
 
@@ -457,6 +462,15 @@ COPIED_UNDER_ANOTHER_NAME = [
     "./ax s3 rm s3://prod-bucket --recursive",
     "./ax iam create-access-key",
     "./gx compute instances delete vm-1 --quiet",
+    # with kubectl's everyday verbs, on what kubectl works on; behind a CLI's global options
+    "./kx set image deploy/web web=evil:1",
+    "./kx set env web-0 SECRET=x",
+    "./kx exec deploy/web -- rm -rf /data",
+    "./kx create deployment x --image=evil",
+    "./kx run x --image=evil",
+    "./ax --region us-east-1 s3 rm s3://b/k",
+    "./ax --profile prod ec2 terminate-instances --instance-ids i-1",
+    "./ax --region x iam put-user-policy --user-name u --policy-name p --policy-document {}",
 ]
 
 
