@@ -72,8 +72,11 @@ async def test_a_diagnostic_is_seen_and_fixed(
 
     fixed = result_for(model_server, 2, "toolu_fix")["content"]
     assert fixed.endswith("\n\nIaC check of main.tf (Terraform): no problems.")
-    # One fmt: for the fixed file; the broken one did not parse, so fmt was not asked.
-    assert (tmp_path / "bin" / "calls.log").read_text() == "fmt -check -diff -no-color main.tf\n"
+    # One fmt: for the fixed file; the broken one did not parse, so fmt was not asked. It
+    # works in the file's folder, started outside it (diagnostics.py says why).
+    assert (tmp_path / "bin" / "calls.log").read_text() == (
+        f"-chdir={workspace} fmt -check -diff -no-color main.tf\n"
+    )
 
 
 async def test_an_unclosed_block_is_shown_where_it_opens(
