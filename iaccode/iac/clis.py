@@ -322,6 +322,11 @@ _DOCTL = verbs(
     "assign unassign add remove tag untag deploy",
     reads="list get auth version help completion kubeconfig show",
 )
+_COPILOT = verbs(
+    changes="deploy delete init run exec upgrade pause resume override",
+    reads="ls show status logs help version docs package completion",
+)
+"""AWS Copilot: ``copilot svc delete``, ``copilot env deploy``."""
 _VAULT = verbs(
     changes="write delete put patch destroy undelete rollback enable disable tune "
     "revoke renew unseal seal rekey register deregister reload ssh "
@@ -449,6 +454,9 @@ CLIS: dict[str, Spec] = {
         otherwise="change",
     ),
     "cloud-nuke": Spec(_CLOUD_NUKE, dry_run=flag_dry_run("--dry-run"), otherwise="change"),
+    "copilot": Spec(
+        _COPILOT, options("-a --app -e --env -n --name"), hyphen_prefix=True, otherwise="change"
+    ),
     "aws-nuke": Spec(verbs(), special=_aws_nuke),
 }
 """Every CLI with a gate, by the name it is run as."""

@@ -1,5 +1,5 @@
 """The cloud CLIs of the table (:mod:`iaccode.iac.clis`): aws, aliyun, gcloud, gsutil, bq, az,
-s3cmd.
+s3cmd, tccli, oci, ibmcloud, linode-cli, and the object stores' s5cmd, rclone and mc.
 
 Their verbs are many and grow every month, so these read the operation's name: a read is one
 whose name says so (``describe-*``, ``list``, ``get``, ``Describe*``, ``GET``), a download
@@ -314,6 +314,103 @@ _BQ = verbs(
 """BigQuery's CLI, beside gcloud and gsutil in the Cloud SDK: ``query`` asks (DML and DDL are
 queries), ``extract`` writes to a bucket."""
 
+
+def _tccli(name: str, parsed: Parsed) -> Decision:
+    """Tencent Cloud's ``tccli SERVICE Action`` (``cvm TerminateInstances``), read as aliyun's."""
+    words = parsed.positionals
+    if not words or words[0] in ("configure", "help", "version", "auth"):
+        return None
+    if len(words) == 1:
+        return Change(f"tccli {words[0]}", unknown=True)
+    if words[1].lower().startswith(_ALIYUN_READS):
+        return None
+    return Change(f"tccli {words[0]} {words[1]}")
+
+
+_OCI = verbs(
+    changes="create delete update terminate launch action attach detach change move restore "
+    "copy import export cancel put patch remove add enable disable reboot start stop reset "
+    "rotate upload bulk rename restore reactivate deactivate",
+    reads="get list search summarize validate help head setup session",
+)
+"""Oracle Cloud's ``oci SERVICE RESOURCE VERB`` (``compute instance terminate``)."""
+
+_IBMCLOUD_CHANGES = options(
+    "create delete rm update add remove attach detach set unset bind unbind enable disable "
+    "reboot start stop restart replace apply destroy upload put deploy scale cancel import "
+    "move rename reload patch"
+)
+_IBMCLOUD_READS = options(
+    "list ls get show info status help version logs inspect search download config target "
+    "login logout api regions plugin"
+)
+
+
+def _ibmcloud(name: str, parsed: Parsed) -> Decision:
+    """IBM Cloud's verbs stand alone (``ks cluster rm``) or end a word
+    (``resource service-instance-delete``, ``is instance-delete``)."""
+    words = parsed.positionals
+    for index, word in enumerate(words):
+        verb = word.rsplit("-", 1)[-1]
+        if word in _IBMCLOUD_CHANGES or verb in _IBMCLOUD_CHANGES:
+            return Change(" ".join([name, *words[: index + 1]]))
+        if word in _IBMCLOUD_READS or verb in _IBMCLOUD_READS:
+            return None
+    if len(words) >= 2 and len(words[-1]) > 3 and words[-1].endswith("s"):
+        return None  # a plural lists: resource service-instances, is instances
+    return Change(" ".join([name, *words[:2]]), unknown=True) if words else None
+
+
+_LINODE = verbs(
+    changes="create delete update rebuild reboot boot shutdown resize clone migrate rescue "
+    "mutate upgrade attach detach add remove import restore ip-add share assign unassign",
+    reads="list ls view help version configure",
+)
+"""Linode's ``linode-cli linodes delete 1``."""
+
+
+def _s5cmd(name: str, parsed: Parsed) -> Decision:
+    words = parsed.positionals
+    if not words:
+        return None
+    return _object_store(
+        f"s5cmd {words[0]}",
+        words[0],
+        words,
+        ("ls", "cat", "du", "head", "presign", "version"),
+        "s3://",
+    )
+
+
+_RCLONE_READS = options(
+    "ls lsd lsl lsf lsjson size cat check checksum cryptcheck md5sum sha1sum hashsum about "
+    "tree version listremotes help config ncdu serve mount nfsmount authorize obscure "
+    "genautocomplete completion selfupdate test backend"
+)
+
+
+def _rclone(name: str, parsed: Parsed) -> Decision:
+    """``rclone VERB SOURCE DEST``: a copy or sync to a local folder is a download (a read);
+    a remote is ``NAME:path``."""
+    words = parsed.positionals
+    if not words or words[0] in _RCLONE_READS:
+        return None
+    verb = words[0]
+    if verb in ("copy", "copyto", "sync", "check") and len(words) >= 3:
+        remote = ":" in words[-1].split("/", 1)[0] and not words[-1].startswith((".", "/"))
+        if not remote:
+            return None
+    return Change(f"rclone {verb}")
+
+
+_MC = verbs(
+    changes="rb rm mb cp mv mirror pipe put retention legalhold tag ilm replicate encrypt "
+    "event anonymous policy admin undo batch idp quota support license version",
+    reads="ls cat stat du find tree diff head ping ready sql watch share od get alias help update",
+)
+"""MinIO's ``mc`` (an S3 client too): a copy's ends cannot be told apart (``alias/bucket``
+or a folder), so a copy asks."""
+
 CLOUD_CLIS: dict[str, Spec] = {
     "aws": Spec(verbs(), _AWS_OPTIONS, special=_aws),
     "aliyun": Spec(verbs(), _ALIYUN_OPTIONS, special=_aliyun),
@@ -340,5 +437,47 @@ CLOUD_CLIS: dict[str, Spec] = {
     ),
     "az": Spec(
         _AZ, _AZ_OPTIONS, special=_az, hyphen_prefix=True, otherwise="change", words=_az_words
+    ),
+    "tccli": Spec(
+        verbs(),
+        options("--profile --region --secretId --secretKey --token --endpoint --output"),
+        special=_tccli,
+    ),
+    "oci": Spec(
+        _OCI,
+        options(
+            "--profile --config-file --region --auth --endpoint --cert-bundle --output "
+            "--query --defaults-file"
+        ),
+        hyphen_prefix=True,
+        otherwise="change",
+    ),
+    "ibmcloud": Spec(verbs(), options("-r -g -a -c --output"), special=_ibmcloud),
+    "linode-cli": Spec(
+        _LINODE,
+        options("--as-user --page --page-size --json --text --format"),
+        hyphen_prefix=True,
+        otherwise="change",
+    ),
+    "s5cmd": Spec(
+        verbs(),
+        options(
+            "--endpoint-url --profile --credentials-file --log --numworkers --retry-count "
+            "--request-payer"
+        ),
+        flag_dry_run("--dry-run"),
+        special=_s5cmd,
+    ),
+    "rclone": Spec(
+        verbs(),
+        options("--config --log-file --log-level --transfers --checkers --bwlimit --backup-dir"),
+        flag_dry_run("--dry-run", "-n"),
+        special=_rclone,
+    ),
+    "mc": Spec(
+        _MC,
+        options("--config-dir -C --json --limit-upload --limit-download"),
+        flag_dry_run("--dry-run"),
+        otherwise="change",
     ),
 }

@@ -276,6 +276,19 @@ READ_AS_THE_CLI_READS = [
     "bq rm -f -d proj:dataset",
 ]
 
+OTHER_CLOUDS = [
+    # clouds and object stores gated since: each ran unasked before
+    "oci compute instance terminate --instance-id ocid1.instance.x --force",
+    "tccli cvm TerminateInstances --InstanceIds '[\"ins-1\"]'",
+    "ibmcloud is instance-delete vsi-1 -f",
+    "linode-cli linodes delete 123",
+    "s5cmd rm 's3://prod-bucket/*'",
+    "rclone purge prod:bucket",
+    "mc rb --force prod/bucket",
+    "copilot svc delete --name web --yes",
+    "x=$(rclone lsf prod:b); rclone delete prod:b",
+]
+
 CHANGING = {
     "a command string on stdin or through process substitution": STDIN_AND_SUBSTITUTION,
     "the program or its verb made by the shell": MADE_BY_THE_SHELL,
@@ -288,6 +301,7 @@ CHANGING = {
     "runners with folders of their own, virtualenvs, containers, other machines, later": ELSEWHERE,
     "CLIs copied by a pattern, run by unknown runners or by Python": COPIED_AND_RUNNERS,
     "arguments read as the CLI reads them": READ_AS_THE_CLI_READS,
+    "the CLIs of other clouds and object stores": OTHER_CLOUDS,
 }
 
 ORDINARY = [
