@@ -168,6 +168,11 @@ async def test_stdio_server_ends_with_the_agent(
     with deadline(10, f"the stdio MCP server (pid {server_pid}) outlived the agent"):
         while pid_alive(server_pid):  # noqa: ASYNC110 - another process
             await trio.sleep(0.05)
+    # As long again for the daemon: a remote agent (iaccode serve) ends the connection's
+    # servers while the test goes on (no process exit to wait for), the daemon last.
+    with trio.move_on_after(10):
+        while pid_alive(child_pid):  # noqa: ASYNC110 - another process
+            await trio.sleep(0.05)
     check.should(
         "MCP-STDIO-EXIT-TREE",
         "a process the stdio server started in a session of its own (a daemon) is gone too",
