@@ -513,6 +513,18 @@ async def test_checks_after_writes_start_no_program_the_repository_ships(
     figures.add(CATEGORY, "cases", 3)
 
 
+async def write_accepting_edits(
+    tmp_path: Path, workspace: Path, model_server: FakeModelServer, first: Path, timeout: float
+) -> None:
+    """One prompt in ``accept_edits`` (the writes inside the project ask nothing), with
+    ``first`` first on the agent's PATH."""
+    extra = {"PATH": f"{first}{os.pathsep}{os.environ['PATH']}"}
+    async with http_agent(tmp_path, model_server.base_url, extra=extra) as agent:
+        session = await start(agent, workspace)
+        await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
+        await agent.run_prompt(session, "write", reject, timeout=timeout)
+
+
 async def test_cfn_lint_loads_no_rules_from_the_repository(
     tmp_path: Path, workspace: Path, marks: Path, model_server: FakeModelServer, figures: Figures
 ) -> None:
@@ -543,11 +555,7 @@ async def test_cfn_lint_loads_no_rules_from_the_repository(
         ),
         reply("done"),
     )
-    extra = {"PATH": f"{Path(cfn_lint).parent}{os.pathsep}{os.environ['PATH']}"}
-    async with http_agent(tmp_path, model_server.base_url, extra=extra) as agent:
-        session = await start(agent, workspace)
-        await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
-        await agent.run_prompt(session, "write", reject, timeout=240)
+    await write_accepting_edits(tmp_path, workspace, model_server, Path(cfn_lint).parent, 240)
     assert ran(marks) == [], "cfn-lint imported the repository's rules"
     results = request_tool_results(model_server.requests[1].body)
     for call_id in ("toolu_top", "toolu_sub"):
@@ -717,11 +725,7 @@ async def test_a_version_managers_shim_runs_no_terraform_the_repository_names(
         ),
         reply("done"),
     )
-    extra = {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
-    async with http_agent(tmp_path, model_server.base_url, extra=extra) as agent:
-        session = await start(agent, workspace)
-        await agent.call("session/set_mode", {"sessionId": session, "modeId": "accept_edits"})
-        await agent.run_prompt(session, "write", reject, timeout=180)
+    await write_accepting_edits(tmp_path, workspace, model_server, shims, 180)
     assert ran(marks) == [], f"the repository's programs ran: {ran(marks)}"
     assert "branch main" in system_text(model_server, 0)  # the user's git did run
     results = request_tool_results(model_server.requests[1].body)
