@@ -330,7 +330,7 @@ def _tccli(name: str, parsed: Parsed) -> Decision:
 _OCI = verbs(
     changes="create delete update terminate launch action attach detach change move restore "
     "copy import export cancel put patch remove add enable disable reboot start stop reset "
-    "rotate upload bulk rename restore reactivate deactivate",
+    "rotate upload bulk rename reactivate deactivate",
     reads="get list search summarize validate help head setup session",
 )
 """Oracle Cloud's ``oci SERVICE RESOURCE VERB`` (``compute instance terminate``)."""
