@@ -53,6 +53,11 @@ SECRET_FILES = (
     "terraform.rc",
     "credentials.tfrc.json",
     ".vault-token",
+    ".s3cfg",
+    ".boto",
+    ".vault_pass",
+    ".vault_pass.txt",
+    ".vault-password",
 )
 """File names (any case) that hold secrets: matched against the last part of a path."""
 SECRET_FOLDERS = (
@@ -68,9 +73,18 @@ SECRET_FOLDERS = (
     ".config/gh",
     ".config/gcloud",
     ".config/hub",
+    ".config/rclone",
+    ".config/doctl",
+    ".config/hcloud",
+    ".config/op",
+    ".mc",
+    ".bluemix",
+    ".tccli",
 )
 """Folders (any case) whose files hold credentials whatever their names (``~/.kube/config``,
 ``~/.aliyun/config.json``, ``~/.config/gh/hosts.yml``): matched against a path's folders."""
+SECRET_PATHS = (".config/linode-cli",)
+"""Files that hold credentials by their whole name under the home folder."""
 SECRET_DATA = re.compile(r".*secret.*\.(ya?ml|json|toml|ini|conf|cfg|properties|txt)$")
 """Data files named for a secret (a Kubernetes ``db-secret.yaml``); not code (``secret.py``)."""
 
@@ -85,4 +99,5 @@ def is_secret_file(path: str) -> bool:
         any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
         or SECRET_DATA.match(name) is not None
         or any(f"/{folder}/" in folders for folder in SECRET_FOLDERS)
+        or any(("/" + "/".join(parts)).endswith(f"/{end}") for end in SECRET_PATHS)
     )

@@ -133,6 +133,16 @@ def test_structured_output_is_redacted_in_its_strings() -> None:
         "~/.docker/config.json",
         "k8s/db-secret.yaml",
         "/home/u/.ssh/deploy_key_2024",
+        "/home/u/.config/rclone/rclone.conf",
+        "~/.mc/config.json",
+        "/home/u/.bluemix/config.json",
+        "~/.tccli/default.credential",
+        "/home/u/.config/linode-cli",
+        "/home/u/.config/doctl/config.yaml",
+        "/home/u/.config/hcloud/cli.toml",
+        "~/.s3cfg",
+        "/home/u/.boto",
+        "ansible/.vault_pass",
     ],
 )
 def test_secrets_files(name: str) -> None:
@@ -152,6 +162,8 @@ def test_secrets_files(name: str) -> None:
         "secret_env.py",
         "config/app.yaml",
         "/home/u/.config/git/config",
+        "/usr/local/bin/linode-cli",
+        "docs/rclone.md",
     ],
 )
 def test_not_secrets_files(name: str) -> None:
