@@ -31,7 +31,10 @@ coverage out gives (the process tier, the conformance suites and the adversarial
 agents by design, an ``iaccode acp`` costing 0.25 s of CPU to answer and 1.2 s more once it
 has preloaded the model SDK; the adversarial suite's kill -9 and load tests are long by
 design). What moved it: agents in the test's process (the in-process tier; ``iaccode serve``
-too), one environment for the sessions that install the same, uv, a third worker.
+too), one environment for the sessions that install the same, uv, a third worker; later, the
+preload importing with the garbage collector off (2.5 s of CPU to 1.6 an agent with the model
+SDK) and the terminal's supervisor without trio (0.35 s to 0.15 a command). Another machine of
+the same kind, where ``import anthropic`` takes 1.9 s of CPU, took 23 minutes for the same run.
 
 Python 3.11, 3.12 and 3.13 (``pyproject.toml``: ``>=3.11``): nox finds each on PATH or as
 pyenv's selected version; one pyenv has installed but not selected is put on PATH here (this
