@@ -35,7 +35,7 @@ from pathlib import Path
 
 from attrs import field, frozen
 
-from iaccode.iac.argv import Spec, options, parse
+from iaccode.iac.argv import Parsed, Spec, options, parse
 from iaccode.iac.clis import CLIS, GATED, classify
 from iaccode.iac.elsewhere import (
     activated_clis,
@@ -498,18 +498,17 @@ class _Reader:
         return None
 
 
-def _kube_shaped(args: list[str]) -> bool:
-    """Whether ``args`` (an everyday verb first) name what kubectl works on: a ``KIND/NAME``
-    (``set image deploy/web``, ``exec deploy/web --``), a kind to create (``create
-    deployment x``), what ``set`` changes and where (``set env web-0 A=b``), an image to run
-    (``run x --image=...``)."""
-    positionals = parse(args, CLIS["kubectl"].value_options).positionals
-    after = positionals[1:]
+def _kube_shaped(parsed: Parsed) -> bool:
+    """Whether kubectl's arguments (an everyday verb first) name what kubectl works on: a
+    ``KIND/NAME`` (``set image deploy/web``, ``exec deploy/web --``), a kind to create
+    (``create deployment x``), what ``set`` changes and where (``set env web-0 A=b``), an image
+    to run (``run x --image=...``)."""
+    verb, *after = parsed.positionals
     return (
         any(word.partition("/")[0].lower() in _KUBE_KINDS for word in after if "/" in word)
-        or (positionals[0] == "create" and bool(after) and after[0].lower() in _KUBE_KINDS)
-        or (positionals[0] == "set" and len(after) >= 2 and after[0] in _KUBE_SET)
-        or any(arg == "--image" or arg.startswith("--image=") for arg in args)
+        or (verb == "create" and bool(after) and after[0].lower() in _KUBE_KINDS)
+        or (verb == "set" and len(after) >= 2 and after[0] in _KUBE_SET)
+        or parsed.has("--image")
     )
 
 
@@ -541,20 +540,21 @@ def _known_change(args: list[str]) -> str | None:
             continue
         words = change.label.split()[1:]
         # Read as the CLI reads them: ``--region us-east-1 s3 rm`` is ``s3 rm``.
-        positionals = parse(args, spec.value_options).positionals
+        parsed = parse(args, spec.value_options)
+        positionals = parsed.positionals
         if len(words) == 1 and len(positionals) < 2:
             continue  # a verb alone is a script's own (./x.sh label): the CLI's takes a name
-        if words and words == positionals[: len(words)] and _distinctive(cli, words, spec, args):
+        if words and words == positionals[: len(words)] and _distinctive(cli, words, spec, parsed):
             return change.label
     return None
 
 
-def _distinctive(cli: str, words: list[str], spec: Spec, args: list[str]) -> bool:
+def _distinctive(cli: str, words: list[str], spec: Spec, parsed: Parsed) -> bool:
     """Whether the words of a change (after the CLI's name) are the CLI's own, see
     :func:`_known_change`; an everyday verb of kubectl's is, with kubectl's arguments."""
     verb = words[-1]
     if len(words) == 1:
-        if cli == "kubectl" and verb in spec.verbs.changes and _kube_shaped(args):
+        if cli == "kubectl" and verb in spec.verbs.changes and _kube_shaped(parsed):
             return True
         return verb in spec.verbs.changes and verb not in _EVERYDAY_VERBS
     level = spec.verbs

@@ -44,14 +44,24 @@ async def ask(
     return asked[0]
 
 
+async def ask_about_a_note(
+    agent: AgentConnection,
+    model_server: FakeModelServer,
+    workspace: Path,
+    tmp_path: Path,
+    **arguments: str,
+) -> dict[str, Any]:
+    """The question about the db MCP server's ``write_note`` called with ``arguments``."""
+    model_server.enqueue(call("mcp__db__write_note", **arguments), reply("Not written."))
+    return await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
+
+
 async def test_an_mcp_tool_question_shows_its_arguments_and_paths(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
-    model_server.enqueue(
-        call("mcp__db__write_note", path="infra/notes.md", text="rotate keys"),
-        reply("Not written."),
+    question = await ask_about_a_note(
+        agent, model_server, workspace, tmp_path, path="infra/notes.md", text="rotate keys"
     )
-    question = await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
     tool_call = question["params"]["toolCall"]
     # A tool without hints may destroy (MCP's defaults): it asks in every mode and says so.
     assert tool_call["title"] == "May change real infrastructure: write_note (db MCP server)"
@@ -155,9 +165,7 @@ async def test_a_write_through_a_link_says_where_it_goes(
 async def test_an_mcp_tool_question_shows_its_arguments_as_they_are(
     agent: AgentConnection, model_server: FakeModelServer, workspace: Path, tmp_path: Path
 ) -> None:
-    model_server.enqueue(
-        call("mcp__db__write_note", path="notes.md", text="safe \u202e; drop table"),
-        reply("Not written."),
+    question = await ask_about_a_note(
+        agent, model_server, workspace, tmp_path, path="notes.md", text="safe \u202e; drop table"
     )
-    question = await ask(agent, workspace, [acp_stdio_server("db", tmp_path / "calls.jsonl")])
     assert '"text": "safe \\u202e; drop table"' in texts(question)
